@@ -1,0 +1,19 @@
+/* The CPU backend: executes every graph op with a persistent threadpool.  An op/type it cannot execute
+ * is refused with the node named (never skipped). */
+#ifndef MF_BACKEND_CPU_H
+#define MF_BACKEND_CPU_H
+
+#include "graph/graph.h"
+
+typedef struct mf_cpu mf_cpu;
+
+int mf_cpu_new(int n_threads, mf_cpu **out, mf_error *err);
+void mf_cpu_free(mf_cpu *cpu);
+int mf_cpu_n_threads(const mf_cpu *cpu);
+/* The op x dtype support function: `type` is the node's own type, except for MATMUL and GET_ROWS where
+ * it is src0's (the weight/table) type.  The registry asks this; it keeps no copy. */
+bool mf_cpu_supports(mf_op op, uint32_t type);
+/* Execute nodes [0, n) in order (the graph must be allocated and its INPUT nodes bound). */
+int mf_cpu_compute(mf_cpu *cpu, mf_graph *g, mf_error *err);
+
+#endif

@@ -1,0 +1,11 @@
+/* minfer eval (placeholder until its module lands). */
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+int mf_cmd_eval(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "Error: 'minfer eval' is not implemented yet\n");
+    return 1;
+}

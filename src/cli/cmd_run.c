@@ -1,0 +1,11 @@
+/* minfer run (placeholder until its module lands). */
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+int mf_cmd_run(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "Error: 'minfer run' is not implemented yet\n");
+    return 1;
+}

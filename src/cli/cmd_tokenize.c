@@ -1,0 +1,11 @@
+/* minfer tokenize (placeholder until its module lands). */
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+int mf_cmd_tokenize(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "Error: 'minfer tokenize' is not implemented yet\n");
+    return 1;
+}

@@ -1,0 +1,11 @@
+/* minfer viz (placeholder until its module lands). */
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+int mf_cmd_viz(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "Error: 'minfer viz' is not implemented yet\n");
+    return 1;
+}

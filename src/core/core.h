@@ -1,0 +1,61 @@
+/* core: errors, logging, allocation helpers shared by every module.
+ *
+ * Error convention (see shared DESIGN.md): a function that can fail returns int (0 = ok, negative
+ * MF_E_* code) and takes `mf_error *err` last.  The message names the actual values and the way out.
+ * `err` may be NULL when the caller only wants the code. */
+#ifndef MF_CORE_H
+#define MF_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+enum {
+    MF_OK = 0,
+    MF_E_IO = -1,          /* open/read/write/mmap failed */
+    MF_E_FORMAT = -2,      /* malformed input file or data */
+    MF_E_NOMEM = -3,       /* allocation failed */
+    MF_E_INVAL = -4,       /* bad argument from the caller or the user */
+    MF_E_UNSUPPORTED = -5, /* valid request this build/model cannot honour */
+    MF_E_RANGE = -6,       /* a value outside its allowed range (context full, id too big) */
+    MF_E_NOTFOUND = -7,    /* key, tensor, file or name not present */
+    MF_E_TYPE = -8,        /* value present but of another type */
+    MF_E_BACKEND = -9,     /* backend refused or failed */
+    MF_E_INTERNAL = -10,   /* a bug: an invariant did not hold */
+};
+
+typedef struct mf_error {
+    int code;
+    char msg[1024];
+} mf_error;
+
+/* Sets err (if non-NULL) and returns code, so `return mf_err(err, MF_E_FORMAT, "...", ...)` works. */
+int mf_err(mf_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Prepends "prefix: " to an existing message (context added on the way up). Returns err->code. */
+int mf_err_prefix(mf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *mf_err_code_name(int code);
+
+/* Logging: one sink (stderr by default), level from MINFER_LOG=error|warn|info|debug. */
+typedef enum { MF_LOG_ERROR = 0, MF_LOG_WARN = 1, MF_LOG_INFO = 2, MF_LOG_DEBUG = 3 } mf_log_level;
+void mf_log(mf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mf_log_set_level(mf_log_level level);
+mf_log_level mf_log_get_level(void);
+
+/* Allocation: plain wrappers so sanitizer builds see every allocation; aligned memory is freed with
+ * mf_aligned_free.  Both return NULL on failure (callers report MF_E_NOMEM with the size). */
+void *mf_aligned_alloc(size_t align, size_t size);
+void mf_aligned_free(void *p);
+
+/* Overflow-checked arithmetic for sizes computed from untrusted input: return false on overflow. */
+static inline bool mf_add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }
+static inline bool mf_mul_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+
+/* Monotonic clock in seconds. */
+double mf_time_now(void);
+
+#define MF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define MF_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MF_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

@@ -1,0 +1,146 @@
+/* graph: the declarative compute IR that model builders emit and a backend executes.
+ *
+ * Tensors follow ggml's dimension order: ne[0] is the innermost (contiguous) dimension, so a matrix of
+ * N rows of length K has ne = {K, N}.  nb[] are byte strides (nb[0] = element/block size).
+ *
+ * Builders never fail mid-expression: a builder that detects a bad shape or type records the first
+ * error in the graph (naming the node and both shapes) and returns MF_NODE_INVALID; every later builder
+ * given an invalid source returns MF_NODE_INVALID too.  Check mf_graph_error() once after building.
+ *
+ * Reuse identity: a graph depends only on its params (token count, output rows, topology flags) -
+ * never on positions, cells or windows, which are input DATA bound per forward. */
+#ifndef MF_GRAPH_H
+#define MF_GRAPH_H
+
+#include "core/core.h"
+
+#include <stdio.h>
+
+#define MF_MAX_DIMS 4
+#define MF_MAX_SRC 4
+#define MF_NODE_INVALID (-1)
+
+typedef enum {
+    MF_OP_INPUT,     /* data bound per forward by the engine (token ids, positions, cell ids, windows) */
+    MF_OP_WEIGHT,    /* read-only model data (mmap'd or repacked); data set at build time */
+    MF_OP_EXTERNAL,  /* writable memory owned outside the graph (the KV cache of one layer) */
+    MF_OP_GET_ROWS,  /* src0 table [K, R] any type, src1 i32 ids [n] -> f32 [K, n] (dequantized rows) */
+    MF_OP_RMS_NORM,  /* src0 f32 [K, ...]; f[0] = eps; x / sqrt(mean(x^2) + eps) along ne0 */
+    MF_OP_MATMUL,    /* src0 weight [K, N] (any type), src1 f32 [K, M] -> f32 [N, M]; out[m][n] = dot(w_n, x_m) */
+    MF_OP_ADD,       /* src0 f32, src1 f32 broadcast over src0 (each dim of src1 is 1 or equal) */
+    MF_OP_MUL,       /* as ADD, elementwise product */
+    MF_OP_SCALE,     /* src0 f32 * f[0] */
+    MF_OP_SILU,      /* x * sigmoid(x) */
+    MF_OP_SWIGLU,    /* silu(src0) * src1, same shapes */
+    MF_OP_SOFTMAX,   /* softmax along ne0 */
+    MF_OP_ROPE,      /* src0 f32 [hd, n_head, n_tok], src1 i32 positions [n_tok]; i[0] = n_rot,
+                        i[1] = mode (MF_ROPE_NEOX); f[0] = freq_base, f[1] = freq_scale */
+    MF_OP_KV_STORE,  /* src0 cache (EXTERNAL [n_embd_kv, n_cells], cache type), src1 f32 rows [n_embd_kv, n_tok],
+                        src2 i32 cell ids [n_tok]: cache[:, cell[t]] = convert(rows[:, t]).  The node is a view
+                        of the whole cache (same shape/type), so readers depend on the store. */
+    MF_OP_ATTENTION, /* src0 q f32 [hd, n_head, n_tok], src1 k cache [hd*n_head_kv, n_cells] (a KV_STORE node),
+                        src2 v cache (same), src3 i32 window [n_win + 1, n_tok]: column t = {count, cell ids of
+                        the cells query t may see, in position order}.  i[0] = n_head_kv; f[0] = scale.
+                        GQA: head h reads kv head h / (n_head / n_head_kv).  -> f32 [hd*n_head, n_tok].
+                        Softmax is accumulated over the window in list order (fixed per query). */
+    MF_OP_VIEW,      /* alias of src0 memory at byte offset view_offs with its own ne/nb (no copy) */
+    MF_OP_RESHAPE,   /* alias of a contiguous src0 with another shape (no copy) */
+    MF_OP_PERMUTE,   /* alias with permuted ne/nb: i[0..3] = destination axis of each source axis */
+    MF_OP_CONT,      /* copy a strided tensor into contiguous memory */
+    MF_OP_COUNT
+} mf_op;
+
+#define MF_ROPE_NEOX 2 /* llama.cpp's GGML_ROPE_TYPE_NEOX: rotate pairs (i, i + n_rot/2) - Qwen style */
+
+enum {
+    MF_NODE_OUTPUT = 1u << 0, /* value must survive the forward (logits); never reused by the allocator */
+};
+
+typedef struct mf_node {
+    mf_op op;
+    uint32_t type; /* mf_type (quant/quant.h) */
+    int32_t n_dims;
+    int64_t ne[MF_MAX_DIMS];
+    size_t nb[MF_MAX_DIMS];
+    int32_t src[MF_MAX_SRC]; /* node ids, -1 = unused */
+    int32_t iparams[4];
+    float fparams[4];
+    int32_t view_src; /* VIEW/RESHAPE/PERMUTE/KV_STORE: node whose memory this aliases, else -1 */
+    uint64_t view_offs;
+    int32_t layer;   /* transformer block index, -1 outside blocks */
+    int32_t backend; /* registry id assigned by the scheduler, -1 = unassigned */
+    uint32_t flags;
+    char name[64];
+    void *data; /* WEIGHT/EXTERNAL: set at build; INPUT: bound per forward; others: set by the allocator */
+} mf_node;
+
+typedef struct mf_graph mf_graph;
+
+mf_graph *mf_graph_new(void);
+void mf_graph_free(mf_graph *g);
+int mf_graph_error(const mf_graph *g, mf_error *err); /* 0, or the first builder error */
+
+int32_t mf_graph_n_nodes(const mf_graph *g);
+mf_node *mf_graph_node(mf_graph *g, int32_t id);
+const mf_node *mf_graph_node_c(const mf_graph *g, int32_t id);
+int32_t mf_graph_find(const mf_graph *g, const char *name); /* -1 if absent */
+bool mf_node_is_contiguous(const mf_node *n);
+int64_t mf_node_nelements(const mf_node *n);
+size_t mf_node_nbytes(const mf_node *n); /* bytes spanned (contiguous size for contiguous nodes) */
+
+/* ---- builders (return node id or MF_NODE_INVALID) ---- */
+int32_t mf_g_input(mf_graph *g, const char *name, uint32_t type, int n_dims, const int64_t *ne);
+int32_t mf_g_weight(mf_graph *g, const char *name, uint32_t type, int n_dims, const int64_t *ne, const void *data);
+int32_t mf_g_external(mf_graph *g, const char *name, uint32_t type, int n_dims, const int64_t *ne, void *data);
+int32_t mf_g_get_rows(mf_graph *g, int32_t table, int32_t ids);
+int32_t mf_g_rms_norm(mf_graph *g, int32_t x, float eps);
+int32_t mf_g_matmul(mf_graph *g, int32_t w, int32_t x);
+int32_t mf_g_add(mf_graph *g, int32_t a, int32_t b);
+int32_t mf_g_mul(mf_graph *g, int32_t a, int32_t b);
+int32_t mf_g_scale(mf_graph *g, int32_t x, float s);
+int32_t mf_g_silu(mf_graph *g, int32_t x);
+int32_t mf_g_swiglu(mf_graph *g, int32_t gate, int32_t up);
+int32_t mf_g_softmax(mf_graph *g, int32_t x);
+int32_t mf_g_rope(mf_graph *g, int32_t x, int32_t pos, int n_rot, int mode, float freq_base, float freq_scale);
+int32_t mf_g_kv_store(mf_graph *g, int32_t cache, int32_t rows, int32_t cells);
+int32_t mf_g_attention(mf_graph *g, int32_t q, int32_t k, int32_t v, int32_t window, int n_head_kv, float scale);
+int32_t mf_g_view(mf_graph *g, int32_t x, int n_dims, const int64_t *ne, const size_t *nb, uint64_t offs);
+int32_t mf_g_reshape(mf_graph *g, int32_t x, int n_dims, const int64_t *ne);
+int32_t mf_g_permute(mf_graph *g, int32_t x, int a0, int a1, int a2, int a3);
+int32_t mf_g_cont(mf_graph *g, int32_t x);
+/* Name the most recent node (printf-style) and tag its layer; returns id unchanged (chainable). */
+int32_t mf_g_name(mf_graph *g, int32_t id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int32_t mf_g_layer(mf_graph *g, int32_t id, int layer);
+void mf_g_set_output(mf_graph *g, int32_t id);
+
+/* ---- allocation ---- */
+/* Liveness over the topological (creation) order; buffers reused once their last reader ran; in place
+ * only where safe.  Sets data for every non-view, non-INPUT/WEIGHT/EXTERNAL node inside one arena.
+ * INPUT nodes get their own region too (the engine writes them before each forward). */
+int mf_graph_alloc(mf_graph *g, mf_error *err);
+size_t mf_graph_peak_bytes(const mf_graph *g); /* arena size after mf_graph_alloc */
+
+/* ---- export (minfer viz) ---- */
+/* JSON: {"nodes":[{"id","name","op","type","ne":[..],"src":[..],"layer","backend"}...]}; DOT: a digraph
+ * with one node per op labelled with name, op, shape, type, layer and backend. */
+int mf_graph_write_json(const mf_graph *g, FILE *f);
+int mf_graph_write_dot(const mf_graph *g, FILE *f);
+
+/* ---- graph cache: several graphs keyed by params, most-recently-used first ---- */
+typedef struct {
+    int32_t n_tokens;  /* tokens in the batch */
+    int32_t n_outputs; /* rows that want logits */
+    uint32_t flags;    /* anything else that changes topology */
+} mf_graph_key;
+
+typedef struct mf_graph_cache mf_graph_cache;
+mf_graph_cache *mf_graph_cache_new(int capacity);
+void mf_graph_cache_free(mf_graph_cache *c);          /* frees the graphs it holds */
+mf_graph *mf_graph_cache_get(mf_graph_cache *c, const mf_graph_key *key); /* NULL on miss; hit -> MRU */
+void mf_graph_cache_put(mf_graph_cache *c, const mf_graph_key *key, mf_graph *g); /* owns g; evicts LRU */
+int mf_graph_cache_hits(const mf_graph_cache *c);
+int mf_graph_cache_misses(const mf_graph_cache *c);
+
+const char *mf_op_name(mf_op op);
+
+#endif

@@ -1,0 +1,126 @@
+/* quant: block formats (ids and layouts are llama.cpp's ggml ones, a file-format contract), plain-C
+ * reference dequantizers/quantizers, and the dot-product kernels the matmul uses.
+ *
+ * Matmul contract (matches llama.cpp so results agree): a weight row of type T is dotted with an
+ * activation row converted ONCE to mf_vec_dot_type(T):
+ *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0 -> Q8_0, Q4_1/Q5_1 -> Q8_1, Q*_K -> Q8_K.
+ * Every kernel's reduction order along a row is fixed (never depends on how many rows are processed
+ * together), so batched and serial results are bitwise equal. */
+#ifndef MF_QUANT_H
+#define MF_QUANT_H
+
+#include "core/core.h"
+
+typedef enum {
+    MF_TYPE_F32 = 0,
+    MF_TYPE_F16 = 1,
+    MF_TYPE_Q4_0 = 2,
+    MF_TYPE_Q4_1 = 3,
+    MF_TYPE_Q5_0 = 6,
+    MF_TYPE_Q5_1 = 7,
+    MF_TYPE_Q8_0 = 8,
+    MF_TYPE_Q8_1 = 9,
+    MF_TYPE_Q2_K = 10,
+    MF_TYPE_Q3_K = 11,
+    MF_TYPE_Q4_K = 12,
+    MF_TYPE_Q5_K = 13,
+    MF_TYPE_Q6_K = 14,
+    MF_TYPE_Q8_K = 15,
+    MF_TYPE_I8 = 24,
+    MF_TYPE_I16 = 25,
+    MF_TYPE_I32 = 26,
+    MF_TYPE_I64 = 27,
+    MF_TYPE_F64 = 28,
+    MF_TYPE_BF16 = 30,
+    MF_TYPE_COUNT = 40 /* size of id space for tables; not every id is a type */
+} mf_type;
+
+#define MF_QK4_0 32
+#define MF_QK4_1 32
+#define MF_QK5_0 32
+#define MF_QK5_1 32
+#define MF_QK8_0 32
+#define MF_QK8_1 32
+#define MF_QK_K 256
+#define MF_K_SCALE_SIZE 12
+
+/* f16/bf16 values are stored as raw uint16_t bits. */
+typedef struct { uint16_t d; uint8_t qs[MF_QK4_0 / 2]; } mf_block_q4_0;                    /* 18 B */
+typedef struct { uint16_t d, m; uint8_t qs[MF_QK4_1 / 2]; } mf_block_q4_1;                 /* 20 B */
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[MF_QK5_0 / 2]; } mf_block_q5_0;     /* 22 B */
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[MF_QK5_1 / 2]; } mf_block_q5_1;  /* 24 B */
+typedef struct { uint16_t d; int8_t qs[MF_QK8_0]; } mf_block_q8_0;                         /* 34 B */
+typedef struct { uint16_t d, s; int8_t qs[MF_QK8_1]; } mf_block_q8_1;                      /* 36 B, s = d*sum(qs) */
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[MF_K_SCALE_SIZE];
+    uint8_t qs[MF_QK_K / 2];
+} mf_block_q4_K; /* 144 B */
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[MF_K_SCALE_SIZE];
+    uint8_t qh[MF_QK_K / 8];
+    uint8_t qs[MF_QK_K / 2];
+} mf_block_q5_K; /* 176 B */
+typedef struct {
+    uint8_t ql[MF_QK_K / 2];
+    uint8_t qh[MF_QK_K / 4];
+    int8_t scales[MF_QK_K / 16];
+    uint16_t d;
+} mf_block_q6_K; /* 210 B */
+typedef struct {
+    float d;
+    int8_t qs[MF_QK_K];
+    int16_t bsums[MF_QK_K / 16];
+} mf_block_q8_K; /* 292 B */
+
+typedef struct {
+    const char *name;  /* "f32", "q4_0", "q4_K", ... (llama.cpp spelling) */
+    int64_t blck_size; /* elements per block */
+    size_t type_size;  /* bytes per block */
+    bool quantized;
+} mf_type_info;
+
+/* NULL for an id that is not a known type. */
+const mf_type_info *mf_type_get(uint32_t type);
+const char *mf_type_name(uint32_t type); /* "unknown(N)" style for unknown ids (static buffer) */
+/* Bytes of a row of n elements; 0 if n is not a multiple of the block size or type unknown. */
+size_t mf_row_size(uint32_t type, int64_t n);
+
+/* f16 / bf16 <-> f32, round-to-nearest-even, every value class (subnormals, inf, NaN). */
+float mf_fp16_to_fp32(uint16_t h);
+uint16_t mf_fp32_to_fp16(float f);
+float mf_bf16_to_fp32(uint16_t h);
+uint16_t mf_fp32_to_bf16(float f);
+
+/* Reference (plain C) conversions of one row of n elements (n a multiple of the block size).
+ * dequantize: every type above except Q8_K-as-weights (supported too, for tests).
+ * quantize: F32, F16, BF16, Q8_0, Q8_1, Q4_0, Q8_K (activation/KV formats).  Returns MF_E_UNSUPPORTED
+ * for others. */
+int mf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
+int mf_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
+
+/* ---- dot kernels ---- */
+/* s = dot(w_row, a_row) over n elements; w of type T, a of type mf_vec_dot_type(T). */
+typedef void (*mf_vec_dot_fn)(int64_t n, float *s, const void *w, const void *a);
+/* activation conversion: converts n floats into the vec_dot type's row layout */
+typedef void (*mf_from_float_fn)(const float *x, void *y, int64_t n);
+
+typedef enum { MF_ISA_SCALAR = 0, MF_ISA_AVX2 = 1, MF_ISA_AVX512 = 2 } mf_isa;
+
+typedef struct {
+    mf_type vec_dot_type;
+    mf_vec_dot_fn vec_dot;       /* NULL if this type cannot be a matmul weight */
+    mf_from_float_fn from_float; /* converts activations to vec_dot_type */
+} mf_quant_kernels;
+
+/* Kernels for weight type `type` at the best ISA this CPU has (cpuid, cached), or forced by
+ * MINFER_ISA=scalar|avx2|avx512.  NULL if the type has no matmul kernel. */
+const mf_quant_kernels *mf_quant_kernels_get(uint32_t type);
+/* Kernels for an explicit ISA (tests compare each ISA with the scalar reference); NULL if absent or the
+ * CPU lacks the ISA. */
+const mf_quant_kernels *mf_quant_kernels_get_isa(uint32_t type, mf_isa isa);
+mf_isa mf_cpu_best_isa(void);
+const char *mf_isa_name(mf_isa isa);
+
+#endif

@@ -1,0 +1,75 @@
+/* A tiny test harness: every test binary prints "PASS name" / "FAIL name: why" per check group and
+ * closes with "<binary>: N passed, N failed"; tests/run.sh adds them up.  Exit status 1 on failure.
+ *
+ *   static void test_x(void) { CHECK(a == b, "a=%d b=%d", a, b); }
+ *   int main(void) { RUN(test_x); return mf_test_done(); }
+ *
+ * SKIP(reason) ends the current test as skipped (with the reason printed), never as passed. */
+#ifndef MF_TEST_HARNESS_H
+#define MF_TEST_HARNESS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int mf_t_passed, mf_t_failed, mf_t_skipped, mf_t_cur_failed, mf_t_cur_skipped;
+static const char *mf_t_cur;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (mf_t_cur_failed < 10) {                                                            \
+                fprintf(stdout, "  check failed %s:%d: %s: ", __FILE__, __LINE__, #cond);           \
+                fprintf(stdout, __VA_ARGS__);                                                      \
+                fputc('\n', stdout);                                                               \
+            }                                                                                      \
+            mf_t_cur_failed++;                                                                     \
+        }                                                                                          \
+    } while (0)
+
+/* CHECK that also returns from the test on failure (for checks later code depends on). */
+#define REQUIRE(cond, ...)                                                                         \
+    do {                                                                                           \
+        CHECK(cond, __VA_ARGS__);                                                                  \
+        if (!(cond)) return;                                                                       \
+    } while (0)
+
+#define SKIP(...)                                                                                  \
+    do {                                                                                           \
+        fprintf(stdout, "SKIP %s: ", mf_t_cur);                                                    \
+        fprintf(stdout, __VA_ARGS__);                                                              \
+        fputc('\n', stdout);                                                                       \
+        mf_t_cur_skipped = 1;                                                                      \
+        return;                                                                                    \
+    } while (0)
+
+#define RUN(fn)                                                                                    \
+    do {                                                                                           \
+        mf_t_cur = #fn;                                                                            \
+        mf_t_cur_failed = 0;                                                                       \
+        mf_t_cur_skipped = 0;                                                                      \
+        fn();                                                                                      \
+        if (mf_t_cur_failed) {                                                                     \
+            fprintf(stdout, "FAIL %s (%d checks failed)\n", #fn, mf_t_cur_failed);                 \
+            mf_t_failed++;                                                                         \
+        } else if (mf_t_cur_skipped) {                                                             \
+            mf_t_skipped++;                                                                        \
+        } else {                                                                                   \
+            fprintf(stdout, "PASS %s\n", #fn);                                                     \
+            mf_t_passed++;                                                                         \
+        }                                                                                          \
+        fflush(stdout);                                                                            \
+    } while (0)
+
+static inline int mf_test_done(void) {
+    fprintf(stdout, "RESULT %d passed, %d failed, %d skipped\n", mf_t_passed, mf_t_failed, mf_t_skipped);
+    return mf_t_failed ? 1 : 0;
+}
+
+/* Where generated test artefacts go (models are generated at test time, never committed). */
+static inline const char *mf_test_tmpdir(void) {
+    const char *d = getenv("MF_TEST_TMP");
+    return d ? d : "build/test-tmp";
+}
+
+#endif
