@@ -9,6 +9,12 @@ BUILD   ?= build
 WERROR  ?= -Werror
 OPT     ?= -O2
 SAN     ?=
+V       ?= 0
+ifeq ($(V),0)
+Q = @
+else
+Q =
+endif
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Wno-unused-parameter \
               -fno-strict-aliasing -g $(OPT) $(SAN) -pthread -Iinclude -Isrc
 CFLAGS  += $(CFLAGS_BASE) $(shell pkg-config --cflags libpcre2-8 libutf8proc libcjson 2>/dev/null)
@@ -44,25 +50,31 @@ all: $(LIB) $(BIN) $(GEN) $(TEST_BIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -std=c++17 -Iinclude -Isrc -DMF_CUDA=1 -c $< -o $@
+	@$(if $(Q),echo "  NVCC    $<")
+	$(Q)$(NVCC) -O2 -std=c++17 -Iinclude -Isrc -DMF_CUDA=1 -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(BIN): $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 $(GEN): $(GEN_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(GEN_OBJ) $(LIB) $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(GEN_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(HELP_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(HELP_OBJ) $(LIB) $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(HELP_OBJ) $(LIB) $(LDLIBS)
 
 # The CI suite: tiny shapes, every golden, every CLI test.
 test: all

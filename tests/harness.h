@@ -27,11 +27,17 @@ static const char *mf_t_cur;
         }                                                                                          \
     } while (0)
 
-/* CHECK that also returns from the test on failure (for checks later code depends on). */
+/* CHECK that also returns from the test on failure (for checks later code depends on).
+ * The condition is evaluated exactly once. */
 #define REQUIRE(cond, ...)                                                                         \
     do {                                                                                           \
-        CHECK(cond, __VA_ARGS__);                                                                  \
-        if (!(cond)) return;                                                                       \
+        if (!(cond)) {                                                                             \
+            fprintf(stdout, "  required check failed %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
+            fprintf(stdout, __VA_ARGS__);                                                          \
+            fputc('\n', stdout);                                                                   \
+            mf_t_cur_failed++;                                                                     \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 #define SKIP(...)                                                                                  \

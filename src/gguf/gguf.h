@@ -71,6 +71,15 @@ mf_gguf_type mf_gguf_kv_type(const mf_gguf *g, int64_t i);
 mf_gguf_type mf_gguf_kv_arr_type(const mf_gguf *g, int64_t i);
 uint64_t mf_gguf_kv_arr_len(const mf_gguf *g, int64_t i);
 
+/* The value bytes of key i as stored in the file (little-endian): a scalar's bytes; a string's bytes without
+ * the length; an array's elements (after its type and count).  *nbytes gets their size. */
+const void *mf_gguf_kv_data(const mf_gguf *g, int64_t i, uint64_t *nbytes);
+/* Renders key i's value for people: numbers in their shortest round-trip form, strings quoted and escaped
+ * (cut after max_str bytes, then the byte count), arrays as `[string x 151936] "!", "\"", ...` with at
+ * most max_elems elements shown (nested arrays bracketed).  0 means no limit for either.  Always
+ * NUL-terminates buf (cap >= 1); returns the length the full rendering needs (like snprintf). */
+size_t mf_gguf_kv_format(const mf_gguf *g, int64_t i, size_t max_elems, size_t max_str, char *buf, size_t cap);
+
 /* Typed getters by key.  Missing key -> MF_E_NOTFOUND ("key 'x' not found"); wrong type -> MF_E_TYPE
  * naming the key, the wanted and the found type.  Integer getters accept any integer type whose value
  * fits the target (u32 from u8/u16/u32/i32>=0/u64 that fits ...), naming the value when it does not. */
@@ -107,6 +116,12 @@ int mf_gguf_writer_set_str(mf_gguf_writer *w, const char *key, const char *v);
 /* elem_type: any scalar type; data holds n packed elements of that type */
 int mf_gguf_writer_set_arr(mf_gguf_writer *w, const char *key, mf_gguf_type elem_type, const void *data, uint64_t n);
 int mf_gguf_writer_set_str_arr(mf_gguf_writer *w, const char *key, const char *const *v, uint64_t n);
+/* Any fixed-size scalar type (u8 .. f64, bool as one byte); v points at one host-order value. */
+int mf_gguf_writer_set_scalar(mf_gguf_writer *w, const char *key, mf_gguf_type type, const void *v);
+/* The value bytes exactly as they appear in the file after the type field (little-endian; for an array:
+ * u32 element type, u64 count, elements).  Not checked: for nested arrays and for tests that build
+ * malformed files on purpose. */
+int mf_gguf_writer_set_raw(mf_gguf_writer *w, const char *key, mf_gguf_type type, const void *value, size_t len);
 /* Declare a tensor (name copied).  Data is written later, in declaration order. */
 int mf_gguf_writer_add_tensor(mf_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                               const int64_t *ne, mf_error *err);

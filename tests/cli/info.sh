@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# minfer info: prints a writer-made sample file's header, metadata and tensor table; refuses truncated,
+# foreign and missing files with exit 1 and bad usage with exit 2.
+source "$(dirname "$0")/lib.bash"
+TESTBIN="${MF_BUILD:-build}/tests/test_gguf"
+F="$TMP/info_sample.gguf"
+
+# has NAME HAYSTACK NEEDLE...: every needle is a substring of the haystack
+has() {
+    local name=$1 hay=$2; shift 2
+    for n in "$@"; do
+        if [[ "$hay" != *"$n"* ]]; then bad "$name" "output lacks '$n'"; return; fi
+    done
+    ok "$name"
+}
+
+if ! "$TESTBIN" --write-sample "$F"; then
+    bad write_sample "$TESTBIN --write-sample $F failed"
+    finish; exit
+fi
+
+out=$("$MINFER" info -m "$F" 2>"$TMP/_err"); rc=$?
+if [ "$rc" -ne 0 ]; then bad info_ok "exit $rc: $(cat "$TMP/_err")"; else ok info_ok; fi
+has header "$out" "gguf:      version 3, alignment 32, data section at byte " "file $(stat -c %s "$F") bytes"
+has metadata "$out" "metadata:  9 keys" 'general.architecture' 'string  "qwen2"' \
+    'qwen2.rope.freq_base                    f32     1000000' 'layer_norm_rms_epsilon  f32     1e-06' \
+    'tokenizer.ggml.add_bos_token            bool    false' \
+    '[string x 40] "!", "\"", "t2", "t3", "t4", "t5", "t6", "t7", ...' '[i32 x 40] 1, 1, 1,'
+has tensors "$out" "tensors:   3" "token_embd.weight    f16     [32, 40]" "blk.0.ffn_up.weight  q8_0    [256, 2]" \
+    "total:     3 tensors, 1824 elements, 3232 bytes (3.2 KiB)"
+row=$(grep 'output_norm.weight' <<<"$out" | tr -s ' ')
+[ "$row" = " 1 output_norm.weight f32 [32] 128 2560" ] && ok tensor_row || bad tensor_row "got '$row'"
+
+out=$("$MINFER" info -m "$F" --max-elems 2 --no-tensors 2>&1)
+has max_elems "$out" '[string x 40] "!", "\"", ...' "total:     3 tensors"
+[[ "$out" != *"token_embd.weight"* ]] && ok no_tensors || bad no_tensors "tensor table printed"
+out=$("$MINFER" info --model "$F" --full --no-metadata 2>&1)
+[[ "$out" != *"general.architecture"* && "$out" == *"token_embd.weight"* ]] && ok no_metadata || bad no_metadata "$out"
+out=$("$MINFER" info -m "$F" --full 2>&1)
+has full "$out" '"t38", "t39"'
+
+help=$("$MINFER" info --help); rc=$?
+[ "$rc" -eq 0 ] && ok help_rc || bad help_rc "exit $rc"
+has help_flags "$help" "-m, --model FILE" "--max-elems N" "--max-str N" "--full" "--no-metadata" "--no-tensors" "--help"
+
+# refusals: exit 1 with a reason naming what was wrong
+head -c 1100 "$F" >"$TMP/info_cut_index.gguf"
+expect truncated_index 1 "Error: '$TMP/info_cut_index.gguf': tensor index entry" -- "$MINFER" info -m "$TMP/info_cut_index.gguf"
+head -c 3000 "$F" >"$TMP/info_cut_data.gguf"
+expect truncated_data 1 "ends past the file (3000 bytes)" -- "$MINFER" info -m "$TMP/info_cut_data.gguf"
+head -c 10 "$F" >"$TMP/info_cut_header.gguf"
+expect truncated_header 1 "header: tensor count at offset 8 needs 8 bytes, but the file ends at 10 (truncated)" -- "$MINFER" info -m "$TMP/info_cut_header.gguf"
+echo "just some text, not a model" >"$TMP/info_text.gguf"
+expect not_gguf 1 "not a GGUF file: magic bytes 'just', expected 'GGUF'" -- "$MINFER" info -m "$TMP/info_text.gguf"
+expect missing_file 1 "Error: cannot open '$TMP/no-such-file.gguf': No such file or directory" -- "$MINFER" info -m "$TMP/no-such-file.gguf"
+
+# usage errors: exit 2
+expect no_model 2 "Error: minfer info needs -m FILE" -- "$MINFER" info
+expect unknown_flag 2 "unknown option '--bogus'" -- "$MINFER" info -m "$F" --bogus
+expect bad_number 2 "--max-elems expects an integer, got 'many'" -- "$MINFER" info -m "$F" --max-elems many
+expect missing_value 2 "-m needs a value" -- "$MINFER" info -m
+finish
