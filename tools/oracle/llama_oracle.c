@@ -1,0 +1,854 @@
+// oracle-libs: -lllama -lggml -lggml-base
+//
+// llama_oracle.c - llama.cpp (the prebuilt CPU libraries of node-llama-cpp@3.21.1, commit 80fb11a) as the
+// numerical reference for minfer. Dev-only: it produces goldens that are committed under tests/; the test
+// suite never runs it. Built by tools/oracle/build.sh.
+//
+//   info           --model M [--vocab-only]
+//   tokenize       --model M (--text T | --file F) [--no-special] [--add-special]
+//   tokenize-batch --model M --in corpus.json [--add-special]
+//   eval           --model M --tokens '[ids]' [--top K] [--threads N] [--kv f32|f16] [--fa on|off|auto]
+//                  [--ubatch U] [--dump-logits FILE]
+//   greedy         --model M (--tokens '[ids]' | --text T) [-n N] [--top K] [--threads N] [--kv ..] [--fa ..]
+//                  [--stop-eog]
+//   bench          --model M [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto]
+// Common: --verbose (all llama.cpp logs), --cpu-variant NAME (load only libggml-cpu-NAME.so instead of the
+// best-scoring variant). JSON on stdout, errors on stderr with exit status 1.
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+#include "llama.h"
+
+#ifndef ORACLE_LLAMA_COMMIT
+#define ORACLE_LLAMA_COMMIT "unknown"
+#endif
+
+// ---------------------------------------------------------------------------------------------- utilities
+
+_Noreturn static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("llama_oracle: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+static void *xrealloc(void *p, size_t n) {
+    p = realloc(p, n ? n : 1);
+    if (!p) die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die("cannot open %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = xmalloc(cap + 1);
+    for (;;) {
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (n < cap) break;
+        cap *= 2;
+        buf = xrealloc(buf, cap + 1);
+    }
+    if (ferror(f)) die("cannot read %s", path);
+    fclose(f);
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void json_str(FILE *out, const char *s, size_t n) {
+    fputc('"', out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c == '\n') fputs("\\n", out);
+        else if (c == '\t') fputs("\\t", out);
+        else if (c == '\r') fputs("\\r", out);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+// Non-finite logits have no JSON form; they come out as null so a consumer notices.
+static void json_float(FILE *out, double v) {
+    if (isfinite(v)) fprintf(out, "%.9g", v);
+    else fputs("null", out);
+}
+
+// ---------------------------------------------------------------------------------------------- JSON input
+
+typedef struct {
+    const char *start, *p, *end, *what;
+} jparser;
+
+static void jskip(jparser *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t')) j->p++;
+}
+
+static void jexpect(jparser *j, char c) {
+    jskip(j);
+    if (j->p >= j->end || *j->p != c)
+        die("%s: expected '%c' at byte %ld", j->what, c, (long)(j->p - j->start));
+    j->p++;
+}
+
+// Returns true and consumes ']' when the array ends here; otherwise consumes a ',' unless first.
+static bool jarray_next(jparser *j, bool first) {
+    jskip(j);
+    if (j->p < j->end && *j->p == ']') {
+        j->p++;
+        return false;
+    }
+    if (!first) jexpect(j, ',');
+    return true;
+}
+
+static long jint(jparser *j) {
+    jskip(j);
+    char *e;
+    errno = 0;
+    long v = strtol(j->p, &e, 10);
+    if (e == j->p || errno) die("%s: expected an integer near \"%.20s\"", j->what, j->p);
+    j->p = e;
+    return v;
+}
+
+static void put_utf8(char **buf, size_t *n, size_t *cap, uint32_t cp) {
+    if (*n + 4 >= *cap) {
+        *cap = *cap * 2 + 16;
+        *buf = xrealloc(*buf, *cap);
+    }
+    char *o = *buf + *n;
+    if (cp < 0x80) { o[0] = (char)cp; *n += 1; }
+    else if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 63)); *n += 2; }
+    else if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12); o[1] = (char)(0x80 | ((cp >> 6) & 63)); o[2] = (char)(0x80 | (cp & 63));
+        *n += 3;
+    } else {
+        o[0] = (char)(0xF0 | cp >> 18); o[1] = (char)(0x80 | ((cp >> 12) & 63));
+        o[2] = (char)(0x80 | ((cp >> 6) & 63)); o[3] = (char)(0x80 | (cp & 63));
+        *n += 4;
+    }
+}
+
+static uint32_t jhex4(jparser *j) {
+    if (j->end - j->p < 4) die("%s: truncated \\u escape", j->what);
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = *j->p++;
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (uint32_t)(c - 'A' + 10);
+        else die("%s: bad \\u escape", j->what);
+    }
+    return v;
+}
+
+// Decodes a JSON string to UTF-8 bytes (which may hold NULs, hence the length).
+static char *jstring(jparser *j, size_t *len) {
+    jexpect(j, '"');
+    size_t n = 0, cap = 64;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (j->p >= j->end) die("%s: unterminated string", j->what);
+        char c = *j->p++;
+        if (c == '"') break;
+        if (c != '\\') {
+            if (n + 1 >= cap) { cap *= 2; buf = xrealloc(buf, cap); }
+            buf[n++] = c;
+            continue;
+        }
+        if (j->p >= j->end) die("%s: unterminated escape", j->what);
+        c = *j->p++;
+        uint32_t cp = 0;
+        switch (c) {
+        case '"': cp = '"'; break;
+        case '\\': cp = '\\'; break;
+        case '/': cp = '/'; break;
+        case 'b': cp = '\b'; break;
+        case 'f': cp = '\f'; break;
+        case 'n': cp = '\n'; break;
+        case 'r': cp = '\r'; break;
+        case 't': cp = '\t'; break;
+        case 'u':
+            cp = jhex4(j);
+            if (cp >= 0xD800 && cp < 0xDC00 && j->end - j->p >= 6 && j->p[0] == '\\' && j->p[1] == 'u') {
+                const char *save = j->p;
+                j->p += 2;
+                uint32_t lo = jhex4(j);
+                if (lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                else j->p = save; // lone high surrogate: encoded as is (WTF-8), like a lenient reader
+            }
+            break;
+        default: die("%s: bad escape \\%c", j->what, c);
+        }
+        put_utf8(&buf, &n, &cap, cp);
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+static llama_token *parse_ids(const char *text, const char *what, int *n_out) {
+    jparser j = {text, text, text + strlen(text), what};
+    jexpect(&j, '[');
+    int n = 0, cap = 64;
+    llama_token *ids = xmalloc(sizeof(*ids) * (size_t)cap);
+    for (bool first = true; jarray_next(&j, first); first = false) {
+        long v = jint(&j);
+        if (v < 0 || v > INT32_MAX) die("%s: token id %ld out of range", what, v);
+        if (n == cap) ids = xrealloc(ids, sizeof(*ids) * (size_t)(cap *= 2));
+        ids[n++] = (llama_token)v;
+    }
+    *n_out = n;
+    return ids;
+}
+
+// ---------------------------------------------------------------------------------------------- options
+
+typedef struct {
+    const char *cmd, *model, *text, *file, *tokens, *in, *dump_logits, *cpu_variant;
+    bool no_special, add_special, verbose, stop_eog, vocab_only;
+    int top, threads, n, n_prompt, n_gen, reps, n_batch, n_ubatch;
+    const char *kv, *fa;
+} options;
+
+static const char *USAGE =
+    "usage: llama_oracle info|tokenize|tokenize-batch|eval|greedy|bench --model M [options]\n"
+    "  info           [--vocab-only]\n"
+    "  tokenize       (--text T | --file F) [--no-special] [--add-special]\n"
+    "  tokenize-batch --in corpus.json [--add-special]\n"
+    "  eval           --tokens '[ids]' [--top 10] [--threads 2] [--kv f32|f16] [--fa off|on|auto] [--ubatch 512]\n"
+    "                 [--dump-logits FILE]\n"
+    "  greedy         (--tokens '[ids]' | --text T) [-n 16] [--top 5] [--threads 2] [--kv f32] [--fa off] [--stop-eog]\n"
+    "  bench          [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto]\n"
+    "  common         [--verbose] [--cpu-variant haswell|skylakex|icelake|...]\n";
+
+static int to_int(const char *flag, const char *v) {
+    char *e;
+    errno = 0;
+    long x = strtol(v, &e, 10);
+    if (*v == 0 || *e || errno || x < INT_MIN || x > INT_MAX) die("%s wants an integer, got \"%s\"", flag, v);
+    return (int)x;
+}
+
+static options parse_options(int argc, char **argv) {
+    options o = {0};
+    o.top = -1;
+    o.threads = 2;
+    o.n = -1;
+    o.n_prompt = 512;
+    o.n_gen = -1;
+    o.reps = 5;
+    o.n_batch = -1;
+    o.n_ubatch = -1;
+    if (argc < 2) die("%s", USAGE);
+    o.cmd = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+#define FLAG(name) (strcmp(a, name) == 0)
+#define VAL() (i + 1 < argc ? argv[++i] : (die("%s needs a value", a), (char *)0))
+        if (FLAG("--model") || FLAG("-m")) o.model = VAL();
+        else if (FLAG("--text")) o.text = VAL();
+        else if (FLAG("--file")) o.file = VAL();
+        else if (FLAG("--tokens")) o.tokens = VAL();
+        else if (FLAG("--in")) o.in = VAL();
+        else if (FLAG("--dump-logits")) o.dump_logits = VAL();
+        else if (FLAG("--cpu-variant")) o.cpu_variant = VAL();
+        else if (FLAG("--no-special")) o.no_special = true;
+        else if (FLAG("--add-special")) o.add_special = true;
+        else if (FLAG("--verbose")) o.verbose = true;
+        else if (FLAG("--stop-eog")) o.stop_eog = true;
+        else if (FLAG("--vocab-only")) o.vocab_only = true;
+        else if (FLAG("--top")) o.top = to_int(a, VAL());
+        else if (FLAG("--threads") || FLAG("-t")) o.threads = to_int(a, VAL());
+        else if (FLAG("-n") || FLAG("--n-gen")) o.n = to_int(a, VAL());
+        else if (FLAG("-p") || FLAG("--n-prompt")) o.n_prompt = to_int(a, VAL());
+        else if (FLAG("-r") || FLAG("--reps")) o.reps = to_int(a, VAL());
+        else if (FLAG("-b") || FLAG("--batch")) o.n_batch = to_int(a, VAL());
+        else if (FLAG("-ub") || FLAG("--ubatch")) o.n_ubatch = to_int(a, VAL());
+        else if (FLAG("--kv")) o.kv = VAL();
+        else if (FLAG("--fa")) o.fa = VAL();
+        else if (FLAG("-h") || FLAG("--help")) { fputs(USAGE, stdout); exit(0); }
+        else die("unknown argument \"%s\"\n%s", a, USAGE);
+#undef FLAG
+#undef VAL
+    }
+    if (!o.model) die("--model is required\n%s", USAGE);
+    if (o.threads < 1) die("--threads must be >= 1");
+    return o;
+}
+
+static enum ggml_type kv_type(const char *s, enum ggml_type dflt) {
+    if (!s) return dflt;
+    if (!strcmp(s, "f32")) return GGML_TYPE_F32;
+    if (!strcmp(s, "f16")) return GGML_TYPE_F16;
+    if (!strcmp(s, "bf16")) return GGML_TYPE_BF16;
+    if (!strcmp(s, "q8_0")) return GGML_TYPE_Q8_0;
+    die("--kv wants f32, f16, bf16 or q8_0, got \"%s\"", s);
+    return dflt;
+}
+
+static enum llama_flash_attn_type fa_type(const char *s, enum llama_flash_attn_type dflt) {
+    if (!s) return dflt;
+    if (!strcmp(s, "on")) return LLAMA_FLASH_ATTN_TYPE_ENABLED;
+    if (!strcmp(s, "off")) return LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    if (!strcmp(s, "auto")) return LLAMA_FLASH_ATTN_TYPE_AUTO;
+    die("--fa wants on, off or auto, got \"%s\"", s);
+    return dflt;
+}
+
+// ---------------------------------------------------------------------------------------------- llama setup
+
+static bool g_verbose;
+static enum ggml_log_level g_last_level = GGML_LOG_LEVEL_INFO;
+static char g_cpu_backend_path[1200];
+
+// Info/debug logs are dropped unless --verbose; warnings and errors always reach stderr. The path of the
+// CPU variant that ggml_backend_load_all_from_path picked is remembered for the JSON reports.
+static void log_cb(enum ggml_log_level level, const char *text, void *ud) {
+    (void)ud;
+    if (level != GGML_LOG_LEVEL_CONT) g_last_level = level;
+    const char *k = strstr(text, "loaded CPU backend from ");
+    if (k) {
+        snprintf(g_cpu_backend_path, sizeof g_cpu_backend_path, "%s", k + strlen("loaded CPU backend from "));
+        size_t n = strlen(g_cpu_backend_path);
+        while (n && (g_cpu_backend_path[n - 1] == '\n' || g_cpu_backend_path[n - 1] == ' ')) g_cpu_backend_path[--n] = 0;
+    }
+    if (g_verbose || g_last_level >= GGML_LOG_LEVEL_WARN) fputs(text, stderr);
+}
+
+static const char *cpu_variant_name(void) {
+    const char *b = strrchr(g_cpu_backend_path, '/');
+    b = b ? b + 1 : g_cpu_backend_path;
+    return *b ? b : "unknown";
+}
+
+// The CPU backends are separate libggml-cpu-<variant>.so files that ggml loads at run time. They live next
+// to libllama, which the rpath found; dladdr tells where that is.
+static void backend_setup(const options *o) {
+    g_verbose = o->verbose;
+    llama_log_set(log_cb, NULL);
+    Dl_info info;
+    char dir[1024];
+    if (!dladdr((void *)llama_backend_init, &info) || !info.dli_fname) die("dladdr(libllama) failed");
+    snprintf(dir, sizeof dir, "%s", info.dli_fname);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    if (o->cpu_variant) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/libggml-cpu-%s.so", dir, o->cpu_variant);
+        if (!ggml_backend_load(path)) die("cannot load CPU backend %s (not present or not supported by this CPU)", path);
+        snprintf(g_cpu_backend_path, sizeof g_cpu_backend_path, "%s", path);
+    } else {
+        ggml_backend_load_all_from_path(dir);
+    }
+    if (!ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)) die("no CPU backend loaded from %s", dir);
+    llama_backend_init();
+}
+
+static struct llama_model *load_model(const options *o, bool vocab_only) {
+    struct llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = vocab_only;
+    mp.n_gpu_layers = 0;
+    struct llama_model *m = llama_model_load_from_file(o->model, mp);
+    if (!m) die("failed to load model %s (run with --verbose for llama.cpp's reason)", o->model);
+    return m;
+}
+
+typedef struct {
+    void *pool;
+    void (*pool_free)(void *);
+} threadpool_t;
+
+// Like llama-bench: a persistent CPU threadpool (hybrid polling) attached to the context. Without it
+// ggml makes a fresh pool per graph, which costs time but not bits.
+static threadpool_t attach_threadpool(struct llama_context *ctx, int n_threads) {
+    threadpool_t tp = {0};
+    ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+    void *(*pool_new)(struct ggml_threadpool_params *) =
+        (void *(*)(struct ggml_threadpool_params *))ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new");
+    tp.pool_free = (void (*)(void *))ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free");
+    if (!pool_new || !tp.pool_free) return tp;
+    struct ggml_threadpool_params p = ggml_threadpool_params_default(n_threads);
+    tp.pool = pool_new(&p);
+    if (!tp.pool) die("ggml_threadpool_new(%d threads) failed", n_threads);
+    llama_attach_threadpool(ctx, tp.pool, NULL);
+    return tp;
+}
+
+static void detach_threadpool(struct llama_context *ctx, threadpool_t *tp) {
+    if (!tp->pool) return;
+    llama_detach_threadpool(ctx);
+    tp->pool_free(tp->pool);
+    tp->pool = NULL;
+}
+
+static struct llama_context *new_context(struct llama_model *m, const options *o, uint32_t n_ctx, uint32_t n_batch,
+                                         uint32_t n_ubatch, enum ggml_type kv, enum llama_flash_attn_type fa) {
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_batch = n_batch;
+    cp.n_ubatch = n_ubatch;
+    cp.n_seq_max = 1;
+    cp.n_threads = o->threads;
+    cp.n_threads_batch = o->threads;
+    cp.type_k = kv;
+    cp.type_v = kv;
+    cp.flash_attn_type = fa;
+    cp.no_perf = true;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    if (!ctx) die("failed to create a context (n_ctx %u, n_batch %u, n_ubatch %u, kv %s, fa %s); try --verbose",
+                  n_ctx, n_batch, n_ubatch, ggml_type_name(kv), llama_flash_attn_type_name(fa));
+    return ctx;
+}
+
+static llama_token *tokenize(const struct llama_vocab *v, const char *text, size_t len, bool add_special,
+                             bool parse_special, int *n_out) {
+    if (len > INT32_MAX) die("text too long (%zu bytes)", len);
+    int cap = (int)len + 8;
+    llama_token *ids = xmalloc(sizeof(*ids) * (size_t)cap);
+    int n = llama_tokenize(v, text, (int32_t)len, ids, cap, add_special, parse_special);
+    if (n < 0) {
+        if (n == INT32_MIN) die("tokenization overflow");
+        cap = -n;
+        ids = xrealloc(ids, sizeof(*ids) * (size_t)cap);
+        n = llama_tokenize(v, text, (int32_t)len, ids, cap, add_special, parse_special);
+        if (n < 0) die("llama_tokenize failed (%d)", n);
+    }
+    *n_out = n;
+    return ids;
+}
+
+static void print_ids(FILE *out, const llama_token *ids, int n) {
+    fputc('[', out);
+    for (int i = 0; i < n; i++) fprintf(out, i ? ",%d" : "%d", ids[i]);
+    fputc(']', out);
+}
+
+// The k highest logits, highest first; equal logits in id order (llama.cpp's greedy sampler also keeps the
+// first maximum).
+static int top_k(const float *logits, int n_vocab, int k, int *ids, float *vals) {
+    if (k > n_vocab) k = n_vocab;
+    int have = 0;
+    for (int t = 0; t < n_vocab; t++) {
+        float v = logits[t];
+        if (have == k && !(v > vals[k - 1])) continue;
+        int pos = have < k ? have++ : k - 1;
+        while (pos > 0 && v > vals[pos - 1]) {
+            vals[pos] = vals[pos - 1];
+            ids[pos] = ids[pos - 1];
+            pos--;
+        }
+        vals[pos] = v;
+        ids[pos] = t;
+    }
+    return have;
+}
+
+static void print_top(FILE *out, const float *logits, int n_vocab, int k, int *ids, float *vals) {
+    int n = top_k(logits, n_vocab, k, ids, vals);
+    fputc('[', out);
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "%s[%d,", i ? "," : "", ids[i]);
+        json_float(out, vals[i]);
+        fputc(']', out);
+    }
+    fputc(']', out);
+}
+
+static int argmax(const float *logits, int n_vocab) {
+    int best = 0;
+    for (int t = 1; t < n_vocab; t++)
+        if (logits[t] > logits[best]) best = t;
+    return best;
+}
+
+static void check_ids(const struct llama_vocab *v, const llama_token *ids, int n) {
+    int nv = llama_vocab_n_tokens(v);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= nv) die("token id %d at index %d is outside the vocabulary (%d)", ids[i], i, nv);
+}
+
+// ---------------------------------------------------------------------------------------------- commands
+
+static int cmd_info(const options *o) {
+    struct llama_model *m = load_model(o, o->vocab_only);
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    char desc[256];
+    llama_model_desc(m, desc, sizeof desc);
+    printf("{\"llama_cpp_commit\":\"%s\",\"vocab_only\":%s,\"cpu_backend\":", ORACLE_LLAMA_COMMIT,
+           o->vocab_only ? "true" : "false");
+    json_str(stdout, cpu_variant_name(), strlen(cpu_variant_name()));
+    printf(",\"model_desc\":");
+    json_str(stdout, desc, strlen(desc));
+    printf(",\"n_vocab\":%d,\"bos\":%d,\"eos\":%d,\"eot\":%d,\"add_bos\":%s,\"add_eos\":%s", llama_vocab_n_tokens(v),
+           llama_vocab_bos(v), llama_vocab_eos(v), llama_vocab_eot(v), llama_vocab_get_add_bos(v) ? "true" : "false",
+           llama_vocab_get_add_eos(v) ? "true" : "false");
+    if (!o->vocab_only) // the hyper-parameter getters abort on a vocab-only model
+        printf(",\"model_size\":%llu,\"model_n_params\":%llu,\"n_ctx_train\":%d,\"n_embd\":%d,\"n_layer\":%d,"
+               "\"n_head\":%d,\"n_head_kv\":%d",
+               (unsigned long long)llama_model_size(m), (unsigned long long)llama_model_n_params(m),
+               llama_model_n_ctx_train(m), llama_model_n_embd(m), llama_model_n_layer(m), llama_model_n_head(m),
+               llama_model_n_head_kv(m));
+    printf(",\"system_info\":");
+    const char *si = llama_print_system_info();
+    json_str(stdout, si, strlen(si));
+    printf("}\n");
+    llama_model_free(m);
+    return 0;
+}
+
+static int cmd_tokenize(const options *o) {
+    if (!!o->text == !!o->file) die("tokenize wants exactly one of --text and --file");
+    size_t len;
+    char *buf = NULL;
+    const char *text = o->text;
+    if (o->file) text = buf = read_file(o->file, &len);
+    else len = strlen(text);
+    struct llama_model *m = load_model(o, true);
+    int n;
+    llama_token *ids = tokenize(llama_model_get_vocab(m), text, len, o->add_special, !o->no_special, &n);
+    print_ids(stdout, ids, n);
+    fputc('\n', stdout);
+    free(ids);
+    free(buf);
+    llama_model_free(m);
+    return 0;
+}
+
+// Input: a JSON array of strings. Output: {"n":N,"add_special":b,"special_parsed":[[ids]...],
+// "no_special":[[ids]...]} where element i of each list belongs to string i.
+static int cmd_tokenize_batch(const options *o) {
+    if (!o->in) die("tokenize-batch wants --in corpus.json");
+    size_t flen;
+    char *src = read_file(o->in, &flen);
+    jparser j = {src, src, src + flen, o->in};
+    int n = 0, cap = 64;
+    char **texts = xmalloc(sizeof(*texts) * (size_t)cap);
+    size_t *lens = xmalloc(sizeof(*lens) * (size_t)cap);
+    jexpect(&j, '[');
+    for (bool first = true; jarray_next(&j, first); first = false) {
+        if (n == cap) {
+            cap *= 2;
+            texts = xrealloc(texts, sizeof(*texts) * (size_t)cap);
+            lens = xrealloc(lens, sizeof(*lens) * (size_t)cap);
+        }
+        texts[n] = jstring(&j, &lens[n]);
+        n++;
+    }
+    struct llama_model *m = load_model(o, true);
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    printf("{\"n\":%d,\"add_special\":%s", n, o->add_special ? "true" : "false");
+    for (int pass = 0; pass < 2; pass++) {
+        printf(pass == 0 ? ",\n\"special_parsed\":[" : "],\n\"no_special\":[");
+        for (int i = 0; i < n; i++) {
+            int k;
+            llama_token *ids = tokenize(v, texts[i], lens[i], o->add_special, pass == 0, &k);
+            if (i) fputs(",\n", stdout);
+            print_ids(stdout, ids, k);
+            free(ids);
+        }
+    }
+    printf("]}\n");
+    for (int i = 0; i < n; i++) free(texts[i]);
+    free(texts);
+    free(lens);
+    free(src);
+    llama_model_free(m);
+    return 0;
+}
+
+static int cmd_eval(const options *o) {
+    if (!o->tokens) die("eval wants --tokens '[ids]'");
+    int n;
+    llama_token *toks = parse_ids(o->tokens, "--tokens", &n);
+    if (n == 0) die("eval: --tokens is empty");
+    int k = o->top < 0 ? 10 : o->top;
+    struct llama_model *m = load_model(o, false);
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    check_ids(v, toks, n);
+    int n_vocab = llama_vocab_n_tokens(v);
+    uint32_t ub = o->n_ubatch > 0 ? (uint32_t)o->n_ubatch : 512;
+    if (ub > (uint32_t)n) ub = (uint32_t)n;
+    struct llama_context *ctx = new_context(m, o, (uint32_t)n, (uint32_t)n, ub, kv_type(o->kv, GGML_TYPE_F32),
+                                            fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED));
+    threadpool_t tp = attach_threadpool(ctx, o->threads);
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    for (int i = 0; i < n; i++) {
+        b.token[i] = toks[i];
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = 1;
+    }
+    b.n_tokens = n;
+    int rc = llama_decode(ctx, b);
+    if (rc != 0) die("llama_decode failed (%d) for %d tokens", rc, n);
+    FILE *dump = NULL;
+    if (o->dump_logits && !(dump = fopen(o->dump_logits, "wb"))) die("cannot write %s", o->dump_logits);
+    int *ids = xmalloc(sizeof(int) * (size_t)(k + 1));
+    float *vals = xmalloc(sizeof(float) * (size_t)(k + 1));
+    for (int i = 0; i < n; i++) {
+        const float *lg = llama_get_logits_ith(ctx, i);
+        if (!lg) die("no logits for position %d", i);
+        if (dump && fwrite(lg, sizeof(float), (size_t)n_vocab, dump) != (size_t)n_vocab)
+            die("short write to %s", o->dump_logits);
+        printf("{\"pos\":%d,\"token\":%d,\"top\":", i, toks[i]);
+        print_top(stdout, lg, n_vocab, k, ids, vals);
+        printf("}\n");
+    }
+    if (dump && fclose(dump)) die("cannot write %s", o->dump_logits);
+    free(ids);
+    free(vals);
+    llama_batch_free(b);
+    detach_threadpool(ctx, &tp);
+    llama_free(ctx);
+    llama_model_free(m);
+    free(toks);
+    return 0;
+}
+
+static int cmd_greedy(const options *o) {
+    if (!!o->tokens == !!o->text) die("greedy wants exactly one of --tokens and --text");
+    int k = o->top < 0 ? 5 : o->top;
+    int n_gen = o->n < 0 ? 16 : o->n;
+    struct llama_model *m = load_model(o, false);
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    int n;
+    llama_token *prompt = o->tokens ? parse_ids(o->tokens, "--tokens", &n)
+                                    : tokenize(v, o->text, strlen(o->text), o->add_special, true, &n);
+    if (n == 0) die("greedy: empty prompt");
+    check_ids(v, prompt, n);
+    int n_vocab = llama_vocab_n_tokens(v);
+    uint32_t ub = o->n_ubatch > 0 ? (uint32_t)o->n_ubatch : 512;
+    if (ub > (uint32_t)n) ub = (uint32_t)n;
+    struct llama_context *ctx = new_context(m, o, (uint32_t)(n + n_gen + 1), (uint32_t)n, ub,
+                                            kv_type(o->kv, GGML_TYPE_F32),
+                                            fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED));
+    threadpool_t tp = attach_threadpool(ctx, o->threads);
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    for (int i = 0; i < n; i++) {
+        b.token[i] = prompt[i];
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = i == n - 1;
+    }
+    b.n_tokens = n;
+    int rc = llama_decode(ctx, b);
+    if (rc != 0) die("llama_decode(prompt of %d tokens) failed (%d)", n, rc);
+    llama_token *gen = xmalloc(sizeof(*gen) * (size_t)(n_gen + 1));
+    int *ids = xmalloc(sizeof(int) * (size_t)(k + 2));
+    float *vals = xmalloc(sizeof(float) * (size_t)(k + 2));
+    char *steps = NULL;
+    size_t steps_len = 0;
+    FILE *sf = open_memstream(&steps, &steps_len);
+    int n_out = 0;
+    for (int s = 0; s < n_gen; s++) {
+        const float *lg = llama_get_logits_ith(ctx, -1);
+        if (!lg) die("no logits at step %d", s);
+        llama_token t = argmax(lg, n_vocab);
+        int k2 = top_k(lg, n_vocab, 2, ids, vals);
+        double gap = k2 == 2 ? (double)vals[0] - (double)vals[1] : INFINITY;
+        fprintf(sf, "%s{\"token\":%d,\"top\":", s ? ",\n" : "", t);
+        print_top(sf, lg, n_vocab, k, ids, vals);
+        fputs(",\"gap\":", sf);
+        json_float(sf, gap);
+        fputc('}', sf);
+        gen[n_out++] = t;
+        if (o->stop_eog && llama_vocab_is_eog(v, t)) break;
+        if (s + 1 == n_gen) break; // the last token is reported, not decoded
+        b.token[0] = t;
+        b.pos[0] = n + s;
+        b.n_seq_id[0] = 1;
+        b.seq_id[0][0] = 0;
+        b.logits[0] = 1;
+        b.n_tokens = 1;
+        rc = llama_decode(ctx, b);
+        if (rc != 0) die("llama_decode(step %d) failed (%d)", s, rc);
+    }
+    fclose(sf);
+    printf("{\"prompt\":");
+    print_ids(stdout, prompt, n);
+    printf(",\n\"generated\":");
+    print_ids(stdout, gen, n_out);
+    printf(",\n\"threads\":%d,\"kv\":\"%s\",\"fa\":\"%s\",\"cpu_backend\":\"%s\",\n\"steps\":[\n%s]}\n", o->threads,
+           ggml_type_name(kv_type(o->kv, GGML_TYPE_F32)),
+           llama_flash_attn_type_name(fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED)), cpu_variant_name(),
+           steps ? steps : "");
+    free(steps);
+    free(ids);
+    free(vals);
+    free(gen);
+    free(prompt);
+    llama_batch_free(b);
+    detach_threadpool(ctx, &tp);
+    llama_free(ctx);
+    llama_model_free(m);
+    return 0;
+}
+
+// llama-bench's test_prompt / test_gen, including its std::rand() token stream (glibc rand, unseeded).
+static void bench_prompt(struct llama_context *ctx, const struct llama_vocab *v, int n_prompt, int n_batch,
+                         llama_token *buf) {
+    int n_vocab = llama_vocab_n_tokens(v);
+    for (int done = 0; done < n_prompt;) {
+        int nt = n_prompt - done < n_batch ? n_prompt - done : n_batch;
+        buf[0] = done == 0 && llama_vocab_get_add_bos(v) ? llama_vocab_bos(v) : rand() % n_vocab;
+        for (int i = 1; i < nt; i++) buf[i] = rand() % n_vocab;
+        int rc = llama_decode(ctx, llama_batch_get_one(buf, nt));
+        if (rc != 0) die("bench: prompt decode failed (%d)", rc);
+        done += nt;
+    }
+    llama_synchronize(ctx);
+}
+
+static void bench_gen(struct llama_context *ctx, const struct llama_vocab *v, int n_gen) {
+    int n_vocab = llama_vocab_n_tokens(v);
+    llama_token t = llama_vocab_get_add_bos(v) ? llama_vocab_bos(v) : rand() % n_vocab;
+    for (int i = 0; i < n_gen; i++) {
+        int rc = llama_decode(ctx, llama_batch_get_one(&t, 1));
+        if (rc != 0) die("bench: generation decode failed (%d)", rc);
+        llama_synchronize(ctx);
+        t = rand() % n_vocab;
+    }
+}
+
+typedef struct {
+    double avg, sd;
+    double *ts;
+    uint64_t *ns;
+} bench_result;
+
+static bench_result bench_one(struct llama_model *m, const options *o, int n_prompt, int n_gen, int n_batch,
+                              int n_ubatch, enum ggml_type kv, enum llama_flash_attn_type fa) {
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    struct llama_context *ctx =
+        new_context(m, o, (uint32_t)(n_prompt + n_gen), (uint32_t)n_batch, (uint32_t)n_ubatch, kv, fa);
+    threadpool_t tp = attach_threadpool(ctx, o->threads);
+    llama_token *buf = xmalloc(sizeof(*buf) * (size_t)n_batch);
+    llama_memory_clear(llama_get_memory(ctx), false);
+    if (n_prompt > 0) bench_prompt(ctx, v, n_prompt, n_batch, buf); // warm-up, not counted
+    if (n_gen > 0) bench_gen(ctx, v, 1);
+    bench_result r = {0};
+    r.ts = xmalloc(sizeof(double) * (size_t)o->reps);
+    r.ns = xmalloc(sizeof(uint64_t) * (size_t)o->reps);
+    for (int i = 0; i < o->reps; i++) {
+        llama_memory_clear(llama_get_memory(ctx), false); // an empty KV cache: a fresh context for each rep
+        uint64_t t0 = now_ns();
+        if (n_prompt > 0) bench_prompt(ctx, v, n_prompt, n_batch, buf);
+        if (n_gen > 0) bench_gen(ctx, v, n_gen);
+        r.ns[i] = now_ns() - t0;
+        r.ts[i] = 1e9 * (double)(n_prompt + n_gen) / (double)r.ns[i];
+    }
+    // llama-bench's avg / sample stddev over tokens per second
+    double s = 0, s2 = 0;
+    for (int i = 0; i < o->reps; i++) s += r.ts[i], s2 += r.ts[i] * r.ts[i];
+    r.avg = s / o->reps;
+    r.sd = o->reps > 1 ? sqrt(fmax(0, s2 / (o->reps - 1) - r.avg * r.avg * o->reps / (o->reps - 1))) : 0;
+    free(buf);
+    detach_threadpool(ctx, &tp);
+    llama_free(ctx);
+    return r;
+}
+
+static void print_bench_json(const char *name, int n_prompt, int n_gen, const bench_result *r, int reps) {
+    printf("\"%s\":{\"n_prompt\":%d,\"n_gen\":%d,\"avg_ts\":%.6f,\"stddev_ts\":%.6f,\"samples_ts\":[", name, n_prompt,
+           n_gen, r->avg, r->sd);
+    for (int i = 0; i < reps; i++) printf(i ? ",%.6f" : "%.6f", r->ts[i]);
+    printf("],\"samples_ns\":[");
+    for (int i = 0; i < reps; i++) printf(i ? ",%llu" : "%llu", (unsigned long long)r->ns[i]);
+    printf("]}");
+}
+
+static int cmd_bench(const options *o) {
+    int n_prompt = o->n_prompt, n_gen = o->n < 0 ? 128 : o->n;
+    if (n_prompt < 0 || n_gen < 0 || (n_prompt == 0 && n_gen == 0)) die("bench: nothing to measure (-p %d -n %d)",
+                                                                         n_prompt, n_gen);
+    if (o->reps < 1) die("bench: -r must be >= 1");
+    int n_batch = o->n_batch > 0 ? o->n_batch : 2048; // llama-bench's defaults
+    int n_ubatch = o->n_ubatch > 0 ? o->n_ubatch : 512;
+    enum ggml_type kv = kv_type(o->kv, GGML_TYPE_F16);
+    enum llama_flash_attn_type fa = fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_AUTO);
+    struct llama_model *m = load_model(o, false);
+    char desc[256];
+    llama_model_desc(m, desc, sizeof desc);
+    bench_result pp = {0}, tg = {0};
+    if (n_prompt > 0) pp = bench_one(m, o, n_prompt, 0, n_batch, n_ubatch, kv, fa);
+    if (n_gen > 0) tg = bench_one(m, o, 0, n_gen, n_batch, n_ubatch, kv, fa);
+    printf("{");
+    if (n_prompt > 0) print_bench_json("pp", n_prompt, 0, &pp, o->reps), printf(",\n");
+    if (n_gen > 0) print_bench_json("tg", 0, n_gen, &tg, o->reps), printf(",\n");
+    printf("\"n_threads\":%d,\"n_batch\":%d,\"n_ubatch\":%d,\"type_k\":\"%s\",\"type_v\":\"%s\",\"flash_attn\":\"%s\","
+           "\"reps\":%d,\"model_size\":%llu,\"model_n_params\":%llu,\"model_desc\":",
+           o->threads, n_batch, n_ubatch, ggml_type_name(kv), ggml_type_name(kv), llama_flash_attn_type_name(fa),
+           o->reps, (unsigned long long)llama_model_size(m), (unsigned long long)llama_model_n_params(m));
+    json_str(stdout, desc, strlen(desc));
+    printf(",\"cpu_backend\":");
+    json_str(stdout, cpu_variant_name(), strlen(cpu_variant_name()));
+    printf(",\"llama_cpp_commit\":\"%s\"}\n", ORACLE_LLAMA_COMMIT);
+    fprintf(stderr, "| model | size | params | backend | threads | test | t/s |\n| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+    double gib = (double)llama_model_size(m) / (1024.0 * 1024.0 * 1024.0);
+    double bparams = (double)llama_model_n_params(m) / 1e9;
+    for (int i = 0; i < 2; i++) {
+        const bench_result *r = i ? &tg : &pp;
+        int cnt = i ? n_gen : n_prompt;
+        if (cnt <= 0) continue;
+        fprintf(stderr, "| %s | %.2f GiB | %.2f B | CPU (%s) | %d | %s%d | %.2f ± %.2f |\n", desc, gib, bparams,
+                cpu_variant_name(), o->threads, i ? "tg" : "pp", cnt, r->avg, r->sd);
+    }
+    free(pp.ts), free(pp.ns), free(tg.ts), free(tg.ns);
+    llama_model_free(m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    options o = parse_options(argc, argv);
+    static const struct {
+        const char *name;
+        int (*fn)(const options *);
+    } cmds[] = {{"info", cmd_info},     {"tokenize", cmd_tokenize}, {"tokenize-batch", cmd_tokenize_batch},
+                {"eval", cmd_eval},     {"greedy", cmd_greedy},     {"bench", cmd_bench}};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        if (strcmp(o.cmd, cmds[i].name)) continue;
+        backend_setup(&o);
+        int rc = cmds[i].fn(&o);
+        llama_backend_free();
+        if (fflush(stdout) || ferror(stdout)) die("error writing stdout");
+        return rc;
+    }
+    die("unknown command \"%s\"\n%s", o.cmd, USAGE);
+    return 1;
+}
