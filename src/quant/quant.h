@@ -99,6 +99,11 @@ uint16_t mf_fp32_to_bf16(float f);
  * for others. */
 int mf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
 int mf_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
+/* The bytes llama.cpp's CPU backend writes when IT converts floats at run time (activations, the
+ * quantized KV cache): F32, F16, BF16, Q8_0, Q8_1, Q8_K.  Differs from mf_quantize_row for Q8_0/Q8_1
+ * only (ggml-cpu on x86 rounds half to even with scale 127/amax; the _ref quantizer rounds half away
+ * from zero with 1/d).  Same bytes on every ISA.  MF_E_UNSUPPORTED for other types. */
+int mf_quantize_row_cpu(uint32_t type, const float *src, void *dst, int64_t n);
 
 /* ---- dot kernels ---- */
 /* s = dot(w_row, a_row) over n elements; w of type T, a of type mf_vec_dot_type(T). */
@@ -106,21 +111,39 @@ typedef void (*mf_vec_dot_fn)(int64_t n, float *s, const void *w, const void *a)
 /* activation conversion: converts n floats into the vec_dot type's row layout */
 typedef void (*mf_from_float_fn)(const float *x, void *y, int64_t n);
 
+/* Tile of dot products for prefill GEMM: s[i * ldc + j] = dot(weight row i, activation row j) for
+ * i < nw, j < na (1 <= nw, na <= MF_TILE_MAX); weight rows are w_stride bytes apart, activation rows
+ * a_stride bytes.  Every s is BITWISE the value vec_dot of the same kernel set gives for that pair:
+ * each pair keeps its own accumulators in vec_dot's order, the tile only shares loads and unpacking.
+ * So callers may tile however they like (edges included) without changing any result. */
+#define MF_TILE_MAX 4
+typedef void (*mf_vec_dot_tile_fn)(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
+                                   const void *a, size_t a_stride, int na);
+
+/* AVX2 = AVX2+FMA+F16C (Haswell, Zen 1+); AVX512 = AVX-512 F+BW+VL+VNNI (Ice Lake, Zen 4).  On x86 the
+ * AVX2 kernels of F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K give llama.cpp's (AVX2 build) results bit
+ * for bit; the AVX512 ones equal the AVX2 ones (VNNI keeps the int32 lanes). */
 typedef enum { MF_ISA_SCALAR = 0, MF_ISA_AVX2 = 1, MF_ISA_AVX512 = 2 } mf_isa;
 
 typedef struct {
     mf_type vec_dot_type;
     mf_vec_dot_fn vec_dot;       /* NULL if this type cannot be a matmul weight */
     mf_from_float_fn from_float; /* converts activations to vec_dot_type */
+    mf_vec_dot_tile_fn vec_dot_tile; /* never NULL when vec_dot is not */
+    int tile_w, tile_a; /* the tile shape it is fast at (1 x 1: no shared work, it just loops vec_dot) */
 } mf_quant_kernels;
 
 /* Kernels for weight type `type` at the best ISA this CPU has (cpuid, cached), or forced by
- * MINFER_ISA=scalar|avx2|avx512.  NULL if the type has no matmul kernel. */
+ * MINFER_ISA=scalar|avx2|avx512; a type without a kernel at that ISA gets the next lower one (Q4_1 and
+ * Q5_1 are scalar only).  NULL if the type has no matmul kernel. */
 const mf_quant_kernels *mf_quant_kernels_get(uint32_t type);
 /* Kernels for an explicit ISA (tests compare each ISA with the scalar reference); NULL if absent or the
  * CPU lacks the ISA. */
 const mf_quant_kernels *mf_quant_kernels_get_isa(uint32_t type, mf_isa isa);
 mf_isa mf_cpu_best_isa(void);
+/* The ISA mf_quant_kernels_get picks from: mf_cpu_best_isa() unless MINFER_ISA forces another one the CPU
+ * has (a forced ISA it lacks, or an unknown name, is logged as a warning and ignored). */
+mf_isa mf_quant_active_isa(void);
 const char *mf_isa_name(mf_isa isa);
 
 #endif

@@ -1,0 +1,128 @@
+/* x86 SIMD helpers shared by dot_avx2.c and dot_avx512.c (this folder only).  Every helper carries
+ * the AVX2 target attribute, so it inlines into AVX2 and AVX-512 callers alike; nothing here runs
+ * unless the dispatcher (kernels.c) saw the CPU has the ISA. */
+#ifndef MF_QUANT_X86_H
+#define MF_QUANT_X86_H
+
+#include "quant/quant_impl.h"
+
+#include <immintrin.h>
+
+#define MF_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define MF_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* F16C converts exactly like mf_fp16_to_fp32 for every non-NaN value (weights are never NaN). */
+#define MF_H2F(h) _cvtsh_ss(h)
+
+/* horizontal sum of 8 floats, in ggml's order (hi+lo halves, then pairs) */
+static inline MF_AVX2 float mf_hsum_f32x8(__m256 x) {
+    __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+
+static inline MF_AVX2 int mf_hsum_i32x8(__m256i a) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* 32 nibbles -> 32 bytes 0..15: low nibbles are elements 0..15, high nibbles 16..31 */
+static inline MF_AVX2 __m256i mf_nibbles32(const uint8_t *p) {
+    const __m128i t = _mm_loadu_si128((const __m128i *)p);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0xF));
+}
+
+/* 32 bits -> 32 bytes of 0x00 / 0xFF */
+static inline MF_AVX2 __m256i mf_bits32(const uint8_t *p) {
+    uint32_t x32;
+    memcpy(&x32, p, 4);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x32), shuf);
+    bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+}
+
+/* Q5_0 weights as signed bytes -16..15 (the missing high bit becomes 0xF0 = -16 + low nibble) */
+static inline MF_AVX2 __m256i mf_q5_0_bytes(const mf_block_q5_0 *b) {
+    const __m256i hi = _mm256_andnot_si256(mf_bits32(b->qh), _mm256_set1_epi8((char)0xF0));
+    return _mm256_or_si256(mf_nibbles32(b->qs), hi);
+}
+
+/* int8 x int8 dot in groups of 4 adjacent products -> 8 int32 lanes -> float.  The sign trick keeps
+ * maddubs (u8 x s8) exact: |x| <= 127 and the pair sums stay below 2^15 for quants in -127..127. */
+static inline MF_AVX2 __m256 mf_mulsum_i8_avx2(__m256i x, __m256i y) {
+    const __m256i ax = _mm256_sign_epi8(x, x), sy = _mm256_sign_epi8(y, x);
+    const __m256i p16 = _mm256_maddubs_epi16(ax, sy);
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_set1_epi16(1), p16));
+}
+
+/* The same lanes with VNNI: vpdpbusd sums the same 4 adjacent products per int32 lane, so the float
+ * results are bitwise those of the AVX2 form. */
+static inline MF_AVX512 __m256 mf_mulsum_i8_vnni(__m256i x, __m256i y) {
+    const __m256i ax = _mm256_sign_epi8(x, x), sy = _mm256_sign_epi8(y, x);
+    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, sy));
+}
+
+/* ---- K-format pieces ---- */
+
+/* The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K/Q5_K block, each 6 bits. */
+static inline void mf_k4_scales_mins(const uint8_t *packed, uint32_t utmp[4]) {
+    const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+    memcpy(utmp, packed, 12);
+    utmp[3] = ((utmp[2] >> 4) & kmask2) | (((utmp[1] >> 6) & kmask3) << 4);
+    const uint32_t uaux = utmp[1] & kmask1;
+    utmp[1] = (utmp[2] & kmask2) | (((utmp[0] >> 6) & kmask3) << 4);
+    utmp[2] = uaux;
+    utmp[0] &= kmask1;
+}
+
+/* mins . (bsums summed per 32) as 4 int32 lanes (pairs of sub-blocks) */
+static inline MF_AVX2 __m128i mf_k4_min_prod(__m256i mins_and_scales, const int16_t *bsums) {
+    const __m256i q8sums = _mm256_loadu_si256((const __m256i *)bsums);
+    const __m128i q8s = _mm_hadd_epi16(_mm256_extracti128_si256(q8sums, 0), _mm256_extracti128_si256(q8sums, 1));
+    return _mm_madd_epi16(_mm256_extracti128_si256(mins_and_scales, 1), q8s);
+}
+
+/* 32 quants (0..63) x 32 activations, pair sums scaled by the two 16-element scales shuf selects */
+static inline MF_AVX2 __m256i mf_q6_part(__m256i q, const int8_t *q8, __m128i scales, const uint8_t *shuf) {
+    const __m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)q8));
+    const __m128i sc = _mm_shuffle_epi8(scales, _mm_loadu_si128((const __m128i *)shuf));
+    return _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), p);
+}
+
+/* byte shuffles broadcasting scale 2k to int16 lanes 0..7 and 2k+1 to lanes 8..15 */
+static const uint8_t mf_q6_shuf[128] = {
+    0,  0,  0,  0,  0,  0,  0,  0,  1,  1,  1,  1,  1,  1,  1,  1,  2,  2,  2,  2,  2,  2,  2,  2,  3,  3,  3,  3,  3,  3,  3,  3,
+    4,  4,  4,  4,  4,  4,  4,  4,  5,  5,  5,  5,  5,  5,  5,  5,  6,  6,  6,  6,  6,  6,  6,  6,  7,  7,  7,  7,  7,  7,  7,  7,
+    8,  8,  8,  8,  8,  8,  8,  8,  9,  9,  9,  9,  9,  9,  9,  9,  10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11,
+    12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15};
+
+/* ---- kernels (dot_avx2.c, dot_avx512.c) ---- */
+void mf_vec_dot_f32_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_f16_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q4_0_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q5_0_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q4_K_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q6_K_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_from_float_q8_0_avx2(const float *x, void *y, int64_t n);
+void mf_from_float_q8_K_avx2(const float *x, void *y, int64_t n);
+void mf_from_float_f16_avx2(const float *x, void *y, int64_t n);
+void mf_from_float_bf16_avx2(const float *x, void *y, int64_t n);
+
+typedef void mf_tile_fn_t(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                          size_t a_stride, int na);
+mf_tile_fn_t mf_tile_q4_0_avx2, mf_tile_q5_0_avx2, mf_tile_q8_0_avx2;
+mf_tile_fn_t mf_tile_q4_K_avx2, mf_tile_q5_K_avx2, mf_tile_q6_K_avx2;
+mf_tile_fn_t mf_tile_q4_0_avx512, mf_tile_q5_0_avx512, mf_tile_q8_0_avx512;
+
+void mf_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q5_0_avx512(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q8_0_avx512(int64_t n, float *s, const void *w, const void *a);
+
+#endif

@@ -1,0 +1,60 @@
+/* quant: the type table (ids, names, block geometry are ggml's, a GGUF file-format contract). */
+#include "quant/quant_impl.h"
+
+#include <stdio.h>
+
+static const mf_type_info k_types[MF_TYPE_COUNT] = {
+    [MF_TYPE_F32] = {"f32", 1, 4, false},
+    [MF_TYPE_F16] = {"f16", 1, 2, false},
+    [MF_TYPE_Q4_0] = {"q4_0", MF_QK4_0, sizeof(mf_block_q4_0), true},
+    [MF_TYPE_Q4_1] = {"q4_1", MF_QK4_1, sizeof(mf_block_q4_1), true},
+    [MF_TYPE_Q5_0] = {"q5_0", MF_QK5_0, sizeof(mf_block_q5_0), true},
+    [MF_TYPE_Q5_1] = {"q5_1", MF_QK5_1, sizeof(mf_block_q5_1), true},
+    [MF_TYPE_Q8_0] = {"q8_0", MF_QK8_0, sizeof(mf_block_q8_0), true},
+    [MF_TYPE_Q8_1] = {"q8_1", MF_QK8_1, sizeof(mf_block_q8_1), true},
+    [MF_TYPE_Q2_K] = {"q2_K", MF_QK_K, MF_Q2_K_SIZE, true},
+    [MF_TYPE_Q3_K] = {"q3_K", MF_QK_K, MF_Q3_K_SIZE, true},
+    [MF_TYPE_Q4_K] = {"q4_K", MF_QK_K, sizeof(mf_block_q4_K), true},
+    [MF_TYPE_Q5_K] = {"q5_K", MF_QK_K, sizeof(mf_block_q5_K), true},
+    [MF_TYPE_Q6_K] = {"q6_K", MF_QK_K, sizeof(mf_block_q6_K), true},
+    [MF_TYPE_Q8_K] = {"q8_K", MF_QK_K, sizeof(mf_block_q8_K), true},
+    [MF_TYPE_I8] = {"i8", 1, 1, false},
+    [MF_TYPE_I16] = {"i16", 1, 2, false},
+    [MF_TYPE_I32] = {"i32", 1, 4, false},
+    [MF_TYPE_I64] = {"i64", 1, 8, false},
+    [MF_TYPE_F64] = {"f64", 1, 8, false},
+    [MF_TYPE_BF16] = {"bf16", 1, 2, false},
+};
+
+/* The block structs are file layouts: a padding byte here would silently corrupt every model. */
+_Static_assert(sizeof(mf_block_q4_0) == 18, "q4_0 layout");
+_Static_assert(sizeof(mf_block_q4_1) == 20, "q4_1 layout");
+_Static_assert(sizeof(mf_block_q5_0) == 22, "q5_0 layout");
+_Static_assert(sizeof(mf_block_q5_1) == 24, "q5_1 layout");
+_Static_assert(sizeof(mf_block_q8_0) == 34, "q8_0 layout");
+_Static_assert(sizeof(mf_block_q8_1) == 36, "q8_1 layout");
+_Static_assert(sizeof(mf_block_q4_K) == 144, "q4_K layout");
+_Static_assert(sizeof(mf_block_q5_K) == 176, "q5_K layout");
+_Static_assert(sizeof(mf_block_q6_K) == 210, "q6_K layout");
+_Static_assert(sizeof(mf_block_q8_K) == 292, "q8_K layout");
+
+const mf_type_info *mf_type_get(uint32_t type) {
+    if (type >= MF_TYPE_COUNT || !k_types[type].name) return NULL;
+    return &k_types[type];
+}
+
+const char *mf_type_name(uint32_t type) {
+    const mf_type_info *t = mf_type_get(type);
+    if (t) return t->name;
+    static _Thread_local char buf[32];
+    snprintf(buf, sizeof buf, "unknown(%u)", type);
+    return buf;
+}
+
+size_t mf_row_size(uint32_t type, int64_t n) {
+    const mf_type_info *t = mf_type_get(type);
+    if (!t || n < 0 || n % t->blck_size != 0) return 0;
+    uint64_t bytes;
+    if (!mf_mul_u64((uint64_t)(n / t->blck_size), t->type_size, &bytes) || bytes > SIZE_MAX) return 0;
+    return (size_t)bytes;
+}

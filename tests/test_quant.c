@@ -1,0 +1,538 @@
+/* quant: type table, f16/bf16 conversions, reference (de)quantizers and dot kernels, checked against
+ * goldens written by llama.cpp's own libraries (tools/oracle/quant_golden.c, README-quant.md). */
+#include "harness.h"
+#include "quant/quant.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#include "golden/quant/blockgen.h"
+
+/* ---- golden files ---- */
+
+static const char *golden_dir(void) {
+    const char *d = getenv("MF_QUANT_GOLDEN");
+    return d ? d : "tests/golden/quant";
+}
+
+/* Reads exactly n bytes of golden `name`; false (and a failed check naming the file) otherwise. */
+static bool read_golden(const char *name, void *buf, size_t n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", golden_dir(), name);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot open %s (run from the repo root or set MF_QUANT_GOLDEN)", path);
+    if (!f) return false;
+    size_t got = fread(buf, 1, n, f);
+    int extra = fgetc(f);
+    fclose(f);
+    CHECK(got == n && extra == EOF, "%s: expected %zu bytes, got %zu%s", path, n, got, extra == EOF ? "" : "+");
+    return got == n && extra == EOF;
+}
+
+static bool golden_hash(const char *key, uint64_t *out) {
+    char buf[512] = {0}, path[512];
+    snprintf(path, sizeof path, "%s/fp16.txt", golden_dir());
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strstr(buf, key);
+    CHECK(p != NULL, "%s has no line '%s'", path, key);
+    if (!p) return false;
+    *out = strtoull(p + strlen(key) + 1, NULL, 16);
+    return true;
+}
+
+static uint32_t fbits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* ---- type table ---- */
+
+static void test_type_table(void) {
+    static const struct { uint32_t t; const char *name; int64_t blck; size_t size; } want[] = {
+        {MF_TYPE_F32, "f32", 1, 4},       {MF_TYPE_F16, "f16", 1, 2},        {MF_TYPE_BF16, "bf16", 1, 2},
+        {MF_TYPE_Q4_0, "q4_0", 32, 18},   {MF_TYPE_Q4_1, "q4_1", 32, 20},    {MF_TYPE_Q5_0, "q5_0", 32, 22},
+        {MF_TYPE_Q5_1, "q5_1", 32, 24},   {MF_TYPE_Q8_0, "q8_0", 32, 34},    {MF_TYPE_Q8_1, "q8_1", 32, 36},
+        {MF_TYPE_Q2_K, "q2_K", 256, 84},  {MF_TYPE_Q3_K, "q3_K", 256, 110},  {MF_TYPE_Q4_K, "q4_K", 256, 144},
+        {MF_TYPE_Q5_K, "q5_K", 256, 176}, {MF_TYPE_Q6_K, "q6_K", 256, 210},  {MF_TYPE_Q8_K, "q8_K", 256, 292},
+        {MF_TYPE_I8, "i8", 1, 1},         {MF_TYPE_I16, "i16", 1, 2},        {MF_TYPE_I32, "i32", 1, 4},
+        {MF_TYPE_I64, "i64", 1, 8},       {MF_TYPE_F64, "f64", 1, 8},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const mf_type_info *t = mf_type_get(want[i].t);
+        REQUIRE(t != NULL, "type %u missing", want[i].t);
+        CHECK(strcmp(t->name, want[i].name) == 0 && strcmp(mf_type_name(want[i].t), want[i].name) == 0,
+              "type %u name %s", want[i].t, t->name);
+        CHECK(t->blck_size == want[i].blck && t->type_size == want[i].size, "%s: blck %lld size %zu", t->name,
+              (long long)t->blck_size, t->type_size);
+        CHECK(t->quantized == (want[i].blck > 1), "%s quantized flag", t->name);
+        CHECK(mf_row_size(want[i].t, want[i].blck * 7) == want[i].size * 7, "%s row size", t->name);
+    }
+    CHECK(mf_type_get(4) == NULL && mf_type_get(5) == NULL && mf_type_get(39) == NULL && mf_type_get(1000) == NULL,
+          "removed/unknown ids must be NULL");
+    CHECK(strcmp(mf_type_name(4), "unknown(4)") == 0, "got %s", mf_type_name(4));
+    CHECK(mf_row_size(MF_TYPE_Q4_K, 100) == 0, "partial block must give 0");
+    CHECK(mf_row_size(MF_TYPE_Q4_0, -32) == 0, "negative n must give 0");
+    CHECK(mf_row_size(1000, 32) == 0, "unknown type must give 0");
+    CHECK(mf_row_size(MF_TYPE_F32, INT64_MAX) == 0, "overflow must give 0");
+}
+
+/* ---- f16 / bf16 ---- */
+
+/* An independent definition of the f16 value, for the exhaustive check. */
+static float f16_value(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    float v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(m | 1024), e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static void test_fp16_exhaustive(void) {
+    int bad = 0;
+    uint64_t h32 = QG_HASH0;
+    for (uint32_t i = 0; i < 65536; i++) {
+        const uint16_t h = (uint16_t)i;
+        const float f = mf_fp16_to_fp32(h);
+        h32 = qg_hash(h32, &f, 4);
+        const bool nan = ((h >> 10) & 31) == 31 && (h & 1023);
+        if (nan) {
+            /* quiet NaN carrying the payload, same sign (what ggml and F16C produce) */
+            const uint32_t want = ((uint32_t)(h & 0x8000) << 16) | 0x7FC00000u | ((uint32_t)(h & 0x3FF) << 13);
+            if (fbits(f) != want && bad++ < 5) CHECK(0, "h=0x%04x -> 0x%08x, want 0x%08x", h, fbits(f), want);
+            const uint16_t back = mf_fp32_to_fp16(f);
+            if (back != ((h & 0x8000) | 0x7E00) && bad++ < 5) CHECK(0, "NaN 0x%04x back to 0x%04x", h, back);
+            continue;
+        }
+        const float want = ((h >> 10) & 31) == 31 ? ((h & 0x8000) ? -INFINITY : INFINITY) : f16_value(h);
+        if (fbits(f) != fbits(want) && bad++ < 5) CHECK(0, "h=0x%04x -> %a, want %a", h, f, want);
+        const uint16_t back = mf_fp32_to_fp16(f);
+        if (back != h && bad++ < 5) CHECK(0, "round trip 0x%04x -> %a -> 0x%04x", h, f, back);
+    }
+    CHECK(bad == 0, "%d f16 values wrong", bad);
+    uint64_t want;
+    if (golden_hash("fp16_to_fp32", &want)) CHECK(h32 == want, "hash %016llx, ggml %016llx", (unsigned long long)h32,
+                                                  (unsigned long long)want);
+}
+
+/* f32 -> f16 rounding against ggml over every upper half and the rounding-point lower halves, plus
+ * spot checks that say which class broke. */
+static void test_fp32_to_fp16(void) {
+    CHECK(mf_fp32_to_fp16(65504.0f) == 0x7BFF, "max");
+    CHECK(mf_fp32_to_fp16(65519.99f) == 0x7BFF, "just below the inf threshold");
+    CHECK(mf_fp32_to_fp16(65520.0f) == 0x7C00, "tie at max rounds to inf");
+    CHECK(mf_fp32_to_fp16(-1e30f) == 0xFC00, "-huge");
+    CHECK(mf_fp32_to_fp16(INFINITY) == 0x7C00 && mf_fp32_to_fp16(-INFINITY) == 0xFC00, "inf");
+    CHECK(mf_fp32_to_fp16(NAN) == 0x7E00 && mf_fp32_to_fp16(-NAN) == 0xFE00, "NaN canonical");
+    CHECK(mf_fp32_to_fp16(0x1p-24f) == 0x0001, "min subnormal");
+    CHECK(mf_fp32_to_fp16(0x1p-25f) == 0x0000, "half min subnormal ties to even 0");
+    CHECK(mf_fp32_to_fp16(0x1.8p-24f) == 0x0002, "1.5 min subnormal ties to even 2");
+    CHECK(mf_fp32_to_fp16(0x1.000002p-25f) == 0x0001, "just above half rounds up");
+    CHECK(mf_fp32_to_fp16(0x1.ff8p-15f) == 0x03FF, "max subnormal");
+    CHECK(mf_fp32_to_fp16(0x1.ffcp-15f) == 0x0400, "subnormal tie rounding into the min normal");
+    CHECK(mf_fp32_to_fp16(1.0f + 0x1p-11f) == 0x3C00, "tie to even (down)");
+    CHECK(mf_fp32_to_fp16(1.0f + 3 * 0x1p-11f) == 0x3C02, "tie to even (up)");
+    CHECK(mf_fp32_to_fp16(-0.0f) == 0x8000, "-0");
+    uint64_t h16 = QG_HASH0, hb16 = QG_HASH0, hb32 = QG_HASH0;
+    for (int i = 0; i < QG_NPROBE; i++) {
+        const float f = qg_probe(i);
+        const uint16_t h = mf_fp32_to_fp16(f), b = mf_fp32_to_bf16(f);
+        h16 = qg_hash(h16, &h, 2);
+        hb16 = qg_hash(hb16, &b, 2);
+    }
+    for (uint32_t i = 0; i < 65536; i++) {
+        const float f = mf_bf16_to_fp32((uint16_t)i);
+        hb32 = qg_hash(hb32, &f, 4);
+        if (((i >> 7) & 0xFF) != 0xFF || !(i & 0x7F)) CHECK(mf_fp32_to_bf16(f) == i, "bf16 round trip 0x%04x", i);
+    }
+    uint64_t want;
+    if (golden_hash("fp32_to_fp16", &want)) CHECK(h16 == want, "f32->f16 differs from ggml");
+    if (golden_hash("fp32_to_bf16", &want)) CHECK(hb16 == want, "f32->bf16 differs from ggml");
+    if (golden_hash("bf16_to_fp32", &want)) CHECK(hb32 == want, "bf16->f32 differs from ggml");
+    CHECK(mf_fp32_to_bf16(1.0f + 0x1p-8f) == 0x3F80, "bf16 tie to even (down)");
+    CHECK(mf_fp32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3F82, "bf16 tie to even (up)");
+    float snan;
+    uint32_t sb = 0x7F800001u;
+    memcpy(&snan, &sb, 4);
+    CHECK(mf_fp32_to_bf16(snan) == 0x7FC0, "bf16 quiets NaN by truncation | 64: got 0x%04x", mf_fp32_to_bf16(snan));
+}
+
+/* ---- dequantization ---- */
+
+static void test_dequant_golden(void) {
+    static uint8_t blocks[QG_N * 4];
+    static float got[QG_N], want[QG_N];
+    for (int i = 0; i < QG_NTYPES; i++) {
+        const qg_type *t = &qg_types[i];
+        char name[64];
+        snprintf(name, sizeof name, "deq_%s.bin", t->name);
+        if (!read_golden(name, want, sizeof want)) continue;
+        qg_fill(t->type, 1, QG_N, blocks);
+        int rc = mf_dequantize_row((uint32_t)t->type, blocks, got, QG_N);
+        CHECK(rc == 0, "%s: rc %d", t->name, rc);
+        int first = -1, nbad = 0;
+        for (int j = 0; j < QG_N; j++)
+            if (fbits(got[j]) != fbits(want[j])) nbad++, first = first < 0 ? j : first;
+        CHECK(nbad == 0, "%s: %d of %d floats differ from ggml, first at %d: %a vs %a", t->name, nbad, QG_N, first,
+              first >= 0 ? got[first] : 0.0, first >= 0 ? want[first] : 0.0);
+    }
+}
+
+static void test_dequant_refusals(void) {
+    float out[64];
+    int32_t in[64] = {0};
+    CHECK(mf_dequantize_row(MF_TYPE_I32, in, out, 64) == MF_E_UNSUPPORTED, "i32 is not a weight type");
+    CHECK(mf_dequantize_row(MF_TYPE_Q4_0, in, out, 33) == MF_E_INVAL, "partial block");
+    CHECK(mf_dequantize_row(4, in, out, 32) == MF_E_INVAL, "unknown id");
+    CHECK(mf_quantize_row(MF_TYPE_Q4_K, (const float *)in, out, 256) == MF_E_UNSUPPORTED, "no q4_K quantizer");
+    CHECK(mf_quantize_row(MF_TYPE_Q8_0, (const float *)in, out, 31) == MF_E_INVAL, "partial block");
+}
+
+/* ---- quantization ---- */
+
+static bool bytes_equal(const char *what, const uint8_t *got, const uint8_t *want, size_t n) {
+    for (size_t j = 0; j < n; j++) {
+        if (got[j] != want[j]) {
+            CHECK(0, "%s: byte %zu of %zu is 0x%02x, ggml has 0x%02x", what, j, n, got[j], want[j]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void test_quantize_ref_golden(void) {
+    static float x[QG_NQ];
+    static uint8_t got[QG_NQ * 4], want[QG_NQ * 4];
+    qg_floats(2, QG_NQ, x);
+    const uint32_t types[] = {MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0, MF_TYPE_Q8_1, MF_TYPE_Q4_0, MF_TYPE_Q8_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const size_t sz = mf_row_size(types[i], QG_NQ);
+        char name[64];
+        snprintf(name, sizeof name, "quant_%s.bin", mf_type_name(types[i]));
+        if (!read_golden(name, want, sz)) continue;
+        memset(got, 0xCD, sizeof got);
+        CHECK(mf_quantize_row(types[i], x, got, QG_NQ) == 0, "%s rc", name);
+        bytes_equal(name, got, want, sz);
+    }
+}
+
+/* The activation converters must produce the bytes ggml-cpu's x86 build produces (and, for Q8_0,
+ * must differ from the _ref quantizer exactly on the round-half cases). */
+static void test_from_float_golden(void) {
+    static float x[QG_NQ];
+    static uint8_t got[QG_NQ * 4], want[QG_NQ * 4], ref[QG_NQ * 4];
+    qg_floats(2, QG_NQ, x);
+    const struct { uint32_t weight, act; } pairs[] = {
+        {MF_TYPE_F16, MF_TYPE_F16}, {MF_TYPE_BF16, MF_TYPE_BF16}, {MF_TYPE_Q4_0, MF_TYPE_Q8_0},
+        {MF_TYPE_Q4_1, MF_TYPE_Q8_1}, {MF_TYPE_Q4_K, MF_TYPE_Q8_K},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        const size_t sz = mf_row_size(pairs[i].act, QG_NQ);
+        char name[64];
+        snprintf(name, sizeof name, "act_%s.bin", mf_type_name(pairs[i].act));
+        if (!read_golden(name, want, sz)) continue;
+        for (int isa = 0; isa < 3; isa++) {
+            const mf_quant_kernels *k = mf_quant_kernels_get_isa(pairs[i].weight, (mf_isa)isa);
+            if (!k) continue;
+            CHECK(k->vec_dot_type == pairs[i].act, "%s: vec_dot_type %d", name, k->vec_dot_type);
+            memset(got, 0xCD, sizeof got);
+            k->from_float(x, got, QG_NQ);
+            char what[96];
+            snprintf(what, sizeof what, "%s (%s)", name, mf_isa_name((mf_isa)isa));
+            bytes_equal(what, got, want, sz);
+        }
+    }
+    const uint32_t cpu_types[] = {MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0, MF_TYPE_Q8_1, MF_TYPE_Q8_K};
+    for (size_t i = 0; i < sizeof cpu_types / sizeof cpu_types[0]; i++) {
+        const size_t sz = mf_row_size(cpu_types[i], QG_NQ);
+        char name[64];
+        snprintf(name, sizeof name, "act_%s.bin", mf_type_name(cpu_types[i]));
+        if (!read_golden(name, want, sz)) continue;
+        memset(got, 0xCD, sizeof got);
+        CHECK(mf_quantize_row_cpu(cpu_types[i], x, got, QG_NQ) == 0, "%s rc", name);
+        bytes_equal(name, got, want, sz);
+    }
+    CHECK(mf_quantize_row_cpu(MF_TYPE_Q4_0, x, got, 32) == MF_E_UNSUPPORTED, "q4_0 is no run-time format");
+    CHECK(mf_quantize_row(MF_TYPE_Q8_0, x, ref, QG_NQ) == 0, "q8_0 ref");
+    read_golden("act_q8_0.bin", want, mf_row_size(MF_TYPE_Q8_0, QG_NQ));
+    CHECK(memcmp(ref, want, mf_row_size(MF_TYPE_Q8_0, QG_NQ)) != 0,
+          "the test floats must contain round-half cases that tell roundf from round-half-even");
+}
+
+/* ---- dot kernels ---- */
+
+static const uint32_t k_weight_types[] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q4_0, MF_TYPE_Q4_1, MF_TYPE_Q5_0,
+                                          MF_TYPE_Q5_1, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q5_K, MF_TYPE_Q6_K};
+#define N_WEIGHT_TYPES (sizeof k_weight_types / sizeof k_weight_types[0])
+
+/* Exact-ish reference: both operands dequantized, products summed in double.  Also returns
+ * sum |w*a|, the scale every tolerance below is relative to (cancellation makes |dot| useless). */
+static double dot_reference(uint32_t wt, uint32_t at, const void *w, const void *a, int64_t n, double *mag) {
+    float *fw = malloc((size_t)n * sizeof(float)), *fa = malloc((size_t)n * sizeof(float));
+    double s = 0, m = 0;
+    if (at == MF_TYPE_Q8_1) {
+        /* the kernel takes the min term from the activation's stored s = d*sum(q) (an f16), not from
+         * the quants: do the same, and dequantize the weight with its min zeroed */
+        const size_t bs = mf_type_get(wt)->type_size;
+        uint8_t *w0 = malloc(mf_row_size(wt, n));
+        memcpy(w0, w, mf_row_size(wt, n));
+        const mf_block_q8_1 *ab = a;
+        for (int64_t b = 0; b < n / 32; b++) {
+            uint16_t mh;
+            memcpy(&mh, w0 + b * bs + 2, 2);
+            s += (double)mf_fp16_to_fp32(mh) * mf_fp16_to_fp32(ab[b].s);
+            m += fabs((double)mf_fp16_to_fp32(mh) * mf_fp16_to_fp32(ab[b].s));
+            memset(w0 + b * bs + 2, 0, 2);
+        }
+        mf_dequantize_row(wt, w0, fw, n);
+        free(w0);
+    } else {
+        mf_dequantize_row(wt, w, fw, n);
+    }
+    mf_dequantize_row(at, a, fa, n);
+    for (int64_t i = 0; i < n; i++) {
+        s += (double)fw[i] * fa[i];
+        m += fabs((double)fw[i] * fa[i]);
+    }
+    free(fw);
+    free(fa);
+    *mag = m;
+    return s;
+}
+
+static void test_kernels_table(void) {
+    const mf_type want_vdt[] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0, MF_TYPE_Q8_1, MF_TYPE_Q8_0,
+                                MF_TYPE_Q8_1, MF_TYPE_Q8_0, MF_TYPE_Q8_K, MF_TYPE_Q8_K, MF_TYPE_Q8_K};
+    for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get(k_weight_types[i]);
+        REQUIRE(k && k->vec_dot && k->from_float, "%s has no kernels", mf_type_name(k_weight_types[i]));
+        CHECK(k->vec_dot_type == want_vdt[i], "%s: vec_dot_type %s", mf_type_name(k_weight_types[i]),
+              mf_type_name(k->vec_dot_type));
+        CHECK(mf_quant_kernels_get_isa(k_weight_types[i], MF_ISA_SCALAR) != NULL, "scalar kernel for every weight type");
+    }
+    CHECK(mf_quant_kernels_get(MF_TYPE_Q8_K) == NULL && mf_quant_kernels_get(MF_TYPE_I32) == NULL &&
+              mf_quant_kernels_get(1000) == NULL, "non-weight types have no kernels");
+    CHECK(mf_quant_kernels_get_isa(MF_TYPE_Q4_0, (mf_isa)7) == NULL, "bad isa");
+    printf("  cpu best isa: %s, active: %s\n", mf_isa_name(mf_cpu_best_isa()), mf_isa_name(mf_quant_active_isa()));
+}
+
+/* Scalar kernels against the dequantized double-precision dot: the integer part is exact, so the
+ * only error is the f32 fold of per-block terms (~n/32 roundings of 2^-24 relative each). */
+static void test_dot_scalar_vs_dequant(void) {
+    enum { N = 4096 };
+    static uint8_t w[N * 4], a[N * 4];
+    for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(k_weight_types[i], MF_ISA_SCALAR);
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            qg_fill((int)k_weight_types[i], seed, N, w);
+            qg_fill((int)k->vec_dot_type, seed + 50, N, a);
+            float s = 0;
+            k->vec_dot(N, &s, w, a);
+            double mag, ref = dot_reference(k_weight_types[i], k->vec_dot_type, w, a, N, &mag);
+            CHECK(fabs(s - ref) <= 1e-5 * mag + 1e-30, "%s seed %llu: %.9g vs %.9g (mag %.3g)",
+                  mf_type_name(k_weight_types[i]), (unsigned long long)seed, s, ref, mag);
+        }
+    }
+}
+
+/* Our from_float + vec_dot against llama.cpp's (haswell build) on the same floats and weights.
+ * Activation bytes are identical (test_from_float_golden), integer sums are exact, so the only
+ * difference is the float accumulation order: allow 2e-6 of sum |w*a| (observed worst 3.7e-7, the
+ * scalar q6_K; an integer off by one in one element would show as ~1e-4). */
+static void test_dot_llama_golden(void) {
+    static float x[QG_DOT_N];
+    static uint8_t w[QG_DOT_N * 4], a[QG_DOT_N * 4];
+    qg_floats(3, QG_DOT_N, x);
+    for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+        const uint32_t wt = k_weight_types[i];
+        float want[QG_DOT_ROWS];
+        char name[64];
+        snprintf(name, sizeof name, "dot_%s.bin", mf_type_name(wt));
+        if (!read_golden(name, want, sizeof want)) continue;
+        for (int isa = 0; isa < 3; isa++) {
+            const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
+            if (!k) continue;
+            k->from_float(x, a, QG_DOT_N);
+            for (int r = 0; r < QG_DOT_ROWS; r++) {
+                qg_fill((int)wt, 100 + (uint64_t)r, QG_DOT_N, w);
+                float s;
+                k->vec_dot(QG_DOT_N, &s, w, a);
+                double mag;
+                dot_reference(wt, k->vec_dot_type, w, a, QG_DOT_N, &mag);
+                CHECK(fabs((double)s - want[r]) <= 2e-6 * mag + 1e-30, "%s %s row %d: %.9g, llama.cpp %.9g (mag %.3g)",
+                      mf_type_name(wt), mf_isa_name((mf_isa)isa), r, s, want[r], mag);
+            }
+        }
+    }
+}
+
+/* Types whose x86 kernels repeat llama.cpp's AVX2 kernels operation for operation: with the same
+ * activation bytes the AVX2 (and the lane-identical VNNI) results must equal llama.cpp's exactly. */
+static bool llama_exact(uint32_t wt) {
+    return wt == MF_TYPE_F32 || wt == MF_TYPE_F16 || wt == MF_TYPE_Q4_0 || wt == MF_TYPE_Q5_0 || wt == MF_TYPE_Q8_0 ||
+           wt == MF_TYPE_Q4_K || wt == MF_TYPE_Q5_K || wt == MF_TYPE_Q6_K;
+}
+
+static void test_dot_llama_exact(void) {
+    static float x[QG_DOT_N];
+    static uint8_t w[QG_DOT_N * 4], a[QG_DOT_N * 4];
+    qg_floats(3, QG_DOT_N, x);
+    int tested = 0;
+    for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+        const uint32_t wt = k_weight_types[i];
+        float want[QG_DOT_ROWS];
+        char name[64];
+        snprintf(name, sizeof name, "dot_%s.bin", mf_type_name(wt));
+        if (!llama_exact(wt) || !read_golden(name, want, sizeof want)) continue;
+        for (int isa = MF_ISA_AVX2; isa <= MF_ISA_AVX512; isa++) {
+            const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
+            if (!k) continue;
+            k->from_float(x, a, QG_DOT_N);
+            for (int r = 0; r < QG_DOT_ROWS; r++) {
+                qg_fill((int)wt, 100 + (uint64_t)r, QG_DOT_N, w);
+                float s;
+                k->vec_dot(QG_DOT_N, &s, w, a);
+                CHECK(fbits(s) == fbits(want[r]), "%s %s row %d: %a, llama.cpp %a", mf_type_name(wt),
+                      mf_isa_name((mf_isa)isa), r, s, want[r]);
+                tested++;
+            }
+        }
+    }
+    if (!tested) SKIP("this CPU has no AVX2");
+}
+
+/* Every SIMD kernel against the scalar one, on random weights and on activations from from_float
+ * and from random blocks.  Integer block sums are exact on both sides; only the float folding differs
+ * (8 lanes + a final horizontal sum, vs one accumulator in block order; lane int32 -> f32 conversions
+ * can round above 2^24 for K formats), so allow 2e-6 of sum |w*a|, about 30 f32 ulps of the magnitude. */
+static void test_isa_vs_scalar(void) {
+    enum { N = 4096, NF = N + 32 }; /* float types also run n = N + 24 (vector leftovers) */
+    static uint8_t w[NF * 4], a[NF * 4];
+    static float x[NF];
+    int tested = 0;
+    for (int isa = MF_ISA_AVX2; isa <= MF_ISA_AVX512; isa++) {
+        for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+            const uint32_t wt = k_weight_types[i];
+            const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
+            const mf_quant_kernels *ref = mf_quant_kernels_get_isa(wt, MF_ISA_SCALAR);
+            if (!k) continue;
+            const int nfill = mf_type_get(wt)->blck_size == 1 ? NF : N;
+            for (uint64_t seed = 1; seed <= 6; seed++) {
+                qg_fill((int)wt, seed, nfill, w);
+                if (seed % 2) {
+                    qg_floats(seed, nfill, x);
+                    ref->from_float(x, a, nfill);
+                } else {
+                    qg_fill((int)k->vec_dot_type, seed + 50, nfill, a);
+                }
+                for (int64_t n = N; n >= 256; n /= 4) { /* lengths with and without F32/F16 leftovers */
+                    const int64_t nn = mf_type_get(wt)->blck_size == 1 ? n + 24 : n;
+                    float got = 0, want = 0;
+                    k->vec_dot(nn, &got, w, a);
+                    ref->vec_dot(nn, &want, w, a);
+                    double mag;
+                    dot_reference(wt, k->vec_dot_type, w, a, nn, &mag);
+                    CHECK(fabs((double)got - want) <= 2e-6 * mag + 1e-30, "%s %s seed %llu n %lld: %.9g vs scalar %.9g (mag %.3g)",
+                          mf_type_name(wt), mf_isa_name((mf_isa)isa), (unsigned long long)seed, (long long)nn, got, want, mag);
+                    tested++;
+                }
+            }
+        }
+    }
+    if (!tested) SKIP("this CPU has no AVX2");
+}
+
+/* SIMD activation converters write the scalar converter's bytes on many float shapes. */
+static void test_from_float_isa(void) {
+    enum { N = 4096 };
+    static float x[N];
+    static uint8_t got[N * 4], want[N * 4];
+    const uint32_t wts[] = {MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0, MF_TYPE_Q4_K};
+    int tested = 0;
+    for (int isa = MF_ISA_AVX2; isa <= MF_ISA_AVX512; isa++) {
+        for (size_t i = 0; i < sizeof wts / sizeof wts[0]; i++) {
+            const mf_quant_kernels *k = mf_quant_kernels_get_isa(wts[i], (mf_isa)isa);
+            const mf_quant_kernels *ref = mf_quant_kernels_get_isa(wts[i], MF_ISA_SCALAR);
+            if (!k) continue;
+            const size_t sz = mf_row_size(k->vec_dot_type, N);
+            for (uint64_t seed = 10; seed < 20; seed++) {
+                qg_floats(seed, N, x);
+                if (seed == 11) /* ties in magnitude with opposite signs: the first one sets Q8_K's sign */
+                    for (int j = 0; j < N; j++) x[j] = (j % 7 == 3) ? -2.5f : (j % 7 == 5) ? 2.5f : x[j] * 1e-3f;
+                if (seed == 12 && k->vec_dot_type == MF_TYPE_BF16) /* every rounding case, NaN, inf, subnormals */
+                    for (int j = 0; j < N; j++) x[j] = qg_probe(j * 157 % QG_NPROBE);
+                memset(got, 0xAB, sz);
+                memset(want, 0xCD, sz);
+                k->from_float(x, got, N);
+                ref->from_float(x, want, N);
+                char what[96];
+                snprintf(what, sizeof what, "%s from_float %s seed %llu", mf_type_name(k->vec_dot_type),
+                         mf_isa_name((mf_isa)isa), (unsigned long long)seed);
+                bytes_equal(what, got, want, sz);
+                tested++;
+            }
+        }
+    }
+    if (!tested) SKIP("this CPU has no AVX2");
+}
+
+/* Tiles must give vec_dot's bits for every pair and every tile shape, on every ISA. */
+static void test_tile_bitwise(void) {
+    enum { N = 1024 + 32, NW = 5, NA = 5 };
+    static uint8_t w[NW][N * 4], a[NA][N * 4];
+    static float x[N];
+    for (int isa = 0; isa <= MF_ISA_AVX512; isa++) {
+        for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
+            const uint32_t wt = k_weight_types[t];
+            const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
+            if (!k) continue;
+            REQUIRE(k->vec_dot_tile && k->tile_w >= 1 && k->tile_w <= MF_TILE_MAX && k->tile_a >= 1 &&
+                        k->tile_a <= MF_TILE_MAX, "%s %s tile fields", mf_type_name(wt), mf_isa_name((mf_isa)isa));
+            const int64_t n = mf_type_get(wt)->blck_size == 1 ? N - 8 : 1024;
+            for (int i = 0; i < NW; i++) qg_fill((int)wt, 300 + (uint64_t)i, mf_type_get(wt)->blck_size == 1 ? N : 1024, w[i]);
+            for (int j = 0; j < NA; j++) {
+                qg_floats(400 + (uint64_t)j, N, x);
+                k->from_float(x, a[j], mf_type_get(wt)->blck_size == 1 ? N : 1024);
+            }
+            float want[NW][NA];
+            for (int i = 0; i < NW; i++)
+                for (int j = 0; j < NA; j++) k->vec_dot(n, &want[i][j], w[i], a[j]);
+            int bad = 0;
+            for (int nw = 1; nw <= MF_TILE_MAX; nw++)
+                for (int na = 1; na <= MF_TILE_MAX; na++)
+                    for (int i0 = 0; i0 + nw <= NW; i0 += NW - nw > 0 ? NW - nw : 1)
+                        for (int j0 = 0; j0 + na <= NA; j0 += NA - na > 0 ? NA - na : 1) {
+                            float got[MF_TILE_MAX][MF_TILE_MAX + 1];
+                            memset(got, 0xFF, sizeof got);
+                            k->vec_dot_tile(n, &got[0][0], MF_TILE_MAX + 1, w[i0], sizeof w[0], nw, a[j0], sizeof a[0], na);
+                            for (int i = 0; i < nw; i++)
+                                for (int j = 0; j < na; j++)
+                                    if (fbits(got[i][j]) != fbits(want[i0 + i][j0 + j]) && bad++ < 3)
+                                        CHECK(0, "%s %s tile %dx%d at (%d,%d): pair (%d,%d) %a, vec_dot %a", mf_type_name(wt),
+                                              mf_isa_name((mf_isa)isa), nw, na, i0, j0, i, j, got[i][j], want[i0 + i][j0 + j]);
+                        }
+            CHECK(bad == 0, "%s %s: %d tile results differ from vec_dot", mf_type_name(wt), mf_isa_name((mf_isa)isa), bad);
+        }
+    }
+}
+
+int main(void) {
+    RUN(test_type_table);
+    RUN(test_fp16_exhaustive);
+    RUN(test_fp32_to_fp16);
+    RUN(test_dequant_golden);
+    RUN(test_dequant_refusals);
+    RUN(test_quantize_ref_golden);
+    RUN(test_from_float_golden);
+    RUN(test_kernels_table);
+    RUN(test_dot_scalar_vs_dequant);
+    RUN(test_dot_llama_golden);
+    RUN(test_dot_llama_exact);
+    RUN(test_isa_vs_scalar);
+    RUN(test_from_float_isa);
+    RUN(test_tile_bitwise);
+    return mf_test_done();
+}
