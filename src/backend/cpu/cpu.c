@@ -1,0 +1,397 @@
+/* CPU backend: validates a graph against what the kernels support, sizes the scratch once per forward,
+ * then runs every node in order inside ONE threadpool dispatch (a barrier between nodes that compute). */
+#include "backend/cpu/cpu_impl.h"
+
+#include <stdlib.h>
+
+#define ALIGN 64
+
+static size_t align_up(size_t x) {
+    return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+int mf_cpu_new(int n_threads, mf_cpu **out, mf_error *err) {
+    if (!out) return mf_err(err, MF_E_INVAL, "mf_cpu_new: out is NULL");
+    *out = NULL;
+    if (n_threads < 1 || n_threads > 1024)
+        return mf_err(err, MF_E_INVAL, "CPU thread count %d is out of range 1..1024 (--threads)", n_threads);
+    mf_cpu *cpu = calloc(1, sizeof *cpu);
+    if (!cpu) return mf_err(err, MF_E_NOMEM, "out of memory creating the CPU backend");
+    cpu->n_threads = n_threads;
+    mf_cpu_vec_init(&cpu->vec);
+    cpu->faults = calloc((size_t)n_threads, sizeof *cpu->faults);
+    if (!cpu->faults) {
+        free(cpu);
+        return mf_err(err, MF_E_NOMEM, "out of memory creating the CPU backend");
+    }
+    int rc = mf_threadpool_new(n_threads, &cpu->tp, err);
+    if (rc) {
+        free(cpu->faults);
+        free(cpu);
+        return rc;
+    }
+    *out = cpu;
+    return 0;
+}
+
+void mf_cpu_free(mf_cpu *cpu) {
+    if (!cpu) return;
+    mf_threadpool_free(cpu->tp);
+    mf_aligned_free(cpu->scratch);
+    free(cpu->faults);
+    free(cpu->plan);
+    free(cpu->fuse);
+    free(cpu->readers);
+    free(cpu->sole);
+    free(cpu->ranges);
+    free(cpu);
+}
+
+int mf_cpu_n_threads(const mf_cpu *cpu) {
+    return cpu ? cpu->n_threads : 0;
+}
+
+static bool is_int_type(uint32_t t) {
+    return t == MF_TYPE_I8 || t == MF_TYPE_I16 || t == MF_TYPE_I32 || t == MF_TYPE_I64;
+}
+
+bool mf_cpu_supports(mf_op op, uint32_t type) {
+    const mf_type_info *ti = mf_type_get(type);
+    if (!ti) return false;
+    switch (op) {
+    case MF_OP_INPUT:
+    case MF_OP_WEIGHT:
+    case MF_OP_EXTERNAL:
+    case MF_OP_VIEW:
+    case MF_OP_RESHAPE:
+    case MF_OP_PERMUTE:
+        return true;
+    case MF_OP_GET_ROWS:
+        return !is_int_type(type) && type != MF_TYPE_F64;
+    case MF_OP_MATMUL: {
+        const mf_quant_kernels *k = mf_quant_kernels_get(type);
+        return k && k->vec_dot && k->from_float;
+    }
+    case MF_OP_RMS_NORM:
+    case MF_OP_ADD:
+    case MF_OP_MUL:
+    case MF_OP_SCALE:
+    case MF_OP_SILU:
+    case MF_OP_SWIGLU:
+    case MF_OP_SOFTMAX:
+    case MF_OP_ROPE:
+    case MF_OP_ATTENTION:
+        return type == MF_TYPE_F32;
+    case MF_OP_KV_STORE:
+        return mf_cpu_kv_type_ok(type);
+    case MF_OP_CONT:
+        return ti->blck_size == 1;
+    default:
+        return false;
+    }
+}
+
+static mf_cpu_op_fn op_fn(mf_op op) {
+    switch (op) {
+    case MF_OP_GET_ROWS:
+        return mf_cpu_op_get_rows;
+    case MF_OP_RMS_NORM:
+        return mf_cpu_op_rms_norm;
+    case MF_OP_MATMUL:
+        return mf_cpu_op_matmul;
+    case MF_OP_ADD:
+    case MF_OP_MUL:
+        return mf_cpu_op_binary;
+    case MF_OP_SCALE:
+    case MF_OP_SILU:
+        return mf_cpu_op_unary;
+    case MF_OP_SWIGLU:
+        return mf_cpu_op_swiglu;
+    case MF_OP_SOFTMAX:
+        return mf_cpu_op_softmax;
+    case MF_OP_ROPE:
+        return mf_cpu_op_rope;
+    case MF_OP_CONT:
+        return mf_cpu_op_cont;
+    case MF_OP_KV_STORE:
+        return mf_cpu_op_kv_store;
+    case MF_OP_ATTENTION:
+        return mf_cpu_op_attention;
+    default:
+        return NULL; /* leaves and aliases: nothing to compute */
+    }
+}
+
+static const char *nm(const mf_node *n) {
+    return n->name[0] ? n->name : "(unnamed)";
+}
+
+static void exec_worker(void *ctx, int ith, int nth) {
+    const mf_cpu_exec *ex = ctx;
+    for (int32_t i = ex->first; i < ex->last; i++) {
+        const mf_node *n = mf_graph_node_c(ex->g, i);
+        mf_cpu_op_fn fn = op_fn(n->op);
+        if (!fn || (ex->plan[i] & MF_CPU_PLAN_SKIP)) continue;
+        if (ex->plan[i] & MF_CPU_PLAN_BARRIER) mf_threadpool_barrier(ex->cpu->tp);
+        fn(ex, n, ith, nth);
+    }
+}
+
+/* ---- the barrier plan ----
+ * A barrier is needed before node i only if i reads memory written by a node since the last barrier
+ * (RAW), or writes memory read or written since then (WAR/WAW: the allocator hands a dead buffer to a
+ * later node, and another thread may still be reading it).  Independent neighbours (the q/k/v or
+ * gate/up matmuls of one input) run without one.  A converting matmul has its own barrier between
+ * converting the activations and the dots, which also closes everything before it.  Consecutive
+ * matmuls of the same input and vec_dot type share one conversion. */
+typedef struct mf_cpu_range {
+    const char *lo, *hi;
+    bool write;
+} mf_cpu_range;
+
+static const char scratch_tag[1]; /* stands for the shared matmul scratch in the range sets */
+
+static int push_range(mf_cpu *cpu, int32_t *nr, const void *lo, size_t bytes, bool write) {
+    if (*nr == cpu->ranges_cap) {
+        int32_t nc = cpu->ranges_cap ? cpu->ranges_cap * 2 : 64;
+        mf_cpu_range *r = realloc(cpu->ranges, (size_t)nc * sizeof *r);
+        if (!r) return MF_E_NOMEM;
+        cpu->ranges = r;
+        cpu->ranges_cap = nc;
+    }
+    cpu->ranges[(*nr)++] = (mf_cpu_range){lo, (const char *)lo + bytes, write};
+    return 0;
+}
+
+/* does [lo, lo+bytes) overlap a range of the current group (only written ones unless any_access) */
+static bool hits(const mf_cpu *cpu, int32_t nr, const void *lo, size_t bytes, bool any_access) {
+    const char *a = lo, *b = a + bytes;
+    for (int32_t k = 0; k < nr; k++)
+        if ((any_access || cpu->ranges[k].write) && a < cpu->ranges[k].hi && cpu->ranges[k].lo < b)
+            return true;
+    return false;
+}
+
+static int grow_plan(mf_cpu *cpu, int32_t nn) {
+    if (nn <= cpu->plan_cap) return 0;
+    uint8_t *p = realloc(cpu->plan, (size_t)nn);
+    if (p) cpu->plan = p;
+    int32_t *f = realloc(cpu->fuse, (size_t)nn * sizeof *f);
+    if (f) cpu->fuse = f;
+    int32_t *r = realloc(cpu->readers, (size_t)nn * sizeof *r);
+    if (r) cpu->readers = r;
+    int32_t *o = realloc(cpu->sole, (size_t)nn * sizeof *o);
+    if (o) cpu->sole = o;
+    if (!p || !f || !r || !o) return MF_E_NOMEM;
+    cpu->plan_cap = nn;
+    return 0;
+}
+
+/* Fusion: a MATMUL or RMS_NORM whose only reader is an ADD/MUL computed in place over it (same memory,
+ * src0 = this node) whose other operand exists before this node applies that op to its own result and
+ * the ADD/MUL is skipped.  Each element gets exactly the same float operations in the same order, so
+ * fused and unfused results are bitwise equal; it only saves a pass over memory and a barrier. */
+/* is node id's value final before node i runs: computed earlier, or read-only data (a weight, an input
+ * the engine wrote before the forward, or an alias of one) that builders create lazily */
+static bool ready_before(const mf_graph *g, int32_t id, int32_t i) {
+    while (id >= i) {
+        const mf_node *n = mf_graph_node_c(g, id);
+        if (n->op == MF_OP_WEIGHT || n->op == MF_OP_INPUT) return true;
+        if (n->op != MF_OP_VIEW && n->op != MF_OP_RESHAPE && n->op != MF_OP_PERMUTE) return false;
+        id = n->src[0];
+    }
+    return true;
+}
+
+static int plan_fusion(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last) {
+    int32_t nn = mf_graph_n_nodes(g), n_fused = 0;
+    for (int32_t i = 0; i < nn; i++) cpu->readers[i] = 0, cpu->sole[i] = -1;
+    for (int32_t i = 0; i < nn; i++) {
+        const mf_node *n = mf_graph_node_c(g, i);
+        for (int s = 0; s < MF_MAX_SRC; s++) {
+            if (n->src[s] < 0) continue;
+            cpu->readers[n->src[s]]++;
+            cpu->sole[n->src[s]] = i;
+        }
+        if (n->view_src >= 0) cpu->readers[n->view_src]++; /* an alias counts as a reader */
+    }
+    for (int32_t i = first; i < last; i++) {
+        const mf_node *n = mf_graph_node_c(g, i);
+        if ((n->op != MF_OP_MATMUL && n->op != MF_OP_RMS_NORM) || cpu->readers[i] != 1 ||
+            (n->flags & MF_NODE_OUTPUT))
+            continue;
+        int32_t j = cpu->sole[i];
+        if (j >= last) continue; /* the reader runs in another split */
+        const mf_node *m = mf_graph_node_c(g, j);
+        if ((m->op != MF_OP_ADD && m->op != MF_OP_MUL) || m->src[0] != i || m->src[1] == i ||
+            !ready_before(g, m->src[1], i) || m->data != n->data || (cpu->plan[i] & MF_CPU_PLAN_SKIP))
+            continue;
+        cpu->plan[i] |= MF_CPU_PLAN_FUSED;
+        cpu->fuse[i] = j;
+        cpu->plan[j] |= MF_CPU_PLAN_SKIP;
+        n_fused++;
+    }
+    return n_fused;
+}
+
+static int plan_barriers(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last) {
+    int32_t nn = mf_graph_n_nodes(g);
+    if (grow_plan(cpu, nn)) return MF_E_NOMEM;
+    memset(cpu->plan, 0, (size_t)nn);
+    int n_fused = plan_fusion(cpu, g, first, last);
+    int32_t nr = 0, conv_src = -1, n_ops = 0, n_bar = 0, n_reuse = 0;
+    uint32_t conv_type = 0;
+    bool at_start = true;
+    for (int32_t i = first; i < last; i++) {
+        const mf_node *n = mf_graph_node_c(g, i);
+        if (!op_fn(n->op) || (cpu->plan[i] & MF_CPU_PLAN_SKIP)) continue;
+        bool conv = false, reuse = false;
+        if (n->op == MF_OP_MATMUL) {
+            const mf_node *w = mf_graph_node_c(g, n->src[0]);
+            const mf_quant_kernels *k = mf_quant_kernels_get(w->type);
+            conv = k->vec_dot_type != MF_TYPE_F32;
+            reuse = conv && conv_src == n->src[1] && conv_type == (uint32_t)k->vec_dot_type;
+            if (conv && !reuse) {
+                conv_src = n->src[1];
+                conv_type = (uint32_t)k->vec_dot_type;
+            }
+        }
+        /* what this node reads: its sources, plus the other operand of a fused ADD/MUL */
+        int32_t rd[MF_MAX_SRC + 1];
+        int n_rd = 0;
+        for (int s = 0; s < MF_MAX_SRC; s++)
+            if (n->src[s] >= 0) rd[n_rd++] = n->src[s];
+        if (cpu->plan[i] & MF_CPU_PLAN_FUSED) rd[n_rd++] = mf_graph_node_c(g, cpu->fuse[i])->src[1];
+        bool barrier = false;
+        for (int s = 0; s < n_rd && !barrier; s++) {
+            const mf_node *sn = mf_graph_node_c(g, rd[s]);
+            if (hits(cpu, nr, sn->data, mf_node_nbytes(sn), false)) barrier = true;
+        }
+        if (reuse && hits(cpu, nr, scratch_tag, 1, false)) barrier = true;
+        if (hits(cpu, nr, n->data, mf_node_nbytes(n), true)) barrier = true;
+        if (conv && !reuse && hits(cpu, nr, scratch_tag, 1, true)) barrier = true;
+        if (barrier && !at_start) cpu->plan[i] |= MF_CPU_PLAN_BARRIER;
+        n_ops++;
+        n_bar += (barrier && !at_start) + (conv && !reuse);
+        n_reuse += reuse;
+        if (barrier || (conv && !reuse)) nr = 0; /* the conversion's own barrier closes the group too */
+        if (reuse) cpu->plan[i] |= MF_CPU_PLAN_REUSE;
+        at_start = false;
+        for (int s = 0; s < n_rd; s++) {
+            const mf_node *sn = mf_graph_node_c(g, rd[s]);
+            if (push_range(cpu, &nr, sn->data, mf_node_nbytes(sn), false)) return MF_E_NOMEM;
+        }
+        if (conv && push_range(cpu, &nr, scratch_tag, 1, false)) return MF_E_NOMEM;
+        if (push_range(cpu, &nr, n->data, mf_node_nbytes(n), true)) return MF_E_NOMEM;
+        /* a write over the converted input invalidates the shared conversion (not expected: the input
+         * is live while matmuls read it) */
+        if (conv_src >= 0 && !(n->op == MF_OP_MATMUL && n->src[1] == conv_src)) {
+            const mf_node *cs = mf_graph_node_c(g, conv_src);
+            const char *a = cs->data, *b = a + mf_node_nbytes(cs), *lo = n->data,
+                       *hi = lo + mf_node_nbytes(n);
+            if (lo < b && a < hi) conv_src = -1;
+        }
+    }
+    if (mf_log_get_level() >= MF_LOG_DEBUG)
+        mf_log(MF_LOG_DEBUG, "cpu plan: %d ops (%d fused away), %d barriers, %d shared matmul conversions",
+               n_ops, n_fused, n_bar, n_reuse);
+    return 0;
+}
+
+int mf_cpu_compute(mf_cpu *cpu, mf_graph *g, mf_error *err) {
+    return mf_cpu_compute_range(cpu, g, 0, mf_graph_n_nodes(g), err);
+}
+
+int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, mf_error *err) {
+    if (!cpu || !g) return mf_err(err, MF_E_INVAL, "mf_cpu_compute: %s is NULL", cpu ? "graph" : "backend");
+    int rc = mf_graph_error(g, err);
+    if (rc) return rc;
+    int32_t nn = mf_graph_n_nodes(g);
+    if (first < 0 || last > nn || first > last)
+        return mf_err(err, MF_E_RANGE, "CPU node range [%d, %d) is outside the graph's %d nodes", first, last,
+                      nn);
+    size_t shared = 0, per_thread = 0;
+    for (int32_t i = first; i < last; i++) {
+        mf_node *n = mf_graph_node(g, i);
+        if (n->view_src >= 0) {
+            const mf_node *r = mf_graph_node_c(g, n->view_src);
+            if (!r->data)
+                return mf_err(err, MF_E_INVAL, "%s '%s' (node %d) aliases '%s' which has no memory (%s)",
+                              mf_op_name(n->op), nm(n), i, nm(r),
+                              r->op == MF_OP_INPUT ? "bind the input" : "call mf_graph_alloc first");
+            n->data = (char *)r->data + n->view_offs;
+        } else if (!n->data) {
+            return mf_err(err, MF_E_INVAL, "%s '%s' (node %d) has no memory (%s)", mf_op_name(n->op), nm(n),
+                          i,
+                          n->op == MF_OP_INPUT    ? "bind the input before the forward"
+                          : n->op == MF_OP_WEIGHT ? "the weight was never loaded"
+                                                  : "call mf_graph_alloc first");
+        }
+        for (int s = 0; s < MF_MAX_SRC; s++) {
+            const mf_node *sn = n->src[s] >= 0 ? mf_graph_node_c(g, n->src[s]) : NULL;
+            if (sn && !sn->data)
+                return mf_err(err, MF_E_INVAL,
+                              "%s '%s' (node %d) reads '%s' (node %d), which has no memory here",
+                              mf_op_name(n->op), nm(n), i, nm(sn), n->src[s]);
+        }
+        uint32_t t = n->type;
+        if (n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS) t = mf_graph_node_c(g, n->src[0])->type;
+        if (!mf_cpu_supports(n->op, t))
+            return mf_err(err, MF_E_UNSUPPORTED,
+                          "the CPU backend cannot run %s '%s' (node %d) with %s %s; requantize the model or "
+                          "run this op on another backend",
+                          mf_op_name(n->op), nm(n), i,
+                          (n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS) ? "weight type" : "type",
+                          mf_type_name(t));
+        switch (n->op) {
+        case MF_OP_MATMUL:
+            shared = MF_MAX(shared, mf_cpu_matmul_shared_bytes(g, n));
+            break;
+        case MF_OP_ROPE:
+            per_thread = MF_MAX(per_thread, mf_cpu_rope_thread_bytes(n));
+            break;
+        case MF_OP_ATTENTION:
+            for (int s = 1; s <= 2; s++) {
+                const mf_node *c = mf_graph_node_c(g, n->src[s]);
+                if (!mf_cpu_kv_type_ok(c->type))
+                    return mf_err(
+                        err, MF_E_UNSUPPORTED,
+                        "the CPU backend cannot run attention '%s' (node %d) over a %s cache of type %s "
+                        "(supported: f32, f16, bf16, q8_0; see --cache-type)",
+                        nm(n), i, s == 1 ? "K" : "V", mf_type_name(c->type));
+            }
+            per_thread = MF_MAX(per_thread, mf_cpu_attention_thread_bytes(g, n));
+            break;
+        default:
+            break;
+        }
+    }
+    shared = align_up(shared);
+    per_thread = align_up(per_thread);
+    size_t need = shared + per_thread * (size_t)cpu->n_threads;
+    if (need > cpu->scratch_size) {
+        mf_aligned_free(cpu->scratch);
+        cpu->scratch = mf_aligned_alloc(ALIGN, need);
+        cpu->scratch_size = cpu->scratch ? need : 0;
+        if (!cpu->scratch)
+            return mf_err(err, MF_E_NOMEM, "cannot allocate %zu bytes of CPU scratch for this graph", need);
+    }
+    if (plan_barriers(cpu, g, first, last))
+        return mf_err(err, MF_E_NOMEM, "out of memory planning the barriers of a %d-node graph", nn);
+    for (int i = 0; i < cpu->n_threads; i++) cpu->faults[i].node = -1;
+    mf_cpu_exec ex = {cpu,       g,     cpu->scratch, cpu->scratch + shared, per_thread, cpu->plan,
+                      cpu->fuse, first, last};
+    mf_threadpool_run(cpu->tp, exec_worker, &ex, cpu->n_threads);
+
+    const mf_cpu_fault *worst = NULL;
+    for (int i = 0; i < cpu->n_threads; i++)
+        if (cpu->faults[i].node >= 0 && (!worst || cpu->faults[i].node < worst->node))
+            worst = &cpu->faults[i];
+    if (worst) {
+        const mf_node *n = mf_graph_node_c(g, worst->node);
+        return mf_err(err, MF_E_RANGE, "%s '%s' (node %d): %s %lld at index %lld is outside 0..%lld",
+                      mf_op_name(n->op), nm(n), worst->node, worst->what, (long long)worst->value,
+                      (long long)worst->index, (long long)worst->limit - 1);
+    }
+    return 0;
+}

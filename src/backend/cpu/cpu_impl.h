@@ -1,0 +1,136 @@
+/* CPU backend internals shared by cpu.c and the op files of this folder (not an interface). */
+#ifndef MF_CPU_IMPL_H
+#define MF_CPU_IMPL_H
+
+#include "backend/cpu/cpu.h"
+#include "core/threadpool.h"
+#include "quant/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A data error found inside a kernel (an id out of range): recorded per thread, reported after the
+ * dispatch for the lowest node id. */
+typedef struct {
+    int32_t node;  /* -1 = none */
+    int64_t index; /* which token / row */
+    int64_t value; /* the offending id */
+    int64_t limit; /* the valid range is 0..limit-1 */
+    const char *what;
+} mf_cpu_fault;
+
+/* attention primitives, picked once per backend (bitwise equal across ISAs, see vec.c) */
+typedef struct {
+    float (*dot)(const float *a, const float *b, int64_t n);
+    void (*axpy)(int64_t n, float p, const float *x, float *y); /* y += p * x */
+    void (*f16_to_f32)(const uint16_t *h, float *f, int64_t n);
+} mf_cpu_vec;
+void mf_cpu_vec_init(mf_cpu_vec *v);
+
+struct mf_cpu {
+    int n_threads;
+    mf_cpu_vec vec;
+    mf_threadpool *tp;
+    uint8_t *scratch; /* shared region then one region per thread; grown, never shrunk */
+    size_t scratch_size;
+    mf_cpu_fault *faults; /* [n_threads] */
+    /* the per-forward plan (see plan_barriers in cpu.c), grown, never shrunk */
+    uint8_t *plan;
+    int32_t *fuse, *readers, *sole; /* per node: fused partner; reader count; the only reader */
+    int32_t plan_cap;
+    struct mf_cpu_range *ranges;
+    int32_t ranges_cap;
+};
+
+/* plan flags per node */
+enum {
+    MF_CPU_PLAN_BARRIER = 1, /* all threads must have finished earlier nodes before this one starts */
+    MF_CPU_PLAN_REUSE = 2,   /* matmul: the shared scratch already holds src1 in the vec_dot type */
+    MF_CPU_PLAN_FUSED = 4,   /* matmul/rms_norm also applies the ADD/MUL node fuse[i] to its result */
+    MF_CPU_PLAN_SKIP = 8,    /* computed by the node it was fused into */
+};
+
+typedef struct {
+    mf_cpu *cpu;
+    mf_graph *g;
+    uint8_t *shared;     /* per-op shared scratch (matmul activations), valid during one op */
+    uint8_t *per_thread; /* thread ith owns per_thread + ith * per_thread_size */
+    size_t per_thread_size;
+    const uint8_t *plan; /* [n_nodes] MF_CPU_PLAN_* */
+    const int32_t *fuse; /* [n_nodes] the ADD/MUL node a FUSED node applies */
+    int32_t first, last; /* the nodes to run */
+} mf_cpu_exec;
+
+/* the ADD/MUL fused into node n, or NULL */
+static inline const mf_node *mf_cpu_fused(const mf_cpu_exec *ex, const mf_node *n) {
+    int32_t id = (int32_t)(n - mf_graph_node_c(ex->g, 0));
+    return (ex->plan[id] & MF_CPU_PLAN_FUSED) ? mf_graph_node_c(ex->g, ex->fuse[id]) : NULL;
+}
+
+/* the broadcast row of b (src1 of an ADD/MUL) for row r of the result dst */
+static inline const float *mf_cpu_bcast_row(const mf_node *b, const mf_node *dst, int64_t r) {
+    int64_t i1 = r % dst->ne[1], i2 = (r / dst->ne[1]) % dst->ne[2], i3 = r / (dst->ne[1] * dst->ne[2]);
+    return (const float *)((const char *)b->data + (size_t)(i1 % b->ne[1]) * b->nb[1] +
+                           (size_t)(i2 % b->ne[2]) * b->nb[2] + (size_t)(i3 % b->ne[3]) * b->nb[3]);
+}
+
+typedef void (*mf_cpu_op_fn)(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+
+static inline void *mf_cpu_thread_scratch(const mf_cpu_exec *ex, int ith) {
+    return ex->per_thread + (size_t)ith * ex->per_thread_size;
+}
+
+static inline void mf_cpu_fault_set(const mf_cpu_exec *ex, int ith, int32_t node, const char *what,
+                                    int64_t index, int64_t value, int64_t limit) {
+    mf_cpu_fault *f = &ex->cpu->faults[ith];
+    if (f->node >= 0 && f->node <= node) return;
+    *f = (mf_cpu_fault){node, index, value, limit, what};
+}
+
+/* rows [r0, r1) of nr for thread ith of nth: contiguous chunks */
+static inline void mf_cpu_split(int64_t nr, int ith, int nth, int64_t *r0, int64_t *r1) {
+    int64_t dr = (nr + nth - 1) / nth;
+    *r0 = dr * ith;
+    if (*r0 > nr) *r0 = nr;
+    *r1 = *r0 + dr < nr ? *r0 + dr : nr;
+}
+
+static inline int64_t mf_cpu_nrows(const mf_node *n) {
+    return n->ne[1] * n->ne[2] * n->ne[3];
+}
+
+/* byte offset of row r (over dims 1..3) */
+static inline size_t mf_cpu_row_offs(const mf_node *n, int64_t r) {
+    int64_t i1 = r % n->ne[1], i2 = (r / n->ne[1]) % n->ne[2], i3 = r / (n->ne[1] * n->ne[2]);
+    return (size_t)i1 * n->nb[1] + (size_t)i2 * n->nb[2] + (size_t)i3 * n->nb[3];
+}
+
+/* f32 dot with 8 fixed partial sums (vectorizes; the order depends only on n) */
+static inline float mf_cpu_dot_f32(const float *a, const float *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    for (; i < n; i++) acc[i & 7] += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+/* per-op scratch needs, computed before the dispatch */
+size_t mf_cpu_matmul_shared_bytes(const mf_graph *g, const mf_node *n);
+size_t mf_cpu_rope_thread_bytes(const mf_node *n);
+size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n);
+bool mf_cpu_kv_type_ok(uint32_t type);
+
+void mf_cpu_op_get_rows(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+void mf_cpu_op_rms_norm(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+void mf_cpu_op_binary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth); /* ADD, MUL */
+void mf_cpu_op_unary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);  /* SCALE, SILU */
+void mf_cpu_op_swiglu(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+void mf_cpu_op_softmax(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+void mf_cpu_op_rope(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+void mf_cpu_op_cont(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+void mf_cpu_op_kv_store(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+
+#endif

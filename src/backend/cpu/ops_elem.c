@@ -1,0 +1,206 @@
+/* CPU kernels for the row-wise ops: get_rows, rms_norm, add/mul (broadcast), scale, silu, swiglu,
+ * softmax, rope, cont.  Each thread owns a contiguous range of rows; every row is computed the same
+ * way whatever the thread count, and numerics follow ggml-cpu's reference paths. */
+#include "backend/cpu/cpu_impl.h"
+
+static int32_t node_id(const mf_cpu_exec *ex, const mf_node *n) {
+    return (int32_t)(n - mf_graph_node_c(ex->g, 0));
+}
+
+static const mf_node *src(const mf_cpu_exec *ex, const mf_node *n, int i) {
+    return mf_graph_node_c(ex->g, n->src[i]);
+}
+
+void mf_cpu_op_get_rows(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
+    const mf_node *t = src(ex, n, 0), *ids = src(ex, n, 1);
+    int64_t r0, r1, K = t->ne[0], R = t->ne[1];
+    mf_cpu_split(n->ne[1], ith, nth, &r0, &r1);
+    const int32_t *id = ids->data;
+    for (int64_t r = r0; r < r1; r++) {
+        float *y = (float *)((char *)n->data + (size_t)r * n->nb[1]);
+        int32_t row = id[r];
+        if (row < 0 || row >= R) {
+            mf_cpu_fault_set(ex, ith, node_id(ex, n), "row id", r, row, R);
+            memset(y, 0, (size_t)K * sizeof(float));
+            continue;
+        }
+        const char *x = (const char *)t->data + (size_t)row * t->nb[1];
+        if (t->type == MF_TYPE_F32)
+            memcpy(y, x, (size_t)K * sizeof(float));
+        else
+            mf_dequantize_row(t->type, x, y, K);
+    }
+}
+
+void mf_cpu_op_rms_norm(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
+    const mf_node *a = src(ex, n, 0);
+    const float eps = n->fparams[0];
+    const int64_t ne0 = a->ne[0];
+    const mf_node *f = mf_cpu_fused(ex, n), *b = f ? src(ex, f, 1) : NULL;
+    int64_t r0, r1;
+    mf_cpu_split(mf_cpu_nrows(n), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)((const char *)a->data + mf_cpu_row_offs(a, r));
+        float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
+        double sum = 0.0; /* ggml_float, products rounded to float first as ggml does */
+        for (int64_t i = 0; i < ne0; i++) sum += (double)(x[i] * x[i]);
+        const float mean = (float)(sum / (double)ne0);
+        const float scale = 1.0f / sqrtf(mean + eps);
+        if (!f) {
+            for (int64_t i = 0; i < ne0; i++) y[i] = x[i] * scale;
+            continue;
+        }
+        /* fused ADD/MUL over the normalized row: the same two roundings as the two nodes */
+        const float *z = mf_cpu_bcast_row(b, f, r);
+        const int64_t zs = b->ne[0] == 1 ? 0 : 1;
+        if (f->op == MF_OP_MUL)
+            for (int64_t i = 0; i < ne0; i++) y[i] = (x[i] * scale) * z[i * zs];
+        else
+            for (int64_t i = 0; i < ne0; i++) y[i] = (x[i] * scale) + z[i * zs];
+    }
+}
+
+void mf_cpu_op_binary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
+    const mf_node *a = src(ex, n, 0), *b = src(ex, n, 1);
+    const int64_t ne0 = a->ne[0];
+    const bool add = n->op == MF_OP_ADD;
+    int64_t r0, r1;
+    mf_cpu_split(mf_cpu_nrows(n), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1 = r % a->ne[1], i2 = (r / a->ne[1]) % a->ne[2], i3 = r / (a->ne[1] * a->ne[2]);
+        const float *x = (const float *)((const char *)a->data + mf_cpu_row_offs(a, r));
+        const float *z =
+            (const float *)((const char *)b->data + (size_t)(i1 % b->ne[1]) * b->nb[1] +
+                            (size_t)(i2 % b->ne[2]) * b->nb[2] + (size_t)(i3 % b->ne[3]) * b->nb[3]);
+        float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
+        if (b->ne[0] == ne0) {
+            if (add)
+                for (int64_t i = 0; i < ne0; i++) y[i] = x[i] + z[i];
+            else
+                for (int64_t i = 0; i < ne0; i++) y[i] = x[i] * z[i];
+        } else {
+            const float s = z[0];
+            if (add)
+                for (int64_t i = 0; i < ne0; i++) y[i] = x[i] + s;
+            else
+                for (int64_t i = 0; i < ne0; i++) y[i] = x[i] * s;
+        }
+    }
+}
+
+static inline float silu(float x) {
+    return x / (1.0f + expf(-x));
+}
+
+void mf_cpu_op_unary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
+    const mf_node *a = src(ex, n, 0);
+    const int64_t ne0 = a->ne[0];
+    const float s = n->fparams[0];
+    int64_t r0, r1;
+    mf_cpu_split(mf_cpu_nrows(n), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)((const char *)a->data + mf_cpu_row_offs(a, r));
+        float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
+        if (n->op == MF_OP_SCALE)
+            for (int64_t i = 0; i < ne0; i++) y[i] = x[i] * s;
+        else
+            for (int64_t i = 0; i < ne0; i++) y[i] = silu(x[i]);
+    }
+}
+
+void mf_cpu_op_swiglu(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
+    const mf_node *a = src(ex, n, 0), *b = src(ex, n, 1);
+    const int64_t ne0 = a->ne[0];
+    int64_t r0, r1;
+    mf_cpu_split(mf_cpu_nrows(n), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)((const char *)a->data + mf_cpu_row_offs(a, r));
+        const float *u = (const float *)((const char *)b->data + mf_cpu_row_offs(b, r));
+        float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
+        for (int64_t i = 0; i < ne0; i++) y[i] = silu(x[i]) * u[i];
+    }
+}
+
+void mf_cpu_op_softmax(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
+    const mf_node *a = src(ex, n, 0);
+    const int64_t ne0 = a->ne[0];
+    int64_t r0, r1;
+    mf_cpu_split(mf_cpu_nrows(n), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)((const char *)a->data + mf_cpu_row_offs(a, r));
+        float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
+        float max = -INFINITY;
+        for (int64_t i = 0; i < ne0; i++) max = x[i] > max ? x[i] : max;
+        double sum = 0.0;
+        for (int64_t i = 0; i < ne0; i++) {
+            float v = expf(x[i] - max);
+            sum += (double)v;
+            y[i] = v;
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t i = 0; i < ne0; i++) y[i] *= inv;
+    }
+}
+
+size_t mf_cpu_rope_thread_bytes(const mf_node *n) {
+    return (size_t)n->ne[0] * sizeof(float) + 64;
+}
+
+/* cos/sin per pair for position p, as ggml_rope_cache_init (no YaRN, mscale 1) */
+static void rope_cache(float *cache, int64_t ne0, float p, float freq_scale, float theta_scale) {
+    float theta = p;
+    for (int64_t i0 = 0; i0 < ne0; i0 += 2) {
+        const float t = freq_scale * theta;
+        cache[i0 + 0] = cosf(t);
+        cache[i0 + 1] = sinf(t);
+        theta *= theta_scale;
+    }
+}
+
+void mf_cpu_op_rope(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
+    const mf_node *a = src(ex, n, 0), *pos = src(ex, n, 1);
+    const int n_dims = n->iparams[0], mode = n->iparams[1];
+    const float freq_base = n->fparams[0], freq_scale = n->fparams[1];
+    const float theta_scale = powf(freq_base, -2.0f / (float)n_dims);
+    const int64_t ne0 = a->ne[0], ne1 = a->ne[1];
+    const int32_t *p = pos->data;
+    float *cache = mf_cpu_thread_scratch(ex, ith);
+    int64_t r0, r1, last_i2 = -1;
+    mf_cpu_split(ne1 * a->ne[2], ith, nth, &r0, &r1);
+    const int64_t half = mode == MF_ROPE_NEOX ? n_dims / 2 : 1;
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % ne1, i2 = r / ne1;
+        if (i2 != last_i2) {
+            rope_cache(cache, ne0, (float)p[i2], freq_scale, theta_scale);
+            last_i2 = i2;
+        }
+        const float *x =
+            (const float *)((const char *)a->data + (size_t)i1 * a->nb[1] + (size_t)i2 * a->nb[2]);
+        float *y = (float *)((char *)n->data + (size_t)i1 * n->nb[1] + (size_t)i2 * n->nb[2]);
+        for (int64_t i0 = 0; i0 < n_dims; i0 += 2) {
+            const int64_t ic = mode == MF_ROPE_NEOX ? i0 / 2 : i0;
+            const float c = cache[i0], s = cache[i0 + 1];
+            const float x0 = x[ic], x1 = x[ic + half];
+            y[ic] = x0 * c - x1 * s;
+            y[ic + half] = x0 * s + x1 * c;
+        }
+        if (y != x && ne0 > n_dims) memcpy(y + n_dims, x + n_dims, (size_t)(ne0 - n_dims) * sizeof(float));
+    }
+}
+
+void mf_cpu_op_cont(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
+    const mf_node *a = src(ex, n, 0);
+    const size_t es = n->nb[0]; /* element size (cont is only built for non-block types) */
+    const int64_t ne0 = a->ne[0];
+    int64_t r0, r1;
+    mf_cpu_split(mf_cpu_nrows(n), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const char *x = (const char *)a->data + mf_cpu_row_offs(a, r);
+        char *y = (char *)n->data + mf_cpu_row_offs(n, r);
+        if (a->nb[0] == es) {
+            memcpy(y, x, (size_t)ne0 * es);
+        } else {
+            for (int64_t i = 0; i < ne0; i++) memcpy(y + (size_t)i * es, x + (size_t)i * a->nb[0], es);
+        }
+    }
+}

@@ -1,0 +1,217 @@
+/* threadpool: see threadpool.h.  Dispatch = bump a generation counter; completion = a barrier that
+ * every participant (caller included) passes at the end of fn.  Sleeping uses Linux futexes on the
+ * counters themselves, and a waker only issues the wake syscall when someone is actually asleep. */
+#include "core/threadpool.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define CPU_PAUSE() __asm__ __volatile__("yield")
+#else
+#define CPU_PAUSE() ((void)0)
+#endif
+
+/* keep the hot counters on separate cache lines */
+typedef struct {
+    _Alignas(64) atomic_uint v;
+} padded_uint;
+
+struct mf_threadpool {
+    int n_threads;
+    atomic_int spin; /* read by idle workers, settable any time */
+    pthread_t *threads;
+    int n_started;
+
+    /* the current dispatch (written by the caller before bumping gen) */
+    mf_task_fn fn;
+    void *ctx;
+    int nth;
+    atomic_int stop;
+
+    padded_uint gen; /* dispatch generation */
+    padded_uint gen_sleepers;
+    padded_uint bar_count; /* arrivals at the current barrier */
+    padded_uint bar_phase; /* barrier generation */
+    padded_uint bar_sleepers;
+    padded_uint done; /* workers finished with the current dispatch (every worker checks in) */
+    padded_uint done_sleepers;
+};
+
+typedef struct {
+    mf_threadpool *tp;
+    int ith;
+} worker_arg;
+
+static void futex_wait(atomic_uint *addr, unsigned val) {
+#ifdef __linux__
+    /* Bounded sleep: the caller re-checks the word after every return, so a wake-up lost by the
+     * (virtualised) kernel costs at most this long instead of hanging the pool. */
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+#else
+    (void)addr;
+    (void)val;
+    sched_yield();
+#endif
+}
+
+static void futex_wake_all(atomic_uint *addr) {
+#ifdef __linux__
+    syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+#else
+    (void)addr;
+#endif
+}
+
+/* waits until *addr != old: spin, then sleep */
+static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned old, int spin) {
+    unsigned v;
+    for (int i = 0; i < spin; i++) {
+        v = atomic_load_explicit(addr, memory_order_acquire);
+        if (v != old) return v;
+        CPU_PAUSE();
+    }
+    for (;;) {
+        v = atomic_load_explicit(addr, memory_order_acquire);
+        if (v != old) return v;
+        atomic_fetch_add(sleepers, 1);
+        /* the futex re-checks *addr == old atomically, so a wake between our load and the sleep is
+         * never lost: the waker bumps *addr first, then reads sleepers (both seq_cst) */
+        futex_wait(addr, old);
+        atomic_fetch_sub(sleepers, 1);
+    }
+}
+
+static void bump_and_wake(atomic_uint *addr, atomic_uint *sleepers) {
+    atomic_fetch_add(addr, 1);
+    if (atomic_load(sleepers) > 0) futex_wake_all(addr);
+}
+
+void mf_threadpool_barrier(mf_threadpool *tp) {
+    int nth = tp->nth;
+    if (nth <= 1) return;
+    unsigned phase = atomic_load_explicit(&tp->bar_phase.v, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&tp->bar_count.v, 1, memory_order_acq_rel) == (unsigned)nth - 1) {
+        atomic_store_explicit(&tp->bar_count.v, 0, memory_order_relaxed);
+        bump_and_wake(&tp->bar_phase.v, &tp->bar_sleepers.v);
+    } else {
+        wait_change(&tp->bar_phase.v, &tp->bar_sleepers.v, phase,
+                    atomic_load_explicit(&tp->spin, memory_order_relaxed));
+    }
+}
+
+static void *worker_main(void *p) {
+    worker_arg a = *(worker_arg *)p;
+    free(p);
+    mf_threadpool *tp = a.tp;
+    unsigned seen = 0; /* gen at creation: a worker that starts late must still see the first dispatch */
+    for (;;) {
+        seen = wait_change(&tp->gen.v, &tp->gen_sleepers.v, seen,
+                           atomic_load_explicit(&tp->spin, memory_order_relaxed));
+        if (atomic_load_explicit(&tp->stop, memory_order_acquire)) break;
+        int nth = tp->nth;
+        if (a.ith < nth) tp->fn(tp->ctx, a.ith, nth);
+        /* every worker checks in, participant or not, so the caller never rewrites fn/ctx/nth while a
+         * worker could still read them */
+        if (atomic_fetch_add(&tp->done.v, 1) + 1 == (unsigned)tp->n_threads - 1 &&
+            atomic_load(&tp->done_sleepers.v))
+            futex_wake_all(&tp->done.v);
+    }
+    return NULL;
+}
+
+int mf_threadpool_new(int n_threads, mf_threadpool **out, mf_error *err) {
+    *out = NULL;
+    if (n_threads < 1 || n_threads > 1024)
+        return mf_err(err, MF_E_INVAL, "thread count %d is out of range 1..1024 (--threads)", n_threads);
+    mf_threadpool *tp = mf_aligned_alloc(64, sizeof *tp);
+    if (!tp) return mf_err(err, MF_E_NOMEM, "out of memory creating a threadpool");
+    memset(tp, 0, sizeof *tp);
+    tp->n_threads = n_threads;
+    atomic_init(&tp->spin, 4096);
+    const char *s = getenv("MINFER_SPIN");
+    if (s && *s) atomic_store(&tp->spin, atoi(s) < 0 ? 0 : atoi(s));
+    tp->nth = 1;
+    if (n_threads > 1) {
+        tp->threads = calloc((size_t)n_threads - 1, sizeof *tp->threads);
+        if (!tp->threads) {
+            mf_aligned_free(tp);
+            return mf_err(err, MF_E_NOMEM, "out of memory creating %d worker threads", n_threads - 1);
+        }
+    }
+    for (int i = 1; i < n_threads; i++) {
+        worker_arg *a = malloc(sizeof *a);
+        int rc = a ? 0 : ENOMEM;
+        if (a) {
+            a->tp = tp;
+            a->ith = i;
+            rc = pthread_create(&tp->threads[i - 1], NULL, worker_main, a);
+            if (rc) free(a);
+        }
+        if (rc) {
+            mf_threadpool_free(tp);
+            return mf_err(err, MF_E_NOMEM, "cannot start worker thread %d of %d (%s); try fewer --threads", i,
+                          n_threads, strerror(rc));
+        }
+        tp->n_started++;
+    }
+    *out = tp;
+    return 0;
+}
+
+void mf_threadpool_free(mf_threadpool *tp) {
+    if (!tp) return;
+    atomic_store(&tp->stop, 1);
+    bump_and_wake(&tp->gen.v, &tp->gen_sleepers.v);
+    for (int i = 0; i < tp->n_started; i++) pthread_join(tp->threads[i], NULL);
+    free(tp->threads);
+    mf_aligned_free(tp);
+}
+
+int mf_threadpool_n_threads(const mf_threadpool *tp) {
+    return tp ? tp->n_threads : 1;
+}
+
+void mf_threadpool_set_spin(mf_threadpool *tp, int iterations) {
+    if (tp) atomic_store_explicit(&tp->spin, iterations < 0 ? 0 : iterations, memory_order_relaxed);
+}
+
+void mf_threadpool_run(mf_threadpool *tp, mf_task_fn fn, void *ctx, int nth) {
+    if (nth < 1) nth = 1;
+    if (nth > tp->n_threads) nth = tp->n_threads;
+    tp->fn = fn;
+    tp->ctx = ctx;
+    tp->nth = nth;
+    if (tp->n_threads == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    atomic_store(&tp->done.v, 0);
+    bump_and_wake(&tp->gen.v, &tp->gen_sleepers.v); /* seq_cst: publishes fn/ctx/nth */
+    fn(ctx, 0, nth);
+    unsigned want = (unsigned)tp->n_threads - 1, v;
+    const int spin = atomic_load_explicit(&tp->spin, memory_order_relaxed);
+    for (int i = 0; (v = atomic_load_explicit(&tp->done.v, memory_order_acquire)) != want; i++) {
+        if (i < spin) {
+            CPU_PAUSE();
+            continue;
+        }
+        atomic_fetch_add(&tp->done_sleepers.v, 1);
+        futex_wait(&tp->done.v, v);
+        atomic_fetch_sub(&tp->done_sleepers.v, 1);
+    }
+}

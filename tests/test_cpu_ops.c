@@ -1,0 +1,916 @@
+/* CPU backend ops against naive references written here (not against another backend), plus the
+ * determinism invariants: thread counts 1/2/3 bitwise equal, matmul M=1 rows == M=7 rows bitwise,
+ * attention over two interleaved sequences == each sequence alone bitwise. */
+#include "backend/cpu/cpu.h"
+#include "core/threadpool.h"
+#include "graph/graph.h"
+#include "quant/quant.h"
+#include "harness.h"
+
+/* REQUIRE evaluates its condition twice: calls with effects go through this */
+#define REQUIRE_OK(expr, ...)                                                                                \
+    do {                                                                                                     \
+        int rq_ = (expr);                                                                                    \
+        REQUIRE(rq_ == 0, __VA_ARGS__);                                                                      \
+    } while (0)
+
+#include <math.h>
+#include <stdatomic.h>
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static void seed(uint64_t s) {
+    rng = s * 0x9E3779B97F4A7C15ull + 1;
+}
+static uint32_t urand(void) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng >> 33);
+}
+static float frand(void) {
+    return (float)(urand() & 0xFFFFFF) / (float)0x800000 - 1.0f;
+} /* [-1, 1) */
+static void fill(float *x, int64_t n, float amp) {
+    for (int64_t i = 0; i < n; i++) x[i] = frand() * amp;
+}
+
+static int compute(mf_graph *g, int n_threads, mf_error *err) {
+    mf_cpu *cpu = NULL;
+    int rc = mf_cpu_new(n_threads, &cpu, err);
+    if (rc) return rc;
+    rc = mf_cpu_compute(cpu, g, err);
+    mf_cpu_free(cpu);
+    return rc;
+}
+
+static void set_input(mf_graph *g, int32_t id, const void *src) {
+    mf_node *n = mf_graph_node(g, id);
+    memcpy(n->data, src, mf_node_nbytes(n));
+}
+
+static int32_t input_f32(mf_graph *g, const char *name, int nd, int64_t a, int64_t b, int64_t c) {
+    const int64_t ne[3] = {a, b, c};
+    return mf_g_input(g, name, MF_TYPE_F32, nd, ne);
+}
+
+static int32_t input_i32(mf_graph *g, const char *name, int64_t n) {
+    return mf_g_input(g, name, MF_TYPE_I32, 1, &n);
+}
+
+static const float *out_f32(mf_graph *g, int32_t id) {
+    return mf_graph_node(g, id)->data;
+}
+
+/* ---- weights of every type: quantized from floats where a quantizer exists, else random blocks
+ * with sane scale fields (fp16 d/dmin at known offsets) ---- */
+static void fix_f16(uint8_t *blk, size_t off, float v) {
+    uint16_t h = mf_fp32_to_fp16(v);
+    memcpy(blk + off, &h, 2);
+}
+
+static void make_rows(uint32_t type, int64_t K, int64_t R, void *dst) {
+    size_t rs = mf_row_size(type, K);
+    float *tmp = malloc((size_t)K * sizeof(float));
+    for (int64_t r = 0; r < R; r++) {
+        uint8_t *row = (uint8_t *)dst + (size_t)r * rs;
+        fill(tmp, K, 1.0f);
+        if (mf_quantize_row(type, tmp, row, K) == 0) continue;
+        for (size_t i = 0; i < rs; i++) row[i] = (uint8_t)urand();
+        const mf_type_info *ti = mf_type_get(type);
+        for (size_t b = 0; b < rs / ti->type_size; b++) {
+            uint8_t *blk = row + b * ti->type_size;
+            float d = 0.01f + 0.04f * (frand() + 1.0f) / 2, m = 0.02f * frand();
+            switch (type) {
+            case MF_TYPE_Q4_1:
+            case MF_TYPE_Q5_1:
+            case MF_TYPE_Q4_K:
+            case MF_TYPE_Q5_K:
+                fix_f16(blk, 0, d);
+                fix_f16(blk, 2, m);
+                break;
+            case MF_TYPE_Q5_0:
+                fix_f16(blk, 0, d);
+                break;
+            case MF_TYPE_Q2_K:
+                fix_f16(blk, 80, d);
+                fix_f16(blk, 82, m);
+                break;
+            case MF_TYPE_Q3_K:
+                fix_f16(blk, 108, d);
+                break;
+            case MF_TYPE_Q6_K:
+                fix_f16(blk, 208, d);
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    free(tmp);
+}
+
+static const uint32_t all_types[] = {MF_TYPE_F32,  MF_TYPE_F16,  MF_TYPE_BF16, MF_TYPE_Q4_0, MF_TYPE_Q4_1,
+                                     MF_TYPE_Q5_0, MF_TYPE_Q5_1, MF_TYPE_Q8_0, MF_TYPE_Q8_1, MF_TYPE_Q2_K,
+                                     MF_TYPE_Q3_K, MF_TYPE_Q4_K, MF_TYPE_Q5_K, MF_TYPE_Q6_K, MF_TYPE_Q8_K};
+
+static void test_get_rows_every_type(void) {
+    const int64_t K = 256, R = 9, n = 6;
+    const int32_t ids[6] = {3, 0, 8, 3, 5, 1};
+    for (size_t ti = 0; ti < MF_ARRAY_LEN(all_types); ti++) {
+        uint32_t t = all_types[ti];
+        CHECK(mf_cpu_supports(MF_OP_GET_ROWS, t), "get_rows %s unsupported", mf_type_name(t));
+        seed(ti + 1);
+        void *table = malloc(mf_row_size(t, K) * R);
+        make_rows(t, K, R, table);
+        mf_graph *g = mf_graph_new();
+        const int64_t ne[2] = {K, R};
+        int32_t tb = mf_g_weight(g, "table", t, 2, ne, table);
+        int32_t id = input_i32(g, "ids", n);
+        int32_t o = mf_g_get_rows(g, tb, id);
+        mf_error err = {0};
+        REQUIRE_OK(mf_graph_alloc(g, &err), "%s", err.msg);
+        set_input(g, id, ids);
+        REQUIRE_OK(compute(g, 2, &err), "%s: %s", mf_type_name(t), err.msg);
+        float *ref = malloc((size_t)K * sizeof(float));
+        for (int64_t r = 0; r < n; r++) {
+            mf_dequantize_row(t, (char *)table + mf_row_size(t, K) * (size_t)ids[r], ref, K);
+            CHECK(!memcmp(ref, out_f32(g, o) + r * K, (size_t)K * sizeof(float)), "%s row %lld differs",
+                  mf_type_name(t), (long long)r);
+        }
+        free(ref);
+        free(table);
+        mf_graph_free(g);
+    }
+}
+
+/* matmul of weight type t: values vs a double reference on the dequantized weight and the activation
+ * rounded through the kernel's vec_dot type; each (n, m) bitwise equal to one direct vec_dot call;
+ * M=1 rows == M=7 rows and threads 1/2/3 bitwise equal */
+static void matmul_case(uint32_t t, int64_t K, int64_t N, int64_t M, float *out_by_threads[3], void *w,
+                        const float *x) {
+    for (int th = 1; th <= 3; th++) {
+        mf_graph *g = mf_graph_new();
+        const int64_t ne[2] = {K, N};
+        int32_t wi = mf_g_weight(g, "w", t, 2, ne, w);
+        int32_t xi = input_f32(g, "x", 2, K, M, 1);
+        int32_t o = mf_g_name(g, mf_g_matmul(g, wi, xi), "out");
+        mf_g_set_output(g, o);
+        mf_error err = {0};
+        out_by_threads[th - 1] = NULL;
+        if (mf_graph_alloc(g, &err) == 0) {
+            set_input(g, xi, x);
+            if (compute(g, th, &err) == 0) {
+                out_by_threads[th - 1] = malloc((size_t)(N * M) * sizeof(float));
+                memcpy(out_by_threads[th - 1], out_f32(g, o), (size_t)(N * M) * sizeof(float));
+            }
+        }
+        CHECK(out_by_threads[th - 1], "%s threads %d: %s", mf_type_name(t), th, err.msg);
+        mf_graph_free(g);
+    }
+}
+
+static void test_matmul_every_type(void) {
+    const int64_t K = 512, N = 37, M = 7;
+    int tested = 0;
+    for (size_t ti = 0; ti < MF_ARRAY_LEN(all_types); ti++) {
+        uint32_t t = all_types[ti];
+        if (!mf_cpu_supports(MF_OP_MATMUL, t)) continue;
+        tested++;
+        seed(100 + ti);
+        const mf_quant_kernels *k = mf_quant_kernels_get(t);
+        size_t rs = mf_row_size(t, K);
+        void *w = malloc(rs * N);
+        make_rows(t, K, N, w);
+        float *x = malloc((size_t)(K * M) * sizeof(float));
+        fill(x, K * M, 1.0f);
+        float *o7[3], *o1[3];
+        matmul_case(t, K, N, M, o7, w, x);
+        matmul_case(t, K, N, 1, o1, w, x + 3 * K); /* row 3 alone */
+        if (!o7[0] || !o7[1] || !o7[2] || !o1[0] || !o1[1] || !o1[2]) goto next;
+        for (int th = 1; th < 3; th++) {
+            CHECK(!memcmp(o7[0], o7[th], (size_t)(N * M) * sizeof(float)), "%s M=7: threads 1 vs %d differ",
+                  mf_type_name(t), th + 1);
+            CHECK(!memcmp(o1[0], o1[th], (size_t)N * sizeof(float)), "%s M=1: threads 1 vs %d differ",
+                  mf_type_name(t), th + 1);
+        }
+        CHECK(!memcmp(o1[0], o7[0] + 3 * N, (size_t)N * sizeof(float)),
+              "%s: row 3 of M=7 != the same row at M=1", mf_type_name(t));
+        {
+            size_t ars = mf_row_size(k->vec_dot_type, K);
+            void *aq = malloc(ars);
+            float *wd = malloc((size_t)K * sizeof(float)), *xd = malloc((size_t)K * sizeof(float));
+            double worst = 0;
+            for (int64_t m = 0; m < M; m++) {
+                k->from_float(x + m * K, aq, K);
+                mf_dequantize_row(k->vec_dot_type, aq, xd, K);
+                for (int64_t n = 0; n < N; n++) {
+                    float direct;
+                    k->vec_dot(K, &direct, (char *)w + rs * (size_t)n, aq);
+                    CHECK(!memcmp(&direct, &o7[0][m * N + n], sizeof direct),
+                          "%s (%lld,%lld): %g vs vec_dot %g", mf_type_name(t), (long long)n, (long long)m,
+                          o7[0][m * N + n], direct);
+                    mf_dequantize_row(t, (char *)w + rs * (size_t)n, wd, K);
+                    double ref = 0, mag = 0;
+                    for (int64_t i = 0; i < K; i++) {
+                        ref += (double)wd[i] * xd[i];
+                        mag += fabs((double)wd[i] * xd[i]);
+                    }
+                    double e = fabs(o7[0][m * N + n] - ref) / (mag + 1e-30);
+                    if (e > worst) worst = e;
+                }
+            }
+            /* float rounding inside the kernels only: 1e-4 of the magnitude sum */
+            CHECK(worst < 1e-4, "%s: worst relative error %g vs the reference", mf_type_name(t), worst);
+            free(aq);
+            free(wd);
+            free(xd);
+        }
+    next:
+        for (int i = 0; i < 3; i++) {
+            free(o7[i]);
+            free(o1[i]);
+        }
+        free(w);
+        free(x);
+    }
+    CHECK(tested >= 3, "only %d weight types have a CPU matmul", tested);
+    printf("  matmul checked for %d weight types\n", tested);
+}
+
+/* run a one-op f32 graph built by `build` on inputs a (and b), for threads 1..3; returns output of
+ * threads=1 and checks 2/3 are bitwise equal */
+typedef int32_t (*build_fn)(mf_graph *g, int32_t a, int32_t b);
+
+static float *run_unary(build_fn build, const int64_t *nea, const float *a, const int64_t *neb,
+                        const float *b, int64_t *n_out) {
+    float *first = NULL;
+    for (int th = 1; th <= 3; th++) {
+        mf_graph *g = mf_graph_new();
+        int32_t ia = mf_g_input(g, "a", MF_TYPE_F32, 4, nea);
+        int32_t ib = b ? mf_g_input(g, "b", MF_TYPE_F32, 4, neb) : -1;
+        int32_t o = build(g, ia, ib);
+        mf_g_set_output(g, o);
+        mf_error err = {0};
+        if (mf_graph_error(g, &err) || mf_graph_alloc(g, &err)) {
+            CHECK(0, "build: %s", err.msg);
+            mf_graph_free(g);
+            free(first);
+            return NULL;
+        }
+        set_input(g, ia, a);
+        if (b) set_input(g, ib, b);
+        int rc = compute(g, th, &err);
+        CHECK(rc == 0, "compute: %s", err.msg);
+        int64_t n = mf_node_nelements(mf_graph_node(g, o));
+        if (!first) {
+            first = malloc((size_t)n * sizeof(float));
+            memcpy(first, out_f32(g, o), (size_t)n * sizeof(float));
+            *n_out = n;
+        } else {
+            CHECK(!memcmp(first, out_f32(g, o), (size_t)n * sizeof(float)), "threads %d differ from 1", th);
+        }
+        mf_graph_free(g);
+    }
+    return first;
+}
+
+static int32_t b_rms(mf_graph *g, int32_t a, int32_t b) {
+    return mf_g_rms_norm(g, a, 1e-6f);
+}
+static int32_t b_add(mf_graph *g, int32_t a, int32_t b) {
+    return mf_g_add(g, a, b);
+}
+static int32_t b_mul(mf_graph *g, int32_t a, int32_t b) {
+    return mf_g_mul(g, a, b);
+}
+static int32_t b_scale(mf_graph *g, int32_t a, int32_t b) {
+    return mf_g_scale(g, a, 0.37f);
+}
+static int32_t b_silu(mf_graph *g, int32_t a, int32_t b) {
+    return mf_g_silu(g, a);
+}
+static int32_t b_swiglu(mf_graph *g, int32_t a, int32_t b) {
+    return mf_g_swiglu(g, a, b);
+}
+static int32_t b_softmax(mf_graph *g, int32_t a, int32_t b) {
+    return mf_g_softmax(g, a);
+}
+static int32_t b_cont(mf_graph *g, int32_t a, int32_t b) {
+    return mf_g_cont(g, mf_g_permute(g, a, 1, 0, 2, 3));
+}
+
+static void test_rms_norm(void) {
+    const int64_t ne[4] = {896, 5, 2, 1};
+    int64_t n = 896 * 10, no = 0;
+    float *a = malloc((size_t)n * sizeof(float));
+    seed(7);
+    fill(a, n, 3.0f);
+    float *o = run_unary(b_rms, ne, a, NULL, NULL, &no);
+    REQUIRE(o && no == n, "no output");
+    double worst = 0;
+    for (int64_t r = 0; r < 10; r++) {
+        double s = 0;
+        for (int64_t i = 0; i < 896; i++) s += (double)a[r * 896 + i] * a[r * 896 + i];
+        double sc = 1.0 / sqrt(s / 896 + 1e-6);
+        for (int64_t i = 0; i < 896; i++) {
+            double e = fabs(o[r * 896 + i] - a[r * 896 + i] * sc);
+            if (e > worst) worst = e;
+        }
+    }
+    CHECK(worst < 1e-5, "rms_norm worst abs error %g (tolerance 1e-5)", worst);
+    free(a);
+    free(o);
+}
+
+static void test_add_mul_broadcast(void) {
+    const int64_t nea[4] = {16, 3, 4, 2};
+    const int64_t nbs[][4] = {{16, 3, 4, 2}, {16, 1, 1, 1}, {16, 3, 1, 2}, {1, 3, 4, 1}, {1, 1, 1, 1}};
+    float *a = malloc(16 * 3 * 4 * 2 * sizeof(float)), *b = malloc(16 * 3 * 4 * 2 * sizeof(float));
+    seed(11);
+    fill(a, 384, 2.0f);
+    fill(b, 384, 2.0f);
+    for (size_t c = 0; c < MF_ARRAY_LEN(nbs); c++) {
+        for (int op = 0; op < 2; op++) {
+            int64_t no = 0;
+            float *o = run_unary(op ? b_mul : b_add, nea, a, nbs[c], b, &no);
+            if (!o) continue;
+            int bad = 0;
+            for (int64_t i3 = 0; i3 < 2; i3++)
+                for (int64_t i2 = 0; i2 < 4; i2++)
+                    for (int64_t i1 = 0; i1 < 3; i1++)
+                        for (int64_t i0 = 0; i0 < 16; i0++) {
+                            const int64_t *nb = nbs[c];
+                            float x = a[((i3 * 4 + i2) * 3 + i1) * 16 + i0];
+                            float y = b[(((i3 % nb[3]) * nb[2] + i2 % nb[2]) * nb[1] + i1 % nb[1]) * nb[0] +
+                                        i0 % nb[0]];
+                            float want = op ? x * y : x + y;
+                            if (o[((i3 * 4 + i2) * 3 + i1) * 16 + i0] != want) bad++;
+                        }
+            CHECK(!bad, "%s with src1 [%lld,%lld,%lld,%lld]: %d elements differ", op ? "mul" : "add",
+                  (long long)nbs[c][0], (long long)nbs[c][1], (long long)nbs[c][2], (long long)nbs[c][3],
+                  bad);
+            free(o);
+        }
+    }
+    free(a);
+    free(b);
+}
+
+static void test_scale_silu_swiglu_softmax(void) {
+    const int64_t ne[4] = {100, 7, 1, 1};
+    float a[700], b[700];
+    seed(13);
+    fill(a, 700, 6.0f);
+    fill(b, 700, 2.0f);
+    int64_t no;
+    float *o = run_unary(b_scale, ne, a, NULL, NULL, &no);
+    for (int i = 0; o && i < 700; i++) CHECK(o[i] == a[i] * 0.37f, "scale[%d]", i);
+    free(o);
+    o = run_unary(b_silu, ne, a, NULL, NULL, &no);
+    for (int i = 0; o && i < 700; i++) {
+        double want = a[i] / (1.0 + exp(-(double)a[i]));
+        CHECK(fabs(o[i] - want) <= 1e-6 * (1 + fabs(want)), "silu[%d] %g vs %g", i, o[i], want);
+    }
+    free(o);
+    o = run_unary(b_swiglu, ne, a, ne, b, &no);
+    for (int i = 0; o && i < 700; i++) {
+        double want = a[i] / (1.0 + exp(-(double)a[i])) * b[i];
+        CHECK(fabs(o[i] - want) <= 1e-6 * (1 + fabs(want)), "swiglu[%d] %g vs %g", i, o[i], want);
+    }
+    free(o);
+    o = run_unary(b_softmax, ne, a, NULL, NULL, &no);
+    for (int r = 0; o && r < 7; r++) {
+        double mx = -1e30, s = 0;
+        for (int i = 0; i < 100; i++) mx = fmax(mx, a[r * 100 + i]);
+        for (int i = 0; i < 100; i++) s += exp(a[r * 100 + i] - mx);
+        for (int i = 0; i < 100; i++) {
+            double want = exp(a[r * 100 + i] - mx) / s;
+            CHECK(fabs(o[r * 100 + i] - want) <= 1e-6 * want + 1e-9, "softmax[%d][%d] %g vs %g", r, i,
+                  o[r * 100 + i], want);
+        }
+    }
+    free(o);
+}
+
+static void test_cont_of_permute(void) {
+    const int64_t ne[4] = {5, 3, 2, 1};
+    float a[30];
+    for (int i = 0; i < 30; i++) a[i] = (float)i;
+    int64_t no;
+    float *o = run_unary(b_cont, ne, a, NULL, NULL, &no);
+    REQUIRE(o && no == 30, "no output");
+    /* out [3, 5, 2]: out[i2][i0][i1] = a[i2][i1][i0] */
+    int bad = 0;
+    for (int i2 = 0; i2 < 2; i2++)
+        for (int i0 = 0; i0 < 5; i0++)
+            for (int i1 = 0; i1 < 3; i1++)
+                if (o[(i2 * 5 + i0) * 3 + i1] != a[(i2 * 3 + i1) * 5 + i0]) bad++;
+    CHECK(!bad, "%d elements of cont(permute) misplaced", bad);
+    free(o);
+}
+
+static void rope_check(int mode, int64_t hd, int n_rot) {
+    const int64_t nh = 3, nt = 4;
+    const int32_t pos[4] = {0, 1, 17, 93};
+    const float base = 10000.0f;
+    float *x = malloc((size_t)(hd * nh * nt) * sizeof(float));
+    seed(17);
+    fill(x, hd * nh * nt, 1.0f);
+    float *first = NULL;
+    for (int th = 1; th <= 3; th++) {
+        mf_graph *g = mf_graph_new();
+        int32_t xi = input_f32(g, "x", 3, hd, nh, nt);
+        int32_t pi = input_i32(g, "pos", nt);
+        int32_t o = mf_g_rope(g, xi, pi, n_rot, mode, base, 1.0f);
+        mf_error err = {0};
+        REQUIRE_OK(mf_graph_alloc(g, &err), "%s", err.msg);
+        set_input(g, xi, x);
+        set_input(g, pi, pos);
+        REQUIRE_OK(compute(g, th, &err), "%s", err.msg);
+        const float *y = out_f32(g, o);
+        if (!first) {
+            first = malloc((size_t)(hd * nh * nt) * sizeof(float));
+            memcpy(first, y, (size_t)(hd * nh * nt) * sizeof(float));
+        } else {
+            CHECK(!memcmp(first, y, (size_t)(hd * nh * nt) * sizeof(float)), "rope threads %d differ", th);
+        }
+        mf_graph_free(g);
+    }
+    double worst = 0;
+    int pass_bad = 0;
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t h = 0; h < nh; h++) {
+            const float *xr = x + (t * nh + h) * hd;
+            const float *yr = first + (t * nh + h) * hd;
+            for (int64_t i = 0; i < n_rot / 2; i++) {
+                double th = pos[t] * pow(base, -2.0 * (double)i / n_rot);
+                int64_t i0 = mode == MF_ROPE_NEOX ? i : 2 * i,
+                        i1 = mode == MF_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
+                double w0 = xr[i0] * cos(th) - xr[i1] * sin(th), w1 = xr[i0] * sin(th) + xr[i1] * cos(th);
+                worst = fmax(worst, fmax(fabs(yr[i0] - w0), fabs(yr[i1] - w1)));
+            }
+            for (int64_t i = n_rot; i < hd; i++) pass_bad += yr[i] != xr[i];
+        }
+    /* theta is accumulated in float as ggml does: error grows with position (93 here) */
+    CHECK(worst < 2e-4, "rope mode %d worst abs error %g (tolerance 2e-4)", mode, worst);
+    CHECK(!pass_bad, "rope: %d unrotated dims changed", pass_bad);
+    free(first);
+    free(x);
+}
+
+static void test_rope(void) {
+    rope_check(MF_ROPE_NEOX, 64, 64);
+    rope_check(MF_ROPE_NEOX, 64, 32);
+    rope_check(0, 64, 64);
+}
+
+static void test_kv_store_scattered(void) {
+    const uint32_t types[] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_Q8_0};
+    const int64_t E = 64, C = 10, T = 4;
+    const int32_t cells[4] = {7, 2, 9, 4};
+    float rows[4 * 64];
+    seed(23);
+    fill(rows, E * T, 1.0f);
+    for (size_t ti = 0; ti < MF_ARRAY_LEN(types); ti++) {
+        uint32_t t = types[ti];
+        size_t rs = mf_row_size(t, E);
+        uint8_t *cache = malloc(rs * C), *before = malloc(rs * C), *want = malloc(rs);
+        for (size_t i = 0; i < rs * C; i++) cache[i] = (uint8_t)(i * 7);
+        memcpy(before, cache, rs * C);
+        mf_graph *g = mf_graph_new();
+        const int64_t ne[2] = {E, C};
+        int32_t ci = mf_g_external(g, "cache", t, 2, ne, cache);
+        int32_t ri = input_f32(g, "rows", 2, E, T, 1);
+        int32_t ki = input_i32(g, "cells", T);
+        int32_t st = mf_g_kv_store(g, ci, ri, ki);
+        mf_error err = {0};
+        REQUIRE(st >= 0, "kv_store build failed");
+        REQUIRE_OK(mf_graph_alloc(g, &err), "%s", err.msg);
+        CHECK(mf_graph_node(g, st)->data == cache, "kv_store node does not alias the cache");
+        set_input(g, ri, rows);
+        set_input(g, ki, cells);
+        REQUIRE_OK(compute(g, 3, &err), "%s", err.msg);
+        for (int64_t c = 0; c < C; c++) {
+            int tok = -1;
+            for (int k = 0; k < T; k++)
+                if (cells[k] == c) tok = k;
+            if (tok < 0) {
+                CHECK(!memcmp(cache + c * rs, before + c * rs, rs), "%s: untouched cell %lld changed",
+                      mf_type_name(t), (long long)c);
+                continue;
+            }
+            /* the bytes llama.cpp's CPU backend writes at run time */
+            mf_quantize_row_cpu(t, rows + tok * E, want, E);
+            CHECK(!memcmp(cache + c * rs, want, rs), "%s: cell %lld != convert(row %d)", mf_type_name(t),
+                  (long long)c, tok);
+        }
+        mf_graph_free(g);
+        free(cache);
+        free(before);
+        free(want);
+    }
+}
+
+/* ---- attention ---- */
+typedef struct {
+    int64_t hd, nh, nkv, cells, nt, nwin;
+    uint32_t kv_type;
+} att_shape;
+
+/* runs attention; window: [nwin+1, nt] */
+static float *run_attention(const att_shape *s, const float *q, const void *k, const void *v,
+                            const int32_t *win, int threads) {
+    mf_graph *g = mf_graph_new();
+    const int64_t nk[2] = {s->hd * s->nkv, s->cells}, nw[2] = {s->nwin + 1, s->nt};
+    int32_t qi = input_f32(g, "q", 3, s->hd, s->nh, s->nt);
+    int32_t ki = mf_g_external(g, "k", s->kv_type, 2, nk, (void *)k);
+    int32_t vi = mf_g_external(g, "v", s->kv_type, 2, nk, (void *)v);
+    int32_t wi = mf_g_input(g, "win", MF_TYPE_I32, 2, nw);
+    int32_t o =
+        mf_g_name(g, mf_g_attention(g, qi, ki, vi, wi, (int)s->nkv, 1.0f / sqrtf((float)s->hd)), "att");
+    mf_error err = {0};
+    float *out = NULL;
+    if (mf_graph_alloc(g, &err) == 0) {
+        set_input(g, qi, q);
+        set_input(g, wi, win);
+        if (compute(g, threads, &err) == 0) {
+            size_t nb = (size_t)(s->hd * s->nh * s->nt) * sizeof(float);
+            out = malloc(nb);
+            memcpy(out, out_f32(g, o), nb);
+        }
+    }
+    CHECK(out, "attention: %s", err.msg);
+    mf_graph_free(g);
+    return out;
+}
+
+static void make_kv(const att_shape *s, float *kf, float *vf, void **k, void **v) {
+    int64_t n = s->hd * s->nkv * s->cells;
+    fill(kf, n, 1.0f);
+    fill(vf, n, 1.0f);
+    size_t rs = mf_row_size(s->kv_type, s->hd * s->nkv);
+    *k = malloc(rs * (size_t)s->cells);
+    *v = malloc(rs * (size_t)s->cells);
+    for (int64_t c = 0; c < s->cells; c++) {
+        mf_quantize_row(s->kv_type, kf + c * s->hd * s->nkv, (char *)*k + rs * (size_t)c, s->hd * s->nkv);
+        mf_quantize_row(s->kv_type, vf + c * s->hd * s->nkv, (char *)*v + rs * (size_t)c, s->hd * s->nkv);
+        /* the reference sees exactly what the cache holds */
+        mf_dequantize_row(s->kv_type, (char *)*k + rs * (size_t)c, kf + c * s->hd * s->nkv, s->hd * s->nkv);
+        mf_dequantize_row(s->kv_type, (char *)*v + rs * (size_t)c, vf + c * s->hd * s->nkv, s->hd * s->nkv);
+    }
+}
+
+/* The scores are computed like llama.cpp's kq = mul_mat(k, q): each query head is converted to the K
+ * type's vec_dot type first (f16 cache -> f16 query, q8_0 cache -> q8_0 query).  The reference sees the
+ * query exactly as rounded. */
+static void round_query(uint32_t kv_type, float *q, int64_t n, int64_t hd) {
+    const mf_quant_kernels *k = mf_quant_kernels_get(kv_type);
+    void *tmp = malloc(mf_row_size(k->vec_dot_type, hd));
+    for (int64_t i = 0; i < n; i += hd) {
+        k->from_float(q + i, tmp, hd);
+        mf_dequantize_row(k->vec_dot_type, tmp, q + i, hd);
+    }
+    free(tmp);
+}
+
+static void test_attention_reference(void) {
+    const uint32_t types[] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_Q8_0};
+    for (size_t ti = 0; ti < MF_ARRAY_LEN(types); ti++) {
+        att_shape s = {64, 4, 2, 12, 3, 8, types[ti]};
+        seed(31 + ti);
+        float *kf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
+        float *vf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
+        void *k, *v;
+        make_kv(&s, kf, vf, &k, &v);
+        float *q = malloc((size_t)(s.hd * s.nh * s.nt) * sizeof(float));
+        fill(q, s.hd * s.nh * s.nt, 2.0f);
+        /* windows: token 0 sees cells {3}, token 1 {3, 0, 11}, token 2 eight cells */
+        int32_t win[9 * 3] = {0};
+        const int32_t w0[] = {1, 3}, w1[] = {3, 3, 0, 11}, w2[] = {8, 5, 1, 2, 3, 0, 11, 7, 9};
+        memcpy(win + 0, w0, sizeof w0);
+        memcpy(win + 9, w1, sizeof w1);
+        memcpy(win + 18, w2, sizeof w2);
+        float *o[3];
+        for (int th = 1; th <= 3; th++) o[th - 1] = run_attention(&s, q, k, v, win, th);
+        if (o[0] && o[1] && o[2]) {
+            size_t nb = (size_t)(s.hd * s.nh * s.nt) * sizeof(float);
+            CHECK(!memcmp(o[0], o[1], nb) && !memcmp(o[0], o[2], nb), "%s: thread counts differ",
+                  mf_type_name(s.kv_type));
+            double worst = 0;
+            float scale = 1.0f / sqrtf((float)s.hd);
+            round_query(s.kv_type, q, s.hd * s.nh * s.nt, s.hd);
+            for (int64_t t = 0; t < s.nt; t++)
+                for (int64_t h = 0; h < s.nh; h++) {
+                    const int32_t *col = win + t * 9;
+                    int64_t kh = h / (s.nh / s.nkv);
+                    double sc[8], mx = -1e300, sum = 0;
+                    for (int j = 0; j < col[0]; j++) {
+                        double d = 0;
+                        for (int64_t i = 0; i < s.hd; i++)
+                            d += (double)q[(t * s.nh + h) * s.hd + i] *
+                                 kf[col[1 + j] * s.hd * s.nkv + kh * s.hd + i];
+                        sc[j] = d * scale;
+                        mx = fmax(mx, sc[j]);
+                    }
+                    for (int j = 0; j < col[0]; j++) sum += exp(sc[j] - mx);
+                    for (int64_t i = 0; i < s.hd; i++) {
+                        double acc = 0;
+                        for (int j = 0; j < col[0]; j++)
+                            acc += exp(sc[j] - mx) / sum * vf[col[1 + j] * s.hd * s.nkv + kh * s.hd + i];
+                        worst = fmax(worst, fabs(o[0][t * s.hd * s.nh + h * s.hd + i] - acc));
+                    }
+                }
+            CHECK(worst < 1e-5, "%s cache: worst abs error %g (tolerance 1e-5)", mf_type_name(s.kv_type),
+                  worst);
+        }
+        for (int i = 0; i < 3; i++) free(o[i]);
+        free(kf);
+        free(vf);
+        free(k);
+        free(v);
+        free(q);
+    }
+}
+
+/* decode: one token, so query heads of a kv head are split into blocks by thread count; the blocking
+ * must not change any value */
+static void test_attention_decode_blocking(void) {
+    att_shape s = {64, 8, 2, 40, 1, 32, MF_TYPE_F16};
+    seed(37);
+    float *kf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
+    float *vf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
+    void *k, *v;
+    make_kv(&s, kf, vf, &k, &v);
+    float q[64 * 8];
+    fill(q, 64 * 8, 2.0f);
+    int32_t win[33];
+    win[0] = 32;
+    for (int j = 0; j < 32; j++) win[1 + j] = (j * 7) % 40;
+    const int threads[] = {1, 2, 3, 5, 8};
+    float *o[5] = {0};
+    for (int i = 0; i < 5; i++) o[i] = run_attention(&s, q, k, v, win, threads[i]);
+    for (int i = 1; i < 5; i++)
+        CHECK(o[0] && o[i] && !memcmp(o[0], o[i], sizeof(float) * 64 * 8), "threads %d differ from 1",
+              threads[i]);
+    double worst = 0;
+    const float scale = 1.0f / sqrtf(64.0f);
+    round_query(s.kv_type, q, 64 * 8, 64);
+    for (int h = 0; o[0] && h < 8; h++) {
+        int kh = h / 4;
+        double sc[32], mx = -1e300, sum = 0;
+        for (int j = 0; j < 32; j++) {
+            double d = 0;
+            for (int i = 0; i < 64; i++) d += (double)q[h * 64 + i] * kf[win[1 + j] * 128 + kh * 64 + i];
+            sc[j] = d * scale;
+            mx = fmax(mx, sc[j]);
+        }
+        for (int j = 0; j < 32; j++) sum += exp(sc[j] - mx);
+        for (int i = 0; i < 64; i++) {
+            double acc = 0;
+            for (int j = 0; j < 32; j++) acc += exp(sc[j] - mx) / sum * vf[win[1 + j] * 128 + kh * 64 + i];
+            worst = fmax(worst, fabs(o[0][h * 64 + i] - acc));
+        }
+    }
+    CHECK(worst < 1e-5, "worst abs error %g (tolerance 1e-5)", worst);
+    for (int i = 0; i < 5; i++) free(o[i]);
+    free(kf);
+    free(vf);
+    free(k);
+    free(v);
+}
+
+static void test_attention_interleaved_sequences(void) {
+    /* sequence A: tokens at batch rows 0, 2, 4 over cells {0,1,2,...}; B: rows 1, 3 over cells {6,7,...} */
+    att_shape s = {32, 4, 1, 12, 5, 6, MF_TYPE_F16};
+    seed(41);
+    float *kf = malloc((size_t)(s.hd * s.cells) * sizeof(float)),
+          *vf = malloc((size_t)(s.hd * s.cells) * sizeof(float));
+    void *k, *v;
+    make_kv(&s, kf, vf, &k, &v);
+    float q[32 * 4 * 5];
+    fill(q, 32 * 4 * 5, 1.5f);
+    const int32_t cols[5][7] = {{3, 0, 1, 2}, {2, 6, 7}, {4, 0, 1, 2, 3}, {3, 6, 7, 8}, {5, 0, 1, 2, 3, 4}};
+    int32_t win[7 * 5];
+    for (int t = 0; t < 5; t++) memcpy(win + 7 * t, cols[t], sizeof cols[t]);
+    float *both = run_attention(&s, q, k, v, win, 2);
+    const int rows_a[3] = {0, 2, 4}, rows_b[2] = {1, 3};
+    for (int seq = 0; seq < 2; seq++) {
+        const int *rows = seq ? rows_b : rows_a;
+        int nt = seq ? 2 : 3;
+        att_shape s1 = s;
+        s1.nt = nt;
+        float q1[32 * 4 * 3];
+        int32_t w1[7 * 3];
+        for (int i = 0; i < nt; i++) {
+            memcpy(q1 + i * 128, q + rows[i] * 128, 128 * sizeof(float));
+            memcpy(w1 + i * 7, win + rows[i] * 7, 7 * sizeof(int32_t));
+        }
+        float *alone = run_attention(&s1, q1, k, v, w1, seq ? 3 : 1);
+        for (int i = 0; both && alone && i < nt; i++)
+            CHECK(!memcmp(alone + i * 128, both + rows[i] * 128, 128 * sizeof(float)),
+                  "sequence %c token %d differs alone vs interleaved", seq ? 'B' : 'A', i);
+        free(alone);
+    }
+    free(both);
+    free(kf);
+    free(vf);
+    free(k);
+    free(v);
+}
+
+/* ---- fusion: rms_norm+mul, matmul+bias add, matmul+residual add are fused by the executor when the
+ * ADD/MUL runs in place over its only reader's input; results must be bitwise the unfused ones ---- */
+static float *fusion_graph(bool block, int threads, const float *x, const float *gamma, const void *wq,
+                           const float *bias, const float *w2) {
+    mf_graph *g = mf_graph_new();
+    int32_t xi = input_f32(g, "x", 2, 64, 5, 1);
+    int32_t n = mf_g_rms_norm(g, xi, 1e-6f);
+    const int64_t gne[1] = {64}, wne[2] = {64, 48}, bne[1] = {48}, w2ne[2] = {48, 48};
+    int32_t nw = mf_g_mul(g, n, mf_g_weight(g, "gamma", MF_TYPE_F32, 1, gne, gamma)); /* weight made late */
+    int32_t q = mf_g_matmul(g, mf_g_weight(g, "wq", MF_TYPE_Q8_0, 2, wne, wq), nw);
+    int32_t qb = mf_g_add(g, q, mf_g_weight(g, "bias", MF_TYPE_F32, 1, bne, bias));
+    int32_t r = mf_g_matmul(g, mf_g_weight(g, "w2", MF_TYPE_F32, 2, w2ne, w2), qb);
+    int32_t out = mf_g_add(g, r, qb);
+    mf_g_set_output(g, out);
+    if (block) { /* outputs are never fused or computed in place */
+        mf_g_set_output(g, n);
+        mf_g_set_output(g, q);
+        mf_g_set_output(g, r);
+    }
+    mf_error err = {0};
+    float *res = NULL;
+    if (mf_graph_alloc(g, &err) == 0) {
+        if (!block)
+            CHECK(mf_graph_node(g, nw)->data == mf_graph_node(g, n)->data &&
+                      mf_graph_node(g, qb)->data == mf_graph_node(g, q)->data &&
+                      mf_graph_node(g, out)->data == mf_graph_node(g, r)->data,
+                  "the adds/mul did not run in place (nothing to fuse)");
+        set_input(g, xi, x);
+        if (compute(g, threads, &err) == 0) {
+            res = malloc(48 * 5 * sizeof(float));
+            memcpy(res, out_f32(g, out), 48 * 5 * sizeof(float));
+        }
+    }
+    CHECK(res, "%s", err.msg);
+    mf_graph_free(g);
+    return res;
+}
+
+static void test_fusion_bitwise(void) {
+    float x[64 * 5], gamma[64], bias[48], w2[48 * 48], wf[64 * 48];
+    static uint8_t wq[48 * 68];
+    seed(51);
+    fill(x, 64 * 5, 2.0f);
+    fill(gamma, 64, 1.0f);
+    fill(bias, 48, 1.0f);
+    fill(w2, 48 * 48, 0.3f);
+    fill(wf, 64 * 48, 0.3f);
+    for (int r = 0; r < 48; r++) mf_quantize_row(MF_TYPE_Q8_0, wf + r * 64, wq + r * 68, 64);
+    for (int th = 1; th <= 3; th += 2) {
+        float *fused = fusion_graph(false, th, x, gamma, wq, bias, w2);
+        float *plain = fusion_graph(true, th, x, gamma, wq, bias, w2);
+        CHECK(fused && plain && !memcmp(fused, plain, 48 * 5 * sizeof(float)), "threads %d: fused != unfused",
+              th);
+        free(fused);
+        free(plain);
+    }
+}
+
+/* a graph run as two ranges [0, k) + [k, n) (scheduler splits) equals one full run, for every k */
+static void test_compute_range_splits(void) {
+    float x[64 * 3], gamma[64], bias[48], wf[64 * 48];
+    static uint8_t wq[48 * 68];
+    seed(61);
+    fill(x, 64 * 3, 2.0f);
+    fill(gamma, 64, 1.0f);
+    fill(bias, 48, 1.0f);
+    fill(wf, 64 * 48, 0.3f);
+    for (int r = 0; r < 48; r++) mf_quantize_row(MF_TYPE_Q8_0, wf + r * 64, wq + r * 68, 64);
+    float want[48 * 3];
+    mf_cpu *cpu = NULL;
+    mf_error err = {0};
+    REQUIRE_OK(mf_cpu_new(3, &cpu, &err), "%s", err.msg);
+    for (int k = -1; k < 64; k++) {
+        mf_graph *g = mf_graph_new();
+        int32_t xi = input_f32(g, "x", 2, 64, 3, 1);
+        const int64_t gne[1] = {64}, wne[2] = {64, 48}, bne[1] = {48};
+        int32_t nw =
+            mf_g_mul(g, mf_g_rms_norm(g, xi, 1e-6f), mf_g_weight(g, "gamma", MF_TYPE_F32, 1, gne, gamma));
+        int32_t q = mf_g_matmul(g, mf_g_weight(g, "wq", MF_TYPE_Q8_0, 2, wne, wq), nw);
+        int32_t qb = mf_g_add(g, q, mf_g_weight(g, "bias", MF_TYPE_F32, 1, bne, bias));
+        int32_t out = mf_g_silu(g, qb);
+        mf_g_set_output(g, out);
+        int32_t nn = mf_graph_n_nodes(g);
+        if (k >= nn) {
+            mf_graph_free(g);
+            break;
+        }
+        REQUIRE_OK(mf_graph_alloc(g, &err), "%s", err.msg);
+        set_input(g, xi, x);
+        int rc = k < 0 ? mf_cpu_compute(cpu, g, &err) : mf_cpu_compute_range(cpu, g, 0, k, &err);
+        if (rc == 0 && k >= 0) rc = mf_cpu_compute_range(cpu, g, k, nn, &err);
+        CHECK(rc == 0, "split at %d: %s", k, err.msg);
+        if (k < 0)
+            memcpy(want, out_f32(g, out), sizeof want);
+        else
+            CHECK(!memcmp(want, out_f32(g, out), sizeof want), "split at %d differs from one run", k);
+        mf_graph_free(g);
+    }
+    mf_cpu_free(cpu);
+}
+
+/* ---- refusals ---- */
+static void test_refuses_unsupported_and_bad_ids(void) {
+    uint32_t no_mm = MF_TYPE_COUNT;
+    for (size_t i = 0; i < MF_ARRAY_LEN(all_types); i++)
+        if (!mf_cpu_supports(MF_OP_MATMUL, all_types[i])) no_mm = all_types[i];
+    CHECK(!mf_cpu_supports(MF_OP_RMS_NORM, MF_TYPE_F16), "rms_norm f16 claimed");
+    CHECK(!mf_cpu_supports(MF_OP_KV_STORE, MF_TYPE_Q4_0), "kv_store q4_0 claimed");
+    CHECK(mf_cpu_supports(MF_OP_KV_STORE, MF_TYPE_F16), "kv_store f16 not claimed");
+    mf_error err = {0};
+    if (no_mm != MF_TYPE_COUNT) {
+        const int64_t K = 256, N = 2;
+        void *w = calloc(1, mf_row_size(no_mm, K) * N);
+        mf_graph *g = mf_graph_new();
+        const int64_t ne[2] = {K, N};
+        int32_t wi = mf_g_weight(g, "blk.0.ffn_up.weight", no_mm, 2, ne, w);
+        int32_t xi = input_f32(g, "x", 2, K, 1, 1);
+        mf_g_name(g, mf_g_matmul(g, wi, xi), "ffn_up-0");
+        REQUIRE_OK(mf_graph_alloc(g, &err), "%s", err.msg);
+        int rc = compute(g, 1, &err);
+        CHECK(rc == MF_E_UNSUPPORTED && strstr(err.msg, "ffn_up-0") && strstr(err.msg, mf_type_name(no_mm)),
+              "rc %d msg '%s'", rc, err.msg);
+        mf_graph_free(g);
+        free(w);
+    }
+    /* an out-of-range cell id is reported with the node named, not written */
+    float cache[4 * 8] = {0}, rows[4] = {1, 2, 3, 4};
+    int32_t bad = 8;
+    mf_graph *g = mf_graph_new();
+    const int64_t ne[2] = {4, 8};
+    int32_t ci = mf_g_external(g, "cache", MF_TYPE_F32, 2, ne, cache);
+    int32_t ri = input_f32(g, "rows", 2, 4, 1, 1);
+    int32_t ki = input_i32(g, "cells", 1);
+    mf_g_name(g, mf_g_kv_store(g, ci, ri, ki), "k_store-3");
+    REQUIRE_OK(mf_graph_alloc(g, &err), "%s", err.msg);
+    set_input(g, ri, rows);
+    set_input(g, ki, &bad);
+    int rc = compute(g, 2, &err);
+    CHECK(rc == MF_E_RANGE && strstr(err.msg, "k_store-3") && strstr(err.msg, "8"), "rc %d msg '%s'", rc,
+          err.msg);
+    mf_graph_free(g);
+}
+
+/* ---- threadpool ---- */
+typedef struct {
+    mf_threadpool *tp;
+    atomic_int hits[8];
+    int stage[8];
+    atomic_int errors;
+} tp_ctx;
+
+static void tp_task(void *p, int ith, int nth) {
+    tp_ctx *c = p;
+    atomic_fetch_add(&c->hits[ith], 1);
+    for (int round = 0; round < 20; round++) {
+        c->stage[ith] = round;
+        mf_threadpool_barrier(c->tp);
+        for (int j = 0; j < nth; j++)
+            if (c->stage[j] != round)
+                atomic_fetch_add(&c->errors, 1); /* single writer per slot; read after barrier */
+        mf_threadpool_barrier(c->tp);
+    }
+}
+
+static void test_threadpool(void) {
+    mf_threadpool *tp = NULL;
+    mf_error err = {0};
+    REQUIRE_OK(mf_threadpool_new(4, &tp, &err), "%s", err.msg);
+    tp_ctx c = {.tp = tp};
+    for (int i = 0; i < 200; i++) mf_threadpool_run(tp, tp_task, &c, 1 + i % 4);
+    int expect[4] = {200, 150, 100, 50};
+    for (int i = 0; i < 4; i++)
+        CHECK(atomic_load(&c.hits[i]) == expect[i], "thread %d ran %d times", i, atomic_load(&c.hits[i]));
+    CHECK(atomic_load(&c.errors) == 0, "%d barrier violations", atomic_load(&c.errors));
+    mf_threadpool_set_spin(tp, 0); /* sleep immediately: exercises the futex path */
+    for (int i = 0; i < 50; i++) mf_threadpool_run(tp, tp_task, &c, 4);
+    CHECK(atomic_load(&c.errors) == 0, "%d barrier violations without spinning", atomic_load(&c.errors));
+    mf_threadpool_free(tp);
+}
+
+int main(void) {
+    RUN(test_threadpool);
+    RUN(test_get_rows_every_type);
+    RUN(test_matmul_every_type);
+    RUN(test_rms_norm);
+    RUN(test_add_mul_broadcast);
+    RUN(test_scale_silu_swiglu_softmax);
+    RUN(test_cont_of_permute);
+    RUN(test_rope);
+    RUN(test_kv_store_scattered);
+    RUN(test_attention_reference);
+    RUN(test_attention_decode_blocking);
+    RUN(test_attention_interleaved_sequences);
+    RUN(test_fusion_bitwise);
+    RUN(test_compute_range_splits);
+    RUN(test_refuses_unsupported_and_bad_ids);
+    return mf_test_done();
+}
