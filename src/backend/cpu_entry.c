@@ -1,0 +1,122 @@
+/* The CPU backend's registration entry: priority 100, reads packed KV, always available.
+ * The support function and the executor are the CPU module's own (backend/cpu/cpu.h); this file only
+ * forwards to them. */
+#include "backend/backend_entries.h"
+#include "backend/cpu/cpu.h"
+#include "quant/quant.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include <stdlib.h>
+
+/* TEMPORARY (until backend/cpu/cpu.h declares a range executor): a weak reference to it.  Without it, a
+ * range runs through mf_cpu_compute with every node outside the range masked as a memoryless no-op
+ * alias for the duration of the call (op, view_src and data restored after) - correct, but it touches
+ * the whole graph; the range executor replaces it. */
+int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, mf_error *err) __attribute__((weak));
+
+typedef struct {
+    mf_op op;
+    int32_t view_src;
+    void *data;
+} masked_node;
+
+static int cpu_compute_masked(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, mf_error *err) {
+    int32_t nn = mf_graph_n_nodes(g);
+    masked_node *saved = malloc((size_t)nn * sizeof *saved);
+    if (!saved) return mf_err(err, MF_E_NOMEM, "out of memory masking a %d-node graph for a CPU range", nn);
+    static char dummy[64];
+    for (int32_t i = 0; i < nn; i++) {
+        mf_node *n = mf_graph_node(g, i);
+        saved[i] = (masked_node){n->op, n->view_src, n->data};
+        if (i >= first && i < last) continue;
+        n->op = MF_OP_VIEW;
+        n->view_src = -1;
+        if (!n->data) n->data = dummy;
+    }
+    int rc = mf_cpu_compute(cpu, g, err);
+    for (int32_t i = 0; i < nn; i++) {
+        if (i >= first && i < last) continue;
+        mf_node *n = mf_graph_node(g, i);
+        n->op = saved[i].op;
+        n->view_src = saved[i].view_src;
+        n->data = saved[i].data;
+    }
+    free(saved);
+    return rc;
+}
+
+static const char *cpu_unavailable(void) { return NULL; }
+
+static int cpu_enable(const mf_backend_opts *opts, void **pool, mf_error *err) {
+    mf_cpu *cpu = NULL;
+    long n = opts && opts->n_threads > 0 ? opts->n_threads : sysconf(_SC_NPROCESSORS_ONLN);
+    int rc = mf_cpu_new(n > 0 ? (int)n : 1, &cpu, err);
+    if (rc) return rc;
+    *pool = cpu;
+    return 0;
+}
+
+static void cpu_release(void *pool) { mf_cpu_free(pool); }
+
+static int cpu_compute(void *pool, mf_graph *g, int32_t first, int32_t last, mf_error *err) {
+    if (first == 0 && last == mf_graph_n_nodes(g)) return mf_cpu_compute(pool, g, err);
+    if (!mf_cpu_compute_range) return cpu_compute_masked(pool, g, first, last, err);
+    return mf_cpu_compute_range(pool, g, first, last, err);
+}
+
+static int cpu_host_read(void *pool, const mf_node *node, size_t offs, void *dst, size_t n, mf_error *err) {
+    (void)pool;
+    if (!node->data) return mf_err(err, MF_E_INTERNAL, "node '%s' has no memory to read (not allocated or bound)", node->name);
+    memcpy(dst, (const char *)node->data + offs, n);
+    return 0;
+}
+
+static int cpu_host_write(void *pool, mf_node *node, size_t offs, const void *src, size_t n, mf_error *err) {
+    (void)pool;
+    if (!node->data) return mf_err(err, MF_E_INTERNAL, "node '%s' has no memory to write (not allocated or bound)", node->name);
+    memcpy((char *)node->data + offs, src, n);
+    return 0;
+}
+
+/* Host memory: phase A is the memcpy itself, so phase B has nothing left to wait for. */
+static int cpu_copy_cross(void *pool, const mf_node *node, void *staging, size_t n, mf_backend dst, void **ticket,
+                          bool *issued, mf_error *err) {
+    (void)dst;
+    int rc = cpu_host_read(pool, node, 0, staging, n, err);
+    if (rc) return rc;
+    *ticket = NULL;
+    *issued = true;
+    return 0;
+}
+
+static int cpu_await_cross(void *pool, void *ticket, mf_error *err) {
+    (void)pool, (void)ticket, (void)err;
+    return 0;
+}
+
+static uint32_t cpu_kv_format(void *pool) {
+    (void)pool;
+    return MF_TYPE_F16;
+}
+
+static const mf_backend_entry k_cpu_entry = {
+    .handle = {MF_BACKEND_ID_CPU},
+    .name = "cpu",
+    .priority = 100,
+    .caps = {.reads_packed_kv = true},
+    .supports = mf_cpu_supports,
+    .unavailable = cpu_unavailable,
+    .enable = cpu_enable,
+    .release = cpu_release,
+    .compute = cpu_compute,
+    .synchronize = NULL,
+    .host_read = cpu_host_read,
+    .host_write = cpu_host_write,
+    .copy_cross = cpu_copy_cross,
+    .await_cross = cpu_await_cross,
+    .kv_format = cpu_kv_format,
+};
+
+const mf_backend_entry *mf_cpu_entry(void) { return &k_cpu_entry; }

@@ -1,0 +1,56 @@
+/* The CUDA backend's registration entry (only with make CUDA=1; empty otherwise).  It claims no op yet,
+ * so its compute/copy hooks are never reached; they refuse loudly if they ever are. */
+#include "backend/cuda/cuda.h"
+
+#include <stdlib.h>
+
+bool mf_cuda_supports(mf_op op, uint32_t type) {
+    (void)op, (void)type;
+    return false;
+}
+
+#if MF_CUDA
+#include "backend/backend_entries.h"
+#include "quant/quant.h"
+
+/* One reason for both cases: these are the refusal's words (docs/BACKENDS.md). */
+#define NO_CUDA "no CUDA device is available, or CUDA is disabled (MINFER_DISABLE_CUDA)"
+
+const char *mf_cuda_unavailable(void) {
+    if (getenv("MINFER_DISABLE_CUDA")) return NO_CUDA; /* presence-checked */
+    int n = 0;
+    if (mf_cuda_device_count(&n) != 0 || n <= 0) return NO_CUDA;
+    return NULL;
+}
+
+static int cuda_enable(const mf_backend_opts *opts, void **pool, mf_error *err) {
+    (void)opts, (void)pool;
+    return mf_err(err, MF_E_UNSUPPORTED, "the CUDA backend executes no op yet (it claims none; nothing is assigned to it)");
+}
+
+static int cuda_compute(void *pool, mf_graph *g, int32_t first, int32_t last, mf_error *err) {
+    (void)pool, (void)g;
+    return mf_err(err, MF_E_UNSUPPORTED, "the CUDA backend executes no op yet (asked for nodes %d..%d)", first, last - 1);
+}
+
+static uint32_t cuda_kv_format(void *pool) {
+    (void)pool;
+    return MF_TYPE_F16;
+}
+
+static const mf_backend_entry k_cuda_entry = {
+    .handle = {MF_BACKEND_ID_CUDA},
+    .name = "cuda",
+    .priority = 200,
+    .caps = {.reads_packed_kv = false},
+    .supports = mf_cuda_supports,
+    .unavailable = mf_cuda_unavailable,
+    .enable = cuda_enable,
+    .compute = cuda_compute,
+    .kv_format = cuda_kv_format,
+};
+
+const mf_backend_entry *mf_cuda_entry(void) { return &k_cuda_entry; }
+#else
+const char *mf_cuda_unavailable(void) { return "the CUDA backend is compiled only with make CUDA=1"; }
+#endif

@@ -1,0 +1,158 @@
+/* registry: the fixed id space, names, the registered set and its orders.
+ * The table is built once (pthread_once) and is read-only afterwards. */
+#include "backend/registry.h"
+
+#include "backend/backend_entries.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <string.h>
+
+/* Names and spellings are unconditional: a compiled-out backend still resolves to its handle, so the
+ * refusal can say "known but not compiled" instead of "unknown". */
+static const char *const k_names[MF_N_KNOWN_BACKENDS] = {"cpu", "metal", "cuda"};
+static const char *const k_debug[MF_N_KNOWN_BACKENDS] = {"CPU", "Metal", "Cuda"};
+/* The pinned placement priorities (metal 300 > cuda 200 > cpu 100); a registered entry must carry the
+ * same number (tests/test_registry.c pins both), this table answers for compiled-out names. */
+static const uint16_t k_priority[MF_N_KNOWN_BACKENDS] = {100, 300, 200};
+static const char *const k_not_compiled[MF_N_KNOWN_BACKENDS] = {
+    NULL,
+    "Metal is compiled only on macOS",
+    "the CUDA backend is compiled only with make CUDA=1",
+};
+
+static struct {
+    pthread_once_t once;
+    bool built;
+    const mf_backend_entry *slot[MF_BACKEND_SLOTS];
+    mf_backend_entry test_entry;
+    bool have_test;
+} g_reg = {.once = PTHREAD_ONCE_INIT};
+
+static void registry_build(void) {
+    /* The only place a backend is introduced. */
+    g_reg.slot[MF_BACKEND_ID_CPU] = mf_cpu_entry();
+#if MF_CUDA
+    g_reg.slot[MF_BACKEND_ID_CUDA] = mf_cuda_entry();
+#endif
+    /* Metal is a known name that is never compiled into this C port (no Metal code exists). */
+    if (g_reg.have_test) g_reg.slot[MF_BACKEND_TEST_ID] = &g_reg.test_entry;
+    g_reg.built = true;
+}
+
+static void registry_ensure(void) { pthread_once(&g_reg.once, registry_build); }
+
+bool mf_backend_from_index(int index, mf_backend *out) {
+    if (index < 0 || index >= MF_BACKEND_SLOTS) return false;
+    out->id = (uint16_t)index;
+    return true;
+}
+
+const char *mf_backend_name(mf_backend b) {
+    if (b.id < MF_N_KNOWN_BACKENDS) return k_names[b.id];
+    if (b.id == MF_BACKEND_TEST_ID) return "test";
+    return "unknown";
+}
+
+const char *mf_backend_debug_name(mf_backend b) {
+    if (b.id < MF_N_KNOWN_BACKENDS) return k_debug[b.id];
+    if (b.id == MF_BACKEND_TEST_ID) return "Test";
+    return "Unknown";
+}
+
+/* Case-insensitive compare of [s, s + n) with a lower-case NUL-terminated word. */
+static bool word_eq(const char *s, size_t n, const char *word) {
+    size_t wl = strlen(word);
+    if (wl != n) return false;
+    for (size_t i = 0; i < n; i++)
+        if (tolower((unsigned char)s[i]) != word[i]) return false;
+    return true;
+}
+
+/* Resolve the trimmed word [s, s + n). */
+static int parse_word(const char *s, size_t n, mf_backend *out, mf_error *err) {
+    for (int i = 0; i < MF_N_KNOWN_BACKENDS; i++)
+        if (word_eq(s, n, k_names[i])) {
+            out->id = (uint16_t)i;
+            return 0;
+        }
+    registry_ensure();
+    if (g_reg.slot[MF_BACKEND_TEST_ID] && word_eq(s, n, g_reg.slot[MF_BACKEND_TEST_ID]->name)) {
+        out->id = MF_BACKEND_TEST_ID;
+        return 0;
+    }
+    return mf_err(err, MF_E_NOTFOUND, "unknown backend '%.*s'; known backends are: cpu, metal, cuda", (int)n, s);
+}
+
+int mf_backend_parse(const char *name, mf_backend *out, mf_error *err) {
+    if (!name) name = "";
+    while (isspace((unsigned char)*name)) name++;
+    size_t n = strlen(name);
+    while (n && isspace((unsigned char)name[n - 1])) n--;
+    return parse_word(name, n, out, err);
+}
+
+const mf_backend_entry *mf_backend_entry_get(mf_backend b) {
+    if (b.id >= MF_BACKEND_SLOTS) return NULL;
+    registry_ensure();
+    return g_reg.slot[b.id];
+}
+
+bool mf_backend_compiled(mf_backend b) { return mf_backend_entry_get(b) != NULL; }
+
+const char *mf_backend_not_compiled_reason(mf_backend b) {
+    if (b.id >= MF_N_KNOWN_BACKENDS || mf_backend_compiled(b)) return NULL;
+    return k_not_compiled[b.id];
+}
+
+int mf_backend_by_priority(const bool *allowed, mf_backend out[MF_BACKEND_SLOTS]) {
+    registry_ensure();
+    int n = 0;
+    /* Insertion sort on (priority descending, id ascending): two entries never tie. */
+    for (int id = 0; id < MF_BACKEND_SLOTS; id++) {
+        const mf_backend_entry *e = g_reg.slot[id];
+        if (!e || (allowed && !allowed[id])) continue;
+        int j = n;
+        while (j > 0) {
+            const mf_backend_entry *p = g_reg.slot[out[j - 1].id];
+            if (p->priority > e->priority || (p->priority == e->priority && out[j - 1].id < id)) break;
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j].id = (uint16_t)id;
+        n++;
+    }
+    return n;
+}
+
+uint16_t mf_backend_priority(mf_backend b) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    if (e) return e->priority;
+    return b.id < MF_N_KNOWN_BACKENDS ? k_priority[b.id] : 0;
+}
+
+bool mf_backend_reads_packed_kv(mf_backend b) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    return e && e->caps.reads_packed_kv;
+}
+
+const char *mf_backend_unavailable(mf_backend b) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    if (!e) {
+        const char *why = mf_backend_not_compiled_reason(b);
+        return why ? why : "no backend has this id";
+    }
+    return e->unavailable ? e->unavailable() : NULL;
+}
+
+int mf_backend_register_test(const mf_backend_entry *e, mf_error *err) {
+    if (!e || e->handle.id != MF_BACKEND_TEST_ID)
+        return mf_err(err, MF_E_INVAL, "a test backend must use id %d (got %d)", MF_BACKEND_TEST_ID,
+                      e ? (int)e->handle.id : -1);
+    if (g_reg.built || g_reg.have_test)
+        return mf_err(err, MF_E_INVAL,
+                      "the test backend must be registered once, before the registry is first used");
+    g_reg.test_entry = *e;
+    g_reg.have_test = true;
+    return 0;
+}

@@ -1,0 +1,670 @@
+/* The op x dtype x backend matrix.
+ *
+ *  matrix_<backend>: every op each backend claims, for every dtype it claims (asking its own support
+ *    function), is run on that backend through the scheduler and compared with an analytic reference
+ *    written here - never with another backend.  An unavailable backend reports SKIP with the reason.
+ *  support_table_matches_support_matrix_doc: docs/SUPPORT-MATRIX.md's table is parsed and compared with
+ *    the support functions, cell by cell, so the document cannot drift.
+ *  every_op_has_a_matrix_decision: decision() is a switch over mf_op with no default - a new op does
+ *    not compile until it has a case or an excuse here (-Werror=switch).
+ *
+ * `test_op_matrix --print-table` prints the table as the code answers it (to update the doc). */
+#pragma GCC diagnostic error "-Wswitch"
+#include "backend/cpu/cpu.h"
+#include "backend/cuda/cuda.h"
+#include "backend/registry.h"
+#include "backend/sched.h"
+#include "quant/quant.h"
+#include "harness.h"
+#include "support/test_backend.h"
+
+#include <math.h>
+#include <stdarg.h>
+
+/* REQUIRE evaluates its condition twice (CHECK, then the return test): calls go through this instead. */
+#define REQUIRE_OK(expr, ...)                                                                      \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        CHECK(rc_ == 0, __VA_ARGS__);                                                              \
+        if (rc_) return;                                                                           \
+    } while (0)
+
+/* ---- data ---- */
+static uint64_t rng = 1;
+static uint32_t urand(void) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng >> 33);
+}
+static float frand(void) { return (float)(urand() & 0xFFFFFF) / (float)0x800000 - 1.0f; }
+static void fill(float *x, int64_t n, float amp) {
+    for (int64_t i = 0; i < n; i++) x[i] = frand() * amp;
+}
+static void fix_f16(uint8_t *blk, size_t off, float v) {
+    uint16_t h = mf_fp32_to_fp16(v);
+    memcpy(blk + off, &h, 2);
+}
+/* R rows of K elements of `type`: quantized from floats where a quantizer exists, else random blocks
+ * with sane scale fields. */
+static void make_rows(uint32_t type, int64_t K, int64_t R, void *dst) {
+    size_t rs = mf_row_size(type, K);
+    float *tmp = malloc((size_t)K * sizeof(float));
+    const mf_type_info *ti = mf_type_get(type);
+    for (int64_t r = 0; r < R; r++) {
+        uint8_t *row = (uint8_t *)dst + (size_t)r * rs;
+        fill(tmp, K, 1.0f);
+        if (mf_quantize_row(type, tmp, row, K) == 0) continue;
+        for (size_t i = 0; i < rs; i++) row[i] = (uint8_t)urand();
+        for (size_t b = 0; ti->quantized && b < rs / ti->type_size; b++) {
+            uint8_t *blk = row + b * ti->type_size;
+            float d = 0.01f + 0.02f * (frand() + 1.0f), m = 0.02f * frand();
+            switch (type) {
+            case MF_TYPE_Q4_0: case MF_TYPE_Q5_0: case MF_TYPE_Q8_0: fix_f16(blk, 0, d); break;
+            case MF_TYPE_Q4_1: case MF_TYPE_Q5_1: case MF_TYPE_Q8_1: case MF_TYPE_Q4_K: case MF_TYPE_Q5_K:
+                fix_f16(blk, 0, d), fix_f16(blk, 2, m);
+                break;
+            case MF_TYPE_Q2_K: fix_f16(blk, 80, d), fix_f16(blk, 82, m); break;
+            case MF_TYPE_Q3_K: fix_f16(blk, 108, d); break;
+            case MF_TYPE_Q6_K: fix_f16(blk, 208, d); break;
+            case MF_TYPE_Q8_K: memcpy(blk, &d, 4); break;
+            default: break;
+            }
+        }
+    }
+    free(tmp);
+}
+
+/* ---- running one cell ---- */
+static char g_why[1024];
+static bool failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static bool failf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_why, sizeof g_why, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static mf_sched *g_sched;
+static mf_backend g_b; /* the backend under test */
+
+/* Assign (cpu + the backend under test), check `node` landed on it, allocate; inputs are bound by the
+ * caller after this, then run(). */
+static bool place(mf_graph *g, int32_t node) {
+    mf_error err = {0};
+    if (mf_graph_error(g, &err)) return failf("build: %s", err.msg);
+    mf_backend_filter f;
+    memset(&f, 0, sizeof f);
+    f.allowed[MF_BACKEND_ID_CPU] = true;
+    f.allowed[g_b.id] = true;
+    if (mf_sched_assign(g, &f, &err)) return failf("assign: %s", err.msg);
+    const mf_node *n = mf_graph_node_c(g, node);
+    if (n->backend != g_b.id)
+        return failf("%s landed on %s, not on %s", mf_op_name(n->op), mf_backend_name((mf_backend){(uint16_t)n->backend}),
+                     mf_backend_name(g_b));
+    if (mf_graph_alloc(g, &err)) return failf("alloc: %s", err.msg);
+    return true;
+}
+static bool run(mf_graph *g) {
+    mf_error err = {0};
+    mf_sched_invalidate(g_sched);
+    if (mf_sched_compute(g_sched, g, &err)) return failf("compute: %s", err.msg);
+    return true;
+}
+static void set(mf_graph *g, int32_t id, const void *src) {
+    mf_node *n = mf_graph_node(g, id);
+    memcpy(n->data, src, mf_node_nbytes(n));
+}
+static bool close_to(const float *got, const double *want, int64_t n, double rel, double abs_tol, const char *what) {
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        if (!(d <= abs_tol + rel * fabs(want[i])))
+            return failf("%s[%lld] = %.9g, reference %.9g (|d| %.3g)", what, (long long)i, got[i], want[i], d);
+    }
+    return true;
+}
+static double silu_ref(double x) { return x / (1.0 + exp(-x)); }
+
+/* ---- the cases: each returns true on pass, else fills g_why ---- */
+
+static bool case_binary(mf_op op, uint32_t type) {
+    (void)type;
+    bool ok = true;
+    for (int bc = 0; bc < 2 && ok; bc++) { /* same shape, then a broadcast row */
+        mf_graph *g = mf_graph_new();
+        int64_t na[2] = {8, 3}, nb[2] = {8, bc ? 1 : 3};
+        int32_t a = mf_g_input(g, "a", MF_TYPE_F32, 2, na), b = mf_g_input(g, "b", MF_TYPE_F32, 2, nb);
+        int32_t o = op == MF_OP_ADD ? mf_g_add(g, a, b) : mf_g_mul(g, a, b);
+        float A[24], B[24];
+        fill(A, 24, 4.0f), fill(B, 24, 4.0f);
+        ok = place(g, o);
+        if (ok) set(g, a, A), set(g, b, B), ok = run(g);
+        const float *y = ok ? mf_graph_node(g, o)->data : NULL;
+        for (int i = 0; ok && i < 24; i++) {
+            float z = B[bc ? i % 8 : i], want = op == MF_OP_ADD ? A[i] + z : A[i] * z; /* exact in IEEE */
+            if (memcmp(&y[i], &want, 4)) ok = failf("[%d] = %.9g, want exactly %.9g", i, y[i], want);
+        }
+        mf_graph_free(g);
+    }
+    return ok;
+}
+
+static bool case_unary(mf_op op, uint32_t type) {
+    (void)type;
+    mf_graph *g = mf_graph_new();
+    int64_t ne[2] = {16, 3};
+    int32_t a = mf_g_input(g, "a", MF_TYPE_F32, 2, ne), b = -1, o;
+    float A[48], B[48];
+    fill(A, 48, 6.0f), fill(B, 48, 2.0f);
+    const float s = 0.375f;
+    switch (op) {
+    case MF_OP_SCALE: o = mf_g_scale(g, a, s); break;
+    case MF_OP_SILU: o = mf_g_silu(g, a); break;
+    case MF_OP_SWIGLU: b = mf_g_input(g, "b", MF_TYPE_F32, 2, ne), o = mf_g_swiglu(g, a, b); break;
+    case MF_OP_SOFTMAX: o = mf_g_softmax(g, a); break;
+    default: o = mf_g_rms_norm(g, a, 1e-5f); break; /* RMS_NORM */
+    }
+    bool ok = place(g, o);
+    if (ok) {
+        set(g, a, A);
+        if (b >= 0) set(g, b, B);
+        ok = run(g);
+    }
+    if (ok) {
+        double want[48];
+        for (int r = 0; r < 3; r++) {
+            const float *x = A + 16 * r;
+            double mx = -INFINITY, sum = 0, ss = 0;
+            for (int i = 0; i < 16; i++) mx = fmax(mx, x[i]), ss += (double)x[i] * x[i];
+            for (int i = 0; i < 16; i++) sum += exp(x[i] - mx);
+            for (int i = 0; i < 16; i++) {
+                double v = x[i];
+                switch (op) {
+                case MF_OP_SCALE: v = (double)(x[i] * s); break;
+                case MF_OP_SILU: v = silu_ref(x[i]); break;
+                case MF_OP_SWIGLU: v = silu_ref(x[i]) * B[16 * r + i]; break;
+                case MF_OP_SOFTMAX: v = exp(x[i] - mx) / sum; break;
+                default: v = x[i] / sqrt(ss / 16 + 1e-5); break;
+                }
+                want[16 * r + i] = v;
+            }
+        }
+        ok = close_to(mf_graph_node(g, o)->data, want, 48, op == MF_OP_SCALE ? 0 : 2e-6, 1e-7, mf_op_name(op));
+    }
+    mf_graph_free(g);
+    return ok;
+}
+
+static bool case_rope(uint32_t type) {
+    (void)type;
+    enum { HD = 8, NH = 2, NT = 3 };
+    mf_graph *g = mf_graph_new();
+    int64_t ne[3] = {HD, NH, NT}, np = NT;
+    int32_t x = mf_g_input(g, "x", MF_TYPE_F32, 3, ne), p = mf_g_input(g, "pos", MF_TYPE_I32, 1, &np);
+    const float base = 10000.0f;
+    int32_t o = mf_g_rope(g, x, p, HD, MF_ROPE_NEOX, base, 1.0f);
+    float X[HD * NH * NT];
+    int32_t P[NT] = {0, 5, 17};
+    fill(X, HD * NH * NT, 1.0f);
+    bool ok = place(g, o);
+    if (ok) set(g, x, X), set(g, p, P), ok = run(g);
+    if (ok) {
+        double want[HD * NH * NT];
+        for (int t = 0; t < NT; t++)
+            for (int h = 0; h < NH; h++)
+                for (int i = 0; i < HD / 2; i++) {
+                    const float *v = X + (t * NH + h) * HD;
+                    double th = P[t] * pow(base, -2.0 * i / HD);
+                    double *w = want + (t * NH + h) * HD;
+                    w[i] = v[i] * cos(th) - v[i + HD / 2] * sin(th);
+                    w[i + HD / 2] = v[i] * sin(th) + v[i + HD / 2] * cos(th);
+                }
+        ok = close_to(mf_graph_node(g, o)->data, want, HD * NH * NT, 1e-4, 1e-5, "rope");
+    }
+    mf_graph_free(g);
+    return ok;
+}
+
+static bool case_get_rows(uint32_t type) {
+    const int64_t K = 256, R = 4, N = 3;
+    size_t rs = mf_row_size(type, K);
+    uint8_t *table = malloc(rs * R);
+    make_rows(type, K, R, table);
+    mf_graph *g = mf_graph_new();
+    int64_t nt[2] = {K, R};
+    int32_t t = mf_g_weight(g, "table", type, 2, nt, table), ids = mf_g_input(g, "ids", MF_TYPE_I32, 1, &N);
+    int32_t o = mf_g_get_rows(g, t, ids);
+    int32_t I[3] = {2, 0, 3};
+    bool ok = place(g, o);
+    if (ok) set(g, ids, I), ok = run(g);
+    float *row = malloc(K * sizeof(float));
+    double *want = malloc((size_t)(K * N) * sizeof(double));
+    for (int n = 0; ok && n < N; n++) {
+        if (mf_dequantize_row(type, table + rs * I[n], row, K)) ok = failf("no reference dequantizer for %s", mf_type_name(type));
+        for (int64_t k = 0; k < K; k++) want[n * K + k] = row[k];
+    }
+    if (ok) ok = close_to(mf_graph_node(g, o)->data, want, K * N, 0, 0, "get_rows");
+    free(row), free(want), free(table);
+    mf_graph_free(g);
+    return ok;
+}
+
+static bool case_matmul(uint32_t type) {
+    const int64_t K = 256, N = 4, M = 2;
+    size_t rs = mf_row_size(type, K);
+    uint8_t *w = malloc(rs * N);
+    make_rows(type, K, N, w);
+    /* integer activations with a block maximum of 127: exact in f16/bf16/q8_0/q8_1 */
+    float X[256 * 2];
+    for (int i = 0; i < K * M; i++) X[i] = (i % 32) == 0 ? 127.0f : (float)((int)(urand() % 255) - 127);
+    mf_graph *g = mf_graph_new();
+    int64_t nw[2] = {K, N}, nx[2] = {K, M};
+    int32_t wi = mf_g_weight(g, "w", type, 2, nw, w), xi = mf_g_input(g, "x", MF_TYPE_F32, 2, nx);
+    int32_t o = mf_g_matmul(g, wi, xi);
+    bool ok = place(g, o);
+    if (ok) set(g, xi, X), ok = run(g);
+    float *row = malloc(K * sizeof(float));
+    const mf_type_info *ti = mf_type_get(type);
+    bool kquant = ti->blck_size == 256;
+    for (int n = 0; ok && n < N; n++) {
+        if (mf_dequantize_row(type, w + rs * n, row, K)) {
+            ok = failf("no reference dequantizer for %s", mf_type_name(type));
+            break;
+        }
+        for (int m = 0; ok && m < M; m++) {
+            double dot = 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) dot += (double)row[k] * X[m * K + k], mag += fabs((double)row[k] * X[m * K + k]);
+            double got = ((const float *)mf_graph_node(g, o)->data)[m * N + n];
+            double tol = (kquant ? 1e-2 : 1e-5) * mag + 1e-6;
+            if (!(fabs(got - dot) <= tol)) ok = failf("out[%d][%d] = %.9g, reference %.9g (tol %.3g)", m, n, got, dot, tol);
+        }
+    }
+    free(row), free(w);
+    mf_graph_free(g);
+    return ok;
+}
+
+static bool case_kv_store(uint32_t type) {
+    const int64_t E = 256, C = 5, T = 2;
+    size_t rs = mf_row_size(type, E);
+    uint8_t *cache = malloc(rs * C), *before = malloc(rs * C), *want = malloc(rs);
+    for (size_t i = 0; i < rs * C; i++) cache[i] = (uint8_t)(i * 13 + 1);
+    memcpy(before, cache, rs * C);
+    float rows[256 * 2];
+    fill(rows, E * T, 2.0f);
+    int32_t cells[2] = {3, 1};
+    mf_graph *g = mf_graph_new();
+    int64_t nc[2] = {E, C}, nr[2] = {E, T};
+    int32_t ci = mf_g_external(g, "cache", type, 2, nc, cache);
+    int32_t ri = mf_g_input(g, "rows", MF_TYPE_F32, 2, nr), ki = mf_g_input(g, "cells", MF_TYPE_I32, 1, &T);
+    int32_t st = mf_g_kv_store(g, ci, ri, ki);
+    bool ok = place(g, st);
+    if (ok) set(g, ri, rows), set(g, ki, cells), ok = run(g);
+    for (int64_t c = 0; ok && c < C; c++) {
+        int t = c == 3 ? 0 : c == 1 ? 1 : -1;
+        if (t < 0) {
+            if (memcmp(cache + rs * c, before + rs * c, rs)) ok = failf("cell %lld was written but not named", (long long)c);
+            continue;
+        }
+        /* the format's reference quantizer defines the bytes */
+        if (mf_quantize_row(type, rows + E * t, want, E)) ok = failf("no reference quantizer for %s", mf_type_name(type));
+        else if (memcmp(cache + rs * c, want, rs)) ok = failf("cell %lld holds other bytes than quantize(%s, row %d)", (long long)c, mf_type_name(type), t);
+    }
+    free(cache), free(before), free(want);
+    mf_graph_free(g);
+    return ok;
+}
+
+static bool case_attention(uint32_t type, uint32_t kv_type) {
+    (void)type;
+    enum { HD = 32, NH = 4, NKV = 2, C = 6, NT = 2, NW = 4 };
+    float kf[HD * NKV * C], vf[HD * NKV * C], q[HD * NH * NT];
+    fill(kf, HD * NKV * C, 1.0f), fill(vf, HD * NKV * C, 1.0f), fill(q, HD * NH * NT, 1.0f);
+    size_t rs = mf_row_size(kv_type, HD * NKV);
+    uint8_t *k = malloc(rs * C), *v = malloc(rs * C);
+    for (int c = 0; c < C; c++) {
+        mf_quantize_row(kv_type, kf + c * HD * NKV, k + rs * c, HD * NKV);
+        mf_quantize_row(kv_type, vf + c * HD * NKV, v + rs * c, HD * NKV);
+        /* the reference reads what the cache holds */
+        mf_dequantize_row(kv_type, k + rs * c, kf + c * HD * NKV, HD * NKV);
+        mf_dequantize_row(kv_type, v + rs * c, vf + c * HD * NKV, HD * NKV);
+    }
+    int32_t win[(NW + 1) * NT] = {3, 0, 2, 5, -1, /* t1 */ 4, 1, 3, 4, 5};
+    mf_graph *g = mf_graph_new();
+    int64_t nq[3] = {HD, NH, NT}, nk[2] = {HD * NKV, C}, nw[2] = {NW + 1, NT};
+    int32_t qi = mf_g_input(g, "q", MF_TYPE_F32, 3, nq);
+    int32_t ki = mf_g_external(g, "k", kv_type, 2, nk, k), vi = mf_g_external(g, "v", kv_type, 2, nk, v);
+    int32_t wi = mf_g_input(g, "win", MF_TYPE_I32, 2, nw);
+    const float scale = 1.0f / sqrtf((float)HD);
+    int32_t o = mf_g_attention(g, qi, ki, vi, wi, NKV, scale);
+    bool ok = place(g, o);
+    if (ok) set(g, qi, q), set(g, wi, win), ok = run(g);
+    if (ok) {
+        double want[HD * NH * NT];
+        for (int t = 0; t < NT; t++)
+            for (int h = 0; h < NH; h++) {
+                int kvh = h / (NH / NKV), cnt = win[t * (NW + 1)];
+                const int32_t *cells = win + t * (NW + 1) + 1;
+                double sc[NW], mx = -INFINITY, sum = 0;
+                for (int j = 0; j < cnt; j++) {
+                    double d = 0;
+                    for (int e = 0; e < HD; e++) d += (double)q[(t * NH + h) * HD + e] * kf[cells[j] * HD * NKV + kvh * HD + e];
+                    sc[j] = d * scale, mx = fmax(mx, sc[j]);
+                }
+                for (int j = 0; j < cnt; j++) sc[j] = exp(sc[j] - mx), sum += sc[j];
+                for (int e = 0; e < HD; e++) {
+                    double acc = 0;
+                    for (int j = 0; j < cnt; j++) acc += sc[j] / sum * vf[cells[j] * HD * NKV + kvh * HD + e];
+                    want[t * HD * NH + h * HD + e] = acc;
+                }
+            }
+        /* a backend may round q to the cache's type for the dot (llama.cpp does for f16): the
+         * tolerance is that rounding's, per KV format */
+        double rel = kv_type == MF_TYPE_F32 ? 1e-4 : kv_type == MF_TYPE_F16 ? 2e-3 : kv_type == MF_TYPE_BF16 ? 1.5e-2 : 3e-2;
+        ok = close_to(mf_graph_node(g, o)->data, want, HD * NH * NT, rel, rel / 10, "attention");
+    }
+    free(k), free(v);
+    mf_graph_free(g);
+    return ok;
+}
+
+/* VIEW / RESHAPE / PERMUTE: no computation; the alias must address exactly the parent's bytes. The
+ * parent is an input, so the alias lives where the input does. */
+static bool case_alias(mf_op op, uint32_t type) {
+    const int64_t K = 256;
+    size_t rs = mf_row_size(type, K), esz = mf_type_get(type)->type_size;
+    int64_t ne[3] = {K, 2, 3};
+    uint8_t *P = malloc(rs * 6);
+    make_rows(type, K, 6, P);
+    mf_graph *g = mf_graph_new();
+    int32_t p = mf_g_input(g, "p", type, 3, ne), o;
+    if (op == MF_OP_VIEW) {
+        int64_t nv[2] = {K, 2};
+        size_t nb[2] = {esz, rs};
+        o = mf_g_view(g, p, 2, nv, nb, rs); /* rows 1..2 */
+    } else if (op == MF_OP_RESHAPE) {
+        int64_t nr[2] = {K, 6};
+        o = mf_g_reshape(g, p, 2, nr);
+    } else {
+        o = mf_g_permute(g, p, 0, 2, 1, 3);
+    }
+    bool ok = place(g, o);
+    if (ok) set(g, p, P), ok = run(g);
+    if (ok) {
+        const mf_node *n = mf_graph_node_c(g, o);
+        for (int64_t i2 = 0; ok && i2 < n->ne[2]; i2++)
+            for (int64_t i1 = 0; ok && i1 < n->ne[1]; i1++) {
+                size_t src_row = op == MF_OP_VIEW ? (size_t)(1 + i1) : op == MF_OP_RESHAPE ? (size_t)i1 : (size_t)(i2 + 2 * i1);
+                const uint8_t *got = (const uint8_t *)n->data + i1 * n->nb[1] + i2 * n->nb[2];
+                if (memcmp(got, P + rs * src_row, rs))
+                    ok = failf("%s row (%lld, %lld) does not address parent row %zu", mf_op_name(op), (long long)i1,
+                               (long long)i2, src_row);
+            }
+    }
+    free(P);
+    mf_graph_free(g);
+    return ok;
+}
+
+/* The seed's "View offset" cell: a window at offset 2 of an 8-element parent reads [3, 4, 5, 6]. */
+static bool case_view_offset(void) {
+    mf_graph *g = mf_graph_new();
+    int64_t n8 = 8, n4 = 4;
+    size_t nb4 = 4;
+    int32_t p = mf_g_input(g, "p", MF_TYPE_F32, 1, &n8), v = mf_g_view(g, p, 1, &n4, &nb4, 2 * sizeof(float));
+    float P[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    bool ok = place(g, v);
+    if (ok) set(g, p, P), ok = run(g);
+    const float want[4] = {3, 4, 5, 6};
+    if (ok && memcmp(mf_graph_node(g, v)->data, want, sizeof want)) ok = failf("view offset 2 of 1..8 is not [3,4,5,6]");
+    mf_graph_free(g);
+    return ok;
+}
+
+static bool case_cont(uint32_t type) {
+    size_t esz = mf_type_get(type)->type_size;
+    enum { A = 4, B = 3 };
+    uint8_t P[A * B * 8];
+    for (size_t i = 0; i < sizeof P; i++) P[i] = (uint8_t)urand();
+    if (type == MF_TYPE_F32 || type == MF_TYPE_F64) /* keep float payloads finite (bytes are compared anyway) */
+        for (int i = 0; i < A * B; i++) {
+            if (type == MF_TYPE_F32) {
+                float f = frand();
+                memcpy(P + 4 * i, &f, 4);
+            } else {
+                double d = frand();
+                memcpy(P + 8 * i, &d, 8);
+            }
+        }
+    mf_graph *g = mf_graph_new();
+    int64_t ne[2] = {A, B};
+    int32_t p = mf_g_input(g, "p", type, 2, ne);
+    int32_t o = mf_g_cont(g, mf_g_permute(g, p, 1, 0, 2, 3)); /* [B, A] contiguous = transpose */
+    bool ok = place(g, o);
+    if (ok) set(g, p, P), ok = run(g);
+    const uint8_t *y = ok ? mf_graph_node(g, o)->data : NULL;
+    for (int i0 = 0; ok && i0 < B; i0++)
+        for (int i1 = 0; ok && i1 < A; i1++)
+            if (memcmp(y + (i0 + i1 * B) * esz, P + (i1 + i0 * A) * esz, esz))
+                ok = failf("cont(transpose)[%d][%d] differs", i1, i0);
+    mf_graph_free(g);
+    return ok;
+}
+
+/* ---- the decision per op: a case, or an excuse.  No default on purpose. ---- */
+typedef bool (*case_fn)(mf_op op, uint32_t type);
+static bool c_binary(mf_op op, uint32_t t) { return case_binary(op, t); }
+static bool c_unary(mf_op op, uint32_t t) { return case_unary(op, t); }
+static bool c_rope(mf_op op, uint32_t t) { return (void)op, case_rope(t); }
+static bool c_get_rows(mf_op op, uint32_t t) { return (void)op, case_get_rows(t); }
+static bool c_matmul(mf_op op, uint32_t t) { return (void)op, case_matmul(t); }
+static bool c_kv_store(mf_op op, uint32_t t) { return (void)op, case_kv_store(t); }
+static bool c_attention(mf_op op, uint32_t t) {
+    (void)op;
+    /* over every KV format the backend stores (the cache type is the attention's second dtype) */
+    static const uint32_t kv[] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0};
+    const mf_backend_entry *e = mf_backend_entry_get(g_b);
+    for (size_t i = 0; i < MF_ARRAY_LEN(kv); i++) {
+        if (!e->supports(MF_OP_KV_STORE, kv[i])) continue;
+        if (!case_attention(t, kv[i])) {
+            char tmp[sizeof g_why];
+            memcpy(tmp, g_why, sizeof tmp);
+            snprintf(g_why, sizeof g_why, "%s cache: %.900s", mf_type_name(kv[i]), tmp);
+            return false;
+        }
+    }
+    return true;
+}
+static bool c_alias(mf_op op, uint32_t t) {
+    if (op == MF_OP_VIEW && t == MF_TYPE_F32 && !case_view_offset()) return false;
+    return case_alias(op, t);
+}
+static bool c_cont(mf_op op, uint32_t t) { return (void)op, case_cont(t); }
+
+static case_fn decision(mf_op op, const char **excuse) {
+    *excuse = NULL;
+    switch (op) {
+    case MF_OP_INPUT:
+    case MF_OP_WEIGHT:
+    case MF_OP_EXTERNAL: *excuse = "a leaf: it holds the caller's bytes and computes nothing"; return NULL;
+    case MF_OP_GET_ROWS: return c_get_rows;
+    case MF_OP_RMS_NORM: return c_unary;
+    case MF_OP_MATMUL: return c_matmul;
+    case MF_OP_ADD:
+    case MF_OP_MUL: return c_binary;
+    case MF_OP_SCALE:
+    case MF_OP_SILU:
+    case MF_OP_SWIGLU:
+    case MF_OP_SOFTMAX: return c_unary;
+    case MF_OP_ROPE: return c_rope;
+    case MF_OP_KV_STORE: return c_kv_store;
+    case MF_OP_ATTENTION: return c_attention;
+    case MF_OP_VIEW:
+    case MF_OP_RESHAPE:
+    case MF_OP_PERMUTE: return c_alias;
+    case MF_OP_CONT: return c_cont;
+    case MF_OP_COUNT: *excuse = "not an op (the count)"; return NULL;
+    }
+    return NULL;
+}
+
+/* The dtype universe: every id mf_type_get knows, in id order. */
+static int type_universe(uint32_t *out) {
+    int n = 0;
+    for (uint32_t t = 0; t < MF_TYPE_COUNT; t++)
+        if (mf_type_get(t)) out[n++] = t;
+    return n;
+}
+
+static void run_matrix(mf_backend b) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    if (!e) SKIP("%s: %s", mf_backend_name(b), mf_backend_not_compiled_reason(b));
+    const char *why = e->unavailable ? e->unavailable() : NULL;
+    if (why) SKIP("%s: %s", mf_backend_name(b), why);
+    mf_error err = {0};
+    mf_backend_opts opts = {.n_threads = 2};
+    REQUIRE_OK(mf_sched_new(&opts, &g_sched, &err), "%s", err.msg);
+    g_b = b;
+    uint32_t types[MF_TYPE_COUNT];
+    int nt = type_universe(types);
+    int cells = 0;
+    for (int op = 0; op < MF_OP_COUNT; op++) {
+        const char *excuse;
+        case_fn fn = decision((mf_op)op, &excuse);
+        for (int i = 0; i < nt; i++) {
+            if (!e->supports((mf_op)op, types[i])) continue;
+            if (!fn) continue; /* excused (leaves) */
+            rng = 0x1234567ull + (uint64_t)op * 977 + types[i];
+            g_why[0] = '\0';
+            bool ok = fn((mf_op)op, types[i]);
+            CHECK(ok, "%s: %s %s: %s", e->name, mf_op_name((mf_op)op), mf_type_name(types[i]), g_why);
+            cells++;
+        }
+    }
+    printf("  %s: %d op x dtype cells against their references\n", e->name, cells);
+    mf_sched_free(g_sched);
+    g_sched = NULL;
+}
+
+static void matrix_cpu(void) { run_matrix(MF_BACKEND_CPU); }
+static void matrix_metal(void) { run_matrix(MF_BACKEND_METAL); }
+static void matrix_cuda(void) { run_matrix(MF_BACKEND_CUDA); }
+static void matrix_test_backend(void) { run_matrix((mf_backend){MF_BACKEND_TEST_ID}); }
+
+static void every_op_has_a_matrix_decision(void) {
+    for (int op = 0; op < MF_OP_COUNT; op++) {
+        const char *excuse;
+        case_fn fn = decision((mf_op)op, &excuse);
+        CHECK(fn || excuse, "op %s has neither a case nor an excuse", mf_op_name((mf_op)op));
+        CHECK(strcmp(mf_op_name((mf_op)op), "unknown"), "op %d has no name (mf_op_name)", op);
+    }
+}
+
+/* ---- the published table ---- */
+
+/* The support functions the doc's columns describe: cpu, metal (no code in this port: claims nothing),
+ * cuda (its support function is compiled on every build). */
+static bool metal_supports(mf_op op, uint32_t type) { return (void)op, (void)type, false; }
+typedef bool (*support_fn)(mf_op, uint32_t);
+static const support_fn k_cols[3] = {mf_cpu_supports, metal_supports, mf_cuda_supports};
+
+static void cell_text(support_fn fn, mf_op op, char *buf, size_t cap) {
+    uint32_t types[MF_TYPE_COUNT];
+    int nt = type_universe(types);
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < nt; i++)
+        if (fn(op, types[i])) len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", len ? " " : "", mf_type_name(types[i]));
+    if (!len) snprintf(buf, cap, "-");
+}
+
+static void print_table(void) {
+    printf("| op | cpu | metal | cuda |\n|---|---|---|---|\n");
+    for (int op = 0; op < MF_OP_COUNT; op++) {
+        printf("| %s |", mf_op_name((mf_op)op));
+        for (int c = 0; c < 3; c++) {
+            char cell[1024];
+            cell_text(k_cols[c], (mf_op)op, cell, sizeof cell);
+            printf(" %s |", cell);
+        }
+        printf("\n");
+    }
+}
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = '\0';
+    return s;
+}
+
+static void support_table_matches_support_matrix_doc(void) {
+    const char *dir = getenv("MF_SRC_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/docs/SUPPORT-MATRIX.md", dir ? dir : ".");
+    FILE *f = fopen(path, "r");
+    REQUIRE(f, "cannot open %s (run from the repository root, or set MF_SRC_DIR)", path);
+    char line[4096];
+    bool in_table = false, seen[MF_OP_COUNT] = {0};
+    int rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!in_table) {
+            if (!strncmp(line, "| op | cpu | metal | cuda |", 27)) in_table = true;
+            continue;
+        }
+        if (line[0] != '|') break;
+        if (!strncmp(line, "|---", 4)) continue;
+        /* | name | cpu | metal | cuda | */
+        char *cols[5];
+        int nc = 0;
+        char *p = line + 1;
+        while (nc < 5 && p && *p) {
+            char *bar = strchr(p, '|');
+            if (!bar) break;
+            *bar = '\0';
+            cols[nc++] = trim(p);
+            p = bar + 1;
+        }
+        if (nc != 4) {
+            CHECK(nc == 4, "a table row with %d columns (want 4: op, cpu, metal, cuda)", nc);
+            continue;
+        }
+        int op = -1;
+        for (int o = 0; o < MF_OP_COUNT; o++)
+            if (!strcmp(cols[0], mf_op_name((mf_op)o))) op = o;
+        CHECK(op >= 0, "the doc names op '%s', which does not exist", cols[0]);
+        if (op < 0) continue;
+        CHECK(!seen[op], "op %s has two rows", cols[0]);
+        seen[op] = true;
+        rows++;
+        for (int c = 0; c < 3; c++) {
+            char want[1024];
+            cell_text(k_cols[c], (mf_op)op, want, sizeof want);
+            const char *col = c == 0 ? "cpu" : c == 1 ? "metal" : "cuda";
+            CHECK(!strcmp(cols[1 + c], want), "%s x %s: the doc says '%s', the support function says '%s' (update %s)",
+                  cols[0], col, cols[1 + c], want, path);
+        }
+    }
+    fclose(f);
+    CHECK(in_table, "%s has no '| op | cpu | metal | cuda |' table", path);
+    for (int op = 0; op < MF_OP_COUNT; op++) CHECK(seen[op], "op %s has no row in %s", mf_op_name((mf_op)op), path);
+    CHECK(rows == MF_OP_COUNT, "%d rows for %d ops", rows, MF_OP_COUNT);
+}
+
+int main(int argc, char **argv) {
+    mf_error err = {0};
+    if (mf_test_backend_register(&err)) {
+        printf("FAIL register test backend: %s\n", err.msg);
+        return 1;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--print-table")) {
+        print_table();
+        return 0;
+    }
+    RUN(every_op_has_a_matrix_decision);
+    RUN(matrix_cpu);
+    RUN(matrix_metal);
+    RUN(matrix_cuda);
+    RUN(matrix_test_backend);
+    RUN(support_table_matches_support_matrix_doc);
+    return mf_test_done();
+}
