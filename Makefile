@@ -27,7 +27,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_HELPERS := $(wildcard tests/support/*.c)
 
 ifeq ($(CUDA),1)
-NVCC    ?= nvcc
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
 CU_SRC  := $(shell find src -name '*.cu' | sort)
 CFLAGS  += -DMF_CUDA=1
 LDLIBS  += -L/usr/local/cuda/lib64 -lcudart -lcublas -lstdc++
