@@ -1,6 +1,120 @@
-/* mf-genmodel placeholder until the generator lands. */
+/* mf-genmodel: writes a synthetic Qwen2/Qwen3 GGUF (real tokenizer, deterministic random weights)
+ * that llama.cpp and minfer both load.  See docs/GENMODEL.md. */
+#include "genmodel.h"
+
+#include <errno.h>
 #include <stdio.h>
-int main(void) {
-    fprintf(stderr, "mf-genmodel: not implemented yet\n");
-    return 1;
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: mf-genmodel --arch qwen2|qwen3 [options] -o OUT.gguf\n"
+            "\n"
+            "Writes a synthetic model with llama.cpp's tensor names, shapes and metadata, the real Qwen\n"
+            "tokenizer and random weights that are a pure function of the options (byte-identical files\n"
+            "for the same options on every machine).\n"
+            "\n"
+            "  --arch A        qwen2 | qwen3 (required). qwen2 has q/k/v biases, qwen3 q/k norms.\n"
+            "  --preset P      %s (default tiny)\n"
+            "                    tiny          2 layers, n_embd 256, 4 heads, 2 kv heads, head_dim 64, ffn 512,\n"
+            "                                  ctx 4096, untied output\n"
+            "                    qwen2.5-0.5b  24 layers, 896, 14 heads, 2 kv, head_dim 64, ffn 4864, ctx 32768, tied\n"
+            "                    qwen3-0.6b    28 layers, 1024, 16 heads, 8 kv, head_dim 128, ffn 3072, ctx 40960,\n"
+            "                                  tied (qwen3 only: n_head*head_dim != n_embd)\n"
+            "                  every preset: vocab 151936, rope base 1e6, rms eps 1e-6\n"
+            "  --type T        %s (default f16)\n"
+            "                  a single type is every 2-D weight in T (llama-quantize --pure; rows that are not\n"
+            "                  a multiple of 256 fall back q4_k->q5_0, q5_k->q5_1, q6_k->q8_0); q4_k_m is\n"
+            "                  llama.cpp's Q4_K_M mix. Norms and biases are always f32.\n"
+            "  --seed N        weight seed, unsigned 64-bit decimal (default 1)\n"
+            "  --tied          no output.weight: the output reuses token_embd (default of the 0.5B/0.6B presets)\n"
+            "  --untied        a separate output.weight (default of tiny)\n"
+            "  --tokenizer DIR folder with tokenizer.json and tokenizer_config.json (default $MF_TOKENIZER_DIR,\n"
+            "                  else ../shared/tokenizers/qwen3)\n"
+            "  --layers N      override the preset's layer count (1..512)\n"
+            "  --ctx N         override the preset's context_length (1..16777216)\n"
+            "  -o, --output F  the file to write (required)\n"
+            "  -q, --quiet     no summary line\n"
+            "  -h, --help      this text\n"
+            "\n"
+            "Exit status: 0 written, 1 generation failed (nothing left behind), 2 bad command line.\n",
+            gm_preset_names(), gm_ftype_names());
+}
+
+static int bad(const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, "mf-genmodel: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n(see mf-genmodel --help)\n");
+    return 2;
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s || *s == '-' || *s == '+') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+int main(int argc, char **argv) {
+    gm_config c = {0};
+    const char *arch = NULL, *preset = "tiny", *type = "f16", *layers = NULL, *ctx = NULL, *seed = NULL;
+    int tied = -1;
+    c.tokenizer_dir = getenv("MF_TOKENIZER_DIR");
+    if (!c.tokenizer_dir || !*c.tokenizer_dir) c.tokenizer_dir = "../shared/tokenizers/qwen3";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--tied")) tied = 1;
+        else if (!strcmp(a, "--untied")) tied = 0;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) c.quiet = true;
+        else if (!strcmp(a, "--arch")) dst = &arch;
+        else if (!strcmp(a, "--preset")) dst = &preset;
+        else if (!strcmp(a, "--type")) dst = &type;
+        else if (!strcmp(a, "--seed")) dst = &seed;
+        else if (!strcmp(a, "--tokenizer")) dst = &c.tokenizer_dir;
+        else if (!strcmp(a, "--layers")) dst = &layers;
+        else if (!strcmp(a, "--ctx")) dst = &ctx;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) dst = &c.out_path;
+        else return bad("unknown option '%s'%s", a, "");
+        if (dst) {
+            if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
+            *dst = argv[++i];
+        }
+    }
+    if (!arch) return bad("--arch is required (qwen2|qwen3)%s%s", "", "");
+    if (!strcmp(arch, "qwen2")) c.arch = GM_ARCH_QWEN2;
+    else if (!strcmp(arch, "qwen3")) c.arch = GM_ARCH_QWEN3;
+    else return bad("unknown --arch '%s'; allowed: %s", arch, "qwen2|qwen3");
+    const gm_preset *p = gm_preset_find(preset);
+    if (!p) return bad("unknown --preset '%s'; allowed: %s", preset, gm_preset_names());
+    c.p = *p;
+    if (gm_ftype_parse(type, &c.ftype)) return bad("unknown --type '%s'; allowed: %s", type, gm_ftype_names());
+    c.seed = 1;
+    if (seed && !parse_u64(seed, &c.seed))
+        return bad("--seed '%s' is not an unsigned decimal integer (0..18446744073709551615)%s", seed, "");
+    uint64_t v;
+    if (layers) {
+        if (!parse_u64(layers, &v) || v < 1 || v > 512) return bad("--layers '%s' is not in 1..512%s", layers, "");
+        c.p.n_layer = (int)v;
+    }
+    if (ctx) {
+        if (!parse_u64(ctx, &v) || v < 1 || v > 16777216) return bad("--ctx '%s' is not in 1..16777216%s", ctx, "");
+        c.p.n_ctx = (int)v;
+    }
+    if (tied >= 0) c.p.tied = tied;
+    if (!c.out_path) return bad("-o OUT.gguf is required%s%s", "", "");
+    mf_error err = {0};
+    if (gm_config_check(&c, &err)) return bad("%s%s", err.msg, "");
+    if (gm_generate(&c, &err)) {
+        fprintf(stderr, "mf-genmodel: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
 }

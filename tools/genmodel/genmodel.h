@@ -1,0 +1,72 @@
+/* mf-genmodel internals: a synthetic Qwen2/Qwen3 GGUF generator (see docs/GENMODEL.md).
+ *
+ * Everything written is a pure function of the command line and the tokenizer files: the weights
+ * come from an integer PRNG and are converted with the quantizers in quantize.c (no libm calls other
+ * than IEEE-exact ones), so files are byte-identical across machines and compilers. */
+#ifndef MF_GENMODEL_H
+#define MF_GENMODEL_H
+
+#include "core/core.h"
+#include "gguf/gguf.h"
+
+#define GM_VOCAB 151936 /* the Qwen2/2.5/3 embedding rows (tokenizer ids are fewer; the rest is [PAD<id>]) */
+
+typedef enum { GM_ARCH_QWEN2, GM_ARCH_QWEN3 } gm_arch;
+
+/* What --type asks for: a single tensor type (llama-quantize --pure style) or the Q4_K_M mix. */
+typedef enum {
+    GM_T_F32, GM_T_F16, GM_T_BF16, GM_T_Q8_0, GM_T_Q4_0, GM_T_Q4_1, GM_T_Q5_0, GM_T_Q5_1,
+    GM_T_Q4_K, GM_T_Q5_K, GM_T_Q6_K, GM_T_Q4_K_M, GM_T_COUNT
+} gm_ftype;
+
+typedef struct {
+    const char *name;
+    int n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_ctx;
+    float rope_base;
+    bool tied;
+} gm_preset;
+
+typedef struct {
+    gm_arch arch;
+    gm_preset p; /* preset after --layers/--ctx/--tied overrides */
+    gm_ftype ftype;
+    uint64_t seed;
+    const char *tokenizer_dir;
+    const char *out_path;
+    bool quiet;
+} gm_config;
+
+/* ---- tables (model.c) ---- */
+const char *gm_arch_name(gm_arch a);
+const gm_preset *gm_preset_find(const char *name);
+const char *gm_preset_names(void); /* "tiny|qwen2.5-0.5b|qwen3-0.6b" */
+const char *gm_ftype_name(gm_ftype t);
+int gm_ftype_parse(const char *s, gm_ftype *out);
+const char *gm_ftype_names(void);
+uint32_t gm_ftype_file_type(gm_ftype t); /* general.file_type (llama_ftype) */
+
+/* Validates the shape combination (qwen2 needs n_head*head_dim == n_embd, ...). */
+int gm_config_check(const gm_config *c, mf_error *err);
+/* Writes the whole file: metadata, tokenizer, weights. */
+int gm_generate(const gm_config *c, mf_error *err);
+
+/* ---- tokenizer (tokenizer.c) ---- */
+/* Reads tokenizer.json + tokenizer_config.json (+ config.json if present) from dir and sets the
+ * tokenizer.* keys the way llama.cpp's convert_hf_to_gguf.py does for Qwen, with n_vocab tokens. */
+int gm_tokenizer_add(mf_gguf_writer *w, const char *dir, int64_t n_vocab, mf_error *err);
+
+/* ---- weights (weights.c) ---- */
+typedef struct {
+    uint64_t s;
+} gm_rng;
+void gm_rng_seed(gm_rng *r, uint64_t seed, const char *stream_name);
+/* n values, mean + sigma * (approximately standard normal, Irwin-Hall of 4 uniforms), deterministic. */
+uint64_t gm_rng_u64(gm_rng *r);
+void gm_rng_fill(gm_rng *r, float *dst, int64_t n, float mean, float sigma);
+
+/* ---- quantizers (quantize.c) ---- */
+/* Converts one row of n floats into type (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K).
+ * Round-to-nearest reference quantizers; returns MF_E_UNSUPPORTED for other types. */
+int gm_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
+
+#endif

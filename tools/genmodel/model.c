@@ -1,0 +1,291 @@
+/* Presets, per-tensor type choice (llama.cpp's rules), the tensor list with its init scale, and the
+ * streaming writer loop. */
+#include "genmodel.h"
+#include "quant/quant.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+static const gm_preset presets[] = {
+    /* name            layers embd heads kv  hd   ff    ctx    rope   tied */
+    {"tiny", 2, 256, 4, 2, 64, 512, 4096, 1000000.f, false},
+    {"qwen2.5-0.5b", 24, 896, 14, 2, 64, 4864, 32768, 1000000.f, true},
+    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, 1000000.f, true},
+};
+
+const gm_preset *gm_preset_find(const char *name) {
+    for (size_t i = 0; i < MF_ARRAY_LEN(presets); i++)
+        if (!strcmp(presets[i].name, name)) return &presets[i];
+    return NULL;
+}
+const char *gm_preset_names(void) { return "tiny|qwen2.5-0.5b|qwen3-0.6b"; }
+const char *gm_arch_name(gm_arch a) { return a == GM_ARCH_QWEN2 ? "qwen2" : "qwen3"; }
+
+static const struct {
+    const char *name;
+    uint32_t type;      /* the tensor type (for q4_k_m: the default before the per-tensor rules) */
+    uint32_t file_type; /* llama_ftype */
+} ftypes[GM_T_COUNT] = {
+    [GM_T_F32] = {"f32", MF_TYPE_F32, 0},        [GM_T_F16] = {"f16", MF_TYPE_F16, 1},
+    [GM_T_BF16] = {"bf16", MF_TYPE_BF16, 32},    [GM_T_Q8_0] = {"q8_0", MF_TYPE_Q8_0, 7},
+    [GM_T_Q4_0] = {"q4_0", MF_TYPE_Q4_0, 2},     [GM_T_Q4_1] = {"q4_1", MF_TYPE_Q4_1, 3},
+    [GM_T_Q5_0] = {"q5_0", MF_TYPE_Q5_0, 8},     [GM_T_Q5_1] = {"q5_1", MF_TYPE_Q5_1, 9},
+    [GM_T_Q4_K] = {"q4_k", MF_TYPE_Q4_K, 14},    [GM_T_Q5_K] = {"q5_k", MF_TYPE_Q5_K, 16},
+    [GM_T_Q6_K] = {"q6_k", MF_TYPE_Q6_K, 18},    [GM_T_Q4_K_M] = {"q4_k_m", MF_TYPE_Q4_K, 15},
+};
+
+const char *gm_ftype_name(gm_ftype t) { return ftypes[t].name; }
+const char *gm_ftype_names(void) { return "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m"; }
+uint32_t gm_ftype_file_type(gm_ftype t) { return ftypes[t].file_type; }
+int gm_ftype_parse(const char *s, gm_ftype *out) {
+    for (int i = 0; i < GM_T_COUNT; i++)
+        if (!strcasecmp(s, ftypes[i].name)) return *out = (gm_ftype)i, 0;
+    return MF_E_INVAL;
+}
+
+int gm_config_check(const gm_config *c, mf_error *err) {
+    const gm_preset *p = &c->p;
+    if (p->n_head % p->n_head_kv)
+        return mf_err(err, MF_E_INVAL, "n_head %d is not a multiple of n_head_kv %d", p->n_head, p->n_head_kv);
+    if (c->arch == GM_ARCH_QWEN2 && p->n_head * p->head_dim != p->n_embd)
+        return mf_err(err, MF_E_INVAL,
+                      "qwen2 needs n_head*head_dim == n_embd, preset '%s' has %d*%d != %d (use --arch qwen3 with it)",
+                      p->name, p->n_head, p->head_dim, p->n_embd);
+    if (p->n_embd % 32 || p->n_ff % 32 || (p->n_head * p->head_dim) % 32)
+        return mf_err(err, MF_E_INVAL, "row lengths must be multiples of 32");
+    return 0;
+}
+
+/* ---- the tensor list ---- */
+typedef enum { C_EMBD, C_OUT, C_Q, C_K, C_V, C_O, C_GATE, C_UP, C_DOWN, C_1D } gm_cat;
+
+typedef struct {
+    char name[64];
+    gm_cat cat;
+    int layer;
+    uint32_t n_dims;
+    int64_t ne[2];
+    uint32_t type;
+    float mean, sigma;
+} gm_tensor;
+
+/* llama_tensor_get_type's use_more_bits */
+static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+/* tensor_type_fallback: rows that are not a multiple of the block size */
+static uint32_t fallback(uint32_t t, int64_t ncols) {
+    int64_t bs = mf_type_get(t)->blck_size;
+    if (ncols % bs == 0) return t;
+    switch (t) {
+    case MF_TYPE_Q4_K: t = MF_TYPE_Q5_0; break;
+    case MF_TYPE_Q5_K: t = MF_TYPE_Q5_1; break;
+    case MF_TYPE_Q6_K: t = MF_TYPE_Q8_0; break;
+    default: break;
+    }
+    return ncols % mf_type_get(t)->blck_size ? MF_TYPE_F16 : t;
+}
+
+/* --type X is llama-quantize --pure X (every 2-D weight X, with the shape fallback); q4_k_m follows
+ * llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M (no imatrix, not Falcon, no experts). */
+static uint32_t pick_type(const gm_config *c, gm_cat cat, int layer, int64_t ncols) {
+    if (cat == C_1D) return MF_TYPE_F32;
+    uint32_t t = ftypes[c->ftype].type;
+    if (!mf_type_get(t)->quantized) return t;
+    if (c->ftype == GM_T_Q4_K_M) {
+        if (cat == C_OUT || (c->p.tied && cat == C_EMBD)) t = ncols % 256 ? MF_TYPE_Q8_0 : MF_TYPE_Q6_K;
+        else if (cat == C_V || cat == C_DOWN) t = use_more_bits(layer, c->p.n_layer) ? MF_TYPE_Q6_K : MF_TYPE_Q4_K;
+    }
+    return fallback(t, ncols);
+}
+
+/* Init scheme (docs/GENMODEL.md): unit-variance projections in, residual writes scaled to the
+ * embedding, logits with a std of about GM_LOGIT_STD. */
+#define GM_LOGIT_STD 10.0f
+#define GM_NORM_JITTER 0.1f
+#define GM_RESID 2.0f
+
+static int build_list(const gm_config *c, gm_tensor **out, int *n_out) {
+    const gm_preset *p = &c->p;
+    const int L = p->n_layer, d = p->n_embd, dq = p->n_head * p->head_dim, dkv = p->n_head_kv * p->head_dim;
+    const int per_layer = 14;
+    gm_tensor *t = calloc((size_t)(3 + per_layer * L), sizeof *t);
+    if (!t) return MF_E_NOMEM;
+    int n = 0;
+    const float sd = sqrtf((float)d), se = GM_LOGIT_STD / sd;
+    const float resid = GM_RESID * se / sqrtf((float)L);
+#define ADD2(nm, c_, l, n0, n1, s)                                                                                     \
+    do {                                                                                                              \
+        gm_tensor *x = &t[n++];                                                                                       \
+        snprintf(x->name, sizeof x->name, "%s", nm);                                                                  \
+        x->cat = c_, x->layer = l, x->n_dims = 2, x->ne[0] = n0, x->ne[1] = n1, x->mean = 0, x->sigma = s;           \
+    } while (0)
+#define ADD1(nm, l, n0, m, s)                                                                                          \
+    do {                                                                                                              \
+        gm_tensor *x = &t[n++];                                                                                       \
+        snprintf(x->name, sizeof x->name, "%s", nm);                                                                  \
+        x->cat = C_1D, x->layer = l, x->n_dims = 1, x->ne[0] = n0, x->ne[1] = 1, x->mean = m, x->sigma = s;          \
+    } while (0)
+    ADD2("token_embd.weight", C_EMBD, -1, d, GM_VOCAB, se);
+    char nm[64];
+    for (int i = 0; i < L; i++) {
+#define NM(s) (snprintf(nm, sizeof nm, "blk.%d.%s", i, s), nm)
+        ADD1(NM("attn_norm.weight"), i, d, 1.0f, GM_NORM_JITTER);
+        ADD2(NM("attn_q.weight"), C_Q, i, d, dq, 1.0f / sd);
+        if (c->arch == GM_ARCH_QWEN2) ADD1(NM("attn_q.bias"), i, dq, 0, 0.5f);
+        ADD2(NM("attn_k.weight"), C_K, i, d, dkv, 1.0f / sd);
+        if (c->arch == GM_ARCH_QWEN2) ADD1(NM("attn_k.bias"), i, dkv, 0, 0.5f);
+        ADD2(NM("attn_v.weight"), C_V, i, d, dkv, 1.0f / sd);
+        if (c->arch == GM_ARCH_QWEN2) ADD1(NM("attn_v.bias"), i, dkv, 0, 0.1f);
+        if (c->arch == GM_ARCH_QWEN3) {
+            ADD1(NM("attn_q_norm.weight"), i, p->head_dim, 1.0f, GM_NORM_JITTER);
+            ADD1(NM("attn_k_norm.weight"), i, p->head_dim, 1.0f, GM_NORM_JITTER);
+        }
+        ADD2(NM("attn_output.weight"), C_O, i, dq, d, resid / sqrtf((float)dq));
+        ADD1(NM("ffn_norm.weight"), i, d, 1.0f, GM_NORM_JITTER);
+        ADD2(NM("ffn_gate.weight"), C_GATE, i, d, p->n_ff, 1.0f / sd);
+        ADD2(NM("ffn_up.weight"), C_UP, i, d, p->n_ff, 1.0f / sd);
+        ADD2(NM("ffn_down.weight"), C_DOWN, i, p->n_ff, d, 2.0f * resid / sqrtf((float)p->n_ff));
+#undef NM
+    }
+    /* Random-sign gain: with a positive one and tied embeddings the current token's own row wins by
+     * ~sqrt(n_embd) * logit std (the residual is mostly its embedding) and greedy repeats it forever. */
+    ADD1("output_norm.weight", -1, d, 0.0f, 1.0f);
+    if (!p->tied) ADD2("output.weight", C_OUT, -1, d, GM_VOCAB, se);
+#undef ADD1
+#undef ADD2
+    for (int i = 0; i < n; i++) t[i].type = pick_type(c, t[i].cat, t[i].layer, t[i].ne[0]);
+    *out = t;
+    *n_out = n;
+    return 0;
+}
+
+static int set_meta(mf_gguf_writer *w, const gm_config *c) {
+    const gm_preset *p = &c->p;
+    const char *a = gm_arch_name(c->arch);
+    char key[128], name[128];
+    int rc = 0;
+#define K(s) (snprintf(key, sizeof key, "%s.%s", a, s), key)
+    snprintf(name, sizeof name, "minfer synthetic %s %s", p->name, a);
+    rc |= mf_gguf_writer_set_str(w, "general.architecture", a);
+    rc |= mf_gguf_writer_set_str(w, "general.type", "model");
+    rc |= mf_gguf_writer_set_str(w, "general.name", name);
+    rc |= mf_gguf_writer_set_u32(w, K("block_count"), (uint32_t)p->n_layer);
+    rc |= mf_gguf_writer_set_u32(w, K("context_length"), (uint32_t)p->n_ctx);
+    rc |= mf_gguf_writer_set_u32(w, K("embedding_length"), (uint32_t)p->n_embd);
+    rc |= mf_gguf_writer_set_u32(w, K("feed_forward_length"), (uint32_t)p->n_ff);
+    rc |= mf_gguf_writer_set_u32(w, K("attention.head_count"), (uint32_t)p->n_head);
+    rc |= mf_gguf_writer_set_u32(w, K("attention.head_count_kv"), (uint32_t)p->n_head_kv);
+    rc |= mf_gguf_writer_set_f32(w, K("rope.freq_base"), p->rope_base);
+    rc |= mf_gguf_writer_set_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-6f);
+    if (c->arch == GM_ARCH_QWEN3) {
+        rc |= mf_gguf_writer_set_u32(w, K("attention.key_length"), (uint32_t)p->head_dim);
+        rc |= mf_gguf_writer_set_u32(w, K("attention.value_length"), (uint32_t)p->head_dim);
+    }
+#undef K
+    rc |= mf_gguf_writer_set_u32(w, "general.file_type", gm_ftype_file_type(c->ftype));
+    rc |= mf_gguf_writer_set_u32(w, "general.quantization_version", 2);
+    rc |= mf_gguf_writer_set_u64(w, "minfer.genmodel.seed", c->seed);
+    rc |= mf_gguf_writer_set_str(w, "minfer.genmodel.type", gm_ftype_name(c->ftype));
+    return rc ? MF_E_NOMEM : 0;
+}
+
+#define GM_ROWS_PER_CHUNK 64
+
+/* One output row in GM_HOT_ONE_IN gets GM_HOT_SCALE times the norm: the logits then have a heavy upper
+ * tail, so the top token stands clear of the runner-up (greedy decoding robust to float rounding)
+ * while thousands of tokens can still win.  Powers of two keep the product exact. */
+#define GM_HOT_ONE_IN 128
+#define GM_HOT_SCALE 2.0f
+static void hot_rows(gm_rng *r, float *rows, int64_t ncol, int64_t nr) {
+    for (int64_t k = 0; k < nr; k++) {
+        if (gm_rng_u64(r) % GM_HOT_ONE_IN) continue;
+        for (int64_t j = 0; j < ncol; j++) rows[k * ncol + j] *= GM_HOT_SCALE;
+    }
+}
+
+int gm_generate(const gm_config *c, mf_error *err) {
+    double t0 = mf_time_now();
+    int rc = gm_config_check(c, err);
+    if (rc) return rc;
+    gm_tensor *t = NULL;
+    int n = 0;
+    mf_gguf_writer *w = mf_gguf_writer_new();
+    uint8_t *buf = NULL;
+    float *rows = NULL;
+    bool begun = false;
+    if (!w || build_list(c, &t, &n)) {
+        rc = mf_err(err, MF_E_NOMEM, "out of memory building the tensor list");
+        goto done;
+    }
+    if ((rc = set_meta(w, c))) {
+        rc = mf_err(err, rc, "setting the model metadata failed");
+        goto done;
+    }
+    if ((rc = gm_tokenizer_add(w, c->tokenizer_dir, GM_VOCAB, err))) goto done;
+
+    uint64_t max_bytes = 0, total = 0;
+    int64_t max_row = 0;
+    int count_by_type[MF_TYPE_COUNT] = {0};
+    for (int i = 0; i < n; i++) {
+        if ((rc = mf_gguf_writer_add_tensor(w, t[i].name, t[i].type, t[i].n_dims, t[i].ne, err))) goto done;
+        uint64_t nb = (uint64_t)mf_row_size(t[i].type, t[i].ne[0]) * (uint64_t)t[i].ne[1];
+        max_bytes = nb > max_bytes ? nb : max_bytes;
+        max_row = t[i].ne[0] > max_row ? t[i].ne[0] : max_row;
+        total += nb;
+        count_by_type[t[i].type]++;
+    }
+    buf = malloc(max_bytes);
+    rows = malloc((size_t)max_row * GM_ROWS_PER_CHUNK * sizeof(float));
+    if (!buf || !rows) {
+        rc = mf_err(err, MF_E_NOMEM, "cannot allocate %llu bytes of tensor buffer", (unsigned long long)max_bytes);
+        goto done;
+    }
+    if ((rc = mf_gguf_writer_begin(w, c->out_path, err))) goto done;
+    begun = true;
+    for (int i = 0; i < n; i++) {
+        gm_rng r, hot;
+        gm_rng_seed(&r, c->seed, t[i].name);
+        char hot_name[80];
+        snprintf(hot_name, sizeof hot_name, "%s#hot", t[i].name);
+        gm_rng_seed(&hot, c->seed, hot_name);
+        const int64_t ncol = t[i].ne[0], nrow = t[i].ne[1];
+        const size_t rs = mf_row_size(t[i].type, ncol);
+        for (int64_t r0 = 0; r0 < nrow; r0 += GM_ROWS_PER_CHUNK) {
+            int64_t nr = MF_MIN(GM_ROWS_PER_CHUNK, nrow - r0);
+            gm_rng_fill(&r, rows, ncol * nr, t[i].mean, t[i].sigma);
+            if (t[i].cat == C_OUT || (c->p.tied && t[i].cat == C_EMBD)) hot_rows(&hot, rows, ncol, nr);
+            for (int64_t k = 0; k < nr; k++) {
+                rc = gm_quantize_row(t[i].type, rows + k * ncol, buf + (size_t)(r0 + k) * rs, ncol);
+                if (rc) {
+                    rc = mf_err(err, MF_E_INTERNAL, "no quantizer for %s (tensor %s)", mf_type_name(t[i].type),
+                                t[i].name);
+                    goto done;
+                }
+            }
+        }
+        if ((rc = mf_gguf_writer_write_tensor(w, buf, rs * (uint64_t)nrow, err))) goto done;
+    }
+    if ((rc = mf_gguf_writer_end(w, err))) goto done;
+    if (!c->quiet) {
+        printf("mf-genmodel: wrote %s: %s %s, %d layers, %s, %d tensors, %.1f MiB of weights (", c->out_path,
+               gm_arch_name(c->arch), c->p.name, c->p.n_layer, gm_ftype_name(c->ftype), n, (double)total / 1048576.0);
+        const char *sep = "";
+        for (int k = 0; k < MF_TYPE_COUNT; k++)
+            if (count_by_type[k]) printf("%s%d %s", sep, count_by_type[k], mf_type_name((uint32_t)k)), sep = ", ";
+        printf("), seed %llu, %.2f s\n", (unsigned long long)c->seed, mf_time_now() - t0);
+    }
+done:
+    if (rc && begun) remove(c->out_path); /* never leave a half-written model behind */
+    mf_gguf_writer_free(w);
+    free(t);
+    free(buf);
+    free(rows);
+    return rc;
+}
