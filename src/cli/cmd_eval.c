@@ -1,11 +1,178 @@
-/* minfer eval (placeholder until its module lands). */
+/* minfer eval: one forward over the tokens, then one JSON line per position with the top-K raw logits
+ * (the shape of the llama.cpp oracle's `eval`, so the two can be compared line by line). */
 #include "cli/cli.h"
 
+#include "minfer.h"
+
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: minfer eval -m MODEL (-p TEXT | --tokens JSON_IDS) [options]\n"
+            "\n"
+            "Teacher-forced forward: runs every token once and prints, per position, the top-K raw logits\n"
+            "(highest first, ties by lower id):  {\"pos\": i, \"token\": id, \"top\": [[id, logit], ...]}\n"
+            "\n"
+            "  -m, --model FILE      GGUF model (qwen2, qwen3)\n"
+            "  -p, --prompt TEXT     text to tokenize (special tokens parsed, BOS as the model asks)\n"
+            "      --tokens JSON     token ids, e.g. '[9707, 11, 1879]'\n"
+            "      --top K           logits per position (default 5)\n"
+            "  -c, --ctx-size N      context size (default: the token count)\n"
+            "  -t, --threads N       CPU threads (default: online CPUs, at most 16)\n"
+            "  -h, --help            this help\n");
+}
+
+static bool parse_ids(const char *s, mf_token **out, int32_t *n) {
+    *out = NULL;
+    *n = 0;
+    size_t cap = 64, k = 0;
+    mf_token *ids = malloc(cap * sizeof *ids);
+    if (!ids) return false;
+    const char *p = s;
+    while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+    if (*p++ != '[') goto bad;
+    for (;;) {
+        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+        if (*p == ']' && k == 0) {
+            p++;
+            break;
+        }
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > INT32_MAX) goto bad;
+        if (k == cap) {
+            mf_token *ni = realloc(ids, 2 * cap * sizeof *ids);
+            if (!ni) goto bad;
+            ids = ni;
+            cap *= 2;
+        }
+        ids[k++] = (mf_token)v;
+        p = end;
+        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p++ == ']') break;
+        goto bad;
+    }
+    while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+    if (*p) goto bad;
+    *out = ids;
+    *n = (int32_t)k;
+    return true;
+bad:
+    free(ids);
+    fprintf(stderr, "Error: --tokens expects a JSON array of non-negative integers, got '%.60s'\n", s);
+    return false;
+}
+
+typedef struct {
+    int32_t id;
+    float v;
+} top_ent;
+
+/* the k highest logits, highest first, ties by lower id */
+static int32_t top_k(const float *l, int32_t n, int32_t k, top_ent *out) {
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (m == k && !(l[i] > out[m - 1].v)) continue;
+        int32_t j = m < k ? m++ : k - 1;
+        while (j > 0 && l[i] > out[j - 1].v) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = (top_ent){i, l[i]};
+    }
+    return m;
+}
 
 int mf_cmd_eval(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "Error: 'minfer eval' is not implemented yet\n");
-    return 1;
+    const char *model_path = NULL, *prompt = NULL, *tokens_json = NULL;
+    long k = 5, n_ctx = 0, n_threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        bool m = !strcmp(a, "-m") || !strcmp(a, "--model"), p = !strcmp(a, "-p") || !strcmp(a, "--prompt"),
+             t = !strcmp(a, "--tokens"), top = !strcmp(a, "--top"),
+             c = !strcmp(a, "-c") || !strcmp(a, "--ctx-size"),
+             th = !strcmp(a, "-t") || !strcmp(a, "--threads");
+        if (!(m || p || t || top || c || th)) {
+            fprintf(stderr, "Error: unknown flag '%s' for 'minfer eval' (see minfer eval --help)\n", a);
+            return 2;
+        }
+        if (!(v = mf_arg_value(argc, argv, &i))) return 2;
+        if (m) model_path = v;
+        if (p) prompt = v;
+        if (t) tokens_json = v;
+        if (top && !mf_arg_int(a, v, 1, 1000, &k)) return 2;
+        if (c && !mf_arg_int(a, v, 0, 1 << 24, &n_ctx)) return 2;
+        if (th && !mf_arg_int(a, v, 1, 1024, &n_threads)) return 2;
+    }
+    if (!model_path) {
+        fprintf(stderr, "Error: no model given: minfer eval -m MODEL.gguf --tokens '[...]'\n");
+        return 2;
+    }
+    if ((prompt != NULL) == (tokens_json != NULL)) {
+        fprintf(stderr, "Error: give exactly one of -p TEXT or --tokens JSON_IDS\n");
+        return 2;
+    }
+    mf_token *ids = NULL;
+    int32_t n = 0;
+    if (tokens_json && !parse_ids(tokens_json, &ids, &n)) return 2;
+    int ret = 1;
+    mf_error err = {0};
+    mf_model *model = NULL;
+    mf_context *ctx = NULL;
+    mf_batch b = {0};
+    top_ent *tops = malloc(sizeof(top_ent) * (size_t)k);
+    if (!tops) goto fail;
+    if (mf_model_load(model_path, NULL, &model, &err)) goto fail;
+    if (prompt && mf_tokenize(model, prompt, strlen(prompt), true, true, &ids, &n, &err)) goto fail;
+    if (n == 0) {
+        fprintf(stderr, "Error: no tokens to evaluate\n");
+        ret = 2;
+        goto out;
+    }
+    mf_context_params cp = mf_context_default_params();
+    cp.n_ctx = n_ctx ? (int32_t)n_ctx : n;
+    cp.n_threads = (int32_t)n_threads;
+    if (cp.n_ctx < n) {
+        fprintf(stderr, "Error: %d tokens do not fit a context of %d (raise -c/--ctx-size to at least %d)\n",
+                n, cp.n_ctx, n);
+        goto out;
+    }
+    if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
+    if (mf_batch_init(&b, n, &err)) goto fail;
+    for (int32_t i = 0; i < n; i++) mf_batch_add(&b, ids[i], i, 0, true);
+    if (mf_decode(ctx, &b, &err)) goto fail;
+    mf_model_info info;
+    mf_model_get_info(model, &info);
+    for (int32_t i = 0; i < n; i++) {
+        const float *l = mf_get_logits(ctx, i);
+        int32_t m = top_k(l, info.n_vocab, (int32_t)k, tops);
+        printf("{\"pos\": %d, \"token\": %d, \"top\": [", i, ids[i]);
+        for (int32_t j = 0; j < m; j++) printf("%s[%d, %.9g]", j ? ", " : "", tops[j].id, tops[j].v);
+        printf("]}\n");
+    }
+    fflush(stdout);
+    ret = 0;
+    goto out;
+fail:
+    fprintf(stderr, "Error: %s\n", err.msg[0] ? err.msg : "out of memory");
+    ret = 1;
+out:
+    mf_batch_free(&b);
+    mf_context_free(ctx);
+    mf_model_free(model);
+    free(ids);
+    free(tops);
+    return ret;
 }

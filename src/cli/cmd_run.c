@@ -1,11 +1,351 @@
-/* minfer run (placeholder until its module lands). */
+/* minfer run: generate text from a prompt (streamed to stdout), or print the generated ids (--ids). */
 #include "cli/cli.h"
 
+#include "minfer.h"
+
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(
+        f,
+        "usage: minfer run -m MODEL (-p PROMPT | -f FILE | --tokens JSON_IDS) [options]\n"
+        "\n"
+        "Generates text after the prompt and streams it to stdout; load time and prefill/decode speed go to\n"
+        "stderr.  Generation stops at an end-of-generation token, after -n tokens, or when the context is "
+        "full.\n"
+        "\n"
+        "  -m, --model FILE         GGUF model (qwen2, qwen3 architectures)\n"
+        "  -p, --prompt TEXT        prompt text\n"
+        "  -f, --file FILE          read the prompt text from FILE\n"
+        "      --tokens JSON_IDS    prompt as token ids, e.g. '[9707, 11, 1879]' (no tokenizer involved)\n"
+        "  -n, --n-predict N        tokens to generate (default 128)\n"
+        "      --chat               render the prompt as a user turn with the model's chat template\n"
+        "      --system TEXT        system message for --chat\n"
+        "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
+        "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096))\n"
+        "      --temp X             temperature (default 0.8; 0 = greedy)\n"
+        "      --top-k N            top-k (default 40; 0 = off)\n"
+        "      --top-p X            top-p (default 0.95; 1 = off)\n"
+        "      --min-p X            min-p (default 0.05; 0 = off)\n"
+        "      --typical X          typical-p (default 1 = off)\n"
+        "      --repeat-penalty X   repetition penalty (default 1 = off)\n"
+        "      --repeat-last-n N    penalty window in tokens (default 64; 0 = off, -1 = all)\n"
+        "      --presence-penalty X presence penalty (default 0)\n"
+        "      --frequency-penalty X frequency penalty (default 0)\n"
+        "      --seed N             sampling seed (default 24301; same seed, same output)\n"
+        "      --ignore-eos         keep generating past end-of-generation tokens\n"
+        "      --ids                print one JSON array of the generated ids on stdout instead of text\n"
+        "  -h, --help               this help\n"
+        "\n"
+        "Sampler order (llama.cpp's default): penalties -> top-k -> typical -> top-p -> min-p -> temperature "
+        "-> draw.\n");
+}
+
+/* '[1, 2, 3]' -> ids (malloc'd) */
+static bool parse_ids(const char *s, mf_token **out, int32_t *n) {
+    *out = NULL;
+    *n = 0;
+    const char *p = s;
+    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+    if (*p != '[') goto bad;
+    p++;
+    size_t cap = 64, k = 0;
+    mf_token *ids = malloc(cap * sizeof *ids);
+    if (!ids) return false;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+        if (*p == ']' && k == 0) {
+            p++;
+            break;
+        }
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > INT32_MAX) {
+            free(ids);
+            goto bad;
+        }
+        if (k == cap) {
+            cap *= 2;
+            mf_token *ni = realloc(ids, cap * sizeof *ids);
+            if (!ni) {
+                free(ids);
+                return false;
+            }
+            ids = ni;
+        }
+        ids[k++] = (mf_token)v;
+        p = end;
+        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == ']') {
+            p++;
+            break;
+        }
+        free(ids);
+        goto bad;
+    }
+    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+    if (*p) {
+        free(ids);
+        goto bad;
+    }
+    *out = ids;
+    *n = (int32_t)k;
+    return true;
+bad:
+    fprintf(stderr, "Error: --tokens expects a JSON array of non-negative integers, got '%.60s'\n", s);
+    return false;
+}
+
+static void progress(float p, void *user) {
+    (void)user;
+    (void)p;
+}
 
 int mf_cmd_run(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "Error: 'minfer run' is not implemented yet\n");
-    return 1;
+    const char *model_path = NULL, *prompt = NULL, *file = NULL, *tokens_json = NULL, *system = NULL;
+    long n_predict = 128, n_threads = 0, n_ctx = 0, seed = 24301;
+    bool chat = false, ids_only = false, ignore_eos = false;
+    mf_sampler_params sp = mf_sampler_default_params();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        double d;
+        long l;
+#define VAL()                                                                                                \
+    do {                                                                                                     \
+        if (!(v = mf_arg_value(argc, argv, &i))) return 2;                                                   \
+    } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            VAL();
+            model_path = v;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
+            VAL();
+            prompt = v;
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            VAL();
+            file = v;
+        } else if (!strcmp(a, "--tokens")) {
+            VAL();
+            tokens_json = v;
+        } else if (!strcmp(a, "--system")) {
+            VAL();
+            system = v;
+        } else if (!strcmp(a, "--chat")) {
+            chat = true;
+        } else if (!strcmp(a, "--ids")) {
+            ids_only = true;
+        } else if (!strcmp(a, "--ignore-eos")) {
+            ignore_eos = true;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+            VAL();
+            if (!mf_arg_int(a, v, 0, 1 << 30, &n_predict)) return 2;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            VAL();
+            if (!mf_arg_int(a, v, 1, 1024, &n_threads)) return 2;
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+            VAL();
+            if (!mf_arg_int(a, v, 0, 1 << 24, &n_ctx)) return 2;
+        } else if (!strcmp(a, "--seed")) {
+            VAL();
+            if (!mf_arg_int(a, v, 0, 0x7fffffffL, &seed)) return 2;
+        } else if (!strcmp(a, "--top-k")) {
+            VAL();
+            if (!mf_arg_int(a, v, 0, 1 << 30, &l)) return 2;
+            sp.top_k = (int32_t)l;
+        } else if (!strcmp(a, "--repeat-last-n")) {
+            VAL();
+            if (!mf_arg_int(a, v, -1, 1 << 20, &l)) return 2;
+            sp.penalty_last_n = (int32_t)l;
+        } else if (!strcmp(a, "--temp") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
+                   !strcmp(a, "--typical") || !strcmp(a, "--repeat-penalty") ||
+                   !strcmp(a, "--presence-penalty") || !strcmp(a, "--frequency-penalty")) {
+            VAL();
+            if (!mf_arg_float(a, v, &d)) return 2;
+            if (d < 0 && strcmp(a, "--presence-penalty") && strcmp(a, "--frequency-penalty")) {
+                fprintf(stderr, "Error: %s must be >= 0, got %s\n", a, v);
+                return 2;
+            }
+            if (!strcmp(a, "--temp"))
+                sp.temp = (float)d;
+            else if (!strcmp(a, "--top-p"))
+                sp.top_p = (float)d;
+            else if (!strcmp(a, "--min-p"))
+                sp.min_p = (float)d;
+            else if (!strcmp(a, "--typical"))
+                sp.typ_p = (float)d;
+            else if (!strcmp(a, "--repeat-penalty")) {
+                if (d <= 0) {
+                    fprintf(stderr, "Error: --repeat-penalty must be > 0, got %s\n", v);
+                    return 2;
+                }
+                sp.penalty_repeat = (float)d;
+            } else if (!strcmp(a, "--presence-penalty"))
+                sp.penalty_present = (float)d;
+            else
+                sp.penalty_freq = (float)d;
+        } else {
+            fprintf(stderr, "Error: unknown flag '%s' for 'minfer run' (see minfer run --help)\n", a);
+            return 2;
+        }
+#undef VAL
+    }
+    sp.seed = (uint64_t)seed;
+    if (!model_path) {
+        fprintf(stderr, "Error: no model given: minfer run -m MODEL.gguf -p PROMPT\n");
+        return 2;
+    }
+    int n_src = (prompt != NULL) + (file != NULL) + (tokens_json != NULL);
+    if (n_src != 1) {
+        fprintf(stderr,
+                "Error: give exactly one prompt source: -p TEXT, -f FILE or --tokens JSON_IDS (got %d)\n",
+                n_src);
+        return 2;
+    }
+    if (chat && tokens_json) {
+        fprintf(stderr, "Error: --chat renders text; it cannot be combined with --tokens\n");
+        return 2;
+    }
+    if (system && !chat) {
+        fprintf(stderr, "Error: --system only applies with --chat\n");
+        return 2;
+    }
+    mf_token *ids = NULL;
+    int32_t n_ids = 0;
+    if (tokens_json && !parse_ids(tokens_json, &ids, &n_ids)) return 2;
+    char *file_text = NULL;
+    if (file && !(file_text = mf_read_file(file, NULL))) return 1;
+
+    int ret = 1;
+    mf_error err = {0};
+    mf_model *model = NULL;
+    mf_context *ctx = NULL;
+    mf_sampler *smp = NULL;
+    mf_detok_stream *ds = NULL;
+    mf_batch batch = {0};
+    char *rendered = NULL;
+    mf_token *gen = NULL;
+
+    double t0 = mf_time_now();
+    mf_model_params mp = mf_model_default_params();
+    mp.progress = progress;
+    if (mf_model_load(model_path, &mp, &model, &err)) goto fail;
+    double t_load = mf_time_now() - t0;
+    mf_model_info info;
+    mf_model_get_info(model, &info);
+
+    if (!ids) {
+        const char *text = prompt ? prompt : file_text;
+        if (chat) {
+            mf_chat_message msgs[2];
+            int nm = 0;
+            if (system) msgs[nm++] = (mf_chat_message){"system", system};
+            msgs[nm++] = (mf_chat_message){"user", text};
+            if (mf_chat_apply(model, msgs, nm, true, &rendered, &err)) goto fail;
+            text = rendered;
+        }
+        if (mf_tokenize(model, text, strlen(text), true, true, &ids, &n_ids, &err)) goto fail;
+    }
+    if (n_ids == 0) {
+        fprintf(stderr, "Error: the prompt is empty (0 tokens)\n");
+        ret = 2;
+        goto out;
+    }
+    mf_context_params cp = mf_context_default_params();
+    cp.n_ctx = (int32_t)n_ctx;
+    cp.n_threads = (int32_t)n_threads;
+    if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
+    int32_t nc = mf_context_n_ctx(ctx);
+    if (n_ids >= nc) {
+        fprintf(stderr,
+                "Error: the prompt has %d tokens but the context holds %d (raise -c/--ctx-size above %d)\n",
+                n_ids, nc, n_ids);
+        goto out;
+    }
+    if (mf_sampler_new(&sp, info.n_vocab, &smp, &err)) goto fail;
+    if (!ids_only && mf_detok_stream_new(model, &ds, &err)) goto fail;
+    if (mf_batch_init(&batch, n_ids, &err)) goto fail;
+    gen = malloc(sizeof(mf_token) * (size_t)(n_predict + 1));
+    if (!gen) goto fail;
+    for (int32_t i = 0; i < n_ids; i++) {
+        mf_batch_add(&batch, ids[i], i, 0, i == n_ids - 1);
+        mf_sampler_accept(smp, ids[i]);
+    }
+    fprintf(stderr, "load: %.1f ms (%s, %d layers, n_vocab %d)\n", t_load * 1e3, info.arch, info.n_layer,
+            info.n_vocab);
+    double tp0 = mf_time_now();
+    if (mf_decode(ctx, &batch, &err)) goto fail;
+    double t_prefill = mf_time_now() - tp0, t_decode = 0;
+    int32_t n_gen = 0, pos = n_ids;
+    const char *stop = "length";
+    while (n_gen < n_predict) {
+        mf_token t = mf_sampler_sample(smp, mf_get_logits(ctx, -1));
+        mf_sampler_accept(smp, t);
+        gen[n_gen++] = t;
+        bool eog = mf_model_is_eog(model, t);
+        if (eog && !ignore_eos) {
+            stop = "eog";
+            break;
+        }
+        if (ds) {
+            const char *piece;
+            size_t len;
+            if (mf_detok_stream_push(ds, t, &piece, &len, &err)) goto fail;
+            fwrite(piece, 1, len, stdout);
+            fflush(stdout);
+        }
+        if (n_gen == n_predict) break;
+        if (pos >= nc) {
+            stop = "context";
+            fprintf(stderr, "\nnote: the context is full (%d tokens); stopping (raise -c/--ctx-size)\n", nc);
+            break;
+        }
+        mf_batch_clear(&batch);
+        mf_batch_add(&batch, t, pos++, 0, true);
+        double td0 = mf_time_now();
+        if (mf_decode(ctx, &batch, &err)) goto fail;
+        t_decode += mf_time_now() - td0;
+    }
+    if (ds) {
+        const char *piece;
+        size_t len;
+        if (mf_detok_stream_flush(ds, &piece, &len, &err)) goto fail;
+        fwrite(piece, 1, len, stdout);
+        fputc('\n', stdout);
+    } else {
+        fputc('[', stdout);
+        for (int32_t i = 0; i < n_gen; i++) fprintf(stdout, "%s%d", i ? ", " : "", gen[i]);
+        fputs("]\n", stdout);
+    }
+    fflush(stdout);
+    int32_t n_dec = n_gen > 0 ? n_gen - 1 : 0; /* the first token comes from the prefill's logits */
+    fprintf(stderr, "prefill: %d tokens in %.3f s (%.2f tok/s)\n", n_ids, t_prefill,
+            t_prefill > 0 ? n_ids / t_prefill : 0.0);
+    fprintf(stderr, "decode: %d tokens in %.3f s (%.2f tok/s), stop: %s\n", n_dec, t_decode,
+            t_decode > 0 ? n_dec / t_decode : 0.0, stop);
+    ret = 0;
+    goto out;
+fail:
+    fprintf(stderr, "Error: %s\n", err.msg[0] ? err.msg : "out of memory");
+    ret = 1;
+out:
+    free(gen);
+    mf_batch_free(&batch);
+    mf_detok_stream_free(ds);
+    mf_sampler_free(smp);
+    mf_context_free(ctx);
+    mf_model_free(model);
+    free(rendered);
+    free(ids);
+    free(file_text);
+    return ret;
 }

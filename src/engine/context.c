@@ -1,0 +1,210 @@
+/* Public API: model load/info and the context (KV store, graph cache, CPU backend). */
+#include "engine/engine_impl.h"
+
+#include "quant/quant.h"
+#include "tok/tok.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------- model ---------------- */
+mf_model_params mf_model_default_params(void) {
+    mf_model_params p = {0};
+    return p;
+}
+
+int mf_model_load(const char *path, const mf_model_params *params, mf_model **out, mf_error *err) {
+    *out = NULL;
+    if (!path || !*path) return mf_err(err, MF_E_INVAL, "no model path given (-m FILE.gguf)");
+    mf_model_params p = params ? *params : mf_model_default_params();
+    mf_model *m = NULL;
+    int rc = mf_model_open(path, p.progress, p.progress_user, &m, err);
+    if (rc) return rc;
+    /* The tokenizer is optional for the engine (ids can be given directly); its absence is reported
+     * when a text is tokenized. */
+    if (mf_gguf_find_key(m->gguf, "tokenizer.ggml.tokens") >= 0) {
+        mf_tok *t = NULL;
+        mf_error terr = {0};
+        if (mf_tok_load_gguf(m->gguf, &t, &terr) == 0) {
+            m->tok = t;
+            for (int32_t id = 0; id < m->hp.n_vocab && id < mf_tok_n_vocab(t); id++)
+                if (mf_tok_is_eog(t, id) && !mf_model_token_is_eog(m, id) && m->n_eog < MF_MAX_EOG)
+                    m->eog[m->n_eog++] = id;
+        } else {
+            mf_log(MF_LOG_WARN, "model '%s': tokenizer not usable: %s", path, terr.msg);
+        }
+    }
+    *out = m;
+    return 0;
+}
+
+void mf_model_free(mf_model *model) {
+    if (!model) return;
+    mf_tok_free(model->tok);
+    model->tok = NULL;
+    mf_model_close(model);
+}
+
+void mf_model_get_info(const mf_model *m, mf_model_info *info) {
+    memset(info, 0, sizeof *info);
+    const mf_hparams *hp = &m->hp;
+    info->arch = hp->arch_name;
+    info->n_vocab = hp->n_vocab;
+    info->n_ctx_train = hp->n_ctx_train;
+    info->n_embd = hp->n_embd;
+    info->n_layer = hp->n_layer;
+    info->n_head = hp->n_head;
+    info->n_head_kv = hp->n_head_kv;
+    info->head_dim = hp->head_dim;
+    info->n_ff = hp->n_ff;
+    info->rope_freq_base = hp->rope_freq_base;
+    info->rms_eps = hp->rms_eps;
+    info->tied_output = hp->tied_output;
+    info->qkv_bias = hp->qkv_bias;
+    info->qk_norm = hp->qk_norm;
+    info->bos = m->bos;
+    info->eos = m->eos;
+    info->n_eog = m->n_eog;
+    info->eog = m->eog;
+}
+
+bool mf_model_is_eog(const mf_model *model, mf_token token) {
+    return mf_model_token_is_eog(model, token);
+}
+
+/* ---------------- context ---------------- */
+mf_context_params mf_context_default_params(void) {
+    mf_context_params p = {0};
+    p.kv_type = MF_TYPE_F32;
+    return p;
+}
+
+int mf_context_new(mf_model *model, const mf_context_params *params, mf_context **out, mf_error *err) {
+    *out = NULL;
+    mf_context_params p = params ? *params : mf_context_default_params();
+    const mf_hparams *hp = &model->hp;
+    if (p.n_ctx < 0 || p.n_threads < 0 || p.n_ubatch < 0)
+        return mf_err(err, MF_E_INVAL, "context sizes must be >= 0: n_ctx %d, n_threads %d, n_ubatch %d",
+                      p.n_ctx, p.n_threads, p.n_ubatch);
+    if (p.n_ctx == 0) p.n_ctx = MF_MIN(hp->n_ctx_train, 4096);
+    if (p.n_ctx <= 0) p.n_ctx = 4096;
+    if (p.n_threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        p.n_threads = (int32_t)MF_MAX(1, MF_MIN(n, 16));
+    }
+    if (p.n_ubatch == 0) p.n_ubatch = 512;
+    mf_context *c = calloc(1, sizeof *c);
+    if (!c) return mf_err(err, MF_E_NOMEM, "out of memory");
+    c->model = model;
+    c->n_ctx = p.n_ctx;
+    c->n_ubatch = p.n_ubatch;
+    c->n_threads = p.n_threads;
+    c->kv_type = p.kv_type;
+    int rc = mf_kv_new(hp->n_layer, hp->n_embd_kv, hp->n_embd_kv, p.n_ctx, p.kv_type, &c->kv, err);
+    if (rc) goto fail;
+    c->k_ptr = calloc((size_t)hp->n_layer, sizeof(void *));
+    c->v_ptr = calloc((size_t)hp->n_layer, sizeof(void *));
+    c->cache = mf_graph_cache_new(MF_GRAPH_CACHE_CAP);
+    if (!c->k_ptr || !c->v_ptr || !c->cache) {
+        rc = mf_err(err, MF_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        c->k_ptr[l] = mf_kv_k(c->kv, l);
+        c->v_ptr[l] = mf_kv_v(c->kv, l);
+    }
+    if ((rc = mf_cpu_new(p.n_threads, &c->cpu, err))) goto fail;
+    mf_backend_opts bo = {.n_threads = p.n_threads};
+    if ((rc = mf_sched_new(&bo, &c->sched, err)) || (rc = mf_sched_set_pool(c->sched, MF_BACKEND_CPU, c->cpu, err)))
+        goto fail;
+    *out = c;
+    return 0;
+fail:
+    mf_context_free(c);
+    return rc;
+}
+
+void mf_context_free(mf_context *c) {
+    if (!c) return;
+    mf_sched_free(c->sched);
+    mf_cpu_free(c->cpu);
+    mf_graph_cache_free(c->cache);
+    mf_kv_free(c->kv);
+    free(c->k_ptr);
+    free(c->v_ptr);
+    free(c->logits);
+    free(c->out_row);
+    free(c->cells);
+    free(c);
+}
+
+int32_t mf_context_n_ctx(const mf_context *ctx) {
+    return ctx->n_ctx;
+}
+const mf_model *mf_context_model(const mf_context *ctx) {
+    return ctx->model;
+}
+
+void mf_kv_clear_all(mf_context *ctx) {
+    mf_kv_clear(ctx->kv);
+}
+void mf_seq_rm(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1) {
+    mf_kv_seq_rm(ctx->kv, seq, p0, p1);
+}
+int mf_seq_cp(mf_context *ctx, mf_seq_id src, mf_seq_id dst, mf_pos p0, mf_pos p1, mf_error *err) {
+    return mf_kv_seq_cp(ctx->kv, src, dst, p0, p1, err);
+}
+mf_pos mf_seq_pos_max(const mf_context *ctx, mf_seq_id seq) {
+    return mf_kv_seq_pos_max(ctx->kv, seq);
+}
+
+void mf_context_get_stats(const mf_context *ctx, mf_context_stats *st) {
+    memset(st, 0, sizeof *st);
+    st->graph_builds = ctx->builds;
+    st->graph_reuses = ctx->reuses;
+    st->kv_bytes = mf_kv_bytes(ctx->kv);
+    st->graph_peak_bytes = ctx->peak_bytes;
+    st->t_last_decode_s = ctx->t_last;
+}
+
+int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, mf_graph **out,
+                          mf_error *err) {
+    *out = NULL;
+    mf_graph *g = mf_graph_new();
+    if (!g) return mf_err(err, MF_E_NOMEM, "out of memory for a graph");
+    mf_build_params bp = {
+        .n_tokens = n_tokens,
+        .n_outputs = n_outputs,
+        .n_cells = ctx->n_ctx,
+        .kv_type = ctx->kv_type,
+        .k_cache = ctx->k_ptr,
+        .v_cache = ctx->v_ptr,
+    };
+    mf_build_io io;
+    int rc = mf_model_build(ctx->model, &bp, g, &io, err);
+    /* backend assignment is topology: decided once per graph, under the process-wide fence */
+    if (!rc) rc = mf_sched_assign(g, NULL, err);
+    if (rc) {
+        mf_graph_free(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
+int mf_context_write_graph(mf_context *ctx, int32_t n_tokens, const char *format, FILE *f, mf_error *err) {
+    bool json = format && !strcmp(format, "json"), dot = format && !strcmp(format, "dot");
+    if (!json && !dot)
+        return mf_err(err, MF_E_INVAL, "unknown graph format '%s' (json, dot)", format ? format : "(null)");
+    if (n_tokens <= 0 || n_tokens > ctx->n_ctx)
+        return mf_err(err, MF_E_RANGE, "graph token count %d must be in [1, %d] (the context size)", n_tokens,
+                      ctx->n_ctx);
+    mf_graph *g = NULL;
+    int rc = mf_engine_build_graph(ctx, n_tokens, n_tokens, &g, err);
+    if (rc) return rc;
+    rc = json ? mf_graph_write_json(g, f) : mf_graph_write_dot(g, f);
+    mf_graph_free(g);
+    if (rc) return mf_err(err, rc < 0 ? rc : MF_E_IO, "writing the graph as %s failed", format);
+    return 0;
+}

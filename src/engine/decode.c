@@ -1,0 +1,182 @@
+/* Batches and mf_decode: resolve cells and windows, build-or-reuse the graph (keyed by token count and
+ * output rows only), bind inputs, run on the CPU backend, copy out the rows that asked for logits. */
+#include "engine/engine_impl.h"
+
+#include "quant/quant.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------- batch ---------------- */
+int mf_batch_init(mf_batch *b, int32_t capacity, mf_error *err) {
+    memset(b, 0, sizeof *b);
+    if (capacity <= 0) return mf_err(err, MF_E_INVAL, "batch capacity must be > 0, got %d", capacity);
+    b->token = calloc((size_t)capacity, sizeof *b->token);
+    b->pos = calloc((size_t)capacity, sizeof *b->pos);
+    b->seq_id = calloc((size_t)capacity, sizeof *b->seq_id);
+    b->logits = calloc((size_t)capacity, sizeof *b->logits);
+    if (!b->token || !b->pos || !b->seq_id || !b->logits) {
+        mf_batch_free(b);
+        return mf_err(err, MF_E_NOMEM, "out of memory for a batch of %d", capacity);
+    }
+    b->capacity = capacity;
+    return 0;
+}
+
+void mf_batch_free(mf_batch *b) {
+    if (!b) return;
+    free(b->token);
+    free(b->pos);
+    free(b->seq_id);
+    free(b->logits);
+    memset(b, 0, sizeof *b);
+}
+
+void mf_batch_clear(mf_batch *b) {
+    b->n_tokens = 0;
+}
+
+int mf_batch_add(mf_batch *b, mf_token token, mf_pos pos, mf_seq_id seq, bool want_logits) {
+    if (b->n_tokens >= b->capacity) return MF_E_RANGE;
+    int32_t i = b->n_tokens++;
+    b->token[i] = token;
+    b->pos[i] = pos;
+    b->seq_id[i] = seq;
+    b->logits[i] = want_logits ? 1 : 0;
+    return 0;
+}
+
+/* ---------------- decode ---------------- */
+static void *input_data(mf_graph *g, const char *name) {
+    int32_t id = mf_graph_find(g, name);
+    return id < 0 ? NULL : mf_graph_node(g, id)->data;
+}
+
+static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf_error *err) {
+    mf_graph_key key = {.n_tokens = nt, .n_outputs = no, .flags = 0};
+    mf_graph *g = mf_graph_cache_get(ctx->cache, &key);
+    if (g) {
+        ctx->reuses++;
+        *out = g;
+        return 0;
+    }
+    int rc = mf_engine_build_graph(ctx, nt, no, &g, err);
+    if (rc) return rc;
+    if ((rc = mf_graph_alloc(g, err))) {
+        mf_graph_free(g);
+        return mf_err_prefix(err, "allocating the graph for %d tokens", nt);
+    }
+    size_t peak = mf_graph_peak_bytes(g);
+    if (peak > ctx->peak_bytes) ctx->peak_bytes = peak;
+    mf_graph_cache_put(ctx->cache, &key, g);
+    ctx->builds++;
+    *out = g;
+    return 0;
+}
+
+/* One forward over rows [r0, r0 + nt) of the batch; cells are resolved into ctx->cells[r0..]. */
+static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t nt, int32_t *n_out_done,
+                        mf_error *err) {
+    const int32_t n_vocab = ctx->model->hp.n_vocab;
+    int32_t no = 0;
+    for (int32_t i = 0; i < nt; i++) no += b->logits[r0 + i] != 0;
+    /* A chunk nobody wants logits from still has to fill the KV cache: compute its last row and drop it,
+     * so the graph never has an empty tensor. */
+    const bool fake = no == 0;
+    if (fake) no = 1;
+    mf_graph *g = NULL;
+    int rc = get_graph(ctx, nt, no, &g, err);
+    if (rc) return rc;
+    int32_t *tokens = input_data(g, "inp_tokens"), *pos = input_data(g, "inp_pos"),
+            *cells = input_data(g, "inp_cells"), *win = input_data(g, "inp_window");
+    int32_t *out_ids = no < nt ? input_data(g, "inp_out_ids") : NULL;
+    if (!tokens || !pos || !cells || !win || (no < nt && !out_ids))
+        return mf_err(err, MF_E_INTERNAL, "graph for %d tokens lacks an input node (or it is unallocated)",
+                      nt);
+    rc = mf_kv_prepare(ctx->kv, nt, b->pos + r0, b->seq_id + r0, ctx->cells + r0, win, ctx->n_ctx + 1, err);
+    if (rc) return rc;
+    memcpy(tokens, b->token + r0, sizeof(int32_t) * (size_t)nt);
+    memcpy(pos, b->pos + r0, sizeof(int32_t) * (size_t)nt);
+    memcpy(cells, ctx->cells + r0, sizeof(int32_t) * (size_t)nt);
+    if (out_ids) {
+        int32_t k = 0;
+        if (fake)
+            out_ids[k++] = nt - 1;
+        else
+            for (int32_t i = 0; i < nt; i++)
+                if (b->logits[r0 + i]) out_ids[k++] = i;
+    }
+    rc = mf_sched_compute(ctx->sched, g, err);
+    if (rc) {
+        mf_kv_unprepare(ctx->kv, nt, ctx->cells + r0);
+        return mf_err_prefix(err, "forward over %d tokens", nt);
+    }
+    if (fake) return 0;
+    const mf_node *lg = mf_graph_node_c(g, mf_graph_find(g, "result_output"));
+    memcpy(ctx->logits + (size_t)*n_out_done * (size_t)n_vocab, lg->data,
+           sizeof(float) * (size_t)n_vocab * (size_t)no);
+    for (int32_t i = 0; i < nt; i++)
+        if (b->logits[r0 + i]) ctx->out_row[r0 + i] = (*n_out_done)++;
+    return 0;
+}
+
+int mf_decode(mf_context *ctx, const mf_batch *b, mf_error *err) {
+    double t0 = mf_time_now();
+    const int32_t n = b->n_tokens, n_vocab = ctx->model->hp.n_vocab;
+    ctx->n_batch_last = 0;
+    ctx->last_out = -1;
+    if (n <= 0) return mf_err(err, MF_E_INVAL, "empty batch (0 tokens)");
+    for (int32_t i = 0; i < n; i++)
+        if (b->token[i] < 0 || b->token[i] >= n_vocab)
+            return mf_err(err, MF_E_RANGE, "batch row %d holds token id %d, outside the vocabulary [0, %d)",
+                          i, b->token[i], n_vocab);
+    int32_t free_cells = mf_kv_n_cells(ctx->kv) - mf_kv_n_used(ctx->kv);
+    if (n > free_cells)
+        return mf_err(
+            err, MF_E_RANGE,
+            "the context is full: the batch has %d tokens, %d of %d KV cells are free (raise -c/--ctx-size)",
+            n, free_cells, ctx->n_ctx);
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n; i++) n_out += b->logits[i] != 0;
+    if (n > ctx->out_row_cap) {
+        int32_t *o = realloc(ctx->out_row, sizeof(int32_t) * (size_t)n);
+        int32_t *c = realloc(ctx->cells, sizeof(int32_t) * (size_t)n);
+        if (o) ctx->out_row = o;
+        if (c) ctx->cells = c;
+        if (!o || !c) return mf_err(err, MF_E_NOMEM, "out of memory for a batch of %d", n);
+        ctx->out_row_cap = ctx->cells_cap = n;
+    }
+    size_t need = (size_t)n_out * (size_t)n_vocab;
+    if (need > ctx->logits_cap) {
+        float *l = realloc(ctx->logits, sizeof(float) * need);
+        if (!l) return mf_err(err, MF_E_NOMEM, "out of memory for %d rows of logits", n_out);
+        ctx->logits = l;
+        ctx->logits_cap = need;
+    }
+    for (int32_t i = 0; i < n; i++) ctx->out_row[i] = -1;
+    int32_t done = 0;
+    for (int32_t r0 = 0; r0 < n; r0 += ctx->n_ubatch) {
+        int32_t nt = MF_MIN(ctx->n_ubatch, n - r0);
+        int rc = decode_chunk(ctx, b, r0, nt, &done, err);
+        if (rc) {
+            /* a refused batch changes nothing: give back the cells of the chunks already run */
+            mf_kv_unprepare(ctx->kv, r0, ctx->cells);
+            for (int32_t i = 0; i < n; i++) ctx->out_row[i] = -1;
+            return rc;
+        }
+    }
+    ctx->n_batch_last = n;
+    for (int32_t i = n - 1; i >= 0; i--)
+        if (ctx->out_row[i] >= 0) {
+            ctx->last_out = i;
+            break;
+        }
+    ctx->t_last = mf_time_now() - t0;
+    return 0;
+}
+
+const float *mf_get_logits(const mf_context *ctx, int32_t i) {
+    if (i < 0) i = ctx->last_out;
+    if (i < 0 || i >= ctx->n_batch_last || ctx->out_row[i] < 0) return NULL;
+    return ctx->logits + (size_t)ctx->out_row[i] * (size_t)ctx->model->hp.n_vocab;
+}

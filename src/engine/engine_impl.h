@@ -1,0 +1,44 @@
+/* engine internals: the context (model + KV store + graph cache + CPU backend). */
+#ifndef MF_ENGINE_IMPL_H
+#define MF_ENGINE_IMPL_H
+
+#include "minfer.h"
+
+#include "backend/cpu/cpu.h"
+#include "backend/sched.h"
+#include "graph/graph.h"
+#include "kv/kv.h"
+#include "model/model.h"
+
+#define MF_GRAPH_CACHE_CAP 8
+
+struct mf_context {
+    mf_model *model;
+    mf_cpu *cpu;
+    mf_sched *sched; /* backend assignment + splits; the cpu pool above is lent to it */
+    mf_kv *kv;
+    mf_graph_cache *cache;
+    int32_t n_ctx, n_ubatch, n_threads;
+    uint32_t kv_type;
+    void **k_ptr, **v_ptr; /* per-layer KV regions */
+    /* logits of the last decode: rows in batch order of the rows that asked */
+    float *logits;
+    size_t logits_cap; /* floats */
+    int32_t *out_row;  /* per batch row: index into logits or -1 */
+    int32_t out_row_cap, n_batch_last, last_out;
+    int32_t *cells; /* scratch: resolved cells of the whole batch */
+    int32_t cells_cap;
+    int32_t builds, reuses;
+    size_t peak_bytes;
+    double t_last;
+};
+
+/* Build (not allocate) the graph for n_tokens rows with n_outputs output rows. */
+int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, mf_graph **out,
+                          mf_error *err);
+
+/* Tests: run the sampler chain up to (not including) the draw; the surviving candidates in the order
+ * the chain left them, with their softmax probabilities.  Returns the count (<= cap). */
+int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, float *probs, int32_t cap);
+
+#endif

@@ -1,0 +1,331 @@
+/* The sampler chain, in llama.cpp's default common-sampler order (common/common.h `samplers`):
+ *   penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> dist
+ * (DRY, top-n-sigma and XTC sit between these in llama.cpp and are off by default; not implemented.)
+ * Each stage follows llama.cpp's semantics (src/llama-sampler.cpp); probabilities are a softmax over
+ * the surviving candidates.  temp <= 0: greedy (llama.cpp's temp sampler keeps only the max, then dist
+ * picks it).  The RNG is our own (xoshiro256** seeded by splitmix64), so draws are deterministic per
+ * seed but differ from llama.cpp's mt19937. */
+#include "engine/engine_impl.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int32_t id;
+    float logit, p;
+} cand;
+
+struct mf_sampler {
+    mf_sampler_params p;
+    int32_t n_vocab;
+    cand *c;
+    int32_t n;
+    bool sorted;
+    int32_t *hist; /* ring of the last penalty_last_n accepted tokens (or all) */
+    int32_t hist_cap, hist_n, hist_head;
+    int32_t *count; /* per token count inside the window */
+    uint64_t s[4];
+};
+
+mf_sampler_params mf_sampler_default_params(void) {
+    mf_sampler_params p = {
+        .temp = 0.8f,
+        .top_k = 40,
+        .top_p = 0.95f,
+        .min_p = 0.05f,
+        .typ_p = 1.0f,
+        .penalty_last_n = 64,
+        .penalty_repeat = 1.0f,
+        .penalty_freq = 0.0f,
+        .penalty_present = 0.0f,
+        .seed = 0x5EEDu,
+    };
+    return p;
+}
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t next_u64(mf_sampler *s) {
+    uint64_t *q = s->s;
+    uint64_t r = rotl(q[1] * 5, 7) * 9, t = q[1] << 17;
+    q[2] ^= q[0];
+    q[3] ^= q[1];
+    q[1] ^= q[2];
+    q[0] ^= q[3];
+    q[2] ^= t;
+    q[3] = rotl(q[3], 45);
+    return r;
+}
+
+/* uniform double in [0, 1) with 53 random bits */
+static double next_unit(mf_sampler *s) {
+    return (double)(next_u64(s) >> 11) * 0x1.0p-53;
+}
+
+static void seed_rng(mf_sampler *s) {
+    uint64_t x = s->p.seed;
+    for (int i = 0; i < 4; i++) s->s[i] = splitmix64(&x);
+}
+
+int mf_sampler_new(const mf_sampler_params *p, int32_t n_vocab, mf_sampler **out, mf_error *err) {
+    *out = NULL;
+    if (n_vocab <= 0) return mf_err(err, MF_E_INVAL, "sampler needs n_vocab > 0, got %d", n_vocab);
+    mf_sampler_params q = p ? *p : mf_sampler_default_params();
+    if (q.penalty_last_n < -1)
+        return mf_err(err, MF_E_INVAL, "penalty_last_n must be >= -1, got %d", q.penalty_last_n);
+    if (q.top_p < 0 || q.min_p < 0 || q.typ_p < 0 || q.penalty_repeat <= 0)
+        return mf_err(
+            err, MF_E_INVAL,
+            "sampler values out of range: top_p %g, min_p %g, typ_p %g, repeat %g (must be >= 0; repeat > 0)",
+            q.top_p, q.min_p, q.typ_p, q.penalty_repeat);
+    mf_sampler *s = calloc(1, sizeof *s);
+    if (!s) return mf_err(err, MF_E_NOMEM, "out of memory");
+    s->p = q;
+    s->n_vocab = n_vocab;
+    s->c = malloc(sizeof(cand) * (size_t)n_vocab);
+    s->count = calloc((size_t)n_vocab, sizeof(int32_t));
+    s->hist_cap = q.penalty_last_n > 0 ? q.penalty_last_n : 1024;
+    s->hist = malloc(sizeof(int32_t) * (size_t)s->hist_cap);
+    if (!s->c || !s->count || !s->hist) {
+        mf_sampler_free(s);
+        return mf_err(err, MF_E_NOMEM, "out of memory for a sampler over %d tokens", n_vocab);
+    }
+    seed_rng(s);
+    *out = s;
+    return 0;
+}
+
+void mf_sampler_free(mf_sampler *s) {
+    if (!s) return;
+    free(s->c);
+    free(s->count);
+    free(s->hist);
+    free(s);
+}
+
+void mf_sampler_reset(mf_sampler *s) {
+    memset(s->count, 0, sizeof(int32_t) * (size_t)s->n_vocab);
+    s->hist_n = s->hist_head = 0;
+    seed_rng(s);
+}
+
+void mf_sampler_accept(mf_sampler *s, mf_token t) {
+    if (t < 0 || t >= s->n_vocab || s->p.penalty_last_n == 0) return;
+    if (s->p.penalty_last_n > 0) {
+        if (s->hist_n == s->hist_cap) { /* ring full: the oldest leaves the window */
+            s->count[s->hist[s->hist_head]]--;
+            s->hist[s->hist_head] = t;
+            s->hist_head = (s->hist_head + 1) % s->hist_cap;
+        } else {
+            s->hist[(s->hist_head + s->hist_n++) % s->hist_cap] = t;
+        }
+    }
+    s->count[t]++;
+}
+
+/* descending logit, ties by ascending id (deterministic) */
+static int cand_cmp(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void sort_cands(mf_sampler *s) {
+    if (!s->sorted) qsort(s->c, (size_t)s->n, sizeof(cand), cand_cmp);
+    s->sorted = true;
+}
+
+/* p = softmax(logit) over the current candidates (sorted first, as llama.cpp's softmax does) */
+static void softmax(mf_sampler *s) {
+    sort_cands(s);
+    float mx = s->c[0].logit;
+    double sum = 0;
+    for (int32_t i = 0; i < s->n; i++) {
+        s->c[i].p = expf(s->c[i].logit - mx);
+        sum += s->c[i].p;
+    }
+    for (int32_t i = 0; i < s->n; i++) s->c[i].p = (float)(s->c[i].p / sum);
+}
+
+static void apply_penalties(mf_sampler *s) {
+    const mf_sampler_params *p = &s->p;
+    if (p->penalty_last_n == 0 ||
+        (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f))
+        return;
+    for (int32_t i = 0; i < s->n; i++) {
+        int32_t c = s->count[s->c[i].id];
+        if (c <= 0) continue;
+        float *l = &s->c[i].logit;
+        if (*l <= 0)
+            *l *= p->penalty_repeat;
+        else
+            *l /= p->penalty_repeat;
+        *l -= (float)c * p->penalty_freq + p->penalty_present;
+    }
+    s->sorted = false;
+}
+
+static void apply_top_k(mf_sampler *s) {
+    int32_t k = s->p.top_k;
+    if (k <= 0 || k >= s->n) return;
+    if (!s->sorted && k <= 256) {
+        /* partial selection: keep the k best in c[0..k) sorted (insertion; later ones rarely qualify) */
+        qsort(s->c, (size_t)k, sizeof(cand), cand_cmp);
+        for (int32_t i = k; i < s->n; i++) {
+            cand x = s->c[i];
+            if (cand_cmp(&x, &s->c[k - 1]) >= 0) continue;
+            int32_t j = k - 1;
+            while (j > 0 && cand_cmp(&x, &s->c[j - 1]) < 0) {
+                s->c[j] = s->c[j - 1];
+                j--;
+            }
+            s->c[j] = x;
+        }
+        s->sorted = true;
+    }
+    sort_cands(s);
+    s->n = k;
+}
+
+static void apply_typical(mf_sampler *s) {
+    float tp = s->p.typ_p;
+    if (tp >= 1.0f || s->n <= 1) return;
+    softmax(s);
+    double ent = 0;
+    for (int32_t i = 0; i < s->n; i++)
+        if (s->c[i].p > 0) ent += -s->c[i].p * log(s->c[i].p);
+    /* order by |-log p - entropy| ascending (stable on the current order), keep until cum >= typ_p */
+    int32_t n = s->n;
+    float *score = malloc(sizeof(float) * (size_t)n);
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)n);
+    cand *tmp = malloc(sizeof(cand) * (size_t)n);
+    if (!score || !idx || !tmp) {
+        free(score);
+        free(idx);
+        free(tmp);
+        return;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        score[i] = fabsf((float)(-log(s->c[i].p) - ent));
+        idx[i] = i;
+    }
+    for (int32_t i = 1; i < n; i++) { /* insertion sort: stable, n is small after top_k */
+        int32_t v = idx[i], j = i - 1;
+        while (j >= 0 && score[idx[j]] > score[v]) {
+            idx[j + 1] = idx[j];
+            j--;
+        }
+        idx[j + 1] = v;
+    }
+    float cum = 0;
+    int32_t last = n;
+    for (int32_t i = 0; i < n; i++) {
+        cum += s->c[idx[i]].p;
+        if (cum > tp) {
+            last = i + 1;
+            break;
+        }
+    }
+    for (int32_t i = 0; i < last; i++) tmp[i] = s->c[idx[i]];
+    memcpy(s->c, tmp, sizeof(cand) * (size_t)last);
+    s->n = last;
+    s->sorted = false;
+    free(score);
+    free(idx);
+    free(tmp);
+}
+
+static void apply_top_p(mf_sampler *s) {
+    float tp = s->p.top_p;
+    if (tp >= 1.0f) return;
+    softmax(s);
+    float cum = 0;
+    int32_t last = s->n;
+    for (int32_t i = 0; i < s->n; i++) {
+        cum += s->c[i].p;
+        if (cum >= tp) {
+            last = i + 1;
+            break;
+        }
+    }
+    s->n = last;
+}
+
+static void apply_min_p(mf_sampler *s) {
+    float mp = s->p.min_p;
+    if (mp <= 0.0f || s->n <= 1) return;
+    sort_cands(s);
+    float min_logit = s->c[0].logit + logf(mp); /* p_i >= min_p * p_max */
+    int32_t i = 1;
+    while (i < s->n && s->c[i].logit >= min_logit) i++;
+    s->n = i;
+}
+
+static void apply_temp(mf_sampler *s) {
+    float t = s->p.temp;
+    if (t <= 0.0f) { /* greedy: only the maximum survives */
+        sort_cands(s);
+        s->n = 1;
+        return;
+    }
+    for (int32_t i = 0; i < s->n; i++) s->c[i].logit /= t;
+}
+
+static int32_t draw(mf_sampler *s) {
+    if (s->n == 1) return s->c[0].id;
+    softmax(s);
+    double r = next_unit(s), cum = 0;
+    for (int32_t i = 0; i < s->n; i++) {
+        cum += s->c[i].p;
+        if (r < cum) return s->c[i].id;
+    }
+    return s->c[s->n - 1].id;
+}
+
+static void chain(mf_sampler *s, const float *logits) {
+    for (int32_t i = 0; i < s->n_vocab; i++) s->c[i] = (cand){i, logits[i], 0.0f};
+    s->n = s->n_vocab;
+    s->sorted = false;
+    apply_penalties(s);
+    apply_top_k(s);
+    apply_typical(s);
+    apply_top_p(s);
+    apply_min_p(s);
+    apply_temp(s);
+}
+
+mf_token mf_sampler_sample(mf_sampler *s, const float *logits) {
+    if (s->p.temp <= 0.0f) { /* greedy fast path: argmax after penalties (lowest id on ties) */
+        for (int32_t i = 0; i < s->n_vocab; i++) s->c[i] = (cand){i, logits[i], 0.0f};
+        s->n = s->n_vocab;
+        apply_penalties(s);
+        int32_t best = 0;
+        for (int32_t i = 1; i < s->n; i++)
+            if (s->c[i].logit > s->c[best].logit) best = i;
+        return s->c[best].id;
+    }
+    chain(s, logits);
+    return draw(s);
+}
+
+int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, float *probs, int32_t cap) {
+    chain(s, logits);
+    softmax(s);
+    int32_t n = MF_MIN(s->n, cap);
+    for (int32_t i = 0; i < n; i++) {
+        ids[i] = s->c[i].id;
+        probs[i] = s->c[i].p;
+    }
+    return n;
+}

@@ -1,0 +1,57 @@
+/* kv: the KV cell store of one context.
+ *
+ * Per layer one K and one V region of n_cells cells (a cell = one row of n_embd_kv elements of the
+ * store's type: F32 now, F16 allowed).  The graph sees each region as an EXTERNAL tensor
+ * [n_embd_kv, n_cells]; KV_STORE writes the rows a batch resolves to, ATTENTION reads the windows.
+ *
+ * Cells belong to sequences; positions are sequence-relative.  A cell holds (seq, pos) or is free.
+ * The store resolves each batch token to a free cell (lowest index first: deterministic) and produces,
+ * for every query token, its window = the cells of the same sequence with pos <= the query's pos, in
+ * position order.  Two sequences never see each other's rows.  seq_cp copies rows into new cells (no
+ * sharing yet, so a store never writes through a shared cell). */
+#ifndef MF_KV_H
+#define MF_KV_H
+
+#include "core/core.h"
+
+typedef struct mf_kv mf_kv;
+
+/* type: MF_TYPE_F32 or MF_TYPE_F16 (quant/quant.h ids). */
+int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cells, uint32_t type,
+              mf_kv **out, mf_error *err);
+void mf_kv_free(mf_kv *kv);
+
+int32_t mf_kv_n_cells(const mf_kv *kv);
+int32_t mf_kv_n_used(const mf_kv *kv);
+uint32_t mf_kv_type(const mf_kv *kv);
+size_t mf_kv_row_bytes_k(const mf_kv *kv);
+size_t mf_kv_row_bytes_v(const mf_kv *kv);
+void *mf_kv_k(mf_kv *kv, int32_t layer); /* region [n_embd_k, n_cells] */
+void *mf_kv_v(mf_kv *kv, int32_t layer);
+size_t mf_kv_bytes(const mf_kv *kv); /* all regions together */
+
+/* Cell metadata (tests, diagnostics): seq id or -1 when free, and the position. */
+int32_t mf_kv_cell_seq(const mf_kv *kv, int32_t cell);
+int32_t mf_kv_cell_pos(const mf_kv *kv, int32_t cell);
+
+/* Sequence operations.  seq < 0 means every sequence; p0 < 0 means 0, p1 < 0 means +infinity. */
+void mf_kv_clear(mf_kv *kv);
+void mf_kv_seq_rm(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1);
+/* Copy the rows of src with p0 <= pos < p1 into new cells owned by dst (dst's rows in that range are
+ * removed first).  Refused (nothing changed) when not enough free cells remain. */
+int mf_kv_seq_cp(mf_kv *kv, int32_t src, int32_t dst, int32_t p0, int32_t p1, mf_error *err);
+int32_t mf_kv_seq_pos_max(const mf_kv *kv, int32_t seq); /* -1 when the sequence holds no cell */
+int32_t mf_kv_seq_n_cells(const mf_kv *kv, int32_t seq);
+
+/* Resolve a batch: for each token t (seq[t], pos[t]) take a free cell (cells_out[t]) and fill the
+ * window input: win is [win_stride, n_tok], column t = {count, cell ids in position order}, where
+ * win_stride must be >= n_cells + 1 (unused entries are zeroed).  Tokens of the batch are visible to
+ * later (higher position) tokens of the same sequence, as KV_STORE runs before ATTENTION.
+ * Refused with nothing changed: a position already in the cache for that sequence (remove it first),
+ * a duplicate (seq, pos) in the batch, a negative seq/pos, or too few free cells (both numbers). */
+int mf_kv_prepare(mf_kv *kv, int32_t n_tok, const int32_t *pos, const int32_t *seq, int32_t *cells_out,
+                  int32_t *win, int32_t win_stride, mf_error *err);
+/* Give back the cells a prepare took (a failed forward): the cells become free again. */
+void mf_kv_unprepare(mf_kv *kv, int32_t n_tok, const int32_t *cells);
+
+#endif

@@ -1,0 +1,109 @@
+/* Hyper-parameters of a Qwen-family GGUF (<arch>.* keys, llama.cpp's names and defaults). */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const k_arch_names[MF_ARCH_COUNT] = {"qwen2", "qwen3"};
+
+static int get_u32(const mf_gguf *g, const char *arch, const char *suffix, bool required, uint32_t def,
+                   int32_t *out, mf_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    uint32_t v = def;
+    if (mf_gguf_find_key(g, key) < 0) {
+        if (required)
+            return mf_err(err, MF_E_FORMAT, "model metadata lacks '%s' (required for architecture %s)", key,
+                          arch);
+    } else {
+        int rc = mf_gguf_get_u32(g, key, &v, err);
+        if (rc) return rc;
+    }
+    if (v > INT32_MAX) return mf_err(err, MF_E_FORMAT, "'%s' = %u is too large", key, v);
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int get_f32(const mf_gguf *g, const char *arch, const char *suffix, bool required, float def,
+                   float *out, mf_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    *out = def;
+    if (mf_gguf_find_key(g, key) < 0) {
+        if (required)
+            return mf_err(err, MF_E_FORMAT, "model metadata lacks '%s' (required for architecture %s)", key,
+                          arch);
+        return 0;
+    }
+    return mf_gguf_get_f32(g, key, out, err);
+}
+
+int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
+    memset(hp, 0, sizeof *hp);
+    mf_str a;
+    int rc = mf_gguf_get_str(g, "general.architecture", &a, err);
+    if (rc) return mf_err_prefix(err, "cannot tell the model architecture");
+    int arch = -1;
+    for (int i = 0; i < MF_ARCH_COUNT; i++)
+        if (mf_str_eq(a, k_arch_names[i])) arch = i;
+    if (arch < 0)
+        return mf_err(err, MF_E_UNSUPPORTED, "unsupported model architecture '%.*s' (supported: %s)",
+                      (int)MF_MIN(a.len, 64), a.ptr, MF_SUPPORTED_ARCHS);
+    hp->arch = (mf_arch)arch;
+    snprintf(hp->arch_name, sizeof hp->arch_name, "%s", k_arch_names[arch]);
+    const char *an = hp->arch_name;
+
+    if ((rc = get_u32(g, an, "context_length", true, 0, &hp->n_ctx_train, err)) ||
+        (rc = get_u32(g, an, "embedding_length", true, 0, &hp->n_embd, err)) ||
+        (rc = get_u32(g, an, "block_count", true, 0, &hp->n_layer, err)) ||
+        (rc = get_u32(g, an, "feed_forward_length", true, 0, &hp->n_ff, err)) ||
+        (rc = get_u32(g, an, "attention.head_count", true, 0, &hp->n_head, err)))
+        return rc;
+    if ((rc = get_u32(g, an, "attention.head_count_kv", false, (uint32_t)hp->n_head, &hp->n_head_kv, err)))
+        return rc;
+    if (hp->n_embd <= 0 || hp->n_layer <= 0 || hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_ff <= 0)
+        return mf_err(err, MF_E_FORMAT,
+                      "model has an empty dimension: n_embd %d, n_layer %d, n_head %d, n_head_kv %d, n_ff %d",
+                      hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv, hp->n_ff);
+    if (hp->n_head % hp->n_head_kv)
+        return mf_err(err, MF_E_FORMAT, "attention.head_count %d is not a multiple of head_count_kv %d",
+                      hp->n_head, hp->n_head_kv);
+    int32_t def_hd = hp->n_embd / hp->n_head, hd_v = 0;
+    if ((rc = get_u32(g, an, "attention.key_length", false, (uint32_t)def_hd, &hp->head_dim, err)) ||
+        (rc = get_u32(g, an, "attention.value_length", false, (uint32_t)hp->head_dim, &hd_v, err)))
+        return rc;
+    if (hd_v != hp->head_dim)
+        return mf_err(err, MF_E_UNSUPPORTED, "key_length %d != value_length %d is not supported",
+                      hp->head_dim, hd_v);
+    if (hp->head_dim <= 0 || hp->head_dim % 2)
+        return mf_err(err, MF_E_FORMAT, "head dimension %d must be positive and even", hp->head_dim);
+    if ((rc = get_u32(g, an, "rope.dimension_count", false, (uint32_t)hp->head_dim, &hp->n_rot, err)))
+        return rc;
+    if (hp->n_rot != hp->head_dim)
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "rope.dimension_count %d != head dimension %d is not supported for %s", hp->n_rot,
+                      hp->head_dim, an);
+    if ((rc = get_f32(g, an, "attention.layer_norm_rms_epsilon", true, 0, &hp->rms_eps, err)) ||
+        (rc = get_f32(g, an, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base, err)))
+        return rc;
+    hp->rope_freq_scale = 1.0f;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", an);
+    if (mf_gguf_find_key(g, key) >= 0) {
+        mf_str st;
+        if ((rc = mf_gguf_get_str(g, key, &st, err))) return rc;
+        if (mf_str_eq(st, "linear")) {
+            float f = 1.0f;
+            if ((rc = get_f32(g, an, "rope.scaling.factor", false, 1.0f, &f, err))) return rc;
+            if (f > 0) hp->rope_freq_scale = 1.0f / f;
+        } else if (!mf_str_eq(st, "none")) {
+            return mf_err(err, MF_E_UNSUPPORTED, "rope scaling '%.*s' is not supported (none, linear)",
+                          (int)MF_MIN(st.len, 32), st.ptr);
+        }
+    }
+    hp->n_embd_q = hp->head_dim * hp->n_head;
+    hp->n_embd_kv = hp->head_dim * hp->n_head_kv;
+    hp->qk_norm = hp->arch == MF_ARCH_QWEN3;
+    return 0;
+}

@@ -1,0 +1,178 @@
+/* Model loading: open the GGUF (mmap), read hparams, bind weights in place (shape/type checked),
+ * find the end-of-generation tokens. */
+#include "model/model.h"
+
+#include "quant/quant.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bind(const mf_gguf *g, const char *name, bool required, int n_dims, int64_t ne0, int64_t ne1,
+                const mf_gguf_tensor **out, mf_error *err) {
+    *out = mf_gguf_find_tensor(g, name);
+    if (!*out) {
+        if (required) return mf_err(err, MF_E_FORMAT, "model lacks tensor '%s'", name);
+        return 0;
+    }
+    const mf_gguf_tensor *t = *out;
+    int64_t want1 = n_dims == 1 ? 1 : ne1;
+    int64_t rest = 1;
+    for (uint32_t d = 2; d < MF_GGUF_MAX_DIMS; d++) rest *= t->ne[d];
+    if (t->ne[0] != ne0 || t->ne[1] != want1 || rest != 1)
+        return mf_err(err, MF_E_FORMAT,
+                      "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", name,
+                      (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                      (long long)ne0, (long long)want1);
+    const mf_type_info *ti = mf_type_get(t->type);
+    if (!ti) return mf_err(err, MF_E_UNSUPPORTED, "tensor '%s' has unknown type id %u", name, t->type);
+    if (n_dims == 1 && t->type != MF_TYPE_F32)
+        return mf_err(err, MF_E_UNSUPPORTED, "tensor '%s' is %s; norm weights and biases must be f32", name,
+                      ti->name);
+    return 0;
+}
+
+static int bind_layer(mf_model *m, int il, mf_error *err) {
+    const mf_hparams *hp = &m->hp;
+    mf_layer_w *L = &m->layers[il];
+    char n[96];
+    int rc;
+#define B(field, suffix, req, nd, a, b)                                                                      \
+    do {                                                                                                     \
+        snprintf(n, sizeof n, "blk.%d.%s", il, suffix);                                                      \
+        if ((rc = bind(m->gguf, n, req, nd, a, b, &L->field, err))) return rc;                               \
+    } while (0)
+    B(attn_norm, "attn_norm.weight", true, 1, hp->n_embd, 1);
+    B(wq, "attn_q.weight", true, 2, hp->n_embd, hp->n_embd_q);
+    B(wk, "attn_k.weight", true, 2, hp->n_embd, hp->n_embd_kv);
+    B(wv, "attn_v.weight", true, 2, hp->n_embd, hp->n_embd_kv);
+    B(bq, "attn_q.bias", false, 1, hp->n_embd_q, 1);
+    B(bk, "attn_k.bias", false, 1, hp->n_embd_kv, 1);
+    B(bv, "attn_v.bias", false, 1, hp->n_embd_kv, 1);
+    B(q_norm, "attn_q_norm.weight", hp->qk_norm, 1, hp->head_dim, 1);
+    B(k_norm, "attn_k_norm.weight", hp->qk_norm, 1, hp->head_dim, 1);
+    B(wo, "attn_output.weight", true, 2, hp->n_embd_q, hp->n_embd);
+    B(ffn_norm, "ffn_norm.weight", true, 1, hp->n_embd, 1);
+    B(ffn_gate, "ffn_gate.weight", true, 2, hp->n_embd, hp->n_ff);
+    B(ffn_up, "ffn_up.weight", true, 2, hp->n_embd, hp->n_ff);
+    B(ffn_down, "ffn_down.weight", true, 2, hp->n_ff, hp->n_embd);
+#undef B
+    if (hp->qk_norm && (!L->q_norm || !L->k_norm))
+        return mf_err(err, MF_E_FORMAT, "layer %d lacks attn_q_norm/attn_k_norm (required for %s)", il,
+                      hp->arch_name);
+    return 0;
+}
+
+static bool is_eog_text(mf_str s) {
+    static const char *const k[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>",
+                                    "<|end|>",    "<end_of_turn>", "<|return|>", "<|call|>"};
+    for (size_t i = 0; i < MF_ARRAY_LEN(k); i++)
+        if (mf_str_eq(s, k[i])) return true;
+    return false;
+}
+
+static void add_eog(mf_model *m, int64_t id) {
+    if (id < 0 || id >= m->hp.n_vocab) return;
+    for (int i = 0; i < m->n_eog; i++)
+        if (m->eog[i] == id) return;
+    if (m->n_eog < MF_MAX_EOG) m->eog[m->n_eog++] = (int32_t)id;
+}
+
+static int64_t opt_id(const mf_gguf *g, const char *key) {
+    if (mf_gguf_find_key(g, key) < 0) return -1;
+    uint32_t v;
+    if (mf_gguf_get_u32(g, key, &v, NULL)) return -1;
+    return v;
+}
+
+static int find_eog(mf_model *m, mf_error *err) {
+    m->bos = (int32_t)opt_id(m->gguf, "tokenizer.ggml.bos_token_id");
+    m->eos = (int32_t)opt_id(m->gguf, "tokenizer.ggml.eos_token_id");
+    add_eog(m, m->eos);
+    add_eog(m, opt_id(m->gguf, "tokenizer.ggml.eot_token_id"));
+    add_eog(m, opt_id(m->gguf, "tokenizer.ggml.eom_token_id"));
+    /* llama.cpp also treats these texts as end-of-generation (Qwen: <|im_end|> and <|endoftext|>) */
+    if (mf_gguf_find_key(m->gguf, "tokenizer.ggml.tokens") >= 0) {
+        mf_str *toks = NULL;
+        uint64_t n = 0;
+        int rc = mf_gguf_get_str_array(m->gguf, "tokenizer.ggml.tokens", &toks, &n, err);
+        if (rc) return rc;
+        if ((int64_t)n != m->hp.n_vocab)
+            mf_log(MF_LOG_WARN, "tokenizer has %llu tokens, token_embd has %d rows", (unsigned long long)n,
+                   m->hp.n_vocab);
+        for (uint64_t i = 0; i < n; i++)
+            if (toks[i].len > 2 && toks[i].ptr[0] == '<' && is_eog_text(toks[i])) add_eog(m, (int64_t)i);
+        free(toks);
+    }
+    return 0;
+}
+
+int mf_model_open(const char *path, mf_load_progress_fn progress, void *user, mf_model **out, mf_error *err) {
+    *out = NULL;
+    mf_model *m = calloc(1, sizeof *m);
+    if (!m) return mf_err(err, MF_E_NOMEM, "out of memory");
+    snprintf(m->path, sizeof m->path, "%s", path);
+    int rc = mf_gguf_open(path, &m->gguf, err);
+    if (rc) goto fail;
+    if (progress) progress(0.0f, user);
+    if ((rc = mf_hparams_read(m->gguf, &m->hp, err))) goto fail;
+    mf_hparams *hp = &m->hp;
+    m->tok_embd = mf_gguf_find_tensor(m->gguf, "token_embd.weight");
+    if (!m->tok_embd) {
+        rc = mf_err(err, MF_E_FORMAT, "model lacks tensor 'token_embd.weight'");
+        goto fail;
+    }
+    if (m->tok_embd->ne[1] <= 0 || m->tok_embd->ne[1] > INT32_MAX) {
+        rc = mf_err(err, MF_E_FORMAT, "token_embd.weight has %lld rows", (long long)m->tok_embd->ne[1]);
+        goto fail;
+    }
+    hp->n_vocab = (int32_t)m->tok_embd->ne[1];
+    if ((rc = bind(m->gguf, "token_embd.weight", true, 2, hp->n_embd, hp->n_vocab, &m->tok_embd, err)) ||
+        (rc = bind(m->gguf, "output_norm.weight", true, 1, hp->n_embd, 1, &m->output_norm, err)) ||
+        (rc = bind(m->gguf, "output.weight", false, 2, hp->n_embd, hp->n_vocab, &m->output, err)))
+        goto fail;
+    if (!m->output) {
+        m->output = m->tok_embd; /* tied embeddings */
+        hp->tied_output = true;
+    }
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) {
+        rc = mf_err(err, MF_E_NOMEM, "out of memory for %d layers", hp->n_layer);
+        goto fail;
+    }
+    for (int il = 0; il < hp->n_layer; il++) {
+        if ((rc = bind_layer(m, il, err))) goto fail;
+        if (progress) progress((float)(il + 1) / (float)(hp->n_layer + 1), user);
+    }
+    hp->qkv_bias = m->layers[0].bq != NULL;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const mf_layer_w *L = &m->layers[il];
+        if ((L->bq != NULL) != hp->qkv_bias || (L->bk != NULL) != hp->qkv_bias ||
+            (L->bv != NULL) != hp->qkv_bias) {
+            rc =
+                mf_err(err, MF_E_FORMAT, "layer %d: attn_q/k/v biases must be all present or all absent", il);
+            goto fail;
+        }
+    }
+    if ((rc = find_eog(m, err))) goto fail;
+    if (progress) progress(1.0f, user);
+    *out = m;
+    return 0;
+fail:
+    mf_err_prefix(err, "cannot load model '%s'", path);
+    mf_model_close(m);
+    return rc;
+}
+
+void mf_model_close(mf_model *m) {
+    if (!m) return;
+    free(m->layers);
+    mf_gguf_close(m->gguf);
+    free(m);
+}
+
+bool mf_model_token_is_eog(const mf_model *m, int32_t tok) {
+    for (int i = 0; i < m->n_eog; i++)
+        if (m->eog[i] == tok) return true;
+    return false;
+}

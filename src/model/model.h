@@ -1,0 +1,71 @@
+/* model: hyper-parameters from GGUF, weights bound into the mmap (no copy), and the graph builder for
+ * the Qwen family (qwen2 = QKV bias, qwen3 = per-head q/k RMS norm; one builder, llama.cpp's order). */
+#ifndef MF_MODEL_H
+#define MF_MODEL_H
+
+#include "core/core.h"
+#include "gguf/gguf.h"
+#include "graph/graph.h"
+
+typedef enum { MF_ARCH_QWEN2 = 0, MF_ARCH_QWEN3 = 1, MF_ARCH_COUNT } mf_arch;
+
+#define MF_SUPPORTED_ARCHS "qwen2, qwen3"
+
+typedef struct {
+    mf_arch arch;
+    char arch_name[32];
+    int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot;
+    int32_t n_embd_q, n_embd_kv; /* head_dim * n_head, head_dim * n_head_kv */
+    float rms_eps, rope_freq_base, rope_freq_scale;
+    bool qkv_bias, qk_norm, tied_output;
+} mf_hparams;
+
+typedef struct {
+    const mf_gguf_tensor *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *q_norm, *k_norm, *wo;
+    const mf_gguf_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
+} mf_layer_w;
+
+#define MF_MAX_EOG 16
+
+struct mf_tok; /* src/tok (opaque here) */
+
+/* The loaded model (the public API's mf_model). */
+struct mf_model {
+    mf_gguf *gguf;
+    mf_hparams hp;
+    const mf_gguf_tensor *tok_embd, *output_norm, *output;
+    mf_layer_w *layers;
+    int32_t bos, eos;
+    int32_t eog[MF_MAX_EOG];
+    int32_t n_eog;
+    void *tok; /* tokenizer handle when the tok module provides one */
+    char path[512];
+};
+typedef struct mf_model mf_model;
+
+typedef void (*mf_load_progress_fn)(float progress, void *user);
+
+/* Read <arch>.* keys.  Unsupported architecture -> MF_E_UNSUPPORTED naming it and the supported ones. */
+int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err);
+/* Open, read hparams, bind every weight (shape and type checked), find eos/eog ids. */
+int mf_model_open(const char *path, mf_load_progress_fn progress, void *user, mf_model **out, mf_error *err);
+void mf_model_close(mf_model *m);
+bool mf_model_token_is_eog(const mf_model *m, int32_t tok);
+
+/* ---- graph builder ---- */
+typedef struct {
+    int32_t n_tokens;  /* batch rows */
+    int32_t n_outputs; /* rows that get logits (selected by GET_ROWS before the last FFN) */
+    int32_t n_cells;   /* KV cells per layer (the window input is [n_cells + 1, n_tokens]) */
+    uint32_t kv_type;
+    void **k_cache, **v_cache; /* per layer region pointers (EXTERNAL data) */
+} mf_build_params;
+
+typedef struct {
+    int32_t tokens, pos, cells, window, out_ids; /* INPUT node ids (out_ids -1 when n_outputs == n_tokens) */
+    int32_t logits;                              /* f32 [n_vocab, n_outputs] */
+} mf_build_io;
+
+int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_build_io *io, mf_error *err);
+
+#endif

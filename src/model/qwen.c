@@ -1,0 +1,118 @@
+/* The Qwen2 / Qwen2.5 / Qwen3 graph, in llama.cpp's order (src/models/qwen2.cpp, qwen3.cpp):
+ *   embd -> per layer: attn_norm -> q,k,v (+bias qwen2) -> heads -> q/k norm (qwen3) -> rope NEOX ->
+ *   kv_store -> attention -> attn_output -> +residual -> ffn_norm -> swiglu(gate, up) -> down -> +residual
+ *   -> output_norm -> output.
+ * Like llama.cpp, the rows that want logits are selected (GET_ROWS) after the last layer's attention, so
+ * the last FFN and the LM head run only on output rows.  Every op is row-independent, so the selection
+ * changes no value. */
+#include "model/model.h"
+
+#include "quant/quant.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static int32_t W(mf_graph *g, const mf_gguf_tensor *t, int layer) {
+    int64_t ne[MF_MAX_DIMS] = {t->ne[0], t->ne[1], 1, 1};
+    int nd = t->ne[1] == 1 ? 1 : 2;
+    int32_t id = mf_g_weight(g, "", t->type, nd, ne, t->data);
+    mf_g_name(g, id, "%.*s", (int)MF_MIN(t->name.len, 63), t->name.ptr);
+    return mf_g_layer(g, id, layer);
+}
+
+/* rms_norm(x) * w, named like llama.cpp's build_norm callback */
+static int32_t norm(mf_graph *g, int32_t x, const mf_gguf_tensor *w, float eps, int layer, const char *name) {
+    int32_t n = mf_g_layer(g, mf_g_rms_norm(g, x, eps), layer);
+    int32_t r = mf_g_mul(g, n, W(g, w, layer));
+    if (layer >= 0)
+        mf_g_name(g, r, "blk.%d.%s", layer, name);
+    else
+        mf_g_name(g, r, "%s", name);
+    return mf_g_layer(g, r, layer);
+}
+
+static int32_t named(mf_graph *g, int32_t id, int layer, const char *name) {
+    mf_g_name(g, id, "blk.%d.%s", layer, name);
+    return mf_g_layer(g, id, layer);
+}
+
+int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_build_io *io, mf_error *err) {
+    const mf_hparams *hp = &m->hp;
+    const int64_t nt = p->n_tokens, no = p->n_outputs;
+    if (nt <= 0 || no < 0 || no > nt)
+        return mf_err(err, MF_E_INVAL, "graph for %lld tokens with %lld output rows is not valid",
+                      (long long)nt, (long long)no);
+    const int64_t hd = hp->head_dim;
+    const float eps = hp->rms_eps;
+
+    int64_t ne[4] = {nt, 1, 1, 1};
+    io->tokens = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, ne), "inp_tokens");
+    io->pos = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, ne), "inp_pos");
+    io->cells = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, ne), "inp_cells");
+    int64_t new[4] = {(int64_t)p->n_cells + 1, nt, 1, 1};
+    io->window = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 2, new), "inp_window");
+    io->out_ids = -1;
+    if (no < nt) {
+        int64_t neo[4] = {no, 1, 1, 1};
+        io->out_ids = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, neo), "inp_out_ids");
+    }
+
+    int32_t x = mf_g_name(g, mf_g_get_rows(g, W(g, m->tok_embd, -1), io->tokens), "inp_embd");
+    for (int il = 0; il < hp->n_layer; il++) {
+        const mf_layer_w *L = &m->layers[il];
+        int32_t inp = x;
+        int32_t cur = norm(g, x, L->attn_norm, eps, il, "attn_norm");
+
+        int32_t q = named(g, mf_g_matmul(g, W(g, L->wq, il), cur), il, "attn_q");
+        int32_t k = named(g, mf_g_matmul(g, W(g, L->wk, il), cur), il, "attn_k");
+        int32_t v = named(g, mf_g_matmul(g, W(g, L->wv, il), cur), il, "attn_v");
+        if (hp->qkv_bias) {
+            q = named(g, mf_g_add(g, q, W(g, L->bq, il)), il, "attn_q_b");
+            k = named(g, mf_g_add(g, k, W(g, L->bk, il)), il, "attn_k_b");
+            v = named(g, mf_g_add(g, v, W(g, L->bv, il)), il, "attn_v_b");
+        }
+        int64_t qs[4] = {hd, hp->n_head, nt, 1}, ks[4] = {hd, hp->n_head_kv, nt, 1};
+        q = named(g, mf_g_reshape(g, q, 3, qs), il, "Qcur");
+        k = named(g, mf_g_reshape(g, k, 3, ks), il, "Kcur");
+        if (hp->qk_norm) {
+            q = norm(g, q, L->q_norm, eps, il, "Qcur_normed");
+            k = norm(g, k, L->k_norm, eps, il, "Kcur_normed");
+        }
+        q = named(g,
+                  mf_g_rope(g, q, io->pos, hp->n_rot, MF_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
+                  il, "Qcur_rope");
+        k = named(g,
+                  mf_g_rope(g, k, io->pos, hp->n_rot, MF_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
+                  il, "Kcur_rope");
+        int64_t kv2[4] = {hp->n_embd_kv, nt, 1, 1};
+        int32_t k2 = named(g, mf_g_reshape(g, k, 2, kv2), il, "Kcur_2d");
+
+        int64_t cne[4] = {hp->n_embd_kv, p->n_cells, 1, 1};
+        int32_t kc = named(g, mf_g_external(g, "", p->kv_type, 2, cne, p->k_cache[il]), il, "cache_k");
+        int32_t vc = named(g, mf_g_external(g, "", p->kv_type, 2, cne, p->v_cache[il]), il, "cache_v");
+        int32_t ks_ = named(g, mf_g_kv_store(g, kc, k2, io->cells), il, "k_store");
+        int32_t vs_ = named(g, mf_g_kv_store(g, vc, v, io->cells), il, "v_store");
+        int32_t att =
+            named(g, mf_g_attention(g, q, ks_, vs_, io->window, hp->n_head_kv, 1.0f / sqrtf((float)hd)), il,
+                  "kqv_out");
+        cur = named(g, mf_g_matmul(g, W(g, L->wo, il), att), il, "attn_out");
+        if (il == hp->n_layer - 1 && io->out_ids >= 0) {
+            cur = named(g, mf_g_get_rows(g, cur, io->out_ids), il, "attn_out_sel");
+            inp = named(g, mf_g_get_rows(g, inp, io->out_ids), il, "inp_sel");
+        }
+        int32_t ffn_inp = named(g, mf_g_add(g, cur, inp), il, "ffn_inp");
+        cur = norm(g, ffn_inp, L->ffn_norm, eps, il, "ffn_norm");
+        int32_t gate = named(g, mf_g_matmul(g, W(g, L->ffn_gate, il), cur), il, "ffn_gate");
+        int32_t up = named(g, mf_g_matmul(g, W(g, L->ffn_up, il), cur), il, "ffn_up");
+        int32_t act = named(g, mf_g_swiglu(g, gate, up), il, "ffn_swiglu");
+        int32_t down = named(g, mf_g_matmul(g, W(g, L->ffn_down, il), act), il, "ffn_out");
+        x = named(g, mf_g_add(g, down, ffn_inp), il, "l_out");
+    }
+    int32_t cur = norm(g, x, m->output_norm, eps, -1, "result_norm");
+    int32_t logits = mf_g_name(g, mf_g_matmul(g, W(g, m->output, -1), cur), "result_output");
+    mf_g_set_output(g, logits);
+    io->logits = logits;
+    int rc = mf_graph_error(g, err);
+    if (rc) return mf_err_prefix(err, "building the %s graph for %lld tokens", hp->arch_name, (long long)nt);
+    return 0;
+}

@@ -1,0 +1,327 @@
+/* Engine identities, asserted BITWISE on generated tiny models (qwen2 and qwen3):
+ *   one batch holding two sequences gives each exactly the logits it gets alone (prefill and decode);
+ *   a prompt in one forward vs in several chunks gives identical final logits (and the internal
+ *   n_ubatch split too); two runs give identical output; a graph-cache hit equals a rebuild;
+ *   seq_cp / seq_rm continue exactly like the original; a batch without outputs still fills the cache.
+ * Plus the refusals: unsupported architecture, missing file, context full, cached position, bad id. */
+#include "harness.h"
+
+/* harness REQUIRE evaluates its condition twice; MUST evaluates once (conditions here have effects) */
+#define MUST(cond, ...)                                                                                      \
+    do {                                                                                                     \
+        bool must_ok_ = (cond);                                                                              \
+        CHECK(must_ok_, __VA_ARGS__);                                                                        \
+        if (!must_ok_) return;                                                                               \
+    } while (0)
+
+#include "minfer.h"
+
+#include "gguf/gguf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char q2_path[512], q3_path[512];
+
+static int n_threads(void) {
+    const char *t = getenv("MF_TEST_THREADS");
+    return t ? atoi(t) : 1;
+}
+
+static bool gen_model(const char *arch, const char *type, char *path, size_t cap) {
+    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
+    snprintf(path, cap, "%s/engine-%s-%s.gguf", mf_test_tmpdir(), arch, type);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/mf-genmodel --arch %s --type %s --seed 3 -q -o %s", build, arch, type,
+             path);
+    return system(cmd) == 0;
+}
+
+typedef struct {
+    mf_model *m;
+    mf_context *c;
+    int n_vocab;
+} eng;
+
+static bool open_eng(const char *path, int n_ctx, int n_ubatch, eng *e) {
+    mf_error err = {0};
+    memset(e, 0, sizeof *e);
+    if (mf_model_load(path, NULL, &e->m, &err)) {
+        printf("  load: %s\n", err.msg);
+        return false;
+    }
+    mf_context_params cp = mf_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_threads = n_threads();
+    cp.n_ubatch = n_ubatch;
+    if (mf_context_new(e->m, &cp, &e->c, &err)) {
+        printf("  context: %s\n", err.msg);
+        return false;
+    }
+    mf_model_info info;
+    mf_model_get_info(e->m, &info);
+    e->n_vocab = info.n_vocab;
+    return true;
+}
+
+static void close_eng(eng *e) {
+    mf_context_free(e->c);
+    mf_model_free(e->m);
+}
+
+static const mf_token P0[] = {785, 6722, 315, 9625, 374, 12095, 11, 323, 279, 6722, 315, 9856, 374};
+static const mf_token P1[] = {750, 75698, 1445, 982, 262, 4210, 5598};
+#define NP0 ((int)(sizeof P0 / sizeof P0[0]))
+#define NP1 ((int)(sizeof P1 / sizeof P1[0]))
+
+/* decode tokens [from, to) of seq at positions from.., logits for the last; copy them to out */
+static bool feed(eng *e, const mf_token *ids, int from, int to, mf_seq_id seq, float *out) {
+    mf_batch b;
+    mf_error err = {0};
+    if (mf_batch_init(&b, to - from, &err)) return false;
+    for (int i = from; i < to; i++) mf_batch_add(&b, ids[i], i, seq, i == to - 1);
+    int rc = mf_decode(e->c, &b, &err);
+    mf_batch_free(&b);
+    if (rc) {
+        printf("  decode: %s\n", err.msg);
+        return false;
+    }
+    if (out) memcpy(out, mf_get_logits(e->c, -1), sizeof(float) * (size_t)e->n_vocab);
+    return true;
+}
+
+static bool same(const float *a, const float *b, int n, const char *what) {
+    if (memcmp(a, b, sizeof(float) * (size_t)n) == 0) return true;
+    for (int i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float))) {
+            printf("  %s: first difference at id %d: %.9g vs %.9g\n", what, i, a[i], b[i]);
+            break;
+        }
+    return false;
+}
+
+static void two_sequences(const char *path) {
+    eng e;
+    MUST(open_eng(path, 64, 512, &e), "open");
+    int n = e.n_vocab;
+    float *a0 = malloc(sizeof(float) * n * 4), *a1 = a0 + n, *b0 = a0 + 2 * n, *b1 = a0 + 3 * n;
+    /* alone: each sequence in its own fresh cache, prefill then one decode step */
+    MUST(feed(&e, P0, 0, NP0 - 1, 0, NULL) && feed(&e, P0, NP0 - 1, NP0, 0, a0), "seq 0 alone");
+    mf_kv_clear_all(e.c);
+    MUST(feed(&e, P1, 0, NP1 - 1, 0, NULL) && feed(&e, P1, NP1 - 1, NP1, 0, a1), "seq 1 alone");
+    mf_kv_clear_all(e.c);
+    /* together: interleaved prefill of both (seq 1 gets id 5), then one batch with both decode steps */
+    mf_batch b;
+    mf_error err = {0};
+    MUST(mf_batch_init(&b, NP0 + NP1, &err) == 0, "batch");
+    for (int i = 0; i < NP0 - 1 || i < NP1 - 1; i++) {
+        if (i < NP1 - 1) mf_batch_add(&b, P1[i], i, 5, false);
+        if (i < NP0 - 1) mf_batch_add(&b, P0[i], i, 0, false);
+    }
+    MUST(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
+    mf_batch_clear(&b);
+    mf_batch_add(&b, P1[NP1 - 1], NP1 - 1, 5, true);
+    mf_batch_add(&b, P0[NP0 - 1], NP0 - 1, 0, true);
+    MUST(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
+    memcpy(b1, mf_get_logits(e.c, 0), sizeof(float) * n);
+    memcpy(b0, mf_get_logits(e.c, 1), sizeof(float) * n);
+    CHECK(same(a0, b0, n, "seq 0"), "sequence 0 batched with another differs from alone");
+    CHECK(same(a1, b1, n, "seq 1"), "sequence 1 batched with another differs from alone");
+    CHECK(mf_seq_pos_max(e.c, 5) == NP1 - 1 && mf_seq_pos_max(e.c, 0) == NP0 - 1, "pos max %d %d",
+          mf_seq_pos_max(e.c, 5), mf_seq_pos_max(e.c, 0));
+    mf_batch_free(&b);
+    free(a0);
+    close_eng(&e);
+}
+
+static void test_two_sequences_in_one_batch_equal_alone(void) {
+    two_sequences(q2_path);
+    two_sequences(q3_path);
+}
+
+static void chunks(const char *path) {
+    eng e, u;
+    MUST(open_eng(path, 64, 512, &e), "open");
+    MUST(open_eng(path, 64, 4, &u), "open ubatch 4");
+    int n = e.n_vocab;
+    float *one = malloc(sizeof(float) * n * 3), *split = one + n, *ub = one + 2 * n;
+    MUST(feed(&e, P0, 0, NP0, 0, one), "one forward");
+    mf_kv_clear_all(e.c);
+    MUST(feed(&e, P0, 0, 5, 0, NULL) && feed(&e, P0, 5, 6, 0, NULL) && feed(&e, P0, 6, NP0, 0, split),
+         "chunks");
+    CHECK(same(one, split, n, "chunked"), "chunked prefill differs from one forward");
+    MUST(feed(&u, P0, 0, NP0, 0, ub), "ubatch split");
+    CHECK(same(one, ub, n, "n_ubatch 4"), "n_ubatch split differs from one forward");
+    free(one);
+    close_eng(&e);
+    close_eng(&u);
+}
+
+static void test_chunked_prefill_equals_one_forward(void) {
+    chunks(q2_path);
+    chunks(q3_path);
+}
+
+static void test_two_runs_and_cache_hit_equal_rebuild(void) {
+    eng e1, e2;
+    MUST(open_eng(q2_path, 64, 512, &e1) && open_eng(q2_path, 64, 512, &e2), "open");
+    int n = e1.n_vocab;
+    float *x = malloc(sizeof(float) * n * 3), *y = x + n, *z = x + 2 * n;
+    /* run 1: prefill + decode, twice in the same context (second time: graph cache hits) */
+    MUST(feed(&e1, P0, 0, NP0 - 1, 0, NULL) && feed(&e1, P0, NP0 - 1, NP0, 0, x), "run 1");
+    mf_context_stats st;
+    mf_context_get_stats(e1.c, &st);
+    int builds = st.graph_builds;
+    mf_kv_clear_all(e1.c);
+    MUST(feed(&e1, P0, 0, NP0 - 1, 0, NULL) && feed(&e1, P0, NP0 - 1, NP0, 0, y), "run 1 again");
+    mf_context_get_stats(e1.c, &st);
+    CHECK(st.graph_builds == builds && st.graph_reuses >= 2, "builds %d -> %d, reuses %d", builds,
+          st.graph_builds, st.graph_reuses);
+    CHECK(same(x, y, n, "cache hit"), "graph cache hit differs from the first build");
+    /* a fresh context (rebuild) gives the same bits */
+    MUST(feed(&e2, P0, 0, NP0 - 1, 0, NULL) && feed(&e2, P0, NP0 - 1, NP0, 0, z), "run 2");
+    CHECK(same(x, z, n, "rebuild"), "a second run differs");
+    free(x);
+    close_eng(&e1);
+    close_eng(&e2);
+}
+
+static void test_seq_cp_and_seq_rm_continue_exactly(void) {
+    eng e;
+    MUST(open_eng(q3_path, 64, 512, &e), "open");
+    int n = e.n_vocab;
+    float *ref = malloc(sizeof(float) * n * 3), *cp = ref + n, *rm = ref + 2 * n;
+    MUST(feed(&e, P0, 0, NP0 - 1, 0, NULL) && feed(&e, P0, NP0 - 1, NP0, 0, ref), "reference");
+    mf_seq_rm(e.c, 0, NP0 - 1, -1); /* drop the last position and decode it again */
+    MUST(feed(&e, P0, NP0 - 1, NP0, 0, rm), "after seq_rm");
+    CHECK(same(ref, rm, n, "seq_rm"), "re-decoding after seq_rm differs");
+    mf_error err = {0};
+    mf_seq_rm(e.c, 0, NP0 - 1, -1);
+    MUST(mf_seq_cp(e.c, 0, 2, -1, -1, &err) == 0, "%s", err.msg);
+    MUST(feed(&e, P0, NP0 - 1, NP0, 2, cp), "continue the copy");
+    CHECK(same(ref, cp, n, "seq_cp"), "continuing a copied sequence differs");
+    free(ref);
+    close_eng(&e);
+}
+
+static void test_a_batch_without_outputs_fills_the_cache(void) {
+    eng e;
+    MUST(open_eng(q2_path, 64, 512, &e), "open");
+    int n = e.n_vocab;
+    float *ref = malloc(sizeof(float) * n * 2), *x = ref + n;
+    MUST(feed(&e, P0, 0, NP0, 0, ref), "reference");
+    mf_kv_clear_all(e.c);
+    mf_batch b;
+    mf_error err = {0};
+    MUST(mf_batch_init(&b, NP0, &err) == 0, "batch");
+    for (int i = 0; i < NP0 - 1; i++) mf_batch_add(&b, P0[i], i, 0, false);
+    MUST(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
+    CHECK(mf_get_logits(e.c, -1) == NULL && mf_get_logits(e.c, 0) == NULL,
+          "logits for rows that did not ask");
+    MUST(feed(&e, P0, NP0 - 1, NP0, 0, x), "last");
+    CHECK(same(ref, x, n, "no-output prefill"), "prefill without outputs then decode differs");
+    mf_batch_free(&b);
+    free(ref);
+    close_eng(&e);
+}
+
+static void test_refusals(void) {
+    eng e;
+    MUST(open_eng(q2_path, 8, 512, &e), "open");
+    mf_error err = {0};
+    mf_batch b;
+    MUST(mf_batch_init(&b, 16, &err) == 0, "batch");
+    for (int i = 0; i < 9; i++) mf_batch_add(&b, P0[i], i, 0, i == 8);
+    CHECK(mf_decode(e.c, &b, &err) == MF_E_RANGE, "9 tokens in 8 cells accepted");
+    CHECK(strstr(err.msg, "9 tokens") && strstr(err.msg, "8 of 8"), "msg: %s", err.msg);
+    mf_batch_clear(&b);
+    for (int i = 0; i < 4; i++) mf_batch_add(&b, P0[i], i, 0, i == 3);
+    MUST(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
+    mf_batch_clear(&b);
+    mf_batch_add(&b, P0[3], 3, 0, true);
+    CHECK(mf_decode(e.c, &b, &err) == MF_E_INVAL, "cached position accepted");
+    CHECK(strstr(err.msg, "position 3 of sequence 0 is already in the KV cache"), "msg: %s", err.msg);
+    mf_batch_clear(&b);
+    mf_batch_add(&b, 4, 4, 0, false);
+    mf_batch_add(&b, e.n_vocab, 5, 0, true);
+    CHECK(mf_decode(e.c, &b, &err) == MF_E_RANGE, "bad id accepted");
+    CHECK(strstr(err.msg, "token id 151936, outside the vocabulary [0, 151936)"), "msg: %s", err.msg);
+    CHECK(mf_seq_pos_max(e.c, 0) == 3, "a refused batch changed the cache: pos max %d",
+          mf_seq_pos_max(e.c, 0));
+    mf_batch_free(&b);
+    close_eng(&e);
+
+    /* architecture and file refusals */
+    mf_model *m = NULL;
+    CHECK(mf_model_load("/nonexistent/model.gguf", NULL, &m, &err) != 0 && !m, "missing file loaded");
+    CHECK(strstr(err.msg, "/nonexistent/model.gguf") != NULL, "msg: %s", err.msg);
+    char path[512];
+    snprintf(path, sizeof path, "%s/engine-llama.gguf", mf_test_tmpdir());
+    mf_gguf_writer *w = mf_gguf_writer_new();
+    MUST(w, "writer");
+    mf_gguf_writer_set_str(w, "general.architecture", "llama");
+    int rc = mf_gguf_writer_begin(w, path, &err);
+    if (!rc) rc = mf_gguf_writer_end(w, &err);
+    mf_gguf_writer_free(w);
+    MUST(rc == 0, "%s", err.msg);
+    CHECK(mf_model_load(path, NULL, &m, &err) == MF_E_UNSUPPORTED && !m, "llama arch loaded");
+    CHECK(strstr(err.msg, "'llama'") && strstr(err.msg, "qwen2, qwen3"), "msg: %s", err.msg);
+    /* a qwen2 file without its hyper-parameters names the missing key */
+    w = mf_gguf_writer_new();
+    MUST(w, "writer");
+    mf_gguf_writer_set_str(w, "general.architecture", "qwen2");
+    mf_gguf_writer_set_u32(w, "qwen2.context_length", 128);
+    rc = mf_gguf_writer_begin(w, path, &err);
+    if (!rc) rc = mf_gguf_writer_end(w, &err);
+    mf_gguf_writer_free(w);
+    MUST(rc == 0, "%s", err.msg);
+    CHECK(mf_model_load(path, NULL, &m, &err) == MF_E_FORMAT && !m, "qwen2 without hparams loaded");
+    CHECK(strstr(err.msg, "lacks 'qwen2.embedding_length'"), "msg: %s", err.msg);
+    remove(path);
+}
+
+static float g_last = -1.0f;
+static int g_calls, g_backwards;
+static void progress(float p, void *user) {
+    (void)user;
+    if (p < g_last) g_backwards++;
+    g_last = p;
+    g_calls++;
+}
+
+static void test_model_info_and_progress(void) {
+    mf_model *m = NULL;
+    mf_error err = {0};
+    mf_model_params mp = mf_model_default_params();
+    mp.progress = progress;
+    MUST(mf_model_load(q3_path, &mp, &m, &err) == 0, "%s", err.msg);
+    CHECK(g_calls >= 3 && g_backwards == 0 && g_last == 1.0f, "progress: %d calls, %d backwards, last %g",
+          g_calls, g_backwards, g_last);
+    mf_model_info info;
+    mf_model_get_info(m, &info);
+    CHECK(!strcmp(info.arch, "qwen3") && info.qk_norm && !info.qkv_bias, "arch %s", info.arch);
+    CHECK(info.n_vocab == 151936 && info.n_layer == 2 && info.head_dim == 64, "vocab %d layers %d hd %d",
+          info.n_vocab, info.n_layer, info.head_dim);
+    CHECK(mf_model_is_eog(m, 151645) && mf_model_is_eog(m, 151643),
+          "<|im_end|>/<|endoftext|> not end-of-generation");
+    mf_model_free(m);
+}
+
+int main(void) {
+    if (!gen_model("qwen2", "q8_0", q2_path, sizeof q2_path) ||
+        !gen_model("qwen3", "q4_0", q3_path, sizeof q3_path)) {
+        printf("FAIL: mf-genmodel could not write the test models\n");
+        return mf_test_done() | 1;
+    }
+    RUN(test_two_sequences_in_one_batch_equal_alone);
+    RUN(test_chunked_prefill_equals_one_forward);
+    RUN(test_two_runs_and_cache_hit_equal_rebuild);
+    RUN(test_seq_cp_and_seq_rm_continue_exactly);
+    RUN(test_a_batch_without_outputs_fills_the_cache);
+    RUN(test_refusals);
+    RUN(test_model_info_and_progress);
+    remove(q2_path);
+    remove(q3_path);
+    return mf_test_done();
+}

@@ -1,0 +1,244 @@
+/* Samplers against hand-computed distributions, the chain order, and seeded determinism. */
+#include "harness.h"
+
+/* harness REQUIRE evaluates its condition twice; MUST evaluates once (conditions here have effects) */
+#define MUST(cond, ...)                                                                                      \
+    do {                                                                                                     \
+        bool must_ok_ = (cond);                                                                              \
+        CHECK(must_ok_, __VA_ARGS__);                                                                        \
+        if (!must_ok_) return;                                                                               \
+    } while (0)
+
+#include "engine/engine_impl.h"
+
+#include <math.h>
+
+static mf_sampler_params off(void) {
+    mf_sampler_params p = mf_sampler_default_params();
+    p.temp = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.typ_p = 1.0f;
+    p.penalty_last_n = 64;
+    p.penalty_repeat = 1.0f;
+    return p;
+}
+
+static mf_sampler *mk(const mf_sampler_params *p, int n) {
+    mf_sampler *s = NULL;
+    mf_error err = {0};
+    if (mf_sampler_new(p, n, &s, &err)) printf("  mf_sampler_new: %s\n", err.msg);
+    return s;
+}
+
+#define NEAR(a, b) (fabs((double)(a) - (double)(b)) < 1e-5)
+
+static void test_greedy_picks_the_max_lowest_id_on_ties(void) {
+    mf_sampler_params p = off();
+    p.temp = 0.0f;
+    mf_sampler *s = mk(&p, 5);
+    MUST(s, "new");
+    float l[5] = {1, 3, 2, 3, -1};
+    CHECK(mf_sampler_sample(s, l) == 1, "greedy picked %d", mf_sampler_sample(s, l));
+    mf_sampler_free(s);
+}
+
+static void test_top_k_keeps_the_k_best(void) {
+    mf_sampler_params p = off();
+    p.top_k = 2;
+    mf_sampler *s = mk(&p, 4);
+    MUST(s, "new");
+    float l[4] = {1, 2, 3, 0};
+    int32_t ids[4];
+    float pr[4];
+    int n = mf_sampler_candidates(s, l, ids, pr, 4);
+    /* softmax([3, 2]) = [e/(e+1), 1/(e+1)] = [0.731059, 0.268941] */
+    CHECK(n == 2 && ids[0] == 2 && ids[1] == 1, "n %d ids %d %d", n, ids[0], ids[1]);
+    CHECK(NEAR(pr[0], 0.7310586) && NEAR(pr[1], 0.2689414), "p %f %f", pr[0], pr[1]);
+    mf_sampler_free(s);
+}
+
+static void test_top_p_stops_once_the_mass_is_reached(void) {
+    mf_sampler_params p = off();
+    p.top_p = 0.7f;
+    mf_sampler *s = mk(&p, 3);
+    MUST(s, "new");
+    float l[3] = {logf(0.2f), logf(0.5f), logf(0.3f)};
+    int32_t ids[3];
+    float pr[3];
+    int n = mf_sampler_candidates(s, l, ids, pr, 3);
+    /* 0.5 < 0.7, 0.5 + 0.3 >= 0.7: keep {1, 2}, renormalised to 0.625 / 0.375 */
+    CHECK(n == 2 && ids[0] == 1 && ids[1] == 2, "n %d ids %d %d", n, ids[0], ids[1]);
+    CHECK(NEAR(pr[0], 0.625) && NEAR(pr[1], 0.375), "p %f %f", pr[0], pr[1]);
+    mf_sampler_free(s);
+}
+
+static void test_min_p_is_relative_to_the_best(void) {
+    mf_sampler_params p = off();
+    p.min_p = 0.5f;
+    mf_sampler *s = mk(&p, 4);
+    MUST(s, "new");
+    /* p = 0.4, 0.3, 0.2, 0.1: keep p >= 0.5 * 0.4 = 0.2 -> {0, 1, 2} -> 4/9, 3/9, 2/9 */
+    float l[4] = {logf(0.4f), logf(0.3f), logf(0.2f), logf(0.1f)};
+    int32_t ids[4];
+    float pr[4];
+    int n = mf_sampler_candidates(s, l, ids, pr, 4);
+    CHECK(n == 3, "kept %d", n);
+    CHECK(NEAR(pr[0], 4.0 / 9) && NEAR(pr[1], 3.0 / 9) && NEAR(pr[2], 2.0 / 9), "p %f %f %f", pr[0], pr[1],
+          pr[2]);
+    mf_sampler_free(s);
+}
+
+static void test_temperature_scales_logits(void) {
+    mf_sampler_params p = off();
+    p.temp = 2.0f;
+    mf_sampler *s = mk(&p, 2);
+    MUST(s, "new");
+    float l[2] = {0.0f, logf(4.0f)}; /* /2 -> {0, ln 2}: 1/3, 2/3 */
+    int32_t ids[2];
+    float pr[2];
+    int n = mf_sampler_candidates(s, l, ids, pr, 2);
+    CHECK(n == 2 && ids[0] == 1 && NEAR(pr[0], 2.0 / 3) && NEAR(pr[1], 1.0 / 3), "n %d p %f %f", n, pr[0],
+          pr[1]);
+    mf_sampler_free(s);
+}
+
+static void test_typical_keeps_the_typical_set(void) {
+    mf_sampler_params p = off();
+    p.typ_p = 0.5f;
+    mf_sampler *s = mk(&p, 3);
+    MUST(s, "new");
+    /* p = 0.5, 0.25, 0.25: H = 1.0397; |-ln p - H| = 0.3466, 0.3466, 0.3466 -> all equal, stable order:
+     * cum 0.5 is not > 0.5, 0.75 > 0.5 -> keep two: {0, 1} -> 2/3, 1/3 */
+    float l[3] = {logf(0.5f), logf(0.25f), logf(0.25f)};
+    int32_t ids[3];
+    float pr[3];
+    int n = mf_sampler_candidates(s, l, ids, pr, 3);
+    CHECK(n == 2 && ids[0] == 0 && ids[1] == 1, "n %d ids %d %d", n, ids[0], ids[1]);
+    CHECK(NEAR(pr[0], 2.0 / 3), "p %f", pr[0]);
+    mf_sampler_free(s);
+}
+
+static void test_penalties_follow_llama_cpp(void) {
+    mf_sampler_params p = off();
+    p.penalty_repeat = 2.0f;
+    p.penalty_freq = 0.5f;
+    p.penalty_present = 0.25f;
+    mf_sampler *s = mk(&p, 4);
+    MUST(s, "new");
+    mf_sampler_accept(s, 0);
+    mf_sampler_accept(s, 1);
+    mf_sampler_accept(s, 1);
+    /* id 0: 2 / 2 - 0.5 - 0.25 = 0.25; id 1: -2 * 2 - 1.0 - 0.25 = -5.25; id 2, 3 untouched (1, 0) */
+    float l[4] = {2, -2, 1, 0};
+    int32_t ids[4];
+    float pr[4];
+    int n = mf_sampler_candidates(s, l, ids, pr, 4);
+    MUST(n == 4, "n %d", n);
+    double z = exp(1) + exp(0.25) + exp(0) + exp(-5.25);
+    CHECK(ids[0] == 2 && ids[1] == 0 && ids[2] == 3 && ids[3] == 1, "order %d %d %d %d", ids[0], ids[1],
+          ids[2], ids[3]);
+    CHECK(NEAR(pr[0], exp(1) / z) && NEAR(pr[1], exp(0.25) / z) && NEAR(pr[3], exp(-5.25) / z), "p %f %f %f",
+          pr[0], pr[1], pr[3]);
+    mf_sampler_free(s);
+}
+
+static void test_penalty_window_forgets_old_tokens(void) {
+    mf_sampler_params p = off();
+    p.temp = 0.0f;
+    p.penalty_repeat = 10.0f;
+    p.penalty_last_n = 2;
+    mf_sampler *s = mk(&p, 4);
+    MUST(s, "new");
+    float l[4] = {5, 4, 0, 0};
+    mf_sampler_accept(s, 0);
+    CHECK(mf_sampler_sample(s, l) == 1, "0 should be penalised");
+    mf_sampler_accept(s, 2);
+    mf_sampler_accept(s, 3); /* 0 leaves the 2-token window */
+    CHECK(mf_sampler_sample(s, l) == 0, "0 should be free again");
+    mf_sampler_reset(s);
+    CHECK(mf_sampler_sample(s, l) == 0, "reset keeps history");
+    mf_sampler_free(s);
+}
+
+static void test_chain_order_penalties_before_top_k(void) {
+    /* penalties run first: id 0 (3.0, seen) drops to 1.5 so top_k = 1 keeps id 1.  With top_k first it
+     * would keep id 0. */
+    mf_sampler_params p = off();
+    p.top_k = 1;
+    p.penalty_repeat = 2.0f;
+    mf_sampler *s = mk(&p, 2);
+    MUST(s, "new");
+    mf_sampler_accept(s, 0);
+    float l[2] = {3.0f, 2.9f};
+    int32_t ids[2];
+    float pr[2];
+    int n = mf_sampler_candidates(s, l, ids, pr, 2);
+    CHECK(n == 1 && ids[0] == 1, "n %d id %d", n, ids[0]);
+    mf_sampler_free(s);
+    /* top_p before min_p, both before temperature: p = .6 .3 .1, top_p .5 keeps {0}; */
+    p = off();
+    p.top_p = 0.5f;
+    p.min_p = 0.1f;
+    p.temp = 100.0f; /* if temperature ran first, top_p would need more tokens */
+    s = mk(&p, 3);
+    MUST(s, "new");
+    float l2[3] = {logf(0.6f), logf(0.3f), logf(0.1f)};
+    n = mf_sampler_candidates(s, l2, ids, pr, 3);
+    CHECK(n == 1 && ids[0] == 0, "n %d", n);
+    mf_sampler_free(s);
+}
+
+static void test_seeded_draws_are_deterministic_and_fair(void) {
+    mf_sampler_params p = off();
+    p.seed = 7;
+    mf_sampler *a = mk(&p, 2), *b = mk(&p, 2);
+    p.seed = 8;
+    mf_sampler *c = mk(&p, 2);
+    MUST(a && b && c, "new");
+    float l[2] = {0.0f, logf(3.0f)}; /* 0.25 / 0.75 */
+    int count1 = 0, same = 1, differ = 0;
+    const int N = 20000;
+    for (int i = 0; i < N; i++) {
+        int x = mf_sampler_sample(a, l), y = mf_sampler_sample(b, l), z = mf_sampler_sample(c, l);
+        same &= x == y;
+        differ |= x != z;
+        count1 += x == 1;
+    }
+    CHECK(same, "same seed gave different draws");
+    CHECK(differ, "different seeds gave the same 20000 draws");
+    double f = (double)count1 / N;
+    CHECK(fabs(f - 0.75) < 0.01, "frequency of id 1: %f (want 0.75)", f);
+    mf_sampler_reset(a);
+    mf_sampler_reset(b);
+    CHECK(mf_sampler_sample(a, l) == mf_sampler_sample(b, l), "reset reseeds");
+    mf_sampler_free(a);
+    mf_sampler_free(b);
+    mf_sampler_free(c);
+}
+
+static void test_bad_params_are_refused(void) {
+    mf_sampler_params p = off();
+    p.penalty_repeat = 0.0f;
+    mf_sampler *s = NULL;
+    mf_error err = {0};
+    CHECK(mf_sampler_new(&p, 4, &s, &err) == MF_E_INVAL && !s, "repeat 0 accepted");
+    CHECK(strstr(err.msg, "repeat 0") != NULL, "msg: %s", err.msg);
+    CHECK(mf_sampler_new(NULL, 0, &s, &err) == MF_E_INVAL, "n_vocab 0 accepted");
+}
+
+int main(void) {
+    RUN(test_greedy_picks_the_max_lowest_id_on_ties);
+    RUN(test_top_k_keeps_the_k_best);
+    RUN(test_top_p_stops_once_the_mass_is_reached);
+    RUN(test_min_p_is_relative_to_the_best);
+    RUN(test_temperature_scales_logits);
+    RUN(test_typical_keeps_the_typical_set);
+    RUN(test_penalties_follow_llama_cpp);
+    RUN(test_penalty_window_forgets_old_tokens);
+    RUN(test_chain_order_penalties_before_top_k);
+    RUN(test_seeded_draws_are_deterministic_and_fair);
+    RUN(test_bad_params_are_refused);
+    return mf_test_done();
+}

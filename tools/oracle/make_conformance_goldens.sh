@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# make_conformance_goldens.sh - record llama.cpp's answers for the conformance test (dev-only).
+#
+# For every model of the matrix below it generates the synthetic GGUF with mf-genmodel, then asks the
+# llama.cpp oracle (tools/oracle/bin/llama_oracle: raw logits, f32 KV, flash-attn off) for
+#   greedy: >= 40 generated ids with the top-5 raw logits and the top-1/top-2 gap of every step,
+#   eval:   the top-5 raw logits at every position of llama.cpp's own sequence (prompt + generated),
+# for each prompt (given as token ids; the chat prompt is ChatML tokenized by the oracle with special
+# tokens parsed), and writes tests/golden/conformance/<name>.json with the generator arguments and the
+# model file's sha256 (so the test detects a generator that drifted instead of reporting a bogus
+# mismatch).  The CI test (tests/test_conformance.c) regenerates each model and compares.
+#
+# Usage: tools/oracle/make_conformance_goldens.sh [--full] [NAME_FILTER]
+#   --full   also (only) the Qwen2.5-0.5B / Qwen3-0.6B shaped models (make test-full)
+# Env: BUILD (default build-engine; where mf-genmodel is), WORK (model scratch folder).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+BUILD=${BUILD:-build-engine}
+GEN="$BUILD/mf-genmodel"
+ORACLE=tools/oracle/bin/llama_oracle
+OUT=tests/golden/conformance
+WORK=${WORK:-$BUILD/conformance-work}
+N_GEN=${N_GEN:-40}
+full=0
+if [ "${1:-}" = "--full" ]; then full=1; shift; fi
+filter=${1:-}
+[ -x "$GEN" ] || { echo "make_conformance_goldens: $GEN not built (make BUILD=$BUILD)" >&2; exit 1; }
+[ -x "$ORACLE" ] || tools/oracle/build.sh llama_oracle
+mkdir -p "$OUT" "$WORK"
+
+# name | generator args
+if [ $full -eq 0 ]; then
+models=(
+    "qwen2-tiny-f32|--arch qwen2 --preset tiny --type f32 --seed 1 --untied"
+    "qwen2-tiny-f16|--arch qwen2 --preset tiny --type f16 --seed 1 --untied"
+    "qwen2-tiny-q8_0|--arch qwen2 --preset tiny --type q8_0 --seed 1 --untied"
+    "qwen2-tiny-q4_0|--arch qwen2 --preset tiny --type q4_0 --seed 1 --untied"
+    "qwen2-tiny-q4_k_m|--arch qwen2 --preset tiny --type q4_k_m --seed 1 --untied"
+    "qwen2-tiny-q6_k|--arch qwen2 --preset tiny --type q6_k --seed 1 --untied"
+    "qwen2-tiny-f16-tied|--arch qwen2 --preset tiny --type f16 --seed 2 --tied"
+    "qwen2-tiny-q8_0-tied|--arch qwen2 --preset tiny --type q8_0 --seed 2 --tied"
+    "qwen3-tiny-f32|--arch qwen3 --preset tiny --type f32 --seed 1 --untied"
+    "qwen3-tiny-f16|--arch qwen3 --preset tiny --type f16 --seed 1 --untied"
+    "qwen3-tiny-q8_0|--arch qwen3 --preset tiny --type q8_0 --seed 1 --untied"
+    "qwen3-tiny-q4_0|--arch qwen3 --preset tiny --type q4_0 --seed 1 --untied"
+    "qwen3-tiny-q4_k_m|--arch qwen3 --preset tiny --type q4_k_m --seed 1 --untied"
+    "qwen3-tiny-q6_k|--arch qwen3 --preset tiny --type q6_k --seed 1 --untied"
+    "qwen3-tiny-f16-tied|--arch qwen3 --preset tiny --type f16 --seed 2 --tied"
+    "qwen3-tiny-q4_k_m-tied|--arch qwen3 --preset tiny --type q4_k_m --seed 2 --tied"
+)
+else
+models=(
+    "full-qwen2.5-0.5b-q8_0|--arch qwen2 --preset qwen2.5-0.5b --type q8_0 --seed 1"
+    "full-qwen3-0.6b-q8_0|--arch qwen3 --preset qwen3-0.6b --type q8_0 --seed 1"
+)
+fi
+
+# prompts: name|text (the chat one is rendered ChatML; special tokens are parsed by the oracle)
+chat_text=$'<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital of France? Answer in one word.<|im_end|>\n<|im_start|>assistant\n'
+prompts=(
+    "capital|The capital of France is"
+    "code|def fibonacci(n):
+    \"\"\"Return the n-th Fibonacci number.\"\"\"
+"
+    "chat|$chat_text"
+)
+[ $full -eq 1 ] && prompts=("capital|The capital of France is" "chat|$chat_text")
+
+commit=$(git -C tools/oracle/llama.cpp rev-parse --short HEAD 2>/dev/null || echo unknown)
+for entry in "${models[@]}"; do
+    name=${entry%%|*}
+    args=${entry#*|}
+    if [ -n "$filter" ] && [[ "$name" != *"$filter"* ]]; then continue; fi
+    model="$WORK/$name.gguf"
+    # shellcheck disable=SC2086
+    "$GEN" $args -q -o "$model"
+    sha=$(sha256sum "$model" | cut -d' ' -f1)
+    cases_file="$WORK/$name.cases.jsonl"
+    : >"$cases_file"
+    for p in "${prompts[@]}"; do
+        pname=${p%%|*}
+        ptext=${p#*|}
+        ids=$("$ORACLE" tokenize --model "$model" --text "$ptext" 2>/dev/null | tr -d ' \n')
+        greedy=$("$ORACLE" greedy --model "$model" --tokens "$ids" -n "$N_GEN" --top 5 --threads 2 2>/dev/null)
+        seq=$(printf '%s' "$greedy" | jq -c '.prompt + .generated')
+        evalj=$("$ORACLE" eval --model "$model" --tokens "$seq" --top 5 --threads 2 2>/dev/null | jq -s -c '.')
+        jq -n -c --arg name "$pname" --arg text "$ptext" --argjson prompt "$ids" --argjson g "$greedy" \
+            --argjson e "$evalj" \
+            '{name: $name, text: $text, prompt: $prompt, greedy: {generated: $g.generated, steps: $g.steps}, eval: $e}' \
+            >>"$cases_file"
+    done
+    jq -n -c --arg name "$name" --arg args "$args" --arg sha "$sha" --arg commit "$commit" --argjson n_gen "$N_GEN" \
+        --slurpfile cases "$cases_file" \
+        '{name: $name, generator: {args: ($args | split(" "))}, sha256: $sha,
+          oracle: {llama_cpp: $commit, kv: "f32", flash_attn: "off", logits: "raw", n_gen: $n_gen},
+          cases: $cases}' >"$OUT/$name.json"
+    rm -f "$model" "$cases_file"
+    echo "make_conformance_goldens: $OUT/$name.json ($sha)" >&2
+done
