@@ -69,13 +69,25 @@ int mf_detok_stream_push(mf_detok_stream *s, mf_token id, const char **piece, si
 int mf_detok_stream_flush(mf_detok_stream *s, const char **piece, size_t *len, mf_error *err);
 void mf_detok_stream_free(mf_detok_stream *s);
 
-/* Chat rendering with the model's template family (recognised from tokenizer.chat_template: ChatML,
- * Qwen2.5, Qwen3; a model without a template gets plain ChatML, logged at warn level).  roles: "system",
- * "user", "assistant".  add_generation_prompt appends the assistant header.  *out malloc'd. */
+/* Chat rendering with the model's template family, recognised from tokenizer.chat_template (Qwen2.5,
+ * Qwen3, plain ChatML).  A template that is not recognised, or a model without one, is refused with a
+ * message naming the way out (template "chatml") - never a silent guess.  roles: "system", "user",
+ * "assistant".  *out malloc'd. */
 typedef struct {
     const char *role;
     const char *content;
 } mf_chat_message;
+
+typedef struct {
+    bool add_generation_prompt; /* append the assistant header (default true) */
+    const char *template_name;  /* NULL or "auto": the model's; or "chatml", "qwen2.5", "qwen3" */
+    int enable_thinking;        /* Qwen3's switch: -1 = template default, 0 = off, 1 = on */
+} mf_chat_params;
+
+mf_chat_params mf_chat_default_params(void);
+int mf_chat_apply_with(const mf_model *model, const mf_chat_message *msgs, int32_t n_msgs,
+                       const mf_chat_params *params, char **out, mf_error *err);
+/* mf_chat_apply_with with the defaults and the given add_generation_prompt. */
 int mf_chat_apply(const mf_model *model, const mf_chat_message *msgs, int32_t n_msgs,
                   bool add_generation_prompt, char **out, mf_error *err);
 

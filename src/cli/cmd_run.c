@@ -24,6 +24,9 @@ static void usage(FILE *f) {
         "  -n, --n-predict N        tokens to generate (default 128)\n"
         "      --chat               render the prompt as a user turn with the model's chat template\n"
         "      --system TEXT        system message for --chat\n"
+        "      --chat-template NAME chat format for --chat: auto (default: recognise the model's template),\n"
+        "                           chatml, qwen2.5, qwen3\n"
+        "      --think on|off       Qwen3 thinking switch for --chat (default: the template's, i.e. on)\n"
         "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
         "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096))\n"
         "      --temp X             temperature (default 0.8; 0 = greedy)\n"
@@ -113,6 +116,8 @@ int mf_cmd_run(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *file = NULL, *tokens_json = NULL, *system = NULL;
     long n_predict = 128, n_threads = 0, n_ctx = 0, seed = 24301;
     bool chat = false, ids_only = false, ignore_eos = false;
+    const char *chat_template = NULL;
+    int think = -1;
     mf_sampler_params sp = mf_sampler_default_params();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -142,6 +147,19 @@ int mf_cmd_run(int argc, char **argv) {
             system = v;
         } else if (!strcmp(a, "--chat")) {
             chat = true;
+        } else if (!strcmp(a, "--chat-template")) {
+            VAL();
+            chat_template = v;
+        } else if (!strcmp(a, "--think")) {
+            VAL();
+            if (!strcmp(v, "on"))
+                think = 1;
+            else if (!strcmp(v, "off"))
+                think = 0;
+            else {
+                fprintf(stderr, "Error: --think expects on or off, got '%s'\n", v);
+                return 2;
+            }
         } else if (!strcmp(a, "--ids")) {
             ids_only = true;
         } else if (!strcmp(a, "--ignore-eos")) {
@@ -215,8 +233,8 @@ int mf_cmd_run(int argc, char **argv) {
         fprintf(stderr, "Error: --chat renders text; it cannot be combined with --tokens\n");
         return 2;
     }
-    if (system && !chat) {
-        fprintf(stderr, "Error: --system only applies with --chat\n");
+    if ((system || chat_template || think >= 0) && !chat) {
+        fprintf(stderr, "Error: --system, --chat-template and --think only apply with --chat\n");
         return 2;
     }
     mf_token *ids = NULL;
@@ -250,7 +268,10 @@ int mf_cmd_run(int argc, char **argv) {
             int nm = 0;
             if (system) msgs[nm++] = (mf_chat_message){"system", system};
             msgs[nm++] = (mf_chat_message){"user", text};
-            if (mf_chat_apply(model, msgs, nm, true, &rendered, &err)) goto fail;
+            mf_chat_params cp = mf_chat_default_params();
+            cp.template_name = chat_template;
+            cp.enable_thinking = think;
+            if (mf_chat_apply_with(model, msgs, nm, &cp, &rendered, &err)) goto fail;
             text = rendered;
         }
         if (mf_tokenize(model, text, strlen(text), true, true, &ids, &n_ids, &err)) goto fail;

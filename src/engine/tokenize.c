@@ -73,28 +73,48 @@ void mf_detok_stream_free(mf_detok_stream *s) {
     free(s);
 }
 
-int mf_chat_apply(const mf_model *model, const mf_chat_message *msgs, int32_t n_msgs,
-                  bool add_generation_prompt, char **out, mf_error *err) {
+mf_chat_params mf_chat_default_params(void) {
+    return (mf_chat_params){.add_generation_prompt = true, .template_name = NULL, .enable_thinking = -1};
+}
+
+/* The format to render with: the caller's explicit choice, else the model's recognised template. */
+static int resolve_chat_format(const mf_model *model, const char *name, mf_chat_format *fmt, mf_error *err) {
+    int rc;
+    if (name && *name && (rc = mf_chat_format_parse(name, fmt, err))) return rc;
+    if (name && *name && *fmt != MF_CHAT_AUTO) return 0;
+    const char *tmpl = mf_tok_chat_template(model->tok);
+    if (!tmpl || !*tmpl)
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "model '%s' has no chat template (tokenizer.chat_template); pass --chat-template chatml "
+                      "to render plain ChatML",
+                      model->path);
+    return mf_chat_detect(tmpl, strlen(tmpl), fmt, err);
+}
+
+int mf_chat_apply_with(const mf_model *model, const mf_chat_message *msgs, int32_t n_msgs,
+                       const mf_chat_params *params, char **out, mf_error *err) {
     *out = NULL;
     int rc = need_tok(model, err);
     if (rc) return rc;
-    mf_chat_format fmt = MF_CHAT_CHATML;
-    const char *tmpl = mf_tok_chat_template(model->tok);
-    if (tmpl && *tmpl) {
-        if ((rc = mf_chat_detect(tmpl, strlen(tmpl), &fmt, err))) return rc;
-    } else {
-        mf_log(MF_LOG_WARN, "model '%s' has no chat template; using plain ChatML (the Qwen family's format)",
-               model->path);
-    }
+    mf_chat_params p = params ? *params : mf_chat_default_params();
+    mf_chat_format fmt = MF_CHAT_AUTO;
+    if ((rc = resolve_chat_format(model, p.template_name, &fmt, err))) return rc;
     mf_chat_msg *m = calloc((size_t)MF_MAX(n_msgs, 1), sizeof *m);
     if (!m) return mf_err(err, MF_E_NOMEM, "out of memory");
     for (int32_t i = 0; i < n_msgs; i++) {
         m[i].role = msgs[i].role;
         m[i].content = msgs[i].content;
     }
-    mf_chat_opts opts = {.add_generation_prompt = add_generation_prompt, .enable_thinking = -1};
+    mf_chat_opts opts = {.add_generation_prompt = p.add_generation_prompt, .enable_thinking = p.enable_thinking};
     size_t len = 0;
     rc = mf_chat_render(fmt, m, (size_t)MF_MAX(n_msgs, 0), &opts, out, &len, err);
     free(m);
     return rc;
+}
+
+int mf_chat_apply(const mf_model *model, const mf_chat_message *msgs, int32_t n_msgs,
+                  bool add_generation_prompt, char **out, mf_error *err) {
+    mf_chat_params p = mf_chat_default_params();
+    p.add_generation_prompt = add_generation_prompt;
+    return mf_chat_apply_with(model, msgs, n_msgs, &p, out, err);
 }

@@ -84,7 +84,7 @@ rm -f "$L"
 help_ok=1
 "$MINFER" run --help >"$TMP/_h" || help_ok=0
 for f in -m -p -f --tokens -n --chat --system -t -c --temp --top-k --top-p --min-p --typical --repeat-penalty \
-    --repeat-last-n --presence-penalty --frequency-penalty --seed --ignore-eos --ids; do
+    --repeat-last-n --presence-penalty --frequency-penalty --seed --ignore-eos --ids --chat-template --think; do
     grep -q -- "$f" "$TMP/_h" || { help_ok=0; echo "run --help lacks $f"; }
 done
 "$MINFER" eval --help >"$TMP/_h" || help_ok=0
@@ -93,5 +93,25 @@ for f in -m -p --tokens --top -c -t; do grep -q -- "$f" "$TMP/_h" || { help_ok=0
 for f in -m --tokens --format -o -c; do grep -q -- "$f" "$TMP/_h" || { help_ok=0; echo "viz --help lacks $f"; }; done
 [ $help_ok -eq 1 ] && ok help_documents_every_flag || bad help_documents_every_flag "see above"
 
+# chat templates: an explicit format equals the recognised one for this model (its template is Qwen3's);
+# the Qwen3 thinking switch changes the prompt; unknown names and a template-less model are refused.
+a=$("$MINFER" run -m "$M" --chat -p hi -n 2 --temp 0 --ids -t 1 2>/dev/null)
+b=$("$MINFER" run -m "$M" --chat --chat-template qwen3 -p hi -n 2 --temp 0 --ids -t 1 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok chat_template_explicit_equals_auto || bad chat_template_explicit_equals_auto "auto $a, qwen3 $b"
+"$MINFER" run -m "$M" --chat --think off -p hi -n 0 --temp 0 2>"$TMP/_err" >/dev/null
+grep -q 'prefill: 13 tokens' "$TMP/_err" && ok chat_think_off_adds_empty_think_block ||
+    bad chat_think_off_adds_empty_think_block "$(cat "$TMP/_err")"
+expect chat_template_unknown 1 "unknown chat template 'bogus' (known: auto, chatml, qwen2.5, qwen3)" -- \
+    "$MINFER" run -m "$M" --chat --chat-template bogus -p hi -n 1
+expect chat_template_needs_chat 2 "only apply with --chat" -- "$MINFER" run -m "$M" --chat-template chatml -p hi -n 1
+N="$TMP/cli-engine-notemplate.gguf"
+LC_ALL=C sed 's/tokenizer\.chat_template/tokenizer.chat_templatX/' "$M" >"$N"
+expect chat_without_template_refused 1 "has no chat template (tokenizer.chat_template); pass --chat-template chatml" -- \
+    "$MINFER" run -m "$N" --chat -p hi -n 1
+out=$("$MINFER" run -m "$N" --chat --chat-template chatml -p hi -n 1 --temp 0 --ids 2>/dev/null)
+[ -n "$out" ] && ok chat_template_chatml_override || bad chat_template_chatml_override "no output"
+rm -f "$N"
+
 rm -f "$M" "$TMP/_g.json" "$TMP/_g.dot" "$TMP/_eval" "$TMP/_out" "$TMP/_h"
+
 finish
