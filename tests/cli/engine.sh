@@ -60,6 +60,24 @@ else bad eval_shape "$(head -c 300 "$TMP/_eval")"; fi
 # viz
 "$MINFER" viz -m "$M" --tokens 4 --format json -o "$TMP/_g.json" 2>"$TMP/_err"
 grep -q '"blk.1.attn_q"' "$TMP/_g.json" && grep -q '"result_output"' "$TMP/_g.json" && ok viz_json || bad viz_json "$(cat "$TMP/_err")"
+# parse the export: every node has the documented fields, sources point backwards, layers are 0..1 or -1
+msg=$(python3 - "$TMP/_g.json" <<'PY' 2>&1
+import json, sys
+g = json.load(open(sys.argv[1]))
+nodes = g["nodes"]
+assert len(nodes) > 50, f"only {len(nodes)} nodes"
+for i, n in enumerate(nodes):
+    for k in ("id", "name", "op", "type", "ne", "src", "layer", "backend"):
+        assert k in n, f"node {i} lacks {k}"
+    assert n["id"] == i, f"node {i} has id {n['id']}"
+    assert all(s < i for s in n["src"] if s >= 0), f"node {i} reads a later node"
+    assert n["layer"] in (-1, 0, 1), f"node {i} layer {n['layer']}"
+ops = {n["op"] for n in nodes}
+for op in ("get_rows", "rms_norm", "matmul", "rope", "kv_store", "attention", "swiglu"):
+    assert op in ops, f"no {op} node (ops: {sorted(ops)})"
+PY
+)
+[ -z "$msg" ] && ok viz_json_parses || bad viz_json_parses "$msg"
 "$MINFER" viz -m "$M" --format dot >"$TMP/_g.dot" 2>"$TMP/_err"
 grep -q "digraph" "$TMP/_g.dot" && grep -q "blk.0.kqv_out" "$TMP/_g.dot" && ok viz_dot || bad viz_dot "$(head -c 200 "$TMP/_g.dot")"
 
