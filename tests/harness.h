@@ -40,6 +40,13 @@ static const char *mf_t_cur;
         }                                                                                          \
     } while (0)
 
+/* REQUIRE that a call returning an MF_E_* code succeeded (the call is evaluated once). */
+#define REQUIRE_OK(call, ...)                                                                      \
+    do {                                                                                           \
+        int mf_t_rc_ = (call);                                                                     \
+        REQUIRE(mf_t_rc_ == 0, __VA_ARGS__);                                                       \
+    } while (0)
+
 #define SKIP(...)                                                                                  \
     do {                                                                                           \
         fprintf(stdout, "SKIP %s: ", mf_t_cur);                                                    \

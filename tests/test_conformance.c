@@ -33,14 +33,6 @@
  * named full-*) run only with MF_TEST_FULL=1 (make test-full). */
 #include "harness.h"
 
-/* harness REQUIRE evaluates its condition twice; MUST evaluates once (conditions here have effects) */
-#define MUST(cond, ...)                                                                                      \
-    do {                                                                                                     \
-        bool must_ok_ = (cond);                                                                              \
-        CHECK(must_ok_, __VA_ARGS__);                                                                        \
-        if (!must_ok_) return;                                                                               \
-    } while (0)
-
 #include "minfer.h"
 
 #include <cJSON.h>
@@ -212,10 +204,10 @@ static void run_golden(const char *file, double *worst) {
     char path[1024], model[1024], cmd[4096];
     snprintf(path, sizeof path, "%s/%s", golden_dir, file);
     char *text = slurp(path);
-    MUST(text, "cannot read %s", path);
+    REQUIRE(text, "cannot read %s", path);
     cJSON *j = cJSON_Parse(text);
     free(text);
-    MUST(j, "%s is not JSON", path);
+    REQUIRE(j, "%s is not JSON", path);
     const char *name = cJSON_GetObjectItem(j, "name")->valuestring;
     const char *sha = cJSON_GetObjectItem(j, "sha256")->valuestring;
     const cJSON *args = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "generator"), "args");
@@ -291,7 +283,7 @@ static int cmp_str(const void *a, const void *b) {
 static void test_conformance(void) {
     golden_dir = getenv("MF_GOLDEN_DIR") ? getenv("MF_GOLDEN_DIR") : golden_dir_default;
     DIR *d = opendir(golden_dir);
-    MUST(d, "cannot open %s (run from the repository root)", golden_dir);
+    REQUIRE(d, "cannot open %s (run from the repository root)", golden_dir);
     char *names[256];
     int n = 0;
     struct dirent *e;
@@ -304,7 +296,7 @@ static void test_conformance(void) {
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
-    MUST(n > 0, "no goldens in %s", golden_dir);
+    REQUIRE(n > 0, "no goldens in %s", golden_dir);
     double worst = 0;
     for (int i = 0; i < n; i++) {
         run_golden(names[i], &worst);

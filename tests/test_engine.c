@@ -6,14 +6,6 @@
  * Plus the refusals: unsupported architecture, missing file, context full, cached position, bad id. */
 #include "harness.h"
 
-/* harness REQUIRE evaluates its condition twice; MUST evaluates once (conditions here have effects) */
-#define MUST(cond, ...)                                                                                      \
-    do {                                                                                                     \
-        bool must_ok_ = (cond);                                                                              \
-        CHECK(must_ok_, __VA_ARGS__);                                                                        \
-        if (!must_ok_) return;                                                                               \
-    } while (0)
-
 #include "minfer.h"
 
 #include "gguf/gguf.h"
@@ -103,27 +95,27 @@ static bool same(const float *a, const float *b, int n, const char *what) {
 
 static void two_sequences(const char *path) {
     eng e;
-    MUST(open_eng(path, 64, 512, &e), "open");
+    REQUIRE(open_eng(path, 64, 512, &e), "open");
     int n = e.n_vocab;
     float *a0 = malloc(sizeof(float) * n * 4), *a1 = a0 + n, *b0 = a0 + 2 * n, *b1 = a0 + 3 * n;
     /* alone: each sequence in its own fresh cache, prefill then one decode step */
-    MUST(feed(&e, P0, 0, NP0 - 1, 0, NULL) && feed(&e, P0, NP0 - 1, NP0, 0, a0), "seq 0 alone");
+    REQUIRE(feed(&e, P0, 0, NP0 - 1, 0, NULL) && feed(&e, P0, NP0 - 1, NP0, 0, a0), "seq 0 alone");
     mf_kv_clear_all(e.c);
-    MUST(feed(&e, P1, 0, NP1 - 1, 0, NULL) && feed(&e, P1, NP1 - 1, NP1, 0, a1), "seq 1 alone");
+    REQUIRE(feed(&e, P1, 0, NP1 - 1, 0, NULL) && feed(&e, P1, NP1 - 1, NP1, 0, a1), "seq 1 alone");
     mf_kv_clear_all(e.c);
     /* together: interleaved prefill of both (seq 1 gets id 5), then one batch with both decode steps */
     mf_batch b;
     mf_error err = {0};
-    MUST(mf_batch_init(&b, NP0 + NP1, &err) == 0, "batch");
+    REQUIRE(mf_batch_init(&b, NP0 + NP1, &err) == 0, "batch");
     for (int i = 0; i < NP0 - 1 || i < NP1 - 1; i++) {
         if (i < NP1 - 1) mf_batch_add(&b, P1[i], i, 5, false);
         if (i < NP0 - 1) mf_batch_add(&b, P0[i], i, 0, false);
     }
-    MUST(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
     mf_batch_clear(&b);
     mf_batch_add(&b, P1[NP1 - 1], NP1 - 1, 5, true);
     mf_batch_add(&b, P0[NP0 - 1], NP0 - 1, 0, true);
-    MUST(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
     memcpy(b1, mf_get_logits(e.c, 0), sizeof(float) * n);
     memcpy(b0, mf_get_logits(e.c, 1), sizeof(float) * n);
     CHECK(same(a0, b0, n, "seq 0"), "sequence 0 batched with another differs from alone");
@@ -142,16 +134,16 @@ static void test_two_sequences_in_one_batch_equal_alone(void) {
 
 static void chunks(const char *path) {
     eng e, u;
-    MUST(open_eng(path, 64, 512, &e), "open");
-    MUST(open_eng(path, 64, 4, &u), "open ubatch 4");
+    REQUIRE(open_eng(path, 64, 512, &e), "open");
+    REQUIRE(open_eng(path, 64, 4, &u), "open ubatch 4");
     int n = e.n_vocab;
     float *one = malloc(sizeof(float) * n * 3), *split = one + n, *ub = one + 2 * n;
-    MUST(feed(&e, P0, 0, NP0, 0, one), "one forward");
+    REQUIRE(feed(&e, P0, 0, NP0, 0, one), "one forward");
     mf_kv_clear_all(e.c);
-    MUST(feed(&e, P0, 0, 5, 0, NULL) && feed(&e, P0, 5, 6, 0, NULL) && feed(&e, P0, 6, NP0, 0, split),
+    REQUIRE(feed(&e, P0, 0, 5, 0, NULL) && feed(&e, P0, 5, 6, 0, NULL) && feed(&e, P0, 6, NP0, 0, split),
          "chunks");
     CHECK(same(one, split, n, "chunked"), "chunked prefill differs from one forward");
-    MUST(feed(&u, P0, 0, NP0, 0, ub), "ubatch split");
+    REQUIRE(feed(&u, P0, 0, NP0, 0, ub), "ubatch split");
     CHECK(same(one, ub, n, "n_ubatch 4"), "n_ubatch split differs from one forward");
     free(one);
     close_eng(&e);
@@ -165,22 +157,22 @@ static void test_chunked_prefill_equals_one_forward(void) {
 
 static void test_two_runs_and_cache_hit_equal_rebuild(void) {
     eng e1, e2;
-    MUST(open_eng(q2_path, 64, 512, &e1) && open_eng(q2_path, 64, 512, &e2), "open");
+    REQUIRE(open_eng(q2_path, 64, 512, &e1) && open_eng(q2_path, 64, 512, &e2), "open");
     int n = e1.n_vocab;
     float *x = malloc(sizeof(float) * n * 3), *y = x + n, *z = x + 2 * n;
     /* run 1: prefill + decode, twice in the same context (second time: graph cache hits) */
-    MUST(feed(&e1, P0, 0, NP0 - 1, 0, NULL) && feed(&e1, P0, NP0 - 1, NP0, 0, x), "run 1");
+    REQUIRE(feed(&e1, P0, 0, NP0 - 1, 0, NULL) && feed(&e1, P0, NP0 - 1, NP0, 0, x), "run 1");
     mf_context_stats st;
     mf_context_get_stats(e1.c, &st);
     int builds = st.graph_builds;
     mf_kv_clear_all(e1.c);
-    MUST(feed(&e1, P0, 0, NP0 - 1, 0, NULL) && feed(&e1, P0, NP0 - 1, NP0, 0, y), "run 1 again");
+    REQUIRE(feed(&e1, P0, 0, NP0 - 1, 0, NULL) && feed(&e1, P0, NP0 - 1, NP0, 0, y), "run 1 again");
     mf_context_get_stats(e1.c, &st);
     CHECK(st.graph_builds == builds && st.graph_reuses >= 2, "builds %d -> %d, reuses %d", builds,
           st.graph_builds, st.graph_reuses);
     CHECK(same(x, y, n, "cache hit"), "graph cache hit differs from the first build");
     /* a fresh context (rebuild) gives the same bits */
-    MUST(feed(&e2, P0, 0, NP0 - 1, 0, NULL) && feed(&e2, P0, NP0 - 1, NP0, 0, z), "run 2");
+    REQUIRE(feed(&e2, P0, 0, NP0 - 1, 0, NULL) && feed(&e2, P0, NP0 - 1, NP0, 0, z), "run 2");
     CHECK(same(x, z, n, "rebuild"), "a second run differs");
     free(x);
     close_eng(&e1);
@@ -189,17 +181,17 @@ static void test_two_runs_and_cache_hit_equal_rebuild(void) {
 
 static void test_seq_cp_and_seq_rm_continue_exactly(void) {
     eng e;
-    MUST(open_eng(q3_path, 64, 512, &e), "open");
+    REQUIRE(open_eng(q3_path, 64, 512, &e), "open");
     int n = e.n_vocab;
     float *ref = malloc(sizeof(float) * n * 3), *cp = ref + n, *rm = ref + 2 * n;
-    MUST(feed(&e, P0, 0, NP0 - 1, 0, NULL) && feed(&e, P0, NP0 - 1, NP0, 0, ref), "reference");
+    REQUIRE(feed(&e, P0, 0, NP0 - 1, 0, NULL) && feed(&e, P0, NP0 - 1, NP0, 0, ref), "reference");
     mf_seq_rm(e.c, 0, NP0 - 1, -1); /* drop the last position and decode it again */
-    MUST(feed(&e, P0, NP0 - 1, NP0, 0, rm), "after seq_rm");
+    REQUIRE(feed(&e, P0, NP0 - 1, NP0, 0, rm), "after seq_rm");
     CHECK(same(ref, rm, n, "seq_rm"), "re-decoding after seq_rm differs");
     mf_error err = {0};
     mf_seq_rm(e.c, 0, NP0 - 1, -1);
-    MUST(mf_seq_cp(e.c, 0, 2, -1, -1, &err) == 0, "%s", err.msg);
-    MUST(feed(&e, P0, NP0 - 1, NP0, 2, cp), "continue the copy");
+    REQUIRE(mf_seq_cp(e.c, 0, 2, -1, -1, &err) == 0, "%s", err.msg);
+    REQUIRE(feed(&e, P0, NP0 - 1, NP0, 2, cp), "continue the copy");
     CHECK(same(ref, cp, n, "seq_cp"), "continuing a copied sequence differs");
     free(ref);
     close_eng(&e);
@@ -207,19 +199,19 @@ static void test_seq_cp_and_seq_rm_continue_exactly(void) {
 
 static void test_a_batch_without_outputs_fills_the_cache(void) {
     eng e;
-    MUST(open_eng(q2_path, 64, 512, &e), "open");
+    REQUIRE(open_eng(q2_path, 64, 512, &e), "open");
     int n = e.n_vocab;
     float *ref = malloc(sizeof(float) * n * 2), *x = ref + n;
-    MUST(feed(&e, P0, 0, NP0, 0, ref), "reference");
+    REQUIRE(feed(&e, P0, 0, NP0, 0, ref), "reference");
     mf_kv_clear_all(e.c);
     mf_batch b;
     mf_error err = {0};
-    MUST(mf_batch_init(&b, NP0, &err) == 0, "batch");
+    REQUIRE(mf_batch_init(&b, NP0, &err) == 0, "batch");
     for (int i = 0; i < NP0 - 1; i++) mf_batch_add(&b, P0[i], i, 0, false);
-    MUST(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
     CHECK(mf_get_logits(e.c, -1) == NULL && mf_get_logits(e.c, 0) == NULL,
           "logits for rows that did not ask");
-    MUST(feed(&e, P0, NP0 - 1, NP0, 0, x), "last");
+    REQUIRE(feed(&e, P0, NP0 - 1, NP0, 0, x), "last");
     CHECK(same(ref, x, n, "no-output prefill"), "prefill without outputs then decode differs");
     mf_batch_free(&b);
     free(ref);
@@ -228,16 +220,16 @@ static void test_a_batch_without_outputs_fills_the_cache(void) {
 
 static void test_refusals(void) {
     eng e;
-    MUST(open_eng(q2_path, 8, 512, &e), "open");
+    REQUIRE(open_eng(q2_path, 8, 512, &e), "open");
     mf_error err = {0};
     mf_batch b;
-    MUST(mf_batch_init(&b, 16, &err) == 0, "batch");
+    REQUIRE(mf_batch_init(&b, 16, &err) == 0, "batch");
     for (int i = 0; i < 9; i++) mf_batch_add(&b, P0[i], i, 0, i == 8);
     CHECK(mf_decode(e.c, &b, &err) == MF_E_RANGE, "9 tokens in 8 cells accepted");
     CHECK(strstr(err.msg, "9 tokens") && strstr(err.msg, "8 of 8"), "msg: %s", err.msg);
     mf_batch_clear(&b);
     for (int i = 0; i < 4; i++) mf_batch_add(&b, P0[i], i, 0, i == 3);
-    MUST(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_decode(e.c, &b, &err) == 0, "%s", err.msg);
     mf_batch_clear(&b);
     mf_batch_add(&b, P0[3], 3, 0, true);
     CHECK(mf_decode(e.c, &b, &err) == MF_E_INVAL, "cached position accepted");
@@ -259,23 +251,23 @@ static void test_refusals(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/engine-llama.gguf", mf_test_tmpdir());
     mf_gguf_writer *w = mf_gguf_writer_new();
-    MUST(w, "writer");
+    REQUIRE(w, "writer");
     mf_gguf_writer_set_str(w, "general.architecture", "llama");
     int rc = mf_gguf_writer_begin(w, path, &err);
     if (!rc) rc = mf_gguf_writer_end(w, &err);
     mf_gguf_writer_free(w);
-    MUST(rc == 0, "%s", err.msg);
+    REQUIRE(rc == 0, "%s", err.msg);
     CHECK(mf_model_load(path, NULL, &m, &err) == MF_E_UNSUPPORTED && !m, "llama arch loaded");
     CHECK(strstr(err.msg, "'llama'") && strstr(err.msg, "qwen2, qwen3"), "msg: %s", err.msg);
     /* a qwen2 file without its hyper-parameters names the missing key */
     w = mf_gguf_writer_new();
-    MUST(w, "writer");
+    REQUIRE(w, "writer");
     mf_gguf_writer_set_str(w, "general.architecture", "qwen2");
     mf_gguf_writer_set_u32(w, "qwen2.context_length", 128);
     rc = mf_gguf_writer_begin(w, path, &err);
     if (!rc) rc = mf_gguf_writer_end(w, &err);
     mf_gguf_writer_free(w);
-    MUST(rc == 0, "%s", err.msg);
+    REQUIRE(rc == 0, "%s", err.msg);
     CHECK(mf_model_load(path, NULL, &m, &err) == MF_E_FORMAT && !m, "qwen2 without hparams loaded");
     CHECK(strstr(err.msg, "lacks 'qwen2.embedding_length'"), "msg: %s", err.msg);
     remove(path);
@@ -295,7 +287,7 @@ static void test_model_info_and_progress(void) {
     mf_error err = {0};
     mf_model_params mp = mf_model_default_params();
     mp.progress = progress;
-    MUST(mf_model_load(q3_path, &mp, &m, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_model_load(q3_path, &mp, &m, &err) == 0, "%s", err.msg);
     CHECK(g_calls >= 3 && g_backwards == 0 && g_last == 1.0f, "progress: %d calls, %d backwards, last %g",
           g_calls, g_backwards, g_last);
     mf_model_info info;

@@ -15,13 +15,6 @@
 
 /* ---------- helpers ---------- */
 
-/* harness.h's REQUIRE evaluates its condition twice, so calls with side effects go through this. */
-#define REQUIRE_OK(call, ...)                                                                      \
-    do {                                                                                           \
-        int rq_rc_ = (call);                                                                       \
-        REQUIRE(rq_rc_ == 0, __VA_ARGS__);                                                         \
-    } while (0)
-
 static char g_path[512];
 
 static const char *tmp_path(const char *name) {

@@ -5,13 +5,6 @@
 #include "quant/quant.h"
 #include "harness.h"
 
-/* REQUIRE evaluates its condition twice: calls with effects go through this */
-#define REQUIRE_OK(expr, ...)                                                                                \
-    do {                                                                                                     \
-        int rq_ = (expr);                                                                                    \
-        REQUIRE(rq_ == 0, __VA_ARGS__);                                                                      \
-    } while (0)
-
 #include <cJSON.h>
 #include <math.h>
 

@@ -2,14 +2,6 @@
  * refusals that leave the store unchanged. */
 #include "harness.h"
 
-/* harness REQUIRE evaluates its condition twice; MUST evaluates once (conditions here have effects) */
-#define MUST(cond, ...)                                                                                      \
-    do {                                                                                                     \
-        bool must_ok_ = (cond);                                                                              \
-        CHECK(must_ok_, __VA_ARGS__);                                                                        \
-        if (!must_ok_) return;                                                                               \
-    } while (0)
-
 #include "kv/kv.h"
 #include "quant/quant.h"
 
@@ -26,10 +18,10 @@ static mf_kv *mk(void) {
 
 static void test_single_sequence_windows_are_causal(void) {
     mf_kv *kv = mk();
-    MUST(kv, "new");
+    REQUIRE(kv, "new");
     int32_t pos[4] = {0, 1, 2, 3}, seq[4] = {0, 0, 0, 0}, cells[4], win[4 * WS];
     mf_error err = {0};
-    MUST(mf_kv_prepare(kv, 4, pos, seq, cells, win, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_prepare(kv, 4, pos, seq, cells, win, WS, &err) == 0, "%s", err.msg);
     for (int t = 0; t < 4; t++) {
         CHECK(cells[t] == t, "token %d cell %d", t, cells[t]);
         CHECK(win[t * WS] == t + 1, "token %d window count %d", t, win[t * WS]);
@@ -40,18 +32,18 @@ static void test_single_sequence_windows_are_causal(void) {
     CHECK(mf_kv_seq_pos_max(kv, 0) == 3, "pos max %d", mf_kv_seq_pos_max(kv, 0));
     /* decode step: position 4 sees all five cells */
     int32_t p1 = 4, s1 = 0, c1, w1[WS];
-    MUST(mf_kv_prepare(kv, 1, &p1, &s1, &c1, w1, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_prepare(kv, 1, &p1, &s1, &c1, w1, WS, &err) == 0, "%s", err.msg);
     CHECK(c1 == 4 && w1[0] == 5 && w1[5] == 4, "cell %d count %d last %d", c1, w1[0], w1[5]);
     mf_kv_free(kv);
 }
 
 static void test_two_sequences_never_see_each_other(void) {
     mf_kv *kv = mk();
-    MUST(kv, "new");
+    REQUIRE(kv, "new");
     /* interleaved: seq 0 at 0,1,2 and seq 1 at 0,1 */
     int32_t pos[5] = {0, 0, 1, 1, 2}, seq[5] = {0, 1, 0, 1, 0}, cells[5], win[5 * WS];
     mf_error err = {0};
-    MUST(mf_kv_prepare(kv, 5, pos, seq, cells, win, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_prepare(kv, 5, pos, seq, cells, win, WS, &err) == 0, "%s", err.msg);
     for (int t = 0; t < 5; t++) {
         int32_t n = win[t * WS];
         CHECK(n == pos[t] + 1, "token %d (seq %d pos %d) count %d", t, seq[t], pos[t], n);
@@ -68,16 +60,16 @@ static void test_two_sequences_never_see_each_other(void) {
 
 static void test_windows_follow_positions_not_cells(void) {
     mf_kv *kv = mk();
-    MUST(kv, "new");
+    REQUIRE(kv, "new");
     mf_error err = {0};
     /* fill cells 0..3 with seq 0, then remove positions 1..2 so free cells are scattered */
     int32_t pos[4] = {0, 1, 2, 3}, seq[4] = {0, 0, 0, 0}, cells[4];
-    MUST(mf_kv_prepare(kv, 4, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_prepare(kv, 4, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
     mf_kv_seq_rm(kv, 0, 1, 3);
     CHECK(mf_kv_n_used(kv) == 2, "used %d", mf_kv_n_used(kv));
     /* re-add positions 2 then 1 (reverse order): they take cells 1 and 2 */
     int32_t p2[2] = {2, 1}, s2[2] = {0, 0}, c2[2], w2[2 * WS];
-    MUST(mf_kv_prepare(kv, 2, p2, s2, c2, w2, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_prepare(kv, 2, p2, s2, c2, w2, WS, &err) == 0, "%s", err.msg);
     CHECK(c2[0] == 1 && c2[1] == 2, "cells %d %d", c2[0], c2[1]);
     /* token 0 (pos 2) sees pos 0 (cell 0), pos 1 (cell 2), pos 2 (cell 1) */
     CHECK(w2[0] == 3 && w2[1] == 0 && w2[2] == 2 && w2[3] == 1, "window %d: %d %d %d", w2[0], w2[1], w2[2],
@@ -90,10 +82,10 @@ static void test_windows_follow_positions_not_cells(void) {
 
 static void test_refusals_change_nothing(void) {
     mf_kv *kv = mk();
-    MUST(kv, "new");
+    REQUIRE(kv, "new");
     mf_error err = {0};
     int32_t pos[3] = {0, 1, 2}, seq[3] = {0, 0, 0}, cells[NC + 1];
-    MUST(mf_kv_prepare(kv, 3, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_prepare(kv, 3, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
     /* a cached position */
     int32_t p = 1, s = 0;
     CHECK(mf_kv_prepare(kv, 1, &p, &s, cells, NULL, 0, &err) == MF_E_INVAL, "dup accepted");
@@ -120,17 +112,17 @@ static void test_refusals_change_nothing(void) {
 
 static void test_seq_cp_copies_rows_into_new_cells(void) {
     mf_kv *kv = mk();
-    MUST(kv, "new");
+    REQUIRE(kv, "new");
     mf_error err = {0};
     int32_t pos[3] = {0, 1, 2}, seq[3] = {0, 0, 0}, cells[3];
-    MUST(mf_kv_prepare(kv, 3, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_prepare(kv, 3, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
     for (int l = 0; l < 2; l++)
         for (int c = 0; c < 3; c++)
             for (int e = 0; e < 8; e++) {
                 ((float *)mf_kv_k(kv, l))[c * 8 + e] = (float)(100 * l + 10 * c + e);
                 ((float *)mf_kv_v(kv, l))[c * 8 + e] = (float)-(100 * l + 10 * c + e);
             }
-    MUST(mf_kv_seq_cp(kv, 0, 3, 0, 2, &err) == 0, "%s", err.msg); /* positions 0 and 1 */
+    REQUIRE(mf_kv_seq_cp(kv, 0, 3, 0, 2, &err) == 0, "%s", err.msg); /* positions 0 and 1 */
     CHECK(mf_kv_seq_n_cells(kv, 3) == 2 && mf_kv_seq_pos_max(kv, 3) == 1, "dst cells %d max %d",
           mf_kv_seq_n_cells(kv, 3), mf_kv_seq_pos_max(kv, 3));
     for (int c = 3; c < 5; c++) {
@@ -143,7 +135,7 @@ static void test_seq_cp_copies_rows_into_new_cells(void) {
     }
     /* writing the copy's next position does not touch the source */
     int32_t p = 2, s = 3, c, w[WS];
-    MUST(mf_kv_prepare(kv, 1, &p, &s, &c, w, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_prepare(kv, 1, &p, &s, &c, w, WS, &err) == 0, "%s", err.msg);
     CHECK(c == 5 && w[0] == 3 && w[1] == 3 && w[2] == 4 && w[3] == 5, "cell %d window %d: %d %d %d", c, w[0],
           w[1], w[2], w[3]);
     /* clear */
@@ -155,7 +147,7 @@ static void test_seq_cp_copies_rows_into_new_cells(void) {
 static void test_f16_rows_and_bad_types(void) {
     mf_kv *kv = NULL;
     mf_error err = {0};
-    MUST(mf_kv_new(1, 64, 64, 4, MF_TYPE_F16, &kv, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_new(1, 64, 64, 4, MF_TYPE_F16, &kv, &err) == 0, "%s", err.msg);
     CHECK(mf_kv_row_bytes_k(kv) == 128, "row %zu", mf_kv_row_bytes_k(kv));
     CHECK(mf_kv_bytes(kv) == 4 * 256, "bytes %zu", mf_kv_bytes(kv));
     mf_kv_free(kv);

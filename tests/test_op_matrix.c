@@ -21,14 +21,6 @@
 #include <math.h>
 #include <stdarg.h>
 
-/* REQUIRE evaluates its condition twice (CHECK, then the return test): calls go through this instead. */
-#define REQUIRE_OK(expr, ...)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        CHECK(rc_ == 0, __VA_ARGS__);                                                              \
-        if (rc_) return;                                                                           \
-    } while (0)
-
 /* ---- data ---- */
 static uint64_t rng = 1;
 static uint32_t urand(void) {

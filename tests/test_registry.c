@@ -12,14 +12,6 @@
 
 #include <stdlib.h>
 
-/* REQUIRE evaluates its condition twice (CHECK, then the return test): calls go through this instead. */
-#define REQUIRE_OK(expr, ...)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        CHECK(rc_ == 0, __VA_ARGS__);                                                              \
-        if (rc_) return;                                                                           \
-    } while (0)
-
 static void names_resolve_and_unknown_names_are_refused(void) {
     mf_error err = {0};
     mf_backend b;

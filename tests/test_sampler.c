@@ -1,14 +1,6 @@
 /* Samplers against hand-computed distributions, the chain order, and seeded determinism. */
 #include "harness.h"
 
-/* harness REQUIRE evaluates its condition twice; MUST evaluates once (conditions here have effects) */
-#define MUST(cond, ...)                                                                                      \
-    do {                                                                                                     \
-        bool must_ok_ = (cond);                                                                              \
-        CHECK(must_ok_, __VA_ARGS__);                                                                        \
-        if (!must_ok_) return;                                                                               \
-    } while (0)
-
 #include "engine/engine_impl.h"
 
 #include <math.h>
@@ -38,7 +30,7 @@ static void test_greedy_picks_the_max_lowest_id_on_ties(void) {
     mf_sampler_params p = off();
     p.temp = 0.0f;
     mf_sampler *s = mk(&p, 5);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     float l[5] = {1, 3, 2, 3, -1};
     CHECK(mf_sampler_sample(s, l) == 1, "greedy picked %d", mf_sampler_sample(s, l));
     mf_sampler_free(s);
@@ -48,7 +40,7 @@ static void test_top_k_keeps_the_k_best(void) {
     mf_sampler_params p = off();
     p.top_k = 2;
     mf_sampler *s = mk(&p, 4);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     float l[4] = {1, 2, 3, 0};
     int32_t ids[4];
     float pr[4];
@@ -63,7 +55,7 @@ static void test_top_p_stops_once_the_mass_is_reached(void) {
     mf_sampler_params p = off();
     p.top_p = 0.7f;
     mf_sampler *s = mk(&p, 3);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     float l[3] = {logf(0.2f), logf(0.5f), logf(0.3f)};
     int32_t ids[3];
     float pr[3];
@@ -78,7 +70,7 @@ static void test_min_p_is_relative_to_the_best(void) {
     mf_sampler_params p = off();
     p.min_p = 0.5f;
     mf_sampler *s = mk(&p, 4);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     /* p = 0.4, 0.3, 0.2, 0.1: keep p >= 0.5 * 0.4 = 0.2 -> {0, 1, 2} -> 4/9, 3/9, 2/9 */
     float l[4] = {logf(0.4f), logf(0.3f), logf(0.2f), logf(0.1f)};
     int32_t ids[4];
@@ -94,7 +86,7 @@ static void test_temperature_scales_logits(void) {
     mf_sampler_params p = off();
     p.temp = 2.0f;
     mf_sampler *s = mk(&p, 2);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     float l[2] = {0.0f, logf(4.0f)}; /* /2 -> {0, ln 2}: 1/3, 2/3 */
     int32_t ids[2];
     float pr[2];
@@ -108,7 +100,7 @@ static void test_typical_keeps_the_typical_set(void) {
     mf_sampler_params p = off();
     p.typ_p = 0.5f;
     mf_sampler *s = mk(&p, 3);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     /* p = 0.5, 0.25, 0.25: H = 1.0397; |-ln p - H| = 0.3466, 0.3466, 0.3466 -> all equal, stable order:
      * cum 0.5 is not > 0.5, 0.75 > 0.5 -> keep two: {0, 1} -> 2/3, 1/3 */
     float l[3] = {logf(0.5f), logf(0.25f), logf(0.25f)};
@@ -126,7 +118,7 @@ static void test_penalties_follow_llama_cpp(void) {
     p.penalty_freq = 0.5f;
     p.penalty_present = 0.25f;
     mf_sampler *s = mk(&p, 4);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     mf_sampler_accept(s, 0);
     mf_sampler_accept(s, 1);
     mf_sampler_accept(s, 1);
@@ -135,7 +127,7 @@ static void test_penalties_follow_llama_cpp(void) {
     int32_t ids[4];
     float pr[4];
     int n = mf_sampler_candidates(s, l, ids, pr, 4);
-    MUST(n == 4, "n %d", n);
+    REQUIRE(n == 4, "n %d", n);
     double z = exp(1) + exp(0.25) + exp(0) + exp(-5.25);
     CHECK(ids[0] == 2 && ids[1] == 0 && ids[2] == 3 && ids[3] == 1, "order %d %d %d %d", ids[0], ids[1],
           ids[2], ids[3]);
@@ -150,7 +142,7 @@ static void test_penalty_window_forgets_old_tokens(void) {
     p.penalty_repeat = 10.0f;
     p.penalty_last_n = 2;
     mf_sampler *s = mk(&p, 4);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     float l[4] = {5, 4, 0, 0};
     mf_sampler_accept(s, 0);
     CHECK(mf_sampler_sample(s, l) == 1, "0 should be penalised");
@@ -169,7 +161,7 @@ static void test_chain_order_penalties_before_top_k(void) {
     p.top_k = 1;
     p.penalty_repeat = 2.0f;
     mf_sampler *s = mk(&p, 2);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     mf_sampler_accept(s, 0);
     float l[2] = {3.0f, 2.9f};
     int32_t ids[2];
@@ -183,7 +175,7 @@ static void test_chain_order_penalties_before_top_k(void) {
     p.min_p = 0.1f;
     p.temp = 100.0f; /* if temperature ran first, top_p would need more tokens */
     s = mk(&p, 3);
-    MUST(s, "new");
+    REQUIRE(s, "new");
     float l2[3] = {logf(0.6f), logf(0.3f), logf(0.1f)};
     n = mf_sampler_candidates(s, l2, ids, pr, 3);
     CHECK(n == 1 && ids[0] == 0, "n %d", n);
@@ -196,7 +188,7 @@ static void test_seeded_draws_are_deterministic_and_fair(void) {
     mf_sampler *a = mk(&p, 2), *b = mk(&p, 2);
     p.seed = 8;
     mf_sampler *c = mk(&p, 2);
-    MUST(a && b && c, "new");
+    REQUIRE(a && b && c, "new");
     float l[2] = {0.0f, logf(3.0f)}; /* 0.25 / 0.75 */
     int count1 = 0, same = 1, differ = 0;
     const int N = 20000;

@@ -8,14 +8,6 @@
 #include "harness.h"
 #include "support/test_backend.h"
 
-/* REQUIRE evaluates its condition twice (CHECK, then the return test): calls go through this instead. */
-#define REQUIRE_OK(expr, ...)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        CHECK(rc_ == 0, __VA_ARGS__);                                                              \
-        if (rc_) return;                                                                           \
-    } while (0)
-
 #define T MF_BACKEND_TEST_ID
 
 static const mf_backend_opts k_opts = {.n_threads = 1};
