@@ -7,9 +7,6 @@
 #include "quant/quant.h"
 #include "harness.h"
 
-#ifndef REQUIRE_OK
-#endif
-
 #include <math.h>
 #include <stdatomic.h>
 

@@ -33,7 +33,9 @@ static void usage(FILE *f) {
                "                   (the flag wins); `minfer backends` lists what this build can use\n"
                "  -h, --help       this help; `minfer <command> --help` documents each command\n"
                "\nenvironment: MINFER_LOG=error|warn|info|debug, MINFER_ISA=scalar|avx2|avx512,\n"
-               "             MINFER_BACKENDS=<csv>, MINFER_DISABLE_CUDA (set: do not use the device)\n");
+               "             MINFER_BACKENDS=<csv>, MINFER_DISABLE_CUDA (set: do not use the device),\n"
+               "             MINFER_SPIN=N (pause iterations before a waiting thread yields, default 256),\n"
+               "             MINFER_SPIN_US=N (then yield-spin this long before sleeping, default 3000)\n");
 }
 
 /* Removes every `--backend NAME` / `--backend=NAME` before a `--` terminator from argv (compacting it, so

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ typedef struct {
 struct mf_threadpool {
     int n_threads;
     atomic_int spin; /* read by idle workers, settable any time */
+    int64_t spin_ns; /* after the spin iterations, keep spinning until this much time has passed */
     pthread_t *threads;
     int n_started;
 
@@ -77,13 +79,32 @@ static void futex_wake_all(atomic_uint *addr) {
 #endif
 }
 
-/* waits until *addr != old: spin, then sleep */
-static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned old, int spin) {
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* waits until *addr != old: spin (at least `spin` pauses, then until spin_ns have passed), then sleep.
+ * The time budget matters where a futex wake-up costs milliseconds (virtual machines): the gap between
+ * two decode steps (sampling, graph lookup) must not put the workers to sleep. */
+static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned old, int spin, int64_t spin_ns) {
     unsigned v;
     for (int i = 0; i < spin; i++) {
         v = atomic_load_explicit(addr, memory_order_acquire);
         if (v != old) return v;
         CPU_PAUSE();
+    }
+    if (spin > 0 && spin_ns > 0) {
+        const int64_t t0 = now_ns();
+        do {
+            for (int i = 0; i < 16; i++) {
+                v = atomic_load_explicit(addr, memory_order_acquire);
+                if (v != old) return v;
+                CPU_PAUSE();
+            }
+            sched_yield(); /* an oversubscribed machine: let the thread we wait for have the core */
+        } while (now_ns() - t0 < spin_ns);
     }
     for (;;) {
         v = atomic_load_explicit(addr, memory_order_acquire);
@@ -110,7 +131,7 @@ void mf_threadpool_barrier(mf_threadpool *tp) {
         bump_and_wake(&tp->bar_phase.v, &tp->bar_sleepers.v);
     } else {
         wait_change(&tp->bar_phase.v, &tp->bar_sleepers.v, phase,
-                    atomic_load_explicit(&tp->spin, memory_order_relaxed));
+                    atomic_load_explicit(&tp->spin, memory_order_relaxed), tp->spin_ns);
     }
 }
 
@@ -121,7 +142,7 @@ static void *worker_main(void *p) {
     unsigned seen = 0; /* gen at creation: a worker that starts late must still see the first dispatch */
     for (;;) {
         seen = wait_change(&tp->gen.v, &tp->gen_sleepers.v, seen,
-                           atomic_load_explicit(&tp->spin, memory_order_relaxed));
+                           atomic_load_explicit(&tp->spin, memory_order_relaxed), tp->spin_ns);
         if (atomic_load_explicit(&tp->stop, memory_order_acquire)) break;
         int nth = tp->nth;
         if (a.ith < nth) tp->fn(tp->ctx, a.ith, nth);
@@ -142,9 +163,12 @@ int mf_threadpool_new(int n_threads, mf_threadpool **out, mf_error *err) {
     if (!tp) return mf_err(err, MF_E_NOMEM, "out of memory creating a threadpool");
     memset(tp, 0, sizeof *tp);
     tp->n_threads = n_threads;
-    atomic_init(&tp->spin, 4096);
+    atomic_init(&tp->spin, 256);
     const char *s = getenv("MINFER_SPIN");
     if (s && *s) atomic_store(&tp->spin, atoi(s) < 0 ? 0 : atoi(s));
+    tp->spin_ns = 3 * 1000 * 1000;
+    const char *su = getenv("MINFER_SPIN_US");
+    if (su && *su) tp->spin_ns = atoll(su) < 0 ? 0 : atoll(su) * 1000;
     tp->nth = 1;
     if (n_threads > 1) {
         tp->threads = calloc((size_t)n_threads - 1, sizeof *tp->threads);
@@ -205,10 +229,21 @@ void mf_threadpool_run(mf_threadpool *tp, mf_task_fn fn, void *ctx, int nth) {
     fn(ctx, 0, nth);
     unsigned want = (unsigned)tp->n_threads - 1, v;
     const int spin = atomic_load_explicit(&tp->spin, memory_order_relaxed);
+    int64_t t0 = 0;
     for (int i = 0; (v = atomic_load_explicit(&tp->done.v, memory_order_acquire)) != want; i++) {
         if (i < spin) {
             CPU_PAUSE();
             continue;
+        }
+        if (spin > 0 && tp->spin_ns > 0) {
+            if (i == spin) t0 = now_ns();
+            if ((i & 15) || now_ns() - t0 < tp->spin_ns) {
+                if (i & 15)
+                    CPU_PAUSE();
+                else
+                    sched_yield();
+                continue;
+            }
         }
         atomic_fetch_add(&tp->done_sleepers.v, 1);
         futex_wait(&tp->done.v, v);

@@ -19,7 +19,9 @@ void mf_threadpool_run(mf_threadpool *tp, mf_task_fn fn, void *ctx, int nth);
 /* Inside a dispatch: waits until all nth threads of the current dispatch arrive.  Memory written
  * before the barrier by any thread is visible after it to every thread. */
 void mf_threadpool_barrier(mf_threadpool *tp);
-/* Bounded spin before sleeping (pause iterations); default 4096, MINFER_SPIN overrides at creation. */
+/* Bounded spin before sleeping (pause iterations); default 256, MINFER_SPIN overrides at creation.
+ * With a nonzero count, waiters then keep polling with sched_yield up to a time budget (MINFER_SPIN_US, default 3000 us,
+ * read at creation; 0 = none) before they sleep.  0 iterations: sleep at once. */
 void mf_threadpool_set_spin(mf_threadpool *tp, int iterations);
 
 #endif

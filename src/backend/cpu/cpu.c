@@ -43,6 +43,7 @@ void mf_cpu_free(mf_cpu *cpu) {
     free(cpu->fuse);
     free(cpu->readers);
     free(cpu->sole);
+    free((void *)cpu->chunks);
     free(cpu->ranges);
     free(cpu);
 }
@@ -182,7 +183,9 @@ static int grow_plan(mf_cpu *cpu, int32_t nn) {
     if (r) cpu->readers = r;
     int32_t *o = realloc(cpu->sole, (size_t)nn * sizeof *o);
     if (o) cpu->sole = o;
-    if (!p || !f || !r || !o) return MF_E_NOMEM;
+    _Atomic int32_t *c = realloc((void *)cpu->chunks, (size_t)nn * sizeof *c);
+    if (c) cpu->chunks = c;
+    if (!p || !f || !r || !o || !c) return MF_E_NOMEM;
     cpu->plan_cap = nn;
     return 0;
 }
@@ -379,8 +382,9 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
     if (plan_barriers(cpu, g, first, last))
         return mf_err(err, MF_E_NOMEM, "out of memory planning the barriers of a %d-node graph", nn);
     for (int i = 0; i < cpu->n_threads; i++) cpu->faults[i].node = -1;
+    for (int32_t i = first; i < last; i++) atomic_store_explicit(&cpu->chunks[i], 0, memory_order_relaxed);
     mf_cpu_exec ex = {cpu,       g,     cpu->scratch, cpu->scratch + shared, per_thread, cpu->plan,
-                      cpu->fuse, first, last};
+                      cpu->fuse, first, last,         cpu->chunks};
     mf_threadpool_run(cpu->tp, exec_worker, &ex, cpu->n_threads);
 
     const mf_cpu_fault *worst = NULL;

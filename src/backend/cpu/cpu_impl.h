@@ -7,6 +7,7 @@
 #include "quant/quant.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* A data error found inside a kernel (an id out of range): recorded per thread, reported after the
@@ -38,6 +39,7 @@ struct mf_cpu {
     uint8_t *plan;
     int32_t *fuse, *readers, *sole; /* per node: fused partner; reader count; the only reader */
     int32_t plan_cap;
+    _Atomic int32_t *chunks; /* per node: the next work chunk a thread takes (matmul), reset per forward */
     struct mf_cpu_range *ranges;
     int32_t ranges_cap;
 };
@@ -59,6 +61,7 @@ typedef struct {
     const uint8_t *plan; /* [n_nodes] MF_CPU_PLAN_* */
     const int32_t *fuse; /* [n_nodes] the ADD/MUL node a FUSED node applies */
     int32_t first, last; /* the nodes to run */
+    _Atomic int32_t *chunks; /* [n_nodes] dynamic work counters, 0 at the start of the forward */
 } mf_cpu_exec;
 
 /* the ADD/MUL fused into node n, or NULL */

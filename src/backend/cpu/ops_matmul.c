@@ -65,30 +65,42 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     const int tw = MF_MAX(1, MF_MIN(k->tile_w, MF_TILE_MAX));
     const int ta = uniform ? MF_MAX(1, MF_MIN(k->tile_a, MF_TILE_MAX)) : 1;
 
-    int64_t n0, n1;
-    mf_cpu_split(N, ith, nth, &n0, &n1);
+    /* Weight rows are handed out in chunks from a shared counter (thread ith starts with chunk ith), so
+     * a thread the OS delays does not stall the other at the next barrier.  Which thread computes a
+     * row never changes its value: (n, m) is always the same one kernel call. */
+    const int64_t n_chunks_min = (int64_t)nth * 8;
+    int64_t ch = (N + n_chunks_min - 1) / n_chunks_min;
+    ch = (ch + TILE_N - 1) / TILE_N * TILE_N;
+    if (ch < TILE_N) ch = TILE_N;
+    if (M > 1 && ch > 4 * TILE_N) ch = 4 * TILE_N;
+    const int64_t n_chunks = (N + ch - 1) / ch;
+    _Atomic int32_t *ctr = &ex->chunks[id];
     const char *wd = w->data;
     const size_t ws = w->nb[1];
     float *out = n->data; /* contiguous [N, M] */
     float s[MF_TILE_MAX * MF_TILE_MAX];
     const mf_node *f = mf_cpu_fused(ex, n);
-    for (int64_t t0 = n0; t0 < n1; t0 += TILE_N) {
-        const int64_t t1 = t0 + TILE_N < n1 ? t0 + TILE_N : n1;
-        for (int64_t m0 = 0; m0 < M; m0 += ta) {
-            const int na = (int)MF_MIN((int64_t)ta, M - m0);
-            const void *a = direct ? (const void *)((const char *)x->data + mf_cpu_row_offs(x, m0))
-                                   : (const void *)(ex->shared + (size_t)m0 * rs);
-            for (int64_t j0 = t0; j0 < t1; j0 += tw) {
-                const int nw = (int)MF_MIN((int64_t)tw, t1 - j0);
-                if (nw == 1 && na == 1) {
-                    k->vec_dot(K, &out[m0 * N + j0], wd + (size_t)j0 * ws, a);
-                    continue;
+    for (int64_t c = ith; c < n_chunks;
+         c = nth + atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed)) {
+        const int64_t n0 = c * ch, n1 = MF_MIN(N, n0 + ch);
+        for (int64_t t0 = n0; t0 < n1; t0 += TILE_N) {
+            const int64_t t1 = t0 + TILE_N < n1 ? t0 + TILE_N : n1;
+            for (int64_t m0 = 0; m0 < M; m0 += ta) {
+                const int na = (int)MF_MIN((int64_t)ta, M - m0);
+                const void *a = direct ? (const void *)((const char *)x->data + mf_cpu_row_offs(x, m0))
+                                       : (const void *)(ex->shared + (size_t)m0 * rs);
+                for (int64_t j0 = t0; j0 < t1; j0 += tw) {
+                    const int nw = (int)MF_MIN((int64_t)tw, t1 - j0);
+                    if (nw == 1 && na == 1) {
+                        k->vec_dot(K, &out[m0 * N + j0], wd + (size_t)j0 * ws, a);
+                        continue;
+                    }
+                    k->vec_dot_tile(K, s, MF_TILE_MAX, wd + (size_t)j0 * ws, ws, nw, a, as, na);
+                    for (int i = 0; i < nw; i++)
+                        for (int j = 0; j < na; j++) out[(m0 + j) * N + j0 + i] = s[i * MF_TILE_MAX + j];
                 }
-                k->vec_dot_tile(K, s, MF_TILE_MAX, wd + (size_t)j0 * ws, ws, nw, a, as, na);
-                for (int i = 0; i < nw; i++)
-                    for (int j = 0; j < na; j++) out[(m0 + j) * N + j0 + i] = s[i * MF_TILE_MAX + j];
             }
         }
-        if (f) apply_fused(ex, f, out, N, M, t0, t1);
+        if (f) apply_fused(ex, f, out, N, M, n0, n1);
     }
 }
