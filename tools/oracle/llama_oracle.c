@@ -237,7 +237,7 @@ static llama_token *parse_ids(const char *text, const char *what, int *n_out) {
 
 typedef struct {
     const char *cmd, *model, *text, *file, *tokens, *in, *dump_logits, *cpu_variant;
-    bool no_special, add_special, verbose, stop_eog, vocab_only;
+    bool no_special, add_special, verbose, stop_eog, vocab_only, no_repack;
     int top, threads, n, n_prompt, n_gen, reps, n_batch, n_ubatch;
     const char *kv, *fa;
 } options;
@@ -251,7 +251,8 @@ static const char *USAGE =
     "                 [--dump-logits FILE]\n"
     "  greedy         (--tokens '[ids]' | --text T) [-n 16] [--top 5] [--threads 2] [--kv f32] [--fa off] [--stop-eog]\n"
     "  bench          [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto]\n"
-    "  common         [--verbose] [--cpu-variant haswell|skylakex|icelake|...]\n";
+    "  common         [--verbose] [--cpu-variant haswell|skylakex|icelake|...]\n"
+    "                 [--no-repack]  (eval/greedy/bench: use_extra_bufts=false, no CPU weight repacking)\n";
 
 static int to_int(const char *flag, const char *v) {
     char *e;
@@ -289,6 +290,7 @@ static options parse_options(int argc, char **argv) {
         else if (FLAG("--verbose")) o.verbose = true;
         else if (FLAG("--stop-eog")) o.stop_eog = true;
         else if (FLAG("--vocab-only")) o.vocab_only = true;
+        else if (FLAG("--no-repack")) o.no_repack = true;
         else if (FLAG("--top")) o.top = to_int(a, VAL());
         else if (FLAG("--threads") || FLAG("-t")) o.threads = to_int(a, VAL());
         else if (FLAG("-n") || FLAG("--n-gen")) o.n = to_int(a, VAL());
@@ -381,6 +383,10 @@ static struct llama_model *load_model(const options *o, bool vocab_only) {
     struct llama_model_params mp = llama_model_default_params();
     mp.vocab_only = vocab_only;
     mp.n_gpu_layers = 0;
+    // --no-repack: keep every weight in the plain CPU buffer, so ggml-cpu's "extra buffer types" (repack.cpp:
+    // on AVX2 q4_0 -> q4_0_8x8, q4_K -> q4_K_8x8, iq4_nl_8x8, with their own GEMV/GEMM kernels and activation
+    // quantization) are not used and mul_mat runs the ordinary vec_dot kernels.
+    if (o->no_repack) mp.use_extra_bufts = false;
     struct llama_model *m = llama_model_load_from_file(o->model, mp);
     if (!m) die("failed to load model %s (run with --verbose for llama.cpp's reason)", o->model);
     return m;
@@ -704,10 +710,11 @@ static int cmd_greedy(const options *o) {
     print_ids(stdout, prompt, n);
     printf(",\n\"generated\":");
     print_ids(stdout, gen, n_out);
-    printf(",\n\"threads\":%d,\"kv\":\"%s\",\"fa\":\"%s\",\"cpu_backend\":\"%s\",\n\"steps\":[\n%s]}\n", o->threads,
+    printf(",\n\"threads\":%d,\"kv\":\"%s\",\"fa\":\"%s\",\"repack\":%s,\"cpu_backend\":\"%s\",\n\"steps\":[\n%s]}\n",
+           o->threads,
            ggml_type_name(kv_type(o->kv, GGML_TYPE_F32)),
-           llama_flash_attn_type_name(fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED)), cpu_variant_name(),
-           steps ? steps : "");
+           llama_flash_attn_type_name(fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED)), o->no_repack ? "false" : "true",
+           cpu_variant_name(), steps ? steps : "");
     free(steps);
     free(ids);
     free(vals);
@@ -818,7 +825,7 @@ static int cmd_bench(const options *o) {
     json_str(stdout, desc, strlen(desc));
     printf(",\"cpu_backend\":");
     json_str(stdout, cpu_variant_name(), strlen(cpu_variant_name()));
-    printf(",\"llama_cpp_commit\":\"%s\"}\n", ORACLE_LLAMA_COMMIT);
+    printf(",\"repack\":%s,\"llama_cpp_commit\":\"%s\"}\n", o->no_repack ? "false" : "true", ORACLE_LLAMA_COMMIT);
     fprintf(stderr, "| model | size | params | backend | threads | test | t/s |\n| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
     double gib = (double)llama_model_size(m) / (1024.0 * 1024.0 * 1024.0);
     double bparams = (double)llama_model_n_params(m) / 1e9;
