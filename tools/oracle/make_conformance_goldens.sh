@@ -12,7 +12,11 @@
 #
 # Usage: tools/oracle/make_conformance_goldens.sh [--full] [NAME_FILTER]
 #   --full   also (only) the Qwen2.5-0.5B / Qwen3-0.6B shaped models (make test-full)
-# Env: BUILD (default build-engine; where mf-genmodel is), WORK (model scratch folder).
+# Env: BUILD (default build-engine; where mf-genmodel is), WORK (model scratch folder),
+#      REPACK (default 0: llama_oracle --no-repack, so ggml-cpu keeps q4_0 / q4_K weights in the plain layout and
+#      runs the vec_dot kernels minfer mirrors instead of the repacked q4_0_8x8 / q4_K_8x8 GEMV/GEMM; it changes
+#      nothing for types llama.cpp never repacks on x86. REPACK=1 records llama.cpp's default. The golden's
+#      oracle.repack says which; tests/test_conformance.c applies its tight classes only to repack:false.)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUILD=${BUILD:-build-engine}
@@ -21,6 +25,9 @@ ORACLE=tools/oracle/bin/llama_oracle
 OUT=tests/golden/conformance
 WORK=${WORK:-$BUILD/conformance-work}
 N_GEN=${N_GEN:-40}
+REPACK=${REPACK:-0}
+repack_flag=--no-repack repack_json=false
+if [ "$REPACK" = 1 ]; then repack_flag='' repack_json=true; fi
 full=0
 if [ "${1:-}" = "--full" ]; then full=1; shift; fi
 filter=${1:-}
@@ -81,18 +88,18 @@ for entry in "${models[@]}"; do
         pname=${p%%|*}
         ptext=${p#*|}
         ids=$("$ORACLE" tokenize --model "$model" --text "$ptext" 2>/dev/null | tr -d ' \n')
-        greedy=$("$ORACLE" greedy --model "$model" --tokens "$ids" -n "$N_GEN" --top 5 --threads 2 2>/dev/null)
+        greedy=$("$ORACLE" greedy --model "$model" --tokens "$ids" -n "$N_GEN" --top 5 --threads 2 ${repack_flag:+"$repack_flag"} 2>/dev/null)
         seq=$(printf '%s' "$greedy" | jq -c '.prompt + .generated')
-        evalj=$("$ORACLE" eval --model "$model" --tokens "$seq" --top 5 --threads 2 2>/dev/null | jq -s -c '.')
+        evalj=$("$ORACLE" eval --model "$model" --tokens "$seq" --top 5 --threads 2 ${repack_flag:+"$repack_flag"} 2>/dev/null | jq -s -c '.')
         jq -n -c --arg name "$pname" --arg text "$ptext" --argjson prompt "$ids" --argjson g "$greedy" \
             --argjson e "$evalj" \
             '{name: $name, text: $text, prompt: $prompt, greedy: {generated: $g.generated, steps: $g.steps}, eval: $e}' \
             >>"$cases_file"
     done
     jq -n -c --arg name "$name" --arg args "$args" --arg sha "$sha" --arg commit "$commit" --argjson n_gen "$N_GEN" \
-        --slurpfile cases "$cases_file" \
+        --argjson repack "$repack_json" --slurpfile cases "$cases_file" \
         '{name: $name, generator: {args: ($args | split(" "))}, sha256: $sha,
-          oracle: {llama_cpp: $commit, kv: "f32", flash_attn: "off", logits: "raw", n_gen: $n_gen},
+          oracle: {llama_cpp: $commit, kv: "f32", flash_attn: "off", logits: "raw", n_gen: $n_gen, repack: $repack},
           cases: $cases}' >"$OUT/$name.json"
     rm -f "$model" "$cases_file"
     echo "make_conformance_goldens: $OUT/$name.json ($sha)" >&2
