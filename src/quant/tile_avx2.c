@@ -6,7 +6,7 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-MF_DEFINE_Q8_TILE(mf_tile_q4_0_avx2, MF_AVX2, mf_block_q4_0, mf_q4_0_bytes, mf_mulsum_i8_avx2, mf_vec_dot_q4_0_avx2)
+MF_DEFINE_Q8_TILE(mf_tile_q4_0_avx2, MF_AVX2, mf_block_q4_0, mf_q4_0_nibbles, mf_mulsum_u4_avx2, mf_vec_dot_q4_0_avx2)
 MF_DEFINE_Q8_TILE(mf_tile_q5_0_avx2, MF_AVX2, mf_block_q5_0, mf_q5_0_bytes, mf_mulsum_i8_avx2, mf_vec_dot_q5_0_avx2)
 MF_DEFINE_Q8_TILE(mf_tile_q8_0_avx2, MF_AVX2, mf_block_q8_0, mf_q8_0_bytes, mf_mulsum_i8_avx2, mf_vec_dot_q8_0_avx2)
 
