@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,4 +75,51 @@ char *mf_read_file(const char *path, size_t *len) {
     buf[n] = 0;
     if (len) *len = n;
     return buf;
+}
+
+/* A JSON array of token ids such as "[9707, 11, 1879]" (whitespace allowed): *out malloc'd. */
+bool mf_arg_token_ids(const char *flag, const char *s, int32_t **out, int32_t *n) {
+    *out = NULL;
+    *n = 0;
+    size_t cap = 64, k = 0;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    if (!ids) return false;
+    const char *p = s;
+    while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+    if (*p++ != '[') goto bad;
+    for (;;) {
+        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+        if (*p == ']' && k == 0) {
+            p++;
+            break;
+        }
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > INT32_MAX) goto bad;
+        if (k == cap) {
+            int32_t *ni = realloc(ids, 2 * cap * sizeof *ids);
+            if (!ni) goto bad;
+            ids = ni;
+            cap *= 2;
+        }
+        ids[k++] = (int32_t)v;
+        p = end;
+        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p++ == ']') break;
+        goto bad;
+    }
+    while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+    if (*p) goto bad;
+    *out = ids;
+    *n = (int32_t)k;
+    return true;
+bad:
+    free(ids);
+    fprintf(stderr, "Error: %s expects a JSON array of non-negative integers, got '%.60s'\n", flag, s);
+    return false;
 }

@@ -20,6 +20,8 @@ bool mf_arg_int(const char *flag, const char *val, long min, long max, long *out
 bool mf_arg_float(const char *flag, const char *val, double *out);
 /* argv[*i] is `flag`; fetch its value (argv[*i+1]) or print "Error: FLAG needs a value". */
 const char *mf_arg_value(int argc, char **argv, int *i);
+/* --tokens: a JSON array of non-negative int32 ids; *out malloc'd (free() it).  Prints the error. */
+bool mf_arg_token_ids(const char *flag, const char *s, int32_t **out, int32_t *n);
 /* Reads a whole file (binary-exact). Returns malloc'd buffer (NUL-terminated) or NULL with an error printed. */
 char *mf_read_file(const char *path, size_t *len);
 

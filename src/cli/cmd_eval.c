@@ -25,51 +25,6 @@ static void usage(FILE *f) {
             "  -h, --help            this help\n");
 }
 
-static bool parse_ids(const char *s, mf_token **out, int32_t *n) {
-    *out = NULL;
-    *n = 0;
-    size_t cap = 64, k = 0;
-    mf_token *ids = malloc(cap * sizeof *ids);
-    if (!ids) return false;
-    const char *p = s;
-    while (*p == ' ' || *p == '\n' || *p == '\t') p++;
-    if (*p++ != '[') goto bad;
-    for (;;) {
-        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
-        if (*p == ']' && k == 0) {
-            p++;
-            break;
-        }
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > INT32_MAX) goto bad;
-        if (k == cap) {
-            mf_token *ni = realloc(ids, 2 * cap * sizeof *ids);
-            if (!ni) goto bad;
-            ids = ni;
-            cap *= 2;
-        }
-        ids[k++] = (mf_token)v;
-        p = end;
-        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
-        if (*p == ',') {
-            p++;
-            continue;
-        }
-        if (*p++ == ']') break;
-        goto bad;
-    }
-    while (*p == ' ' || *p == '\n' || *p == '\t') p++;
-    if (*p) goto bad;
-    *out = ids;
-    *n = (int32_t)k;
-    return true;
-bad:
-    free(ids);
-    fprintf(stderr, "Error: --tokens expects a JSON array of non-negative integers, got '%.60s'\n", s);
-    return false;
-}
 
 typedef struct {
     int32_t id;
@@ -126,7 +81,7 @@ int mf_cmd_eval(int argc, char **argv) {
     }
     mf_token *ids = NULL;
     int32_t n = 0;
-    if (tokens_json && !parse_ids(tokens_json, &ids, &n)) return 2;
+    if (tokens_json && !mf_arg_token_ids("--tokens", tokens_json, &ids, &n)) return 2;
     int ret = 1;
     mf_error err = {0};
     mf_model *model = NULL;

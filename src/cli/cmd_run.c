@@ -47,65 +47,6 @@ static void usage(FILE *f) {
         "-> draw.\n");
 }
 
-/* '[1, 2, 3]' -> ids (malloc'd) */
-static bool parse_ids(const char *s, mf_token **out, int32_t *n) {
-    *out = NULL;
-    *n = 0;
-    const char *p = s;
-    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
-    if (*p != '[') goto bad;
-    p++;
-    size_t cap = 64, k = 0;
-    mf_token *ids = malloc(cap * sizeof *ids);
-    if (!ids) return false;
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
-        if (*p == ']' && k == 0) {
-            p++;
-            break;
-        }
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > INT32_MAX) {
-            free(ids);
-            goto bad;
-        }
-        if (k == cap) {
-            cap *= 2;
-            mf_token *ni = realloc(ids, cap * sizeof *ids);
-            if (!ni) {
-                free(ids);
-                return false;
-            }
-            ids = ni;
-        }
-        ids[k++] = (mf_token)v;
-        p = end;
-        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
-        if (*p == ',') {
-            p++;
-            continue;
-        }
-        if (*p == ']') {
-            p++;
-            break;
-        }
-        free(ids);
-        goto bad;
-    }
-    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
-    if (*p) {
-        free(ids);
-        goto bad;
-    }
-    *out = ids;
-    *n = (int32_t)k;
-    return true;
-bad:
-    fprintf(stderr, "Error: --tokens expects a JSON array of non-negative integers, got '%.60s'\n", s);
-    return false;
-}
 
 static void progress(float p, void *user) {
     (void)user;
@@ -239,7 +180,7 @@ int mf_cmd_run(int argc, char **argv) {
     }
     mf_token *ids = NULL;
     int32_t n_ids = 0;
-    if (tokens_json && !parse_ids(tokens_json, &ids, &n_ids)) return 2;
+    if (tokens_json && !mf_arg_token_ids("--tokens", tokens_json, &ids, &n_ids)) return 2;
     char *file_text = NULL;
     if (file && !(file_text = mf_read_file(file, NULL))) return 1;
 
