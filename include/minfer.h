@@ -31,10 +31,13 @@ typedef void (*mf_progress_fn)(float progress, void *user); /* 0.0 .. 1.0 */
 typedef struct {
     mf_progress_fn progress; /* may be NULL */
     void *progress_user;
+    bool no_repack; /* keep every weight in the file's layout (also MINFER_REPACK=0) */
 } mf_model_params;
 
 mf_model_params mf_model_default_params(void);
-/* Maps the GGUF file (weights are used in place, never copied).  Refuses an unsupported architecture
+/* Maps the GGUF file; weights are used in place, except the Q4_0/Q8_0 matrices the CPU matmul reads,
+ * which are copied once into a row-interleaved layout (their file pages are then released, so resident
+ * memory does not grow; see docs/PERFORMANCE.md) unless no_repack.  Refuses an unsupported architecture
  * naming it and the supported ones (qwen2, qwen3). */
 int mf_model_load(const char *path, const mf_model_params *params, mf_model **out, mf_error *err);
 void mf_model_free(mf_model *model);
@@ -47,6 +50,8 @@ typedef struct {
     mf_token bos, eos; /* -1 when the model names none */
     int32_t n_eog;     /* end-of-generation ids (eos, eot, <|im_end|>, <|endoftext|>, ...) */
     const mf_token *eog;
+    int32_t n_repacked;    /* weight matrices copied into an x8 layout at load (0 with no_repack) */
+    size_t repacked_bytes; /* their size */
 } mf_model_info;
 
 void mf_model_get_info(const mf_model *model, mf_model_info *info);

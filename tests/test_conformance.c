@@ -289,6 +289,77 @@ static void run_case(mf_context *ctx, const mf_model_info *info, const cJSON *c,
     free(gen);
 }
 
+/* One golden against one weight layout: the file's (no_repack) or the x8 one the engine repacks Q4_0/Q8_0
+ * matrices into at load.  The x8 layouts sum each row in another order than llama.cpp's plain vec_dot
+ * (per block: exact int32 dot, then one fma per row; llama.cpp's repacked Q4_0 order), so against a
+ * no-repack golden they are held to the LOOSE class ("x8-order"); returns false if nothing was repacked. */
+static bool run_layout(const cJSON *j, const char *name, const char *model, bool no_repack, double *worst) {
+    const bool tight_golden = tight;
+    mf_error err = {0};
+    mf_model *m = NULL;
+    mf_context *ctx = NULL;
+    mf_model_params mp = mf_model_default_params();
+    mp.no_repack = no_repack;
+    int rc = mf_model_load(model, &mp, &m, &err);
+    CHECK(rc == 0, "%s: %s", name, err.msg);
+    if (rc == 0 && !no_repack) {
+        mf_model_info info;
+        mf_model_get_info(m, &info);
+        if (info.n_repacked == 0) {
+            mf_model_free(m);
+            return false;
+        }
+        tight = false; /* x8 order: the loose class */
+    }
+    if (rc == 0) {
+        mf_context_params cp = mf_context_default_params();
+        cp.n_ctx = 256;
+        cp.n_threads = n_threads();
+        rc = mf_context_new(m, &cp, &ctx, &err);
+        CHECK(rc == 0, "%s: %s", name, err.msg);
+    }
+    if (rc == 0) {
+        mf_model_info info;
+        mf_model_get_info(m, &info);
+        measure ms = {0};
+        const cJSON *cases = cJSON_GetObjectItem(j, "cases");
+        for (int i = 0; i < cJSON_GetArraySize(cases); i++)
+            run_case(ctx, &info, cJSON_GetArrayItem(cases, i), name, &ms);
+        if (tight) {
+            printf(
+                "  measured %-24s [%s %.0e] max|dlogit| eval %.3e decode %.3e (%.0f%% of tol)  outlier rows "
+                "eval %d greedy %d in %d+%d flips (max %.3e)  greedy %d/%d steps  top-1 %d positions (%d "
+                "near-ties skipped, %d ties inside "
+                "the loose class)\n",
+                name, TIGHT_CLASS, TIGHT_ABS, ms.max_diff, ms.max_diff_decode, 100 * ms.max_frac, ms.out_eval,
+                ms.out_greedy, ms.flips_eval, ms.flips_greedy, ms.max_out, ms.greedy_cmp, ms.greedy_total,
+                ms.eval_pos, ms.eval_skipped, ms.class_ties);
+            CHECK(ms.flips_eval <= MAX_FLIPS && ms.flips_greedy <= MAX_FLIPS,
+                  "%s: %d eval / %d greedy flips (runs of rows above the %s tolerance %.0e; at most %d each)",
+                  name, ms.flips_eval, ms.flips_greedy, TIGHT_CLASS, TIGHT_ABS, MAX_FLIPS);
+        } else
+            printf(
+                "  measured %-24s [%s, loose] max|dlogit| eval %.3e decode %.3e (%.0f%% of tol)  greedy "
+                "%d/%d steps  top-1 %d positions (%d near-ties skipped, %d ties inside the class)\n",
+                name, tight_golden ? "x8-order" : (no_repack ? "file layout vs repack" : "x8 vs repack"),
+                ms.max_diff, ms.max_diff_decode, 100 * ms.max_frac, ms.greedy_cmp, ms.greedy_total,
+                ms.eval_pos, ms.eval_skipped, ms.class_ties);
+        if (ms.max_out > *worst) *worst = ms.max_out;
+        if (ms.max_diff > *worst) *worst = ms.max_diff;
+        if (ms.max_diff_decode > *worst) *worst = ms.max_diff_decode;
+    }
+    mf_context_free(ctx);
+    mf_model_free(m);
+    tight = tight_golden;
+    return true;
+}
+
+/* every golden in the file layout, and again in the x8 layout when the model has repackable weights */
+static void run_layouts(const cJSON *j, const char *name, const char *model, double *worst) {
+    run_layout(j, name, model, true, worst);
+    run_layout(j, name, model, false, worst);
+}
+
 static void run_golden(const char *file, double *worst) {
     char path[1024], model[1024], cmd[4096];
     snprintf(path, sizeof path, "%s/%s", golden_dir, file);
@@ -333,49 +404,7 @@ static void run_golden(const char *file, double *worst) {
         cJSON_Delete(j);
         return;
     }
-    mf_error err = {0};
-    mf_model *m = NULL;
-    mf_context *ctx = NULL;
-    rc = mf_model_load(model, NULL, &m, &err);
-    CHECK(rc == 0, "%s: %s", name, err.msg);
-    if (rc == 0) {
-        mf_context_params cp = mf_context_default_params();
-        cp.n_ctx = 256;
-        cp.n_threads = n_threads();
-        rc = mf_context_new(m, &cp, &ctx, &err);
-        CHECK(rc == 0, "%s: %s", name, err.msg);
-    }
-    if (rc == 0) {
-        mf_model_info info;
-        mf_model_get_info(m, &info);
-        measure ms = {0};
-        const cJSON *cases = cJSON_GetObjectItem(j, "cases");
-        for (int i = 0; i < cJSON_GetArraySize(cases); i++)
-            run_case(ctx, &info, cJSON_GetArrayItem(cases, i), name, &ms);
-        if (tight) {
-            printf(
-                "  measured %-24s [%s %.0e] max|dlogit| eval %.3e decode %.3e (%.0f%% of tol)  outlier rows "
-                "eval %d greedy %d in %d+%d flips (max %.3e)  greedy %d/%d steps  top-1 %d positions (%d "
-                "near-ties skipped, %d ties inside "
-                "the loose class)\n",
-                name, TIGHT_CLASS, TIGHT_ABS, ms.max_diff, ms.max_diff_decode, 100 * ms.max_frac, ms.out_eval,
-                ms.out_greedy, ms.flips_eval, ms.flips_greedy, ms.max_out, ms.greedy_cmp, ms.greedy_total,
-                ms.eval_pos, ms.eval_skipped, ms.class_ties);
-            CHECK(ms.flips_eval <= MAX_FLIPS && ms.flips_greedy <= MAX_FLIPS,
-                  "%s: %d eval / %d greedy flips (runs of rows above the %s tolerance %.0e; at most %d each)",
-                  name, ms.flips_eval, ms.flips_greedy, TIGHT_CLASS, TIGHT_ABS, MAX_FLIPS);
-        } else
-            printf(
-                "  measured %-24s [repack, loose] max|dlogit| eval %.3e decode %.3e (%.0f%% of tol)  greedy "
-                "%d/%d steps  top-1 %d positions (%d near-ties skipped, %d ties inside the class)\n",
-                name, ms.max_diff, ms.max_diff_decode, 100 * ms.max_frac, ms.greedy_cmp, ms.greedy_total,
-                ms.eval_pos, ms.eval_skipped, ms.class_ties);
-        if (ms.max_out > *worst) *worst = ms.max_out;
-        if (ms.max_diff > *worst) *worst = ms.max_diff;
-        if (ms.max_diff_decode > *worst) *worst = ms.max_diff_decode;
-    }
-    mf_context_free(ctx);
-    mf_model_free(m);
+    run_layouts(j, name, model, worst);
     remove(model);
     cJSON_Delete(j);
 }

@@ -228,6 +228,64 @@ static void test_matmul_every_type(void) {
     printf("  matmul checked for %d weight types\n", tested);
 }
 
+/* Repacked (x8) weights through the matmul op: threads 1..3, M = 9 (two 4-row tiles and a single row)
+ * vs each row alone, all bitwise; each value equals the x8 reference kernel, and the result agrees with
+ * the same matrix in its file layout within float rounding (the two orders differ, see quant.h). */
+static void test_matmul_x8(void) {
+    const int64_t K = 896, N = 48, M = 9;
+    static const uint32_t bases[] = {MF_TYPE_Q4_0, MF_TYPE_Q8_0};
+    for (size_t bi = 0; bi < MF_ARRAY_LEN(bases); bi++) {
+        const uint32_t bt = bases[bi], xt = mf_repack_type(bt, K, N);
+        REQUIRE(xt != bt, "%s has an x8 layout", mf_type_name(bt));
+        seed(500 + bi);
+        const size_t rs = mf_row_size(bt, K);
+        void *w = malloc(rs * N), *wx = malloc(rs * N);
+        make_rows(bt, K, N, w);
+        REQUIRE_OK(mf_repack(bt, w, wx, K, N), "repack");
+        float *x = malloc((size_t)(K * M) * sizeof(float));
+        fill(x, K * M, 1.0f);
+        float *oM[3], *o1[3], *plain[3];
+        matmul_case(xt, K, N, M, oM, wx, x);
+        matmul_case(bt, K, N, M, plain, w, x);
+        for (int th = 0; th < 3; th++) o1[th] = NULL;
+        if (oM[0] && oM[1] && oM[2] && plain[0]) {
+            for (int th = 1; th < 3; th++)
+                CHECK(!memcmp(oM[0], oM[th], (size_t)(N * M) * sizeof(float)), "%s: threads 1 vs %d differ",
+                      mf_type_name(xt), th + 1);
+            const mf_quant_kernels *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
+            void *aq = malloc(mf_row_size(MF_TYPE_Q8_0, K));
+            int bad = 0;
+            double worst = 0;
+            for (int64_t m = 0; m < M; m++) {
+                float *single[3];
+                matmul_case(xt, K, N, 1, single, wx, x + m * K);
+                if (single[0])
+                    CHECK(!memcmp(single[0], oM[0] + m * N, (size_t)N * sizeof(float)),
+                          "%s: row %lld of M=%lld != the same row alone", mf_type_name(xt), (long long)m, (long long)M);
+                for (int th = 0; th < 3; th++) free(single[th]);
+                ref->from_float(x + m * K, aq, K);
+                for (int64_t g = 0; g < N / MF_X8_ROWS; g++) {
+                    float s8[MF_X8_ROWS];
+                    ref->vec_dot_tile(K, s8, 1, (char *)wx + (size_t)g * MF_X8_ROWS * rs, rs, MF_X8_ROWS, aq, 0, 1);
+                    for (int r = 0; r < MF_X8_ROWS; r++) {
+                        const float got = oM[0][m * N + g * MF_X8_ROWS + r], pl = plain[0][m * N + g * MF_X8_ROWS + r];
+                        if (memcmp(&got, &s8[r], sizeof got) && bad++ < 3)
+                            CHECK(0, "%s (%lld,%lld): %a, reference %a", mf_type_name(xt), (long long)(g * 8 + r),
+                                  (long long)m, got, s8[r]);
+                        const double e = fabs((double)got - pl) / (fabs((double)pl) + 1.0);
+                        if (e > worst) worst = e;
+                    }
+                }
+            }
+            CHECK(bad == 0, "%s: %d values differ from the reference kernel", mf_type_name(xt), bad);
+            CHECK(worst < 1e-4, "%s vs %s: relative difference %g", mf_type_name(xt), mf_type_name(bt), worst);
+            free(aq);
+        }
+        for (int th = 0; th < 3; th++) free(oM[th]), free(o1[th]), free(plain[th]);
+        free(w), free(wx), free(x);
+    }
+}
+
 /* run a one-op f32 graph built by `build` on inputs a (and b), for threads 1..3; returns output of
  * threads=1 and checks 2/3 are bitwise equal */
 typedef int32_t (*build_fn)(mf_graph *g, int32_t a, int32_t b);
@@ -945,6 +1003,7 @@ int main(void) {
     RUN(test_get_rows_every_type);
     RUN(test_matmul_every_type);
     RUN(test_matmul_dynamic_chunks);
+    RUN(test_matmul_x8);
     RUN(test_rms_norm);
     RUN(test_add_mul_broadcast);
     RUN(test_scale_silu_swiglu_softmax);

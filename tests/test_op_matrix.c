@@ -241,24 +241,29 @@ static bool case_get_rows(uint32_t type) {
 }
 
 static bool case_matmul(uint32_t type) {
-    const int64_t K = 256, N = 4, M = 2;
-    size_t rs = mf_row_size(type, K);
-    uint8_t *w = malloc(rs * N);
-    make_rows(type, K, N, w);
+    /* an x8 layout (row groups of 8) is made from rows of its file type by mf_repack, and checked against
+     * that type's reference dequantizer */
+    const mf_type_info *ti = mf_type_get(type);
+    const bool x8 = ti->row_group > 1;
+    const uint32_t base = x8 ? mf_repack_base(type) : type;
+    const int64_t K = 256, N = x8 ? ti->row_group : 4, M = 2;
+    size_t rs = mf_row_size(base, K);
+    uint8_t *w = malloc(rs * N), *wk = x8 ? malloc(rs * N) : w;
+    make_rows(base, K, N, w);
+    if (x8 && mf_repack(base, w, wk, K, N)) return failf("mf_repack refused %s", mf_type_name(type));
     /* integer activations with a block maximum of 127: exact in f16/bf16/q8_0/q8_1 */
     float X[256 * 2];
     for (int i = 0; i < K * M; i++) X[i] = (i % 32) == 0 ? 127.0f : (float)((int)(urand() % 255) - 127);
     mf_graph *g = mf_graph_new();
     int64_t nw[2] = {K, N}, nx[2] = {K, M};
-    int32_t wi = mf_g_weight(g, "w", type, 2, nw, w), xi = mf_g_input(g, "x", MF_TYPE_F32, 2, nx);
+    int32_t wi = mf_g_weight(g, "w", type, 2, nw, wk), xi = mf_g_input(g, "x", MF_TYPE_F32, 2, nx);
     int32_t o = mf_g_matmul(g, wi, xi);
     bool ok = place(g, o);
     if (ok) set(g, xi, X), ok = run(g);
     float *row = malloc(K * sizeof(float));
-    const mf_type_info *ti = mf_type_get(type);
     bool kquant = ti->blck_size == 256;
     for (int n = 0; ok && n < N; n++) {
-        if (mf_dequantize_row(type, w + rs * n, row, K)) {
+        if (mf_dequantize_row(base, w + rs * n, row, K)) {
             ok = failf("no reference dequantizer for %s", mf_type_name(type));
             break;
         }
@@ -271,6 +276,7 @@ static bool case_matmul(uint32_t type) {
         }
     }
     free(row), free(w);
+    if (x8) free(wk);
     mf_graph_free(g);
     return ok;
 }

@@ -557,6 +557,82 @@ static void test_tile_bitwise_lengths(void) {
     }
 }
 
+/* The x8 layouts (load-time repacking): round trip, the refusals, the reference kernel against the plain
+ * dot in double, and every ISA's kernel bitwise equal to the reference for every activation count (so
+ * M = 1 and batched prefill give the same bits), over lengths across the kernels' unrolled edges. */
+static void test_x8_repack_and_kernels(void) {
+    enum { NR = 16, KMAX = 4864, NA = 9 };
+    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q8_0};
+    static const int64_t lens[] = {32, 96, 896, KMAX};
+    static uint8_t w[NR * (KMAX / 32) * 34], wx[NR * (KMAX / 32) * 34], row[(KMAX / 32) * 34], a[NA][(KMAX / 32) * 34];
+    static float x[KMAX], wd[KMAX], ad[KMAX];
+    CHECK(mf_repack_type(MF_TYPE_Q4_0, 64, 12) == MF_TYPE_Q4_0, "N %% 8 != 0 has no x8 layout");
+    CHECK(mf_repack_type(MF_TYPE_Q8_0, 48, 16) == MF_TYPE_Q8_0, "K %% 32 != 0 has no x8 layout");
+    CHECK(mf_repack_type(MF_TYPE_Q4_K, 256, 16) == MF_TYPE_Q4_K, "q4_K has no x8 layout");
+    CHECK(mf_repack(MF_TYPE_Q6_K, w, wx, 256, 16) == MF_E_INVAL, "mf_repack refuses a type without a layout");
+    CHECK(mf_type_get_file(MF_TYPE_Q4_0_X8) == NULL && mf_type_get(MF_TYPE_Q4_0_X8) != NULL,
+          "x8 types are known but never file types");
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const uint32_t bt = types[t], xt = mf_repack_type(bt, KMAX, NR);
+        REQUIRE(xt != bt && mf_repack_base(xt) == bt, "%s has an x8 layout", mf_type_name(bt));
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            const int64_t K = lens[l];
+            const size_t rs = mf_row_size(bt, K);
+            for (int r = 0; r < NR; r++) qg_fill((int)bt, 700 + (uint64_t)r, (int)K, w + (size_t)r * rs);
+            REQUIRE_OK(mf_repack(bt, w, wx, K, NR), "repack %s K=%lld", mf_type_name(bt), (long long)K);
+            int bad = 0;
+            for (int r = 0; r < NR; r++) {
+                REQUIRE_OK(mf_unpack_row(xt, wx, row, K, r), "unpack");
+                if (memcmp(row, w + (size_t)r * rs, rs) && bad++ < 3) CHECK(0, "%s K=%lld row %d round trip", mf_type_name(xt), (long long)K, r);
+            }
+            const mf_quant_kernels *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
+            REQUIRE(ref && !ref->vec_dot && ref->vec_dot_tile && ref->tile_w == MF_X8_ROWS && ref->vec_dot_type == MF_TYPE_Q8_0,
+                    "%s kernel fields", mf_type_name(xt));
+            for (int j = 0; j < NA; j++) {
+                qg_floats(800 + (uint64_t)j, (int)K, x);
+                ref->from_float(x, a[j], K);
+            }
+            const size_t as = sizeof a[0];
+            float want[MF_X8_ROWS][NA];
+            /* the reference: each row of each group against each activation, one at a time */
+            for (int g = 0; g < NR / MF_X8_ROWS; g++) {
+                const uint8_t *grp = wx + (size_t)g * MF_X8_ROWS * rs;
+                for (int j = 0; j < NA; j++) {
+                    float s1[MF_X8_ROWS];
+                    ref->vec_dot_tile(K, s1, 1, grp, rs, MF_X8_ROWS, a[j], as, 1);
+                    for (int r = 0; r < MF_X8_ROWS; r++) want[r][j] = s1[r];
+                }
+                /* against the plain dot product in double: float rounding only */
+                for (int r = 0; r < MF_X8_ROWS; r++)
+                    for (int j = 0; j < NA; j++) {
+                        mf_dequantize_row(bt, w + (size_t)(g * MF_X8_ROWS + r) * rs, wd, K);
+                        mf_dequantize_row(MF_TYPE_Q8_0, a[j], ad, K);
+                        double d = 0, mag = 0;
+                        for (int64_t i = 0; i < K; i++) d += (double)wd[i] * ad[i], mag += fabs((double)wd[i] * ad[i]);
+                        if (!(fabs(want[r][j] - d) <= 1e-5 * mag + 1e-30) && bad++ < 3)
+                            CHECK(0, "%s K=%lld group %d row %d act %d: %g, dequantized dot %g (mag %g)", mf_type_name(xt),
+                                  (long long)K, g, r, j, want[r][j], d, mag);
+                    }
+                for (int isa = 0; isa <= MF_ISA_AVX512; isa++) {
+                    const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, (mf_isa)isa);
+                    if (!k) continue;
+                    for (int na = 1; na <= NA; na++) {
+                        float got[MF_X8_ROWS][NA];
+                        memset(got, 0xFF, sizeof got);
+                        k->vec_dot_tile(K, &got[0][0], NA, grp, rs, MF_X8_ROWS, a[0], as, na);
+                        for (int r = 0; r < MF_X8_ROWS; r++)
+                            for (int j = 0; j < na; j++)
+                                if (fbits(got[r][j]) != fbits(want[r][j]) && bad++ < 3)
+                                    CHECK(0, "%s %s K=%lld na=%d (row %d, act %d): %a, reference %a", mf_type_name(xt),
+                                          mf_isa_name((mf_isa)isa), (long long)K, na, r, j, got[r][j], want[r][j]);
+                    }
+                }
+            }
+            CHECK(bad == 0, "%s K=%lld: %d mismatches", mf_type_name(xt), (long long)K, bad);
+        }
+    }
+}
+
 int main(void) {
     RUN(test_type_table);
     RUN(test_fp16_exhaustive);
@@ -573,5 +649,6 @@ int main(void) {
     RUN(test_from_float_isa);
     RUN(test_tile_bitwise);
     RUN(test_tile_bitwise_lengths);
+    RUN(test_x8_repack_and_kernels);
     return mf_test_done();
 }

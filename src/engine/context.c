@@ -21,6 +21,12 @@ int mf_model_load(const char *path, const mf_model_params *params, mf_model **ou
     mf_model *m = NULL;
     int rc = mf_model_open(path, p.progress, p.progress_user, &m, err);
     if (rc) return rc;
+    const char *env = getenv("MINFER_REPACK");
+    if (!p.no_repack && !(env && strcmp(env, "0") == 0) && (rc = mf_model_repack(m, err))) {
+        mf_err_prefix(err, "cannot load model '%s'", path);
+        mf_model_close(m);
+        return rc;
+    }
     /* The tokenizer is optional for the engine (ids can be given directly); its absence is reported
      * when a text is tokenized. */
     if (mf_gguf_find_key(m->gguf, "tokenizer.ggml.tokens") >= 0) {
@@ -67,6 +73,8 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->eos = m->eos;
     info->n_eog = m->n_eog;
     info->eog = m->eog;
+    info->n_repacked = m->n_repacked;
+    info->repacked_bytes = m->repack_bytes;
 }
 
 bool mf_model_is_eog(const mf_model *model, mf_token token) {

@@ -295,7 +295,7 @@ static int read_tensor_shape(cursor *c, mf_gguf_tensor *t, mf_error *err) {
     }
     uint64_t at = c->pos;
     if ((rc = rd_u32(c, &t->type, "tensor type", err))) return rc;
-    const mf_type_info *ti = mf_type_get(t->type);
+    const mf_type_info *ti = mf_type_get_file(t->type);
     if (!ti) return mf_err(err, MF_E_FORMAT, "tensor type %u (offset %llu) is not a known ggml type", t->type, (unsigned long long)at);
     if (t->ne[0] % ti->blck_size != 0)
         return mf_err(err, MF_E_FORMAT, "row length %lld is not a multiple of the %s block size %lld", (long long)t->ne[0],

@@ -220,7 +220,7 @@ int mf_gguf_writer_set_raw(mf_gguf_writer *w, const char *key, mf_gguf_type type
 /* Bytes of a tensor: row size times the number of rows, refusing overflow. */
 static int tensor_nbytes(const char *name, uint32_t type, const int64_t ne[MF_GGUF_MAX_DIMS], uint64_t *out,
                          mf_error *err) {
-    const mf_type_info *ti = mf_type_get(type);
+    const mf_type_info *ti = mf_type_get_file(type);
     if (!ti) return mf_err(err, MF_E_INVAL, "tensor '%s': unknown ggml type id %u", name, type);
     if (ne[0] % ti->blck_size != 0)
         return mf_err(err, MF_E_INVAL, "tensor '%s': row length %lld is not a multiple of the %s block size %lld",

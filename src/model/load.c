@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static int bind(const mf_gguf *g, const char *name, bool required, int n_dims, int64_t ne0, int64_t ne1,
                 const mf_gguf_tensor **out, mf_error *err) {
@@ -164,8 +166,76 @@ fail:
     return rc;
 }
 
+/* Drop the file pages of [p, p + n) from this process (whole pages inside the range only): the data was
+ * copied and is never read again, so it should not count in resident memory. */
+static void release_pages(const void *p, size_t n) {
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + pg - 1) / pg * pg, b = ((uintptr_t)p + n) / pg * pg;
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+int mf_model_repack(mf_model *m, mf_error *err) {
+    const mf_hparams *hp = &m->hp;
+    const int per_layer = 7;
+    const int cap = hp->n_layer * per_layer + 1;
+    const mf_gguf_tensor ***slots = calloc((size_t)cap, sizeof *slots);
+    if (!slots) return mf_err(err, MF_E_NOMEM, "out of memory");
+    int n = 0;
+    for (int il = 0; il < hp->n_layer; il++) {
+        mf_layer_w *L = &m->layers[il];
+        const mf_gguf_tensor **f[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+        for (int i = 0; i < per_layer; i++) slots[n++] = f[i];
+    }
+    /* A tied output gets its own repacked copy for the LM head; GET_ROWS keeps reading token_embd in
+     * place (only the rows of the tokens seen become resident). */
+    slots[n++] = &m->output;
+    /* keep the ones with a layout; lay them out 64-byte aligned in one buffer */
+    int k = 0;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const mf_gguf_tensor *t = *slots[i];
+        if (mf_repack_type(t->type, t->ne[0], t->ne[1]) == t->type) continue;
+        slots[k++] = slots[i];
+        total += ((size_t)t->nbytes + 63) / 64 * 64;
+    }
+    if (k == 0) {
+        free(slots);
+        return 0;
+    }
+    m->repacked = calloc((size_t)k, sizeof *m->repacked);
+    m->repack_buf = mf_aligned_alloc(64, total);
+    if (!m->repacked || !m->repack_buf) {
+        free(slots);
+        return mf_err(err, MF_E_NOMEM, "out of memory repacking %d weight matrices (%zu bytes); "
+                      "MINFER_REPACK=0 uses them in place", k, total);
+    }
+    size_t off = 0;
+    for (int i = 0; i < k; i++) {
+        const mf_gguf_tensor *t = *slots[i];
+        mf_gguf_tensor *c = &m->repacked[i];
+        *c = *t;
+        c->type = mf_repack_type(t->type, t->ne[0], t->ne[1]);
+        c->data = (char *)m->repack_buf + off;
+        if (mf_repack(t->type, t->data, (void *)c->data, t->ne[0], t->ne[1]) != 0) {
+            free(slots);
+            return mf_err(err, MF_E_INTERNAL, "repacking '%.*s' failed", (int)t->name.len, t->name.ptr);
+        }
+        release_pages(t->data, (size_t)t->nbytes);
+        *slots[i] = c;
+        off += ((size_t)t->nbytes + 63) / 64 * 64;
+    }
+    m->n_repacked = k;
+    m->repack_bytes = total;
+    mf_log(MF_LOG_INFO, "repacked %d weight matrices (%.1f MiB) into the x8 layouts (MINFER_REPACK=0 to keep "
+           "the file layout)", k, (double)total / (1024.0 * 1024.0));
+    free(slots);
+    return 0;
+}
+
 void mf_model_close(mf_model *m) {
     if (!m) return;
+    free(m->repacked);
+    mf_aligned_free(m->repack_buf);
     free(m->layers);
     mf_gguf_close(m->gguf);
     free(m);

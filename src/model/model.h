@@ -39,6 +39,10 @@ struct mf_model {
     int32_t eog[MF_MAX_EOG];
     int32_t n_eog;
     void *tok; /* tokenizer handle when the tok module provides one */
+    mf_gguf_tensor *repacked; /* copies of the repacked weights' descriptors (layers point at them) */
+    int n_repacked;
+    void *repack_buf;         /* their data, one aligned allocation */
+    size_t repack_bytes;
     char path[512];
 };
 typedef struct mf_model mf_model;
@@ -49,6 +53,10 @@ typedef void (*mf_load_progress_fn)(float progress, void *user);
 int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err);
 /* Open, read hparams, bind every weight (shape and type checked), find eos/eog ids. */
 int mf_model_open(const char *path, mf_load_progress_fn progress, void *user, mf_model **out, mf_error *err);
+/* Repack the matmul weights that have an x8 layout (quant/repack.c) into one buffer and point the layers
+ * at the copies; the file pages of the originals are released.  Not the token embedding (GET_ROWS reads
+ * its rows; a tied output stays with it, as in llama.cpp).  Logs what it did. */
+int mf_model_repack(mf_model *m, mf_error *err);
 void mf_model_close(mf_model *m);
 bool mf_model_token_is_eog(const mf_model *m, int32_t tok);
 

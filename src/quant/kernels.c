@@ -46,6 +46,8 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_K] = K(MF_TYPE_Q8_K, mf_vec_dot_q4_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q5_K] = K(MF_TYPE_Q8_K, mf_vec_dot_q5_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q6_K] = K(MF_TYPE_Q8_K, mf_vec_dot_q6_K_scalar, mf_from_float_q8_K),
+    [MF_TYPE_Q4_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0, mf_tile_q4_0x8_scalar, MF_X8_ROWS, 4),
+    [MF_TYPE_Q8_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0, mf_tile_q8_0x8_scalar, MF_X8_ROWS, 4),
 };
 
 /* AVX2: a type missing here falls back to its scalar kernel in mf_quant_kernels_get.  The activation
@@ -60,6 +62,8 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q4_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q4_K_avx2, 2, 2),
     [MF_TYPE_Q5_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q5_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q5_K_avx2, 2, 2),
     [MF_TYPE_Q6_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
+    [MF_TYPE_Q4_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q4_0x8_avx2, MF_X8_ROWS, 4),
+    [MF_TYPE_Q8_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q8_0x8_avx2, MF_X8_ROWS, 4),
 };
 
 /* AVX-512: VNNI for the Q8_0 family, the AVX2 kernels for the rest (see dot_avx512.c). */
@@ -73,6 +77,8 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q4_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q4_K_avx2, 2, 2),
     [MF_TYPE_Q5_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q5_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q5_K_avx2, 2, 2),
     [MF_TYPE_Q6_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
+    [MF_TYPE_Q4_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q4_0x8_avx2, MF_X8_ROWS, 4),
+    [MF_TYPE_Q8_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q8_0x8_avx2, MF_X8_ROWS, 4),
 };
 
 static const mf_quant_kernels *const k_tables[3] = {k_scalar, k_avx2, k_avx512};
@@ -145,7 +151,7 @@ const mf_quant_kernels *mf_quant_kernels_get_isa(uint32_t type, mf_isa isa) {
     pthread_once(&g_once, isa_init);
     if (type >= MF_TYPE_COUNT || (unsigned)isa > MF_ISA_AVX512 || !g_has[isa]) return NULL;
     const mf_quant_kernels *k = &k_tables[isa][type];
-    return k->vec_dot ? k : NULL;
+    return k->vec_dot_tile ? k : NULL;
 }
 
 /* Per type the highest ISA at or below the active one that has a kernel: a type without an AVX-512

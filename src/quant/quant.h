@@ -32,7 +32,12 @@ typedef enum {
     MF_TYPE_I64 = 27,
     MF_TYPE_F64 = 28,
     MF_TYPE_BF16 = 30,
-    MF_TYPE_COUNT = 40 /* size of id space for tables; not every id is a type */
+    /* Internal layouts (never in a file: the GGUF reader and writer refuse them).  Made at load by
+     * mf_repack: 8 weight rows interleaved so a GEMV/GEMM reads one stream and keeps one int32 lane per
+     * row (see repack.c). */
+    MF_TYPE_Q4_0_X8 = 44,
+    MF_TYPE_Q8_0_X8 = 45,
+    MF_TYPE_COUNT = 48 /* size of id space for tables; not every id is a type */
 } mf_type;
 
 #define MF_QK4_0 32
@@ -74,15 +79,27 @@ typedef struct {
     int16_t bsums[MF_QK_K / 16];
 } mf_block_q8_K; /* 292 B */
 
+/* Row-interleaved groups of 8 rows (internal types).  Block b of a group holds block b of each of its 8
+ * rows: the 8 scales, then the quants in 4-byte pieces, piece p of row r at qs[32 * c + 4 * r ...]:
+ *   q8_0x8: chunk c (0..7) = quants 4c..4c+3 of each row (lane r of a 256-bit load = row r);
+ *   q4_0x8: chunk c (0..3) = bytes qs[4c..4c+3] of each row's q4_0 block, so the low nibbles of the
+ *           chunk are quants 4c..4c+3 and the high nibbles quants 16+4c..16+4c+3. */
+#define MF_X8_ROWS 8
+typedef struct { uint16_t d[MF_X8_ROWS]; uint8_t qs[MF_X8_ROWS * MF_QK4_0 / 2]; } mf_block_q4_0x8; /* 144 B */
+typedef struct { uint16_t d[MF_X8_ROWS]; int8_t qs[MF_X8_ROWS * MF_QK8_0]; } mf_block_q8_0x8;    /* 272 B */
+
 typedef struct {
     const char *name;  /* "f32", "q4_0", "q4_K", ... (llama.cpp spelling) */
     int64_t blck_size; /* elements per block */
-    size_t type_size;  /* bytes per block */
+    size_t type_size;  /* bytes per block (per row: an x8 group of 8 rows is 8 * row size) */
     bool quantized;
+    int row_group;     /* rows stored together: 1, or MF_X8_ROWS for the internal x8 layouts */
 } mf_type_info;
 
 /* NULL for an id that is not a known type. */
 const mf_type_info *mf_type_get(uint32_t type);
+/* Like mf_type_get but NULL for the internal (repacked) types too: for ids read from or written to files. */
+const mf_type_info *mf_type_get_file(uint32_t type);
 const char *mf_type_name(uint32_t type); /* "unknown(N)" style for unknown ids (static buffer) */
 /* Bytes of a row of n elements; 0 if n is not a multiple of the block size or type unknown. */
 size_t mf_row_size(uint32_t type, int64_t n);
@@ -116,7 +133,7 @@ typedef void (*mf_from_float_fn)(const float *x, void *y, int64_t n);
  * a_stride bytes.  Every s is BITWISE the value vec_dot of the same kernel set gives for that pair:
  * each pair keeps its own accumulators in vec_dot's order, the tile only shares loads and unpacking.
  * So callers may tile however they like (edges included) without changing any result. */
-#define MF_TILE_MAX 4
+#define MF_TILE_MAX 8
 typedef void (*mf_vec_dot_tile_fn)(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
                                    const void *a, size_t a_stride, int na);
 
@@ -127,11 +144,28 @@ typedef enum { MF_ISA_SCALAR = 0, MF_ISA_AVX2 = 1, MF_ISA_AVX512 = 2 } mf_isa;
 
 typedef struct {
     mf_type vec_dot_type;
-    mf_vec_dot_fn vec_dot;       /* NULL if this type cannot be a matmul weight */
+    mf_vec_dot_fn vec_dot;       /* NULL for the x8 layouts (their rows only exist as groups of 8) */
     mf_from_float_fn from_float; /* converts activations to vec_dot_type */
-    mf_vec_dot_tile_fn vec_dot_tile; /* never NULL when vec_dot is not */
-    int tile_w, tile_a; /* the tile shape it is fast at (1 x 1: no shared work, it just loops vec_dot) */
+    mf_vec_dot_tile_fn vec_dot_tile; /* never NULL for a matmul weight type */
+    int tile_w, tile_a; /* the tile shape it is fast at (1 x 1: no shared work, it just loops vec_dot);
+                         * for the x8 layouts tile_w is MF_X8_ROWS and every call passes nw = 8 and w at
+                         * the start of a group (w_stride is ignored) */
 } mf_quant_kernels;
+
+/* ---- load-time repacking (repack.c) ----
+ * The x8 layouts give a different, still fixed, reduction order per row: per block the exact int32 dot,
+ * then acc = fma((float)isum, d_w * d_a, acc) in block order (llama.cpp's repacked Q4_0 order).  Like
+ * every kernel it never depends on how many rows or activations are processed together. */
+/* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
+ * (only Q4_0 and Q8_0 with N % 8 == 0 and K % 32 == 0 have one). */
+uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N);
+/* Repacks N rows of K (dst: mf_row_size(type, K) * N bytes, same size as src).  MF_E_INVAL when
+ * mf_repack_type gives no layout. */
+int mf_repack(uint32_t type, const void *src, void *dst, int64_t K, int64_t N);
+/* The file type an x8 layout is made from (Q4_0 for Q4_0_X8, ...); `type` itself for other types. */
+uint32_t mf_repack_base(uint32_t type);
+/* Row n of a repacked matrix back in the original layout (tests). */
+int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, int64_t n);
 
 /* Kernels for weight type `type` at the best ISA this CPU has (cpuid, cached), or forced by
  * MINFER_ISA=scalar|avx2|avx512; a type without a kernel at that ISA gets the next lower one (Q4_1 and

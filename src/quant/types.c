@@ -24,6 +24,8 @@ static const mf_type_info k_types[MF_TYPE_COUNT] = {
     [MF_TYPE_I64] = {"i64", 1, 8, false},
     [MF_TYPE_F64] = {"f64", 1, 8, false},
     [MF_TYPE_BF16] = {"bf16", 1, 2, false},
+    [MF_TYPE_Q4_0_X8] = {"q4_0x8", MF_QK4_0, sizeof(mf_block_q4_0), true, MF_X8_ROWS},
+    [MF_TYPE_Q8_0_X8] = {"q8_0x8", MF_QK8_0, sizeof(mf_block_q8_0), true, MF_X8_ROWS},
 };
 
 /* The block structs are file layouts: a padding byte here would silently corrupt every model. */
@@ -37,10 +39,17 @@ _Static_assert(sizeof(mf_block_q4_K) == 144, "q4_K layout");
 _Static_assert(sizeof(mf_block_q5_K) == 176, "q5_K layout");
 _Static_assert(sizeof(mf_block_q6_K) == 210, "q6_K layout");
 _Static_assert(sizeof(mf_block_q8_K) == 292, "q8_K layout");
+_Static_assert(sizeof(mf_block_q4_0x8) == 8 * sizeof(mf_block_q4_0), "q4_0x8 layout");
+_Static_assert(sizeof(mf_block_q8_0x8) == 8 * sizeof(mf_block_q8_0), "q8_0x8 layout");
 
 const mf_type_info *mf_type_get(uint32_t type) {
     if (type >= MF_TYPE_COUNT || !k_types[type].name) return NULL;
     return &k_types[type];
+}
+
+const mf_type_info *mf_type_get_file(uint32_t type) {
+    const mf_type_info *t = mf_type_get(type);
+    return t && t->row_group <= 1 ? t : NULL;
 }
 
 const char *mf_type_name(uint32_t type) {

@@ -59,6 +59,8 @@ static bool is_int_type(uint32_t t) {
 bool mf_cpu_supports(mf_op op, uint32_t type) {
     const mf_type_info *ti = mf_type_get(type);
     if (!ti) return false;
+    /* the x8 layouts exist only as repacked matmul weights */
+    if (ti->row_group > 1) return op == MF_OP_WEIGHT || op == MF_OP_MATMUL;
     switch (op) {
     case MF_OP_INPUT:
     case MF_OP_WEIGHT:
@@ -71,7 +73,7 @@ bool mf_cpu_supports(mf_op op, uint32_t type) {
         return !is_int_type(type) && type != MF_TYPE_F64;
     case MF_OP_MATMUL: {
         const mf_quant_kernels *k = mf_quant_kernels_get(type);
-        return k && k->vec_dot && k->from_float;
+        return k && k->vec_dot_tile && k->from_float;
     }
     case MF_OP_RMS_NORM:
     case MF_OP_ADD:
