@@ -233,7 +233,7 @@ static void test_matmul_every_type(void) {
  * the same matrix in its file layout within float rounding (the two orders differ, see quant.h). */
 static void test_matmul_x8(void) {
     const int64_t K = 896, N = 48, M = 9;
-    static const uint32_t bases[] = {MF_TYPE_Q4_0, MF_TYPE_Q8_0};
+    static const uint32_t bases[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
     for (size_t bi = 0; bi < MF_ARRAY_LEN(bases); bi++) {
         const uint32_t bt = bases[bi], xt = mf_repack_type(bt, K, N);
         REQUIRE(xt != bt, "%s has an x8 layout", mf_type_name(bt));

@@ -562,16 +562,20 @@ static void test_tile_bitwise_lengths(void) {
  * M = 1 and batched prefill give the same bits), over lengths across the kernels' unrolled edges. */
 static void test_x8_repack_and_kernels(void) {
     enum { NR = 16, KMAX = 4864, NA = 9 };
-    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q8_0};
+    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
     static const int64_t lens[] = {32, 96, 896, KMAX};
+    /* 34 bytes per 32 quants: the largest of the three blocks (q8_0) */
     static uint8_t w[NR * (KMAX / 32) * 34], wx[NR * (KMAX / 32) * 34], row[(KMAX / 32) * 34], a[NA][(KMAX / 32) * 34];
     static float x[KMAX], wd[KMAX], ad[KMAX];
     CHECK(mf_repack_type(MF_TYPE_Q4_0, 64, 12) == MF_TYPE_Q4_0, "N %% 8 != 0 has no x8 layout");
     CHECK(mf_repack_type(MF_TYPE_Q8_0, 48, 16) == MF_TYPE_Q8_0, "K %% 32 != 0 has no x8 layout");
     CHECK(mf_repack_type(MF_TYPE_Q4_K, 256, 16) == MF_TYPE_Q4_K, "q4_K has no x8 layout");
     CHECK(mf_repack(MF_TYPE_Q6_K, w, wx, 256, 16) == MF_E_INVAL, "mf_repack refuses a type without a layout");
-    CHECK(mf_type_get_file(MF_TYPE_Q4_0_X8) == NULL && mf_type_get(MF_TYPE_Q4_0_X8) != NULL,
-          "x8 types are known but never file types");
+    static const uint32_t x8s[] = {MF_TYPE_Q4_0_X8, MF_TYPE_Q5_0_X8, MF_TYPE_Q8_0_X8};
+    for (size_t t = 0; t < sizeof x8s / sizeof x8s[0]; t++)
+        CHECK(mf_type_get_file(x8s[t]) == NULL && mf_type_get(x8s[t]) &&
+                  mf_type_get(x8s[t])->row_group == MF_X8_ROWS,
+              "x8 type %u is known but never a file type", x8s[t]);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const uint32_t bt = types[t], xt = mf_repack_type(bt, KMAX, NR);
         REQUIRE(xt != bt && mf_repack_base(xt) == bt, "%s has an x8 layout", mf_type_name(bt));

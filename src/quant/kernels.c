@@ -47,6 +47,7 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_K] = K(MF_TYPE_Q8_K, mf_vec_dot_q5_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q6_K] = K(MF_TYPE_Q8_K, mf_vec_dot_q6_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q4_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0, mf_tile_q4_0x8_scalar, MF_X8_ROWS, 4),
+    [MF_TYPE_Q5_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0, mf_tile_q5_0x8_scalar, MF_X8_ROWS, 4),
     [MF_TYPE_Q8_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0, mf_tile_q8_0x8_scalar, MF_X8_ROWS, 4),
 };
 
@@ -63,6 +64,7 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q5_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q5_K_avx2, 2, 2),
     [MF_TYPE_Q6_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
     [MF_TYPE_Q4_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q4_0x8_avx2, MF_X8_ROWS, 4),
+    [MF_TYPE_Q5_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q5_0x8_avx2, MF_X8_ROWS, 4),
     [MF_TYPE_Q8_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q8_0x8_avx2, MF_X8_ROWS, 4),
 };
 
@@ -78,6 +80,7 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q5_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q5_K_avx2, 2, 2),
     [MF_TYPE_Q6_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
     [MF_TYPE_Q4_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q4_0x8_avx2, MF_X8_ROWS, 4),
+    [MF_TYPE_Q5_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q5_0x8_avx2, MF_X8_ROWS, 4),
     [MF_TYPE_Q8_0_X8] = KT(MF_TYPE_Q8_0, NULL, mf_from_float_q8_0_avx2, mf_tile_q8_0x8_avx2, MF_X8_ROWS, 4),
 };
 

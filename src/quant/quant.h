@@ -37,6 +37,7 @@ typedef enum {
      * row (see repack.c). */
     MF_TYPE_Q4_0_X8 = 44,
     MF_TYPE_Q8_0_X8 = 45,
+    MF_TYPE_Q5_0_X8 = 46,
     MF_TYPE_COUNT = 48 /* size of id space for tables; not every id is a type */
 } mf_type;
 
@@ -83,10 +84,20 @@ typedef struct {
  * rows: the 8 scales, then the quants in 4-byte pieces, piece p of row r at qs[32 * c + 4 * r ...]:
  *   q8_0x8: chunk c (0..7) = quants 4c..4c+3 of each row (lane r of a 256-bit load = row r);
  *   q4_0x8: chunk c (0..3) = bytes qs[4c..4c+3] of each row's q4_0 block, so the low nibbles of the
- *           chunk are quants 4c..4c+3 and the high nibbles quants 16+4c..16+4c+3. */
+ *           chunk are quants 4c..4c+3 and the high nibbles quants 16+4c..16+4c+3;
+ *   q5_0x8: qs exactly as q4_0x8 (the low 4 bits), and the 5th bits in qh: row r's at qh[4r..4r+3], byte c
+ *           (0..3) holding those of quants 4c..4c+3 in bits 0..3 and of quants 16+4c..16+4c+3 in bits 4..7
+ *           (bit t of byte c goes with byte t of chunk c).  So one byte shuffle that copies byte c of each
+ *           32-bit lane into its 4 bytes lines the bits up with the nibbles of chunk c, and a mask and a
+ *           compare per byte turn them into the +16 (repack.c has the bit mapping from q5_0's qh). */
 #define MF_X8_ROWS 8
 typedef struct { uint16_t d[MF_X8_ROWS]; uint8_t qs[MF_X8_ROWS * MF_QK4_0 / 2]; } mf_block_q4_0x8; /* 144 B */
 typedef struct { uint16_t d[MF_X8_ROWS]; int8_t qs[MF_X8_ROWS * MF_QK8_0]; } mf_block_q8_0x8;    /* 272 B */
+typedef struct {
+    uint16_t d[MF_X8_ROWS];
+    uint8_t qh[MF_X8_ROWS * 4];
+    uint8_t qs[MF_X8_ROWS * MF_QK5_0 / 2];
+} mf_block_q5_0x8; /* 176 B */
 
 typedef struct {
     const char *name;  /* "f32", "q4_0", "q4_K", ... (llama.cpp spelling) */
@@ -157,7 +168,7 @@ typedef struct {
  * then acc = fma((float)isum, d_w * d_a, acc) in block order (llama.cpp's repacked Q4_0 order).  Like
  * every kernel it never depends on how many rows or activations are processed together. */
 /* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
- * (only Q4_0 and Q8_0 with N % 8 == 0 and K % 32 == 0 have one). */
+ * (only Q4_0, Q5_0 and Q8_0 with N % 8 == 0 and K % 32 == 0 have one). */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N);
 /* Repacks N rows of K (dst: mf_row_size(type, K) * N bytes, same size as src).  MF_E_INVAL when
  * mf_repack_type gives no layout. */

@@ -47,6 +47,8 @@ void mf_vec_dot_q6_K_scalar(int64_t n, float *s, const void *w, const void *a);
 /* ---- reference kernels of the x8 layouts (repack.c) ---- */
 void mf_tile_q4_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                            size_t a_stride, int na);
+void mf_tile_q5_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                           size_t a_stride, int na);
 void mf_tile_q8_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                            size_t a_stride, int na);
 

@@ -120,7 +120,7 @@ typedef void mf_tile_fn_t(int64_t n, float *s, size_t ldc, const void *w, size_t
 mf_tile_fn_t mf_tile_q4_0_avx2, mf_tile_q5_0_avx2, mf_tile_q8_0_avx2;
 mf_tile_fn_t mf_tile_q4_K_avx2, mf_tile_q5_K_avx2, mf_tile_q6_K_avx2;
 mf_tile_fn_t mf_tile_q4_0_avx512, mf_tile_q5_0_avx512, mf_tile_q8_0_avx512;
-mf_tile_fn_t mf_tile_q4_0x8_avx2, mf_tile_q8_0x8_avx2; /* x8_avx2.c */
+mf_tile_fn_t mf_tile_q4_0x8_avx2, mf_tile_q5_0x8_avx2, mf_tile_q8_0x8_avx2; /* x8_avx2.c */
 
 void mf_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_0_avx512(int64_t n, float *s, const void *w, const void *a);

@@ -72,6 +72,66 @@ static inline __attribute__((always_inline)) MF_AVX2 void q4_0x8_rows(int64_t n,
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
 }
 
+/* The +16 of chunk c's 5th bits, for its low nibbles (*lo16) and its high ones (*hi16).  Byte c of each
+ * row's qh word holds them, bit t (resp. 4 + t) for byte t of the chunk (quant.h): copy that byte into the
+ * lane's 4 bytes, keep bit t of byte t and turn a set one into 0x10. */
+static inline __attribute__((always_inline)) MF_AVX2 void q5_hbits16(__m256i qh, const int c, __m256i *lo16,
+                                                                     __m256i *hi16) {
+    const int k = 0x01010101 * c; /* byte index c of each lane, for every byte of it */
+    const __m256i idx = _mm256_setr_epi32(k, k + 0x04040404, k + 0x08080808, k + 0x0C0C0C0C, k, k + 0x04040404,
+                                          k + 0x08080808, k + 0x0C0C0C0C);
+    const __m256i rep = _mm256_shuffle_epi8(qh, idx);
+    const __m256i mlo = _mm256_set1_epi32(0x08040201), mhi = _mm256_set1_epi32((int)0x80402010u);
+    const __m256i b16 = _mm256_set1_epi8(0x10);
+    *lo16 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, mlo), mlo), b16);
+    *hi16 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, mhi), mhi), b16);
+}
+
+static inline __attribute__((always_inline)) MF_AVX2 void q5_0x8_rows(int64_t n, float *s, size_t ldc,
+                                                                      const mf_block_q5_0x8 *x, const void *a,
+                                                                      size_t a_stride, int j0, const int NA) {
+    const mf_block_q8_0 *y[4];
+    __m256 acc[4];
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+        y[j] = (const mf_block_q8_0 *)((const char *)a + (size_t)(j0 + j) * a_stride);
+        acc[j] = _mm256_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < n / MF_QK8_0; b++) {
+        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)x[b].qh);
+        /* unsigned 5-bit values u = q + 16 (0..31) */
+        __m256i lo[4], hi[4];
+        _Pragma("GCC unroll 8") for (int c = 0; c < 4; c++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * c));
+            __m256i lo16, hi16;
+            q5_hbits16(qh, c, &lo16, &hi16);
+            lo[c] = _mm256_or_si256(_mm256_and_si256(v, m4), lo16);
+            hi[c] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), hi16);
+        }
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+            const int8_t *q = y[j][b].qs;
+            /* int16 sums of u (0..31) x int8 pairs: a pair is at most 2 * 31 * 128 = 7936, so only 4 may be
+             * added before widening (chunks 0-1, then 2-3) */
+            __m256i p[2];
+            _Pragma("GCC unroll 8") for (int h = 0; h < 2; h++) {
+                const int c = 2 * h;
+                p[h] = _mm256_maddubs_epi16(lo[c], bcast4(q + 4 * c));
+                p[h] = _mm256_add_epi16(p[h], _mm256_maddubs_epi16(hi[c], bcast4(q + 16 + 4 * c)));
+                p[h] = _mm256_add_epi16(p[h], _mm256_maddubs_epi16(lo[c + 1], bcast4(q + 4 * (c + 1))));
+                p[h] = _mm256_add_epi16(p[h], _mm256_maddubs_epi16(hi[c + 1], bcast4(q + 16 + 4 * (c + 1))));
+            }
+            const __m256i usum = _mm256_add_epi32(_mm256_madd_epi16(p[0], ones), _mm256_madd_epi16(p[1], ones));
+            /* sum (u - 16) * y = sum u * y - 16 * sum y, exact in int32 */
+            const __m256i isum = _mm256_sub_epi32(usum, _mm256_slli_epi32(block_sum(q), 4));
+            const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(MF_H2F(y[j][b].d)));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[j]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
+}
+
 static inline __attribute__((always_inline)) MF_AVX2 void q8_0x8_rows(int64_t n, float *s, size_t ldc,
                                                                       const mf_block_q8_0x8 *x, const void *a,
                                                                       size_t a_stride, int j0, const int NA) {
@@ -111,6 +171,14 @@ MF_AVX2 void mf_tile_q4_0x8_avx2(int64_t n, float *s, size_t ldc, const void *w,
     int j = 0;
     for (; j + 4 <= na; j += 4) q4_0x8_rows(n, s, ldc, w, a, a_stride, j, 4);
     for (; j < na; j++) q4_0x8_rows(n, s, ldc, w, a, a_stride, j, 1);
+}
+
+MF_AVX2 void mf_tile_q5_0x8_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
+                                 const void *a, size_t a_stride, int na) {
+    (void)w_stride, (void)nw;
+    int j = 0;
+    for (; j + 4 <= na; j += 4) q5_0x8_rows(n, s, ldc, w, a, a_stride, j, 4);
+    for (; j < na; j++) q5_0x8_rows(n, s, ldc, w, a, a_stride, j, 1);
 }
 
 MF_AVX2 void mf_tile_q8_0x8_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
