@@ -244,23 +244,31 @@ static int plan_barriers(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last) 
     if (grow_plan(cpu, nn)) return MF_E_NOMEM;
     memset(cpu->plan, 0, (size_t)nn);
     int n_fused = plan_fusion(cpu, g, first, last);
-    int32_t nr = 0, conv_src = -1, n_ops = 0, n_bar = 0, n_reuse = 0;
+    int32_t nr = 0, conv_src = -1, n_ops = 0, n_bar = 0, n_reuse = 0, n_priv = 0;
     uint32_t conv_type = 0;
+    bool conv_priv = false;
     bool at_start = true;
     for (int32_t i = first; i < last; i++) {
         const mf_node *n = mf_graph_node_c(g, i);
         if (!op_fn(n->op) || (cpu->plan[i] & MF_CPU_PLAN_SKIP)) continue;
-        bool conv = false, reuse = false;
+        bool conv = false, reuse = false, priv = false;
         if (n->op == MF_OP_MATMUL) {
             const mf_node *w = mf_graph_node_c(g, n->src[0]);
             const mf_quant_kernels *k = mf_quant_kernels_get(w->type);
             conv = k->vec_dot_type != MF_TYPE_F32;
-            reuse = conv && conv_src == n->src[1] && conv_type == (uint32_t)k->vec_dot_type;
+            priv = conv && mf_cpu_matmul_private(g, n);
+            reuse = conv && conv_src == n->src[1] && conv_type == (uint32_t)k->vec_dot_type && conv_priv == priv;
             if (conv && !reuse) {
                 conv_src = n->src[1];
                 conv_type = (uint32_t)k->vec_dot_type;
+                conv_priv = priv;
             }
+            if (priv) cpu->plan[i] |= MF_CPU_PLAN_PRIVATE;
+        } else if (conv_priv) {
+            conv_src = -1; /* keep private reuse to back-to-back matmuls of one input */
         }
+        /* a private conversion needs no barrier and touches no shared scratch */
+        const bool shared_conv = conv && !priv;
         /* what this node reads: its sources, plus the other operand of a fused ADD/MUL */
         int32_t rd[MF_MAX_SRC + 1];
         int n_rd = 0;
@@ -272,21 +280,22 @@ static int plan_barriers(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last) 
             const mf_node *sn = mf_graph_node_c(g, rd[s]);
             if (hits(cpu, nr, sn->data, mf_node_nbytes(sn), false)) barrier = true;
         }
-        if (reuse && hits(cpu, nr, scratch_tag, 1, false)) barrier = true;
+        if (reuse && shared_conv && hits(cpu, nr, scratch_tag, 1, false)) barrier = true;
         if (hits(cpu, nr, n->data, mf_node_nbytes(n), true)) barrier = true;
-        if (conv && !reuse && hits(cpu, nr, scratch_tag, 1, true)) barrier = true;
+        if (shared_conv && !reuse && hits(cpu, nr, scratch_tag, 1, true)) barrier = true;
         if (barrier && !at_start) cpu->plan[i] |= MF_CPU_PLAN_BARRIER;
         n_ops++;
-        n_bar += (barrier && !at_start) + (conv && !reuse);
+        n_bar += (barrier && !at_start) + (shared_conv && !reuse);
         n_reuse += reuse;
-        if (barrier || (conv && !reuse)) nr = 0; /* the conversion's own barrier closes the group too */
+        n_priv += priv && !reuse;
+        if (barrier || (shared_conv && !reuse)) nr = 0; /* the conversion's own barrier closes the group too */
         if (reuse) cpu->plan[i] |= MF_CPU_PLAN_REUSE;
         at_start = false;
         for (int s = 0; s < n_rd; s++) {
             const mf_node *sn = mf_graph_node_c(g, rd[s]);
             if (push_range(cpu, &nr, sn->data, mf_node_nbytes(sn), false)) return MF_E_NOMEM;
         }
-        if (conv && push_range(cpu, &nr, scratch_tag, 1, false)) return MF_E_NOMEM;
+        if (shared_conv && push_range(cpu, &nr, scratch_tag, 1, false)) return MF_E_NOMEM;
         if (push_range(cpu, &nr, n->data, mf_node_nbytes(n), true)) return MF_E_NOMEM;
         /* a write over the converted input invalidates the shared conversion (not expected: the input
          * is live while matmuls read it) */
@@ -298,8 +307,10 @@ static int plan_barriers(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last) 
         }
     }
     if (mf_log_get_level() >= MF_LOG_DEBUG)
-        mf_log(MF_LOG_DEBUG, "cpu plan: %d ops (%d fused away), %d barriers, %d shared matmul conversions",
-               n_ops, n_fused, n_bar, n_reuse);
+        mf_log(MF_LOG_DEBUG,
+               "cpu plan: %d ops (%d fused away), %d barriers, %d shared matmul conversions, %d per-thread "
+               "conversions",
+               n_ops, n_fused, n_bar, n_reuse, n_priv);
     return 0;
 }
 
@@ -315,7 +326,7 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
     if (first < 0 || last > nn || first > last)
         return mf_err(err, MF_E_RANGE, "CPU node range [%d, %d) is outside the graph's %d nodes", first, last,
                       nn);
-    size_t shared = 0, per_thread = 0;
+    size_t shared = 0, per_thread = 0, conv = 0;
     for (int32_t i = first; i < last; i++) {
         mf_node *n = mf_graph_node(g, i);
         if (n->view_src >= 0) {
@@ -351,6 +362,7 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
         switch (n->op) {
         case MF_OP_MATMUL:
             shared = MF_MAX(shared, mf_cpu_matmul_shared_bytes(g, n));
+            conv = MF_MAX(conv, mf_cpu_matmul_private_bytes(g, n));
             break;
         case MF_OP_ROPE:
             per_thread = MF_MAX(per_thread, mf_cpu_rope_thread_bytes(n));
@@ -373,7 +385,8 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
     }
     shared = align_up(shared);
     per_thread = align_up(per_thread);
-    size_t need = shared + per_thread * (size_t)cpu->n_threads;
+    conv = align_up(conv);
+    size_t need = shared + (per_thread + conv) * (size_t)cpu->n_threads;
     if (need > cpu->scratch_size) {
         mf_aligned_free(cpu->scratch);
         cpu->scratch = mf_aligned_alloc(ALIGN, need);
@@ -385,8 +398,9 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
         return mf_err(err, MF_E_NOMEM, "out of memory planning the barriers of a %d-node graph", nn);
     for (int i = 0; i < cpu->n_threads; i++) cpu->faults[i].node = -1;
     for (int32_t i = first; i < last; i++) atomic_store_explicit(&cpu->chunks[i], 0, memory_order_relaxed);
-    mf_cpu_exec ex = {cpu,       g,     cpu->scratch, cpu->scratch + shared, per_thread, cpu->plan,
-                      cpu->fuse, first, last,         cpu->chunks};
+    mf_cpu_exec ex = {cpu,   g,    cpu->scratch, cpu->scratch + shared, per_thread, cpu->plan, cpu->fuse,
+                      first, last, cpu->chunks,  cpu->scratch + shared + per_thread * (size_t)cpu->n_threads,
+                      conv};
     mf_threadpool_run(cpu->tp, exec_worker, &ex, cpu->n_threads);
 
     const mf_cpu_fault *worst = NULL;

@@ -50,7 +50,14 @@ enum {
     MF_CPU_PLAN_REUSE = 2,   /* matmul: the shared scratch already holds src1 in the vec_dot type */
     MF_CPU_PLAN_FUSED = 4,   /* matmul/rms_norm also applies the ADD/MUL node fuse[i] to its result */
     MF_CPU_PLAN_SKIP = 8,    /* computed by the node it was fused into */
+    MF_CPU_PLAN_PRIVATE = 16, /* matmul: each thread converts src1 itself into its own buffer (no barrier) */
 };
+
+/* A matmul converts its activations per thread (every thread all rows, into its own buffer) instead of
+ * splitting the rows and meeting at a barrier when there are at most this many rows and elements: in
+ * decode a barrier costs more than converting one row twice.  The bytes are the same either way. */
+#define MF_CPU_PRIVATE_CONV_ROWS 4
+#define MF_CPU_PRIVATE_CONV_ELEMS 16384
 
 typedef struct {
     mf_cpu *cpu;
@@ -62,7 +69,13 @@ typedef struct {
     const int32_t *fuse; /* [n_nodes] the ADD/MUL node a FUSED node applies */
     int32_t first, last; /* the nodes to run */
     _Atomic int32_t *chunks; /* [n_nodes] dynamic work counters, 0 at the start of the forward */
+    uint8_t *conv;           /* private conversions: thread ith owns conv + ith * conv_size */
+    size_t conv_size;
 } mf_cpu_exec;
+
+/* does matmul n convert its activations per thread (MF_CPU_PLAN_PRIVATE)? */
+bool mf_cpu_matmul_private(const mf_graph *g, const mf_node *n);
+size_t mf_cpu_matmul_private_bytes(const mf_graph *g, const mf_node *n);
 
 /* the ADD/MUL fused into node n, or NULL */
 static inline const mf_node *mf_cpu_fused(const mf_cpu_exec *ex, const mf_node *n) {

@@ -21,6 +21,19 @@ size_t mf_cpu_matmul_shared_bytes(const mf_graph *g, const mf_node *n) {
     return rs * (size_t)mf_cpu_nrows(x) + 64;
 }
 
+bool mf_cpu_matmul_private(const mf_graph *g, const mf_node *n) {
+    const mf_node *w = mf_graph_node_c(g, n->src[0]), *x = mf_graph_node_c(g, n->src[1]);
+    const mf_quant_kernels *k = mf_quant_kernels_get(w->type);
+    const int64_t M = mf_cpu_nrows(x);
+    return k && !direct_f32(k) && M <= MF_CPU_PRIVATE_CONV_ROWS && M * x->ne[0] <= MF_CPU_PRIVATE_CONV_ELEMS;
+}
+
+size_t mf_cpu_matmul_private_bytes(const mf_graph *g, const mf_node *n) {
+    if (!mf_cpu_matmul_private(g, n)) return 0;
+    const mf_node *w = mf_graph_node_c(g, n->src[0]), *x = mf_graph_node_c(g, n->src[1]);
+    return mf_row_size(mf_quant_kernels_get(w->type)->vec_dot_type, x->ne[0]) * (size_t)mf_cpu_nrows(x) + 64;
+}
+
 /* a fused ADD/MUL (in place over this result): columns [t0, t1) of every row, the same float operation
  * the unfused node performs */
 static void apply_fused(const mf_cpu_exec *ex, const mf_node *f, float *out, int64_t N, int64_t M, int64_t t0,
@@ -49,13 +62,14 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     const size_t rs = direct ? 0 : mf_row_size(k->vec_dot_type, K);
 
     const int32_t id = (int32_t)(n - mf_graph_node_c(ex->g, 0));
+    const bool priv = ex->plan[id] & MF_CPU_PLAN_PRIVATE;
+    uint8_t *abuf = priv ? ex->conv + (size_t)ith * ex->conv_size : ex->shared;
     if (!direct && !(ex->plan[id] & MF_CPU_PLAN_REUSE)) {
-        int64_t m0, m1;
-        mf_cpu_split(M, ith, nth, &m0, &m1);
+        int64_t m0 = 0, m1 = M;
+        if (!priv) mf_cpu_split(M, ith, nth, &m0, &m1);
         for (int64_t m = m0; m < m1; m++)
-            k->from_float((const float *)((const char *)x->data + mf_cpu_row_offs(x, m)),
-                          ex->shared + (size_t)m * rs, K);
-        mf_threadpool_barrier(ex->cpu->tp);
+            k->from_float((const float *)((const char *)x->data + mf_cpu_row_offs(x, m)), abuf + (size_t)m * rs, K);
+        if (!priv) mf_threadpool_barrier(ex->cpu->tp);
     }
 
     /* activation rows at a uniform stride can go through the kernel's tile (bitwise = vec_dot) */
@@ -88,7 +102,7 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
             for (int64_t m0 = 0; m0 < M; m0 += ta) {
                 const int na = (int)MF_MIN((int64_t)ta, M - m0);
                 const void *a = direct ? (const void *)((const char *)x->data + mf_cpu_row_offs(x, m0))
-                                       : (const void *)(ex->shared + (size_t)m0 * rs);
+                                       : (const void *)(abuf + (size_t)m0 * rs);
                 for (int64_t j0 = t0; j0 < t1; j0 += tw) {
                     const int nw = (int)MF_MIN((int64_t)tw, t1 - j0);
                     if (nw == 1 && na == 1 && k->vec_dot) {
