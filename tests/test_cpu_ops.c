@@ -2,6 +2,7 @@
  * determinism invariants: thread counts 1/2/3 bitwise equal, matmul M=1 rows == M=7 rows bitwise,
  * attention over two interleaved sequences == each sequence alone bitwise. */
 #include "backend/cpu/cpu.h"
+#include "backend/cpu/cpu_impl.h"
 #include "core/threadpool.h"
 #include "graph/graph.h"
 #include "quant/quant.h"
@@ -454,6 +455,47 @@ static void test_add_mul_broadcast(void) {
     }
     free(a);
     free(b);
+}
+
+/* The CPU's own exp: within 2 ulp-ish (3e-7 relative) of exp() over the range softmax and SiLU use, 0
+ * below -87.33, NaN kept; the vector kernels of the active ISA give the scalar form's bits, tails included. */
+static void test_vec_exp(void) {
+    mf_cpu_vec v;
+    mf_cpu_vec_init(&v);
+    enum { N = 4099 };
+    static float x[N], y[N], u[N], z[N];
+    seed(21);
+    for (int i = 0; i < N; i++) x[i] = -100.0f + 190.0f * (float)i / (float)(N - 1); /* -100 .. 90 */
+    x[5] = NAN, x[6] = -INFINITY, x[7] = INFINITY, x[8] = 0.0f, x[9] = -0.0f, x[10] = 1e-40f, x[11] = -87.3f;
+    fill(u, N, 2.0f);
+    double worst = 0;
+    int bad = 0;
+    v.exp_sub(N, x, 0.0f, y);
+    for (int i = 0; i < N; i++) {
+        const float want = mf_cpu_expf(x[i]);
+        if (memcmp(&want, &y[i], 4) && bad++ < 3) CHECK(0, "exp(%a): vector %a, scalar %a", x[i], y[i], want);
+        if (isnan(x[i])) {
+            CHECK(isnan(y[i]), "exp(NaN) is NaN");
+            continue;
+        }
+        if (x[i] < -87.33654f) {
+            CHECK(y[i] == 0.0f, "exp(%g) = %g, want 0", x[i], y[i]);
+            continue;
+        }
+        if (x[i] > 88.0f) continue; /* capped */
+        const double e = fabs(y[i] - exp((double)x[i])) / exp((double)x[i]);
+        if (e > worst) worst = e;
+    }
+    CHECK(worst <= 3e-7, "exp: worst relative error %g", worst);
+    v.swiglu(N, x, u, y);
+    v.swiglu(N, x, NULL, z);
+    for (int i = 0; i < N; i++) {
+        const float s = x[i] / (1.0f + mf_cpu_expf(-x[i])), su = s * u[i];
+        if ((memcmp(&su, &y[i], 4) || memcmp(&s, &z[i], 4)) && bad++ < 3)
+            CHECK(0, "silu(%a): vector %a / %a, scalar %a / %a", x[i], y[i], z[i], su, s);
+    }
+    CHECK(bad == 0, "%d vector results differ from the scalar form", bad);
+    printf("  exp worst relative error %.3g (active ISA %s)\n", worst, mf_isa_name(mf_quant_active_isa()));
 }
 
 static void test_scale_silu_swiglu_softmax(void) {
@@ -1006,6 +1048,7 @@ int main(void) {
     RUN(test_matmul_x8);
     RUN(test_rms_norm);
     RUN(test_add_mul_broadcast);
+    RUN(test_vec_exp);
     RUN(test_scale_silu_swiglu_softmax);
     RUN(test_cont_of_permute);
     RUN(test_rope);

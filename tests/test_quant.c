@@ -590,7 +590,8 @@ static void test_x8_repack_and_kernels(void) {
                 if (memcmp(row, w + (size_t)r * rs, rs) && bad++ < 3) CHECK(0, "%s K=%lld row %d round trip", mf_type_name(xt), (long long)K, r);
             }
             const mf_quant_kernels *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
-            REQUIRE(ref && !ref->vec_dot && ref->vec_dot_tile && ref->tile_w == MF_X8_ROWS && ref->vec_dot_type == MF_TYPE_Q8_0,
+            REQUIRE(ref && !ref->vec_dot && ref->vec_dot_tile && ref->tile_w == MF_X8_ROWS && ref->act_major &&
+                        ref->vec_dot_type == MF_TYPE_Q8_0,
                     "%s kernel fields", mf_type_name(xt));
             for (int j = 0; j < NA; j++) {
                 qg_floats(800 + (uint64_t)j, (int)K, x);
@@ -621,14 +622,14 @@ static void test_x8_repack_and_kernels(void) {
                     const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, (mf_isa)isa);
                     if (!k) continue;
                     for (int na = 1; na <= NA; na++) {
-                        float got[MF_X8_ROWS][NA];
+                        float got[NA][MF_X8_ROWS + 1]; /* act_major: s[j * ldc + r] */
                         memset(got, 0xFF, sizeof got);
-                        k->vec_dot_tile(K, &got[0][0], NA, grp, rs, MF_X8_ROWS, a[0], as, na);
+                        k->vec_dot_tile(K, &got[0][0], MF_X8_ROWS + 1, grp, rs, MF_X8_ROWS, a[0], as, na);
                         for (int r = 0; r < MF_X8_ROWS; r++)
                             for (int j = 0; j < na; j++)
-                                if (fbits(got[r][j]) != fbits(want[r][j]) && bad++ < 3)
+                                if (fbits(got[j][r]) != fbits(want[r][j]) && bad++ < 3)
                                     CHECK(0, "%s %s K=%lld na=%d (row %d, act %d): %a, reference %a", mf_type_name(xt),
-                                          mf_isa_name((mf_isa)isa), (long long)K, na, r, j, got[r][j], want[r][j]);
+                                          mf_isa_name((mf_isa)isa), (long long)K, na, r, j, got[j][r], want[r][j]);
                     }
                 }
             }

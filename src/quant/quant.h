@@ -161,6 +161,8 @@ typedef struct {
     int tile_w, tile_a; /* the tile shape it is fast at (1 x 1: no shared work, it just loops vec_dot);
                          * for the x8 layouts tile_w is MF_X8_ROWS and every call passes nw = 8 and w at
                          * the start of a group (w_stride is ignored) */
+    bool act_major;     /* the tile writes s[j * ldc + i] (activation-major, the matmul output's own layout,
+                         * so it stores straight into it): the x8 layouts, whose lanes are rows */
 } mf_quant_kernels;
 
 /* ---- load-time repacking (repack.c) ----

@@ -131,7 +131,8 @@ int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, i
     return MF_E_INVAL;
 }
 
-/* ---- reference kernels (the tile contract of quant.h with nw = 8 rows of one group) ---- */
+/* ---- reference kernels (the tile contract of quant.h with nw = 8 rows of one group, act_major output:
+ * s[j * ldc + r] for row r of the group and activation j) ---- */
 
 void mf_tile_q4_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                            size_t a_stride, int na) {
@@ -150,7 +151,7 @@ void mf_tile_q4_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_
                     }
                 acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * mf_fp16_to_fp32(y[b].d), acc);
             }
-            s[(size_t)r * ldc + j] = acc;
+            s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
         }
     }
 }
@@ -177,7 +178,7 @@ void mf_tile_q5_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_
                 }
                 acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * mf_fp16_to_fp32(y[b].d), acc);
             }
-            s[(size_t)r * ldc + j] = acc;
+            s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
         }
     }
 }
@@ -196,7 +197,7 @@ void mf_tile_q8_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_
                     for (int t = 0; t < 4; t++) isum += x[b].qs[32 * c + 4 * r + t] * y[b].qs[4 * c + t];
                 acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * mf_fp16_to_fp32(y[b].d), acc);
             }
-            s[(size_t)r * ldc + j] = acc;
+            s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
         }
     }
 }

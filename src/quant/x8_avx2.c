@@ -28,10 +28,9 @@ static inline void prefetch_block(const void *p, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X8_PF_BYTES + o, _MM_HINT_T0);
 }
 
+/* the 8 rows' results for activation j: contiguous in the activation-major output */
 static inline MF_AVX2 void store_lanes(float *s, size_t ldc, int j, __m256 acc) {
-    float t[MF_X8_ROWS];
-    _mm256_storeu_ps(t, acc);
-    _Pragma("GCC unroll 8") for (int r = 0; r < MF_X8_ROWS; r++) s[(size_t)r * ldc + j] = t[r];
+    _mm256_storeu_ps(s + (size_t)j * ldc, acc);
 }
 
 /* NA activation rows against one group of 8 rows.  NA is a constant at every call (always inlined). */

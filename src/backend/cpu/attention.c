@@ -157,10 +157,11 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
             }
         }
         memset(acc, 0, (size_t)(nh * hd) * sizeof(float));
+        for (int64_t g = 0; g < nh; g++) vec->exp_sub(cnt, scores + g * nw, mx[g], scores + g * nw);
         for (int64_t j = 0; j < cnt; j++) {
             const float *vr = kv_row(vec, v, col[1 + j], e0, hd, buf);
             for (int64_t g = 0; g < nh; g++) {
-                const float p = expf(scores[g * nw + j] - mx[g]);
+                const float p = scores[g * nw + j];
                 sum[g] += (double)p;
                 vec->axpy(hd, p, vr, acc + g * hd);
             }

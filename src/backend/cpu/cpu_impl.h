@@ -25,7 +25,11 @@ typedef struct {
     float (*dot)(const float *a, const float *b, int64_t n);
     void (*axpy)(int64_t n, float p, const float *x, float *y); /* y += p * x */
     void (*f16_to_f32)(const uint16_t *h, float *f, int64_t n);
+    void (*exp_sub)(int64_t n, const float *x, float sub, float *y); /* y = e^(x - sub), y may be x */
+    void (*swiglu)(int64_t n, const float *x, const float *u, float *y); /* y = silu(x) * u; u NULL: silu */
 } mf_cpu_vec;
+/* the exp every CPU op uses (scalar form of vec.c's kernels, bitwise equal to them) */
+float mf_cpu_expf(float x);
 void mf_cpu_vec_init(mf_cpu_vec *v);
 
 struct mf_cpu {

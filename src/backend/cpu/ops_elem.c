@@ -88,10 +88,6 @@ void mf_cpu_op_binary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     }
 }
 
-static inline float silu(float x) {
-    return x / (1.0f + expf(-x));
-}
-
 void mf_cpu_op_unary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     const mf_node *a = src(ex, n, 0);
     const int64_t ne0 = a->ne[0];
@@ -104,7 +100,7 @@ void mf_cpu_op_unary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) 
         if (n->op == MF_OP_SCALE)
             for (int64_t i = 0; i < ne0; i++) y[i] = x[i] * s;
         else
-            for (int64_t i = 0; i < ne0; i++) y[i] = silu(x[i]);
+            ex->cpu->vec.swiglu(ne0, x, NULL, y); /* silu */
     }
 }
 
@@ -117,7 +113,7 @@ void mf_cpu_op_swiglu(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
         const float *x = (const float *)((const char *)a->data + mf_cpu_row_offs(a, r));
         const float *u = (const float *)((const char *)b->data + mf_cpu_row_offs(b, r));
         float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
-        for (int64_t i = 0; i < ne0; i++) y[i] = silu(x[i]) * u[i];
+        ex->cpu->vec.swiglu(ne0, x, u, y);
     }
 }
 
@@ -131,12 +127,9 @@ void mf_cpu_op_softmax(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth
         float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
         float max = -INFINITY;
         for (int64_t i = 0; i < ne0; i++) max = x[i] > max ? x[i] : max;
+        ex->cpu->vec.exp_sub(ne0, x, max, y);
         double sum = 0.0;
-        for (int64_t i = 0; i < ne0; i++) {
-            float v = expf(x[i] - max);
-            sum += (double)v;
-            y[i] = v;
-        }
+        for (int64_t i = 0; i < ne0; i++) sum += (double)y[i];
         const float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < ne0; i++) y[i] *= inv;
     }

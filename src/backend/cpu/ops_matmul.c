@@ -105,6 +105,10 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
                                        : (const void *)(abuf + (size_t)m0 * rs);
                 for (int64_t j0 = t0; j0 < t1; j0 += tw) {
                     const int nw = (int)MF_MIN((int64_t)tw, t1 - j0);
+                    if (k->act_major) { /* straight into the output rows */
+                        k->vec_dot_tile(K, &out[m0 * N + j0], (size_t)N, wd + (size_t)j0 * ws, ws, nw, a, as, na);
+                        continue;
+                    }
                     if (nw == 1 && na == 1 && k->vec_dot) {
                         k->vec_dot(K, &out[m0 * N + j0], wd + (size_t)j0 * ws, a);
                         continue;
