@@ -254,7 +254,7 @@ static void test_matmul_x8(void) {
                 CHECK(!memcmp(oM[0], oM[th], (size_t)(N * M) * sizeof(float)), "%s: threads 1 vs %d differ",
                       mf_type_name(xt), th + 1);
             const mf_quant_kernels *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
-            void *aq = malloc(mf_row_size(MF_TYPE_Q8_0, K));
+            void *aq = malloc(mf_row_size(ref->vec_dot_type, K));
             int bad = 0;
             double worst = 0;
             for (int64_t m = 0; m < M; m++) {
@@ -860,6 +860,51 @@ static void test_attention_interleaved_sequences(void) {
     free(v);
 }
 
+/* prefill: consecutive tokens with nested windows are computed as one block (each K/V row visited once
+ * for all of them); every token must still get bitwise what it gets computed alone with its window */
+static void test_attention_prefill_blocks(void) {
+    const uint32_t types[] = {MF_TYPE_F32, MF_TYPE_F16};
+    const int64_t groups[] = {2, 7};
+    enum { NT = 13, PAST = 4, CELLS = 20 }; /* PAST cells already cached: a second prefill chunk */
+    for (size_t ti = 0; ti < MF_ARRAY_LEN(types); ti++)
+        for (size_t gi = 0; gi < MF_ARRAY_LEN(groups); gi++) {
+            att_shape s = {64, 2 * groups[gi], 2, CELLS, NT, CELLS, types[ti]};
+            seed(43 + ti * 2 + gi);
+            float *kf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
+            float *vf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
+            void *k, *v;
+            make_kv(&s, kf, vf, &k, &v);
+            const int64_t qn = s.hd * s.nh; /* floats of one token's query */
+            float *q = malloc((size_t)(qn * NT) * sizeof(float));
+            fill(q, qn * NT, 2.0f);
+            /* token t sees the cached cells then its own and the earlier ones, at scattered cell ids */
+            int32_t win[(CELLS + 1) * NT] = {0}, perm[CELLS];
+            for (int c = 0; c < CELLS; c++) perm[c] = (c * 7 + 3) % CELLS;
+            for (int t = 0; t < NT; t++) {
+                win[t * (CELLS + 1)] = PAST + t + 1;
+                memcpy(win + t * (CELLS + 1) + 1, perm, (size_t)(PAST + t + 1) * sizeof(int32_t));
+            }
+            att_shape s1 = s;
+            s1.nt = 1;
+            float *alone[NT];
+            for (int t = 0; t < NT; t++) alone[t] = run_attention(&s1, q + t * qn, k, v, win + t * (CELLS + 1), 1);
+            for (int th = 1; th <= 3; th++) {
+                float *o = run_attention(&s, q, k, v, win, th);
+                for (int t = 0; o && t < NT; t++)
+                    CHECK(alone[t] && !memcmp(alone[t], o + t * qn, (size_t)qn * sizeof(float)),
+                          "%s cache, %lld heads per kv head, %d threads: token %d differs from it alone",
+                          mf_type_name(s.kv_type), (long long)groups[gi], th, t);
+                free(o);
+            }
+            for (int t = 0; t < NT; t++) free(alone[t]);
+            free(kf);
+            free(vf);
+            free(k);
+            free(v);
+            free(q);
+        }
+}
+
 /* ---- fusion: rms_norm+mul, matmul+bias add, matmul+residual add are fused by the executor when the
  * ADD/MUL runs in place over its only reader's input; results must be bitwise the unfused ones ---- */
 static float *fusion_graph(bool block, int threads, const float *x, const float *gamma, const void *wq,
@@ -1056,6 +1101,7 @@ int main(void) {
     RUN(test_attention_reference);
     RUN(test_attention_decode_blocking);
     RUN(test_attention_interleaved_sequences);
+    RUN(test_attention_prefill_blocks);
     RUN(test_fusion_bitwise);
     RUN(test_compute_range_splits);
     RUN(test_refuses_unsupported_and_bad_ids);

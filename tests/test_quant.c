@@ -565,12 +565,15 @@ static void test_x8_repack_and_kernels(void) {
     static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
     static const int64_t lens[] = {32, 96, 896, KMAX};
     /* 34 bytes per 32 quants: the largest of the three blocks (q8_0) */
-    static uint8_t w[NR * (KMAX / 32) * 34], wx[NR * (KMAX / 32) * 34], row[(KMAX / 32) * 34], a[NA][(KMAX / 32) * 34];
+    static uint8_t w[NR * (KMAX / 32) * 34], wx[NR * (KMAX / 32) * 34], row[(KMAX / 32) * 34];
+    static uint8_t a[NA][(KMAX / 32) * 36]; /* activations: q8_0 or q8_0s (36-byte blocks) */
     static float x[KMAX], wd[KMAX], ad[KMAX];
     CHECK(mf_repack_type(MF_TYPE_Q4_0, 64, 12) == MF_TYPE_Q4_0, "N %% 8 != 0 has no x8 layout");
     CHECK(mf_repack_type(MF_TYPE_Q8_0, 48, 16) == MF_TYPE_Q8_0, "K %% 32 != 0 has no x8 layout");
     CHECK(mf_repack_type(MF_TYPE_Q4_K, 256, 16) == MF_TYPE_Q4_K, "q4_K has no x8 layout");
     CHECK(mf_repack(MF_TYPE_Q6_K, w, wx, 256, 16) == MF_E_INVAL, "mf_repack refuses a type without a layout");
+    CHECK(mf_type_get_file(MF_TYPE_Q8_0S) == NULL && mf_type_get(MF_TYPE_Q8_0S) != NULL,
+          "q8_0s (activations with block sums) is internal");
     static const uint32_t x8s[] = {MF_TYPE_Q4_0_X8, MF_TYPE_Q5_0_X8, MF_TYPE_Q8_0_X8};
     for (size_t t = 0; t < sizeof x8s / sizeof x8s[0]; t++)
         CHECK(mf_type_get_file(x8s[t]) == NULL && mf_type_get(x8s[t]) &&
@@ -591,7 +594,7 @@ static void test_x8_repack_and_kernels(void) {
             }
             const mf_quant_kernels *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
             REQUIRE(ref && !ref->vec_dot && ref->vec_dot_tile && ref->tile_w == MF_X8_ROWS && ref->act_major &&
-                        ref->vec_dot_type == MF_TYPE_Q8_0,
+                        (ref->vec_dot_type == MF_TYPE_Q8_0 || ref->vec_dot_type == MF_TYPE_Q8_0S),
                     "%s kernel fields", mf_type_name(xt));
             for (int j = 0; j < NA; j++) {
                 qg_floats(800 + (uint64_t)j, (int)K, x);
@@ -611,7 +614,7 @@ static void test_x8_repack_and_kernels(void) {
                 for (int r = 0; r < MF_X8_ROWS; r++)
                     for (int j = 0; j < NA; j++) {
                         mf_dequantize_row(bt, w + (size_t)(g * MF_X8_ROWS + r) * rs, wd, K);
-                        mf_dequantize_row(MF_TYPE_Q8_0, a[j], ad, K);
+                        mf_dequantize_row(ref->vec_dot_type, a[j], ad, K);
                         double d = 0, mag = 0;
                         for (int64_t i = 0; i < K; i++) d += (double)wd[i] * ad[i], mag += fabs((double)wd[i] * ad[i]);
                         if (!(fabs(want[r][j] - d) <= 1e-5 * mag + 1e-30) && bad++ < 3)

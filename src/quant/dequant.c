@@ -203,6 +203,12 @@ int mf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     case MF_TYPE_Q5_0: deq_q5_0(src, dst, n); return 0;
     case MF_TYPE_Q5_1: deq_q5_1(src, dst, n); return 0;
     case MF_TYPE_Q8_0: deq_q8_0(src, dst, n); return 0;
+    case MF_TYPE_Q8_0S: {
+        const mf_block_q8_0s *b = src;
+        for (int64_t i = 0; i < n / MF_QK8_0; i++)
+            for (int k = 0; k < MF_QK8_0; k++) dst[i * MF_QK8_0 + k] = mf_fp16_to_fp32(b[i].d) * (float)b[i].qs[k];
+        return 0;
+    }
     case MF_TYPE_Q8_1: deq_q8_1(src, dst, n); return 0;
     case MF_TYPE_Q2_K: deq_q2_K(src, dst, n); return 0;
     case MF_TYPE_Q3_K: deq_q3_K(src, dst, n); return 0;

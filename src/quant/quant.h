@@ -38,6 +38,9 @@ typedef enum {
     MF_TYPE_Q4_0_X8 = 44,
     MF_TYPE_Q8_0_X8 = 45,
     MF_TYPE_Q5_0_X8 = 46,
+    /* activation layout of the Q4_0/Q5_0 x8 kernels: Q8_0 bytes plus the exact sum of each block's
+     * quants, so the GEMM does not recompute it for every tile of 8 weight rows */
+    MF_TYPE_Q8_0S = 47,
     MF_TYPE_COUNT = 48 /* size of id space for tables; not every id is a type */
 } mf_type;
 
@@ -93,6 +96,7 @@ typedef struct {
 #define MF_X8_ROWS 8
 typedef struct { uint16_t d[MF_X8_ROWS]; uint8_t qs[MF_X8_ROWS * MF_QK4_0 / 2]; } mf_block_q4_0x8; /* 144 B */
 typedef struct { uint16_t d[MF_X8_ROWS]; int8_t qs[MF_X8_ROWS * MF_QK8_0]; } mf_block_q8_0x8;    /* 272 B */
+typedef struct { uint16_t d; int16_t s; int8_t qs[MF_QK8_0]; } mf_block_q8_0s; /* 36 B: s = sum(qs) */
 typedef struct {
     uint16_t d[MF_X8_ROWS];
     uint8_t qh[MF_X8_ROWS * 4];
@@ -105,11 +109,12 @@ typedef struct {
     size_t type_size;  /* bytes per block (per row: an x8 group of 8 rows is 8 * row size) */
     bool quantized;
     int row_group;     /* rows stored together: 1, or MF_X8_ROWS for the internal x8 layouts */
+    bool internal;     /* made at run time only (x8 weights, q8_0s activations): never in a file */
 } mf_type_info;
 
 /* NULL for an id that is not a known type. */
 const mf_type_info *mf_type_get(uint32_t type);
-/* Like mf_type_get but NULL for the internal (repacked) types too: for ids read from or written to files. */
+/* Like mf_type_get but NULL for the internal types too: for ids read from or written to files. */
 const mf_type_info *mf_type_get_file(uint32_t type);
 const char *mf_type_name(uint32_t type); /* "unknown(N)" style for unknown ids (static buffer) */
 /* Bytes of a row of n elements; 0 if n is not a multiple of the block size or type unknown. */

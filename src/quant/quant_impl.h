@@ -44,7 +44,9 @@ void mf_vec_dot_q4_K_scalar(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_K_scalar(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q6_K_scalar(int64_t n, float *s, const void *w, const void *a);
 
-/* ---- reference kernels of the x8 layouts (repack.c) ---- */
+/* ---- reference kernels of the x8 layouts and the q8_0s converters (repack.c) ---- */
+void mf_from_float_q8_0s(const float *x, void *y, int64_t n);
+void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n);
 void mf_tile_q4_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                            size_t a_stride, int na);
 void mf_tile_q5_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,

@@ -7,7 +7,7 @@
  * row, a block costs one int32 dot per 8 rows and one convert/scale/fma for all 8, and the matrix is a
  * single forward stream.  The reference below defines the results bit for bit (the SIMD kernels must
  * equal it): per row, per block, the exact integer dot, then acc = fmaf((float)isum, d_w * d_a, acc). */
-#include "quant/quant_impl.h"
+#include "quant/quant_x86.h"
 
 #include <math.h>
 
@@ -131,6 +131,33 @@ int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, i
     return MF_E_INVAL;
 }
 
+/* ---- q8_0s activations: the Q8_0 bytes of the given converter, plus each block's quant sum ---- */
+
+static void to_q8_0s(mf_from_float_fn q8_0, const float *x, void *vy, int64_t n) {
+    enum { CHUNK = 64 }; /* blocks per conversion call */
+    mf_block_q8_0 tmp[CHUNK];
+    mf_block_q8_0s *y = vy;
+    for (int64_t b0 = 0; b0 < n / MF_QK8_0; b0 += CHUNK) {
+        const int64_t nb = MF_MIN((int64_t)CHUNK, n / MF_QK8_0 - b0);
+        q8_0(x + b0 * MF_QK8_0, tmp, nb * MF_QK8_0);
+        for (int64_t i = 0; i < nb; i++) {
+            int s = 0;
+            for (int k = 0; k < MF_QK8_0; k++) s += tmp[i].qs[k];
+            y[b0 + i].d = tmp[i].d;
+            y[b0 + i].s = (int16_t)s;
+            memcpy(y[b0 + i].qs, tmp[i].qs, MF_QK8_0);
+        }
+    }
+}
+
+void mf_from_float_q8_0s(const float *x, void *y, int64_t n) {
+    to_q8_0s(mf_from_float_q8_0, x, y, n);
+}
+
+void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n) {
+    to_q8_0s(mf_from_float_q8_0_avx2, x, y, n);
+}
+
 /* ---- reference kernels (the tile contract of quant.h with nw = 8 rows of one group, act_major output:
  * s[j * ldc + r] for row r of the group and activation j) ---- */
 
@@ -139,7 +166,7 @@ void mf_tile_q4_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_
     (void)w_stride;
     const mf_block_q4_0x8 *x = w;
     for (int j = 0; j < na; j++) {
-        const mf_block_q8_0 *y = (const mf_block_q8_0 *)((const char *)a + (size_t)j * a_stride);
+        const mf_block_q8_0s *y = (const mf_block_q8_0s *)((const char *)a + (size_t)j * a_stride);
         for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
             float acc = 0;
             for (int64_t b = 0; b < n / MF_QK8_0; b++) {
@@ -161,7 +188,7 @@ void mf_tile_q5_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_
     (void)w_stride;
     const mf_block_q5_0x8 *x = w;
     for (int j = 0; j < na; j++) {
-        const mf_block_q8_0 *y = (const mf_block_q8_0 *)((const char *)a + (size_t)j * a_stride);
+        const mf_block_q8_0s *y = (const mf_block_q8_0s *)((const char *)a + (size_t)j * a_stride);
         for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
             float acc = 0;
             for (int64_t b = 0; b < n / MF_QK8_0; b++) {

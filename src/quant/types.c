@@ -24,9 +24,10 @@ static const mf_type_info k_types[MF_TYPE_COUNT] = {
     [MF_TYPE_I64] = {"i64", 1, 8, false},
     [MF_TYPE_F64] = {"f64", 1, 8, false},
     [MF_TYPE_BF16] = {"bf16", 1, 2, false},
-    [MF_TYPE_Q4_0_X8] = {"q4_0x8", MF_QK4_0, sizeof(mf_block_q4_0), true, MF_X8_ROWS},
-    [MF_TYPE_Q8_0_X8] = {"q8_0x8", MF_QK8_0, sizeof(mf_block_q8_0), true, MF_X8_ROWS},
-    [MF_TYPE_Q5_0_X8] = {"q5_0x8", MF_QK5_0, sizeof(mf_block_q5_0), true, MF_X8_ROWS},
+    [MF_TYPE_Q4_0_X8] = {"q4_0x8", MF_QK4_0, sizeof(mf_block_q4_0), true, MF_X8_ROWS, true},
+    [MF_TYPE_Q8_0S] = {"q8_0s", MF_QK8_0, sizeof(mf_block_q8_0s), true, 1, true},
+    [MF_TYPE_Q8_0_X8] = {"q8_0x8", MF_QK8_0, sizeof(mf_block_q8_0), true, MF_X8_ROWS, true},
+    [MF_TYPE_Q5_0_X8] = {"q5_0x8", MF_QK5_0, sizeof(mf_block_q5_0), true, MF_X8_ROWS, true},
 };
 
 /* The block structs are file layouts: a padding byte here would silently corrupt every model. */
@@ -42,6 +43,7 @@ _Static_assert(sizeof(mf_block_q6_K) == 210, "q6_K layout");
 _Static_assert(sizeof(mf_block_q8_K) == 292, "q8_K layout");
 _Static_assert(sizeof(mf_block_q4_0x8) == 8 * sizeof(mf_block_q4_0), "q4_0x8 layout");
 _Static_assert(sizeof(mf_block_q8_0x8) == 8 * sizeof(mf_block_q8_0), "q8_0x8 layout");
+_Static_assert(sizeof(mf_block_q8_0s) == 36, "q8_0s layout");
 _Static_assert(sizeof(mf_block_q5_0x8) == 8 * sizeof(mf_block_q5_0), "q5_0x8 layout");
 
 const mf_type_info *mf_type_get(uint32_t type) {
@@ -51,7 +53,7 @@ const mf_type_info *mf_type_get(uint32_t type) {
 
 const mf_type_info *mf_type_get_file(uint32_t type) {
     const mf_type_info *t = mf_type_get(type);
-    return t && t->row_group <= 1 ? t : NULL;
+    return t && !t->internal ? t : NULL;
 }
 
 const char *mf_type_name(uint32_t type) {

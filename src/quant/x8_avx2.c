@@ -12,15 +12,6 @@ static inline MF_AVX2 __m256i bcast4(const int8_t *y) {
     return _mm256_set1_epi32(v);
 }
 
-/* sum of the 32 int8 quants of an activation block, in every int32 lane (sad over q + 128) */
-static inline MF_AVX2 __m256i block_sum(const int8_t *q) {
-    const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)q), _mm256_set1_epi8((char)0x80));
-    __m256i s = _mm256_sad_epu8(u, _mm256_setzero_si256());
-    s = _mm256_add_epi64(s, _mm256_permute4x64_epi64(s, 0x4E));
-    s = _mm256_add_epi64(s, _mm256_shuffle_epi32(s, 0x4E));
-    return _mm256_sub_epi32(_mm256_shuffle_epi32(s, 0), _mm256_set1_epi32(32 * 128));
-}
-
 /* GEMV reads the matrix once, as one stream: prefetching a fixed distance ahead keeps more lines in
  * flight than the hardware prefetcher does (measured: Q8_0 decode otherwise stalls on loads). */
 #define X8_PF_BYTES 768
@@ -37,10 +28,10 @@ static inline MF_AVX2 void store_lanes(float *s, size_t ldc, int j, __m256 acc) 
 static inline __attribute__((always_inline)) MF_AVX2 void q4_0x8_rows(int64_t n, float *s, size_t ldc,
                                                                       const mf_block_q4_0x8 *x, const void *a,
                                                                       size_t a_stride, int j0, const int NA) {
-    const mf_block_q8_0 *y[4];
+    const mf_block_q8_0s *y[4];
     __m256 acc[4];
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-        y[j] = (const mf_block_q8_0 *)((const char *)a + (size_t)(j0 + j) * a_stride);
+        y[j] = (const mf_block_q8_0s *)((const char *)a + (size_t)(j0 + j) * a_stride);
         acc[j] = _mm256_setzero_ps();
     }
     const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
@@ -63,7 +54,7 @@ static inline __attribute__((always_inline)) MF_AVX2 void q4_0x8_rows(int64_t n,
                 p = _mm256_add_epi16(p, _mm256_maddubs_epi16(hi[c], bcast4(q + 16 + 4 * c)));
             }
             /* sum (nib - 8) * y = sum nib * y - 8 * sum y, exact in int32 */
-            const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(p, ones), _mm256_slli_epi32(block_sum(q), 3));
+            const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(p, ones), _mm256_slli_epi32(_mm256_set1_epi32(y[j][b].s), 3));
             const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(MF_H2F(y[j][b].d)));
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[j]);
         }
@@ -89,10 +80,10 @@ static inline __attribute__((always_inline)) MF_AVX2 void q5_hbits16(__m256i qh,
 static inline __attribute__((always_inline)) MF_AVX2 void q5_0x8_rows(int64_t n, float *s, size_t ldc,
                                                                       const mf_block_q5_0x8 *x, const void *a,
                                                                       size_t a_stride, int j0, const int NA) {
-    const mf_block_q8_0 *y[4];
+    const mf_block_q8_0s *y[4];
     __m256 acc[4];
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-        y[j] = (const mf_block_q8_0 *)((const char *)a + (size_t)(j0 + j) * a_stride);
+        y[j] = (const mf_block_q8_0s *)((const char *)a + (size_t)(j0 + j) * a_stride);
         acc[j] = _mm256_setzero_ps();
     }
     const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
@@ -123,7 +114,7 @@ static inline __attribute__((always_inline)) MF_AVX2 void q5_0x8_rows(int64_t n,
             }
             const __m256i usum = _mm256_add_epi32(_mm256_madd_epi16(p[0], ones), _mm256_madd_epi16(p[1], ones));
             /* sum (u - 16) * y = sum u * y - 16 * sum y, exact in int32 */
-            const __m256i isum = _mm256_sub_epi32(usum, _mm256_slli_epi32(block_sum(q), 4));
+            const __m256i isum = _mm256_sub_epi32(usum, _mm256_slli_epi32(_mm256_set1_epi32(y[j][b].s), 4));
             const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(MF_H2F(y[j][b].d)));
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[j]);
         }

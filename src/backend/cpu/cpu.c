@@ -59,8 +59,10 @@ static bool is_int_type(uint32_t t) {
 bool mf_cpu_supports(mf_op op, uint32_t type) {
     const mf_type_info *ti = mf_type_get(type);
     if (!ti) return false;
-    /* the x8 layouts exist only as repacked matmul weights */
+    /* the x8 layouts exist only as repacked matmul weights; other internal types (q8_0s) only inside a
+     * matmul */
     if (ti->row_group > 1) return op == MF_OP_WEIGHT || op == MF_OP_MATMUL;
+    if (ti->internal) return false;
     switch (op) {
     case MF_OP_INPUT:
     case MF_OP_WEIGHT:
@@ -405,7 +407,9 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
 
     const mf_cpu_fault *worst = NULL;
     for (int i = 0; i < cpu->n_threads; i++)
-        if (cpu->faults[i].node >= 0 && (!worst || cpu->faults[i].node < worst->node))
+        if (cpu->faults[i].node >= 0 &&
+            (!worst || cpu->faults[i].node < worst->node ||
+             (cpu->faults[i].node == worst->node && cpu->faults[i].index < worst->index)))
             worst = &cpu->faults[i];
     if (worst) {
         const mf_node *n = mf_graph_node_c(g, worst->node);
