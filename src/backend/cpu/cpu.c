@@ -2,7 +2,10 @@
  * then runs every node in order inside ONE threadpool dispatch (a barrier between nodes that compute). */
 #include "backend/cpu/cpu_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #define ALIGN 64
 
@@ -19,6 +22,8 @@ int mf_cpu_new(int n_threads, mf_cpu **out, mf_error *err) {
     if (!cpu) return mf_err(err, MF_E_NOMEM, "out of memory creating the CPU backend");
     cpu->n_threads = n_threads;
     mf_cpu_vec_init(&cpu->vec);
+    const char *prof = getenv("MINFER_PROFILE");
+    cpu->profile = prof && *prof && strcmp(prof, "0") != 0;
     cpu->faults = calloc((size_t)n_threads, sizeof *cpu->faults);
     if (!cpu->faults) {
         free(cpu);
@@ -34,8 +39,26 @@ int mf_cpu_new(int n_threads, mf_cpu **out, mf_error *err) {
     return 0;
 }
 
+static void profile_report(const mf_cpu *cpu) {
+    int64_t total = 0;
+    for (int o = 0; o < MF_OP_COUNT; o++) total += cpu->prof_run_ns[o] + cpu->prof_wait_ns[o];
+    if (!total || !cpu->prof_forwards) return;
+    fprintf(stderr, "minfer profile (CPU thread 0 of %d, %lld forwards; per forward):\n", cpu->n_threads,
+            (long long)cpu->prof_forwards);
+    fprintf(stderr, "  %-12s %8s %10s %10s %6s\n", "op", "calls", "run ms", "wait ms", "share");
+    for (int o = 0; o < MF_OP_COUNT; o++) {
+        const int64_t t = cpu->prof_run_ns[o] + cpu->prof_wait_ns[o];
+        if (!cpu->prof_calls[o]) continue;
+        const double f = (double)cpu->prof_forwards;
+        fprintf(stderr, "  %-12s %8.1f %10.3f %10.3f %5.1f%%\n", mf_op_name((mf_op)o), (double)cpu->prof_calls[o] / f,
+                (double)cpu->prof_run_ns[o] / f / 1e6, (double)cpu->prof_wait_ns[o] / f / 1e6,
+                100.0 * (double)t / (double)total);
+    }
+}
+
 void mf_cpu_free(mf_cpu *cpu) {
     if (!cpu) return;
+    if (cpu->profile) profile_report(cpu);
     mf_threadpool_free(cpu->tp);
     mf_aligned_free(cpu->scratch);
     free(cpu->faults);
@@ -131,8 +154,38 @@ static const char *nm(const mf_node *n) {
     return n->name[0] ? n->name : "(unnamed)";
 }
 
+static int64_t prof_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* exec_worker with thread 0 timing every op (MINFER_PROFILE) */
+static void exec_worker_profiled(const mf_cpu_exec *ex, int ith, int nth) {
+    mf_cpu *cpu = ex->cpu;
+    for (int32_t i = ex->first; i < ex->last; i++) {
+        const mf_node *n = mf_graph_node_c(ex->g, i);
+        mf_cpu_op_fn fn = op_fn(n->op);
+        if (!fn || (ex->plan[i] & MF_CPU_PLAN_SKIP)) continue;
+        const int64_t t0 = ith == 0 ? prof_now() : 0;
+        if (ex->plan[i] & MF_CPU_PLAN_BARRIER) mf_threadpool_barrier(cpu->tp);
+        const int64_t t1 = ith == 0 ? prof_now() : 0;
+        fn(ex, n, ith, nth);
+        if (ith == 0) {
+            cpu->prof_wait_ns[n->op] += t1 - t0;
+            cpu->prof_run_ns[n->op] += prof_now() - t1;
+            cpu->prof_calls[n->op]++;
+        }
+    }
+    if (ith == 0) cpu->prof_forwards++;
+}
+
 static void exec_worker(void *ctx, int ith, int nth) {
     const mf_cpu_exec *ex = ctx;
+    if (ex->cpu->profile) {
+        exec_worker_profiled(ex, ith, nth);
+        return;
+    }
     for (int32_t i = ex->first; i < ex->last; i++) {
         const mf_node *n = mf_graph_node_c(ex->g, i);
         mf_cpu_op_fn fn = op_fn(n->op);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* A data error found inside a kernel (an id out of range): recorded per thread, reported after the
- * dispatch for the lowest node id. */
+ * dispatch for the lowest node id, then the lowest index. */
 typedef struct {
     int32_t node;  /* -1 = none */
     int64_t index; /* which token / row */
@@ -44,6 +44,10 @@ struct mf_cpu {
     int32_t *fuse, *readers, *sole; /* per node: fused partner; reader count; the only reader */
     int32_t plan_cap;
     _Atomic int32_t *chunks; /* per node: the next work chunk a thread takes (matmul), reset per forward */
+    /* MINFER_PROFILE=1: thread 0's time per op kind (running, and waiting at the barrier before it),
+     * printed when the backend is freed */
+    bool profile;
+    int64_t prof_run_ns[MF_OP_COUNT], prof_wait_ns[MF_OP_COUNT], prof_calls[MF_OP_COUNT], prof_forwards;
     struct mf_cpu_range *ranges;
     int32_t ranges_cap;
 };
@@ -103,7 +107,9 @@ static inline void *mf_cpu_thread_scratch(const mf_cpu_exec *ex, int ith) {
 static inline void mf_cpu_fault_set(const mf_cpu_exec *ex, int ith, int32_t node, const char *what,
                                     int64_t index, int64_t value, int64_t limit) {
     mf_cpu_fault *f = &ex->cpu->faults[ith];
-    if (f->node >= 0 && f->node <= node) return;
+    /* the lowest (node, index) wins, so the report does not depend on which thread saw what first
+     * (attention hands its items out dynamically) */
+    if (f->node >= 0 && (f->node < node || (f->node == node && f->index <= index))) return;
     *f = (mf_cpu_fault){node, index, value, limit, what};
 }
 
