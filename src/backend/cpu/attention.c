@@ -55,13 +55,31 @@ static int64_t group_of(const mf_graph *g, const mf_node *n) {
     return mf_graph_node_c(g, n->src[0])->ne[1] / n->iparams[0];
 }
 
+#define HB_MAX 64      /* query heads per work item (bounds the per-item arrays on the stack) */
+#define TB_MAX 8       /* tokens per work item */
+#define ROWS_SHARED 16 /* (token, head) rows a token block aims for */
+#define SCORES_BUDGET ((size_t)4 << 20) /* bytes of scores per thread a token block may take */
+/* rows per run: tb * grp <= ROWS_SHARED when tb > 1, else one token's heads <= HB_MAX */
+_Static_assert(ROWS_SHARED <= HB_MAX, "rows fit the stack arrays");
+
+/* Tokens per work item.  In a causal prefill consecutive tokens see nested windows, so a block of them
+ * visits each K/V row once for all its (token, head) rows: with 2 query heads per kv head a converted V
+ * row would otherwise serve only 2 rows.  About ROWS_SHARED rows amortize the conversion and keep the
+ * accumulators in L1; at long contexts the block shrinks so its scores [rows][n_win] stay within
+ * SCORES_BUDGET (1 token: today's per-token size whatever the context). */
+static int64_t tok_block(int64_t grp, int64_t nw, int64_t n_tok) {
+    int64_t tb = MF_MAX(1, MF_MIN(MF_MIN(TB_MAX, ROWS_SHARED / grp), n_tok));
+    while (tb > 1 && (size_t)(tb * grp) * (size_t)nw * sizeof(float) > SCORES_BUDGET) tb--;
+    return tb;
+}
+
 size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n) {
-    const int64_t hd = mf_graph_node_c(g, n->src[0])->ne[0], grp = group_of(g, n);
-    /* scores[grp][n_win], max[grp], one v row in f32 [hd], accumulators [grp][hd], and the query heads
-     * converted to K's vec_dot type (at most f32-sized) [grp][hd] */
-    return ((size_t)grp * (size_t)n_win(g, n) + (size_t)grp + (size_t)hd + 2 * (size_t)grp * (size_t)hd) *
-               sizeof(float) +
-           5 * 64;
+    const mf_node *q = mf_graph_node_c(g, n->src[0]);
+    const int64_t hd = q->ne[0], grp = group_of(g, n), nw = n_win(g, n);
+    const size_t rows = (size_t)(tok_block(grp, nw, q->ne[2]) * grp);
+    /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [rows][hd], and the queries
+     * converted to K's vec_dot type (at most f32-sized) [rows][hd] */
+    return (rows * (size_t)nw + rows + (size_t)hd + 2 * rows * (size_t)hd) * sizeof(float) + 5 * 64;
 }
 
 /* head slice (hd values from element offset e0) of a cache row as f32: the row itself when f32 */
@@ -80,95 +98,165 @@ static const float *kv_row(const mf_cpu_vec *vec, const mf_node *c, int32_t cell
     }
 }
 
-#define HB_MAX 64 /* query heads per work item (bounds the per-item arrays on the stack) */
-
 static float *align64f(void *p) {
     return (float *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 }
 
-/* Work item = (token, kv head, block of that kv head's query heads): a K/V row is converted once per
- * block.  Every query head is computed in the same order whatever the blocking (scores in window order,
- * then exp/accumulate in window order), so the blocking - chosen from the thread count - never changes
- * a result. */
+/* what one thread needs to compute runs of one node */
+typedef struct {
+    const mf_cpu_exec *ex;
+    const mf_node *n, *q, *k, *v, *win;
+    const mf_cpu_vec *vec;
+    const mf_quant_kernels *kk;
+    int64_t hd, nw, n_cells;
+    size_t qrs; /* bytes of a query row in K's vec_dot type */
+    float scale;
+    int32_t id;
+    int ith;
+    float *scores, *mx, *buf, *acc; /* this thread's scratch */
+    uint8_t *qc;
+} att_ctx;
+
+/* column t of the window; NULL (after recording a fault when an id is out of range) when the token's
+ * output is zero: a bad column or an empty window */
+static const int32_t *window_col(const att_ctx *a, int64_t t) {
+    const int32_t *col = (const int32_t *)((const char *)a->win->data + (size_t)t * a->win->nb[1]);
+    const int64_t cnt = col[0];
+    if (cnt < 0 || cnt > a->nw) {
+        mf_cpu_fault_set(a->ex, a->ith, a->id, "window count", t, cnt, a->nw + 1);
+        return NULL;
+    }
+    for (int64_t j = 0; j < cnt; j++) {
+        if (col[1 + j] < 0 || col[1 + j] >= a->n_cells) {
+            mf_cpu_fault_set(a->ex, a->ith, a->id, "window cell id", t, col[1 + j], a->n_cells);
+            return NULL;
+        }
+    }
+    return cnt ? col : NULL;
+}
+
+/* does window `next` start with all of window `prev` (the causal prefill's next token)? */
+static bool extends(const int32_t *prev, const int32_t *next) {
+    return next[0] >= prev[0] && !memcmp(next + 1, prev + 1, (size_t)prev[0] * sizeof(int32_t));
+}
+
+static float *out_row(const att_ctx *a, int64_t t, int64_t h) {
+    return (float *)((char *)a->n->data + (size_t)t * a->n->nb[1]) + h * a->hd;
+}
+
+/* Heads h0..h0+nh-1 of tokens t0..t0+nt-1, whose windows cols[] are nested (each starts with the
+ * previous one, none empty).  Row r = (token i, head g) = i * nh + g.  Key j of the longest window is
+ * visited once; the rows of the tokens whose windows reach j (a suffix of the run, the counts grow) use
+ * its K row and its V row converted once.  Each row still gets exactly the single-token sequence: its
+ * scores by vec_dot in its window order, its own max, exp_sub over its own scores, then sum and axpy in
+ * its window order, the same final scaling - so a run of any length gives every row the same bits. */
+static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
+                       int64_t h0, int64_t nh) {
+    const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1][0];
+    const int32_t *cell = cols[nt - 1] + 1;
+    const size_t kslice = mf_row_size(a->k->type, e0);
+    float *scores = a->scores, *mx = a->mx, *acc = a->acc;
+    double sum[HB_MAX];
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t t = t0 + r / nh, h = h0 + r % nh;
+        mx[r] = -INFINITY;
+        sum[r] = 0.0;
+        /* scores as llama.cpp's kq = mul_mat(k, q): the query converted once to the K type's vec_dot
+         * type, dotted with the raw cache row by the matmul kernel of that type (f16 cache -> f16 query) */
+        const float *qh =
+            (const float *)((const char *)a->q->data + (size_t)h * a->q->nb[1] + (size_t)t * a->q->nb[2]);
+        a->kk->from_float(qh, a->qc + (size_t)r * a->qrs, hd);
+    }
+    int64_t r0 = 0; /* the first row whose window reaches key j */
+    for (int64_t j = 0; j < cnt; j++) {
+        while (cols[r0 / nh][0] <= j) r0 += nh;
+        const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
+        for (int64_t r = r0; r < rows; r++) {
+            float s;
+            a->kk->vec_dot(hd, &s, kr, a->qc + (size_t)r * a->qrs);
+            s *= a->scale;
+            scores[r * nw + j] = s;
+            mx[r] = s > mx[r] ? s : mx[r];
+        }
+    }
+    for (int64_t r = 0; r < rows; r++)
+        a->vec->exp_sub(cols[r / nh][0], scores + r * nw, mx[r], scores + r * nw);
+    memset(acc, 0, (size_t)(rows * hd) * sizeof(float));
+    r0 = 0;
+    for (int64_t j = 0; j < cnt; j++) {
+        while (cols[r0 / nh][0] <= j) r0 += nh;
+        const float *vr = kv_row(a->vec, a->v, cell[j], e0, hd, a->buf);
+        for (int64_t r = r0; r < rows; r++) {
+            const float p = scores[r * nw + j];
+            sum[r] += (double)p;
+            a->vec->axpy(hd, p, vr, acc + r * hd);
+        }
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        const float inv = (float)(1.0 / sum[r]);
+        float *out = out_row(a, t0 + r / nh, h0 + r % nh);
+        for (int64_t d = 0; d < hd; d++) out[d] = acc[r * hd + d] * inv;
+    }
+}
+
+/* Work item = (block of tokens, kv head, block of that kv head's query heads).  The tokens of a block
+ * are cut into runs of nested windows (a token alone when its window does not extend the previous
+ * one's: another sequence, a bad or empty window).  The blocking - chosen from the shapes and the thread
+ * count - never changes a result (see attend_run); items are handed out from a shared counter, the
+ * latest token blocks (the longest causal windows) first, so the threads finish together. */
 void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
-    const mf_node *q = mf_graph_node_c(ex->g, n->src[0]), *k = mf_graph_node_c(ex->g, n->src[1]),
-                  *v = mf_graph_node_c(ex->g, n->src[2]), *win = mf_graph_node_c(ex->g, n->src[3]);
-    const mf_cpu_vec *vec = &ex->cpu->vec;
-    const int64_t hd = q->ne[0], n_tok = q->ne[2], nw = win->ne[0] - 1, n_cells = k->ne[1];
+    const mf_node *q = mf_graph_node_c(ex->g, n->src[0]), *k = mf_graph_node_c(ex->g, n->src[1]);
+    const int64_t hd = q->ne[0], n_tok = q->ne[2], nw = n_win(ex->g, n);
     const int64_t n_kv = n->iparams[0], grp = q->ne[1] / n_kv;
-    const float scale = n->fparams[0];
-    const int32_t id = (int32_t)(n - mf_graph_node_c(ex->g, 0));
+    const int64_t tb = tok_block(grp, nw, n_tok), n_tb = (n_tok + tb - 1) / tb;
     /* enough items for every thread when the batch is small (decode) */
     int64_t n_blk = 1;
-    while (n_tok * n_kv * n_blk < nth && n_blk < grp) n_blk++;
+    while (n_tb * n_kv * n_blk < nth && n_blk < grp) n_blk++;
     const int64_t hb = MF_MIN((grp + n_blk - 1) / n_blk, HB_MAX);
     n_blk = (grp + hb - 1) / hb;
+    const int64_t rows = tb * grp;
 
-    float *scores = align64f(mf_cpu_thread_scratch(ex, ith));
-    float *mx = align64f(scores + grp * nw);
-    float *buf = align64f(mx + grp);
-    float *acc = align64f(buf + hd);
-    uint8_t *qc = (uint8_t *)align64f(acc + grp * hd);
-    /* scores as llama.cpp's kq = mul_mat(k, q): the query converted once to the K type's vec_dot type,
-     * dotted with the raw cache row by the matmul kernel of that type (f16 cache -> f16 query) */
-    const mf_quant_kernels *kk = mf_quant_kernels_get(k->type);
-    const size_t qrs = mf_row_size(kk->vec_dot_type, hd);
-    int64_t w0, w1;
-    mf_cpu_split(n_tok * n_kv * n_blk, ith, nth, &w0, &w1);
-    for (int64_t item = w0; item < w1; item++) {
-        const int64_t t = item / (n_kv * n_blk), kvh = (item / n_blk) % n_kv, blk = item % n_blk;
-        const int64_t h0 = kvh * grp + blk * hb, nh = MF_MIN(hb, (kvh + 1) * grp - h0), e0 = kvh * hd;
-        const int32_t *col = (const int32_t *)((const char *)win->data + (size_t)t * win->nb[1]);
-        float *out = (float *)((char *)n->data + (size_t)t * n->nb[1]) + h0 * hd;
-        const int64_t cnt = col[0];
-        bool bad = false;
-        if (cnt < 0 || cnt > nw) {
-            mf_cpu_fault_set(ex, ith, id, "window count", t, cnt, nw + 1);
-            bad = true;
-        }
-        for (int64_t j = 0; !bad && j < cnt; j++) {
-            if (col[1 + j] < 0 || col[1 + j] >= n_cells) {
-                mf_cpu_fault_set(ex, ith, id, "window cell id", t, col[1 + j], n_cells);
-                bad = true;
+    att_ctx a = {.ex = ex,
+                 .n = n,
+                 .q = q,
+                 .k = k,
+                 .v = mf_graph_node_c(ex->g, n->src[2]),
+                 .win = mf_graph_node_c(ex->g, n->src[3]),
+                 .vec = &ex->cpu->vec,
+                 .kk = mf_quant_kernels_get(k->type),
+                 .hd = hd,
+                 .nw = nw,
+                 .n_cells = k->ne[1],
+                 .scale = n->fparams[0],
+                 .id = (int32_t)(n - mf_graph_node_c(ex->g, 0)),
+                 .ith = ith};
+    a.qrs = mf_row_size(a.kk->vec_dot_type, hd);
+    a.scores = align64f(mf_cpu_thread_scratch(ex, ith));
+    a.mx = align64f(a.scores + rows * nw);
+    a.buf = align64f(a.mx + rows);
+    a.acc = align64f(a.buf + hd);
+    a.qc = (uint8_t *)align64f(a.acc + rows * hd);
+
+    const int64_t n_items = n_tb * n_kv * n_blk;
+    _Atomic int32_t *ctr = &ex->chunks[a.id];
+    for (int64_t item = ith; item < n_items;
+         item = nth + atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed)) {
+        const int64_t b = n_tb - 1 - item / (n_kv * n_blk), kvh = (item / n_blk) % n_kv, blk = item % n_blk;
+        const int64_t h0 = kvh * grp + blk * hb, nh = MF_MIN(hb, (kvh + 1) * grp - h0);
+        const int64_t t0 = b * tb, nt = MF_MIN(tb, n_tok - t0);
+        const int32_t *cols[TB_MAX];
+        for (int64_t i = 0; i < nt; i++) cols[i] = window_col(&a, t0 + i);
+        int64_t i = 0;
+        while (i < nt) {
+            if (!cols[i]) {
+                memset(out_row(&a, t0 + i, h0), 0, (size_t)(nh * hd) * sizeof(float));
+                i++;
+                continue;
             }
-        }
-        if (bad || cnt == 0) {
-            memset(out, 0, (size_t)(nh * hd) * sizeof(float));
-            continue;
-        }
-        const float *qh[HB_MAX];
-        double sum[HB_MAX];
-        for (int64_t g = 0; g < nh; g++) {
-            mx[g] = -INFINITY;
-            sum[g] = 0.0;
-            qh[g] =
-                (const float *)((const char *)q->data + (size_t)(h0 + g) * q->nb[1] + (size_t)t * q->nb[2]);
-            kk->from_float(qh[g], qc + (size_t)g * qrs, hd);
-        }
-        const size_t kslice = mf_row_size(k->type, e0);
-        for (int64_t j = 0; j < cnt; j++) {
-            const char *kr = (const char *)k->data + (size_t)col[1 + j] * k->nb[1] + kslice;
-            for (int64_t g = 0; g < nh; g++) {
-                float s;
-                kk->vec_dot(hd, &s, kr, qc + (size_t)g * qrs);
-                s *= scale;
-                scores[g * nw + j] = s;
-                mx[g] = s > mx[g] ? s : mx[g];
-            }
-        }
-        memset(acc, 0, (size_t)(nh * hd) * sizeof(float));
-        for (int64_t g = 0; g < nh; g++) vec->exp_sub(cnt, scores + g * nw, mx[g], scores + g * nw);
-        for (int64_t j = 0; j < cnt; j++) {
-            const float *vr = kv_row(vec, v, col[1 + j], e0, hd, buf);
-            for (int64_t g = 0; g < nh; g++) {
-                const float p = scores[g * nw + j];
-                sum[g] += (double)p;
-                vec->axpy(hd, p, vr, acc + g * hd);
-            }
-        }
-        for (int64_t g = 0; g < nh; g++) {
-            const float inv = (float)(1.0 / sum[g]);
-            for (int64_t d = 0; d < hd; d++) out[g * hd + d] = acc[g * hd + d] * inv;
+            int64_t e = i + 1;
+            while (e < nt && cols[e] && extends(cols[e - 1], cols[e])) e++;
+            attend_run(&a, cols + i, t0 + i, e - i, kvh, h0, nh);
+            i = e;
         }
     }
 }

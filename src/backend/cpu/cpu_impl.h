@@ -43,7 +43,8 @@ struct mf_cpu {
     uint8_t *plan;
     int32_t *fuse, *readers, *sole; /* per node: fused partner; reader count; the only reader */
     int32_t plan_cap;
-    _Atomic int32_t *chunks; /* per node: the next work chunk a thread takes (matmul), reset per forward */
+    /* per node: the next work chunk a thread takes (matmul, attention), reset per forward */
+    _Atomic int32_t *chunks;
     /* MINFER_PROFILE=1: thread 0's time per op kind (running, and waiting at the barrier before it),
      * printed when the backend is freed */
     bool profile;
