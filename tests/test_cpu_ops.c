@@ -233,9 +233,11 @@ static void test_matmul_every_type(void) {
  * vs each row alone, all bitwise; each value equals the x8 reference kernel, and the result agrees with
  * the same matrix in its file layout within float rounding (the two orders differ, see quant.h). */
 static void test_matmul_x8(void) {
-    const int64_t K = 896, N = 48, M = 9;
-    static const uint32_t bases[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
+    const int64_t N = 48, M = 9;
+    static const uint32_t bases[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q6_K};
     for (size_t bi = 0; bi < MF_ARRAY_LEN(bases); bi++) {
+        /* the K types need whole super-blocks of 256: ffn_down's 4864 */
+        const int64_t K = mf_type_get(bases[bi])->blck_size == MF_QK_K ? 4864 : 896;
         const uint32_t bt = bases[bi], xt = mf_repack_type(bt, K, N);
         REQUIRE(xt != bt, "%s has an x8 layout", mf_type_name(bt));
         seed(500 + bi);
@@ -887,7 +889,8 @@ static void test_attention_prefill_blocks(void) {
             att_shape s1 = s;
             s1.nt = 1;
             float *alone[NT];
-            for (int t = 0; t < NT; t++) alone[t] = run_attention(&s1, q + t * qn, k, v, win + t * (CELLS + 1), 1);
+            for (int t = 0; t < NT; t++)
+                alone[t] = run_attention(&s1, q + t * qn, k, v, win + t * (CELLS + 1), 1);
             for (int th = 1; th <= 3; th++) {
                 float *o = run_attention(&s, q, k, v, win, th);
                 for (int t = 0; o && t < NT; t++)

@@ -562,19 +562,23 @@ static void test_tile_bitwise_lengths(void) {
  * M = 1 and batched prefill give the same bits), over lengths across the kernels' unrolled edges. */
 static void test_x8_repack_and_kernels(void) {
     enum { NR = 16, KMAX = 4864, NA = 9 };
-    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
-    static const int64_t lens[] = {32, 96, 896, KMAX};
-    /* 34 bytes per 32 quants: the largest of the three blocks (q8_0) */
+    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q6_K};
+    static const int64_t lens[] = {32, 96, 896, KMAX}, lens_k[] = {256, 768, KMAX}; /* K types: 256-blocks */
+    /* 34 bytes per 32 quants: the largest of the blocks (q8_0; q4_K has 18, q6_K 26.25) */
     static uint8_t w[NR * (KMAX / 32) * 34], wx[NR * (KMAX / 32) * 34], row[(KMAX / 32) * 34];
-    static uint8_t a[NA][(KMAX / 32) * 36]; /* activations: q8_0 or q8_0s (36-byte blocks) */
+    /* activations: q8_0, q8_0s (36-byte blocks of 32) or q8_K (292 bytes per 256 = 36.5 per 32) */
+    static uint8_t a[NA][(KMAX / 32) * 37];
     static float x[KMAX], wd[KMAX], ad[KMAX];
     CHECK(mf_repack_type(MF_TYPE_Q4_0, 64, 12) == MF_TYPE_Q4_0, "N %% 8 != 0 has no x8 layout");
     CHECK(mf_repack_type(MF_TYPE_Q8_0, 48, 16) == MF_TYPE_Q8_0, "K %% 32 != 0 has no x8 layout");
-    CHECK(mf_repack_type(MF_TYPE_Q4_K, 256, 16) == MF_TYPE_Q4_K, "q4_K has no x8 layout");
-    CHECK(mf_repack(MF_TYPE_Q6_K, w, wx, 256, 16) == MF_E_INVAL, "mf_repack refuses a type without a layout");
+    CHECK(mf_repack_type(MF_TYPE_Q4_K, 128, 16) == MF_TYPE_Q4_K, "K %% 256 != 0 has no q4_K x8 layout");
+    CHECK(mf_repack_type(MF_TYPE_Q5_K, 256, 16) == MF_TYPE_Q5_K, "q5_K has no x8 layout");
+    CHECK(mf_repack(MF_TYPE_Q5_K, w, wx, 256, 16) == MF_E_INVAL, "mf_repack refuses a type without a layout");
+    CHECK(mf_unpack_row(MF_TYPE_Q4_K, w, row, 256, 0) == MF_E_INVAL, "mf_unpack_row refuses a file type");
     CHECK(mf_type_get_file(MF_TYPE_Q8_0S) == NULL && mf_type_get(MF_TYPE_Q8_0S) != NULL,
           "q8_0s (activations with block sums) is internal");
-    static const uint32_t x8s[] = {MF_TYPE_Q4_0_X8, MF_TYPE_Q5_0_X8, MF_TYPE_Q8_0_X8};
+    static const uint32_t x8s[] = {MF_TYPE_Q4_0_X8, MF_TYPE_Q5_0_X8, MF_TYPE_Q8_0_X8, MF_TYPE_Q4_K_X8,
+                                   MF_TYPE_Q6_K_X8};
     for (size_t t = 0; t < sizeof x8s / sizeof x8s[0]; t++)
         CHECK(mf_type_get_file(x8s[t]) == NULL && mf_type_get(x8s[t]) &&
                   mf_type_get(x8s[t])->row_group == MF_X8_ROWS,
@@ -582,8 +586,12 @@ static void test_x8_repack_and_kernels(void) {
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const uint32_t bt = types[t], xt = mf_repack_type(bt, KMAX, NR);
         REQUIRE(xt != bt && mf_repack_base(xt) == bt, "%s has an x8 layout", mf_type_name(bt));
-        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
-            const int64_t K = lens[l];
+        const bool kq = mf_type_get(bt)->blck_size == MF_QK_K;
+        const size_t nlens = kq ? sizeof lens_k / sizeof lens_k[0] : sizeof lens / sizeof lens[0];
+        for (size_t l = 0; l < nlens; l++) {
+            const int64_t K = kq ? lens_k[l] : lens[l];
+            REQUIRE(mf_row_size(bt, K) * NR <= sizeof w && mf_row_size(MF_TYPE_Q8_K, K) <= sizeof a[0],
+                    "buffers fit K=%lld", (long long)K);
             const size_t rs = mf_row_size(bt, K);
             for (int r = 0; r < NR; r++) qg_fill((int)bt, 700 + (uint64_t)r, (int)K, w + (size_t)r * rs);
             REQUIRE_OK(mf_repack(bt, w, wx, K, NR), "repack %s K=%lld", mf_type_name(bt), (long long)K);
@@ -594,7 +602,8 @@ static void test_x8_repack_and_kernels(void) {
             }
             const mf_quant_kernels *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
             REQUIRE(ref && !ref->vec_dot && ref->vec_dot_tile && ref->tile_w == MF_X8_ROWS && ref->act_major &&
-                        (ref->vec_dot_type == MF_TYPE_Q8_0 || ref->vec_dot_type == MF_TYPE_Q8_0S),
+                        (kq ? ref->vec_dot_type == MF_TYPE_Q8_K
+                            : ref->vec_dot_type == MF_TYPE_Q8_0 || ref->vec_dot_type == MF_TYPE_Q8_0S),
                     "%s kernel fields", mf_type_name(xt));
             for (int j = 0; j < NA; j++) {
                 qg_floats(800 + (uint64_t)j, (int)K, x);

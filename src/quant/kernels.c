@@ -30,7 +30,7 @@ MF_TILE_LOOP(mf_vec_dot_f16_avx2)
 MF_TILE_LOOP(mf_vec_dot_bf16_avx2)
 
 /* a kernel set whose tile just loops vec_dot */
-#define K(vt, dot, ff) {vt, dot, ff, dot##_tile, 1, 1}
+#define K(vt, dot, ff) {vt, dot, ff, dot##_tile, 1, 1, false}
 /* a kernel set with a specialized tile of shape tw x ta */
 #define KT(vt, dot, ff, tile, tw, ta) {vt, dot, ff, tile, tw, ta, false}
 /* an x8 layout: 8-row groups, activation-major output */
@@ -51,6 +51,8 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q5_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0, mf_tile_q8_0x8_scalar, mf_from_float_q8_0),
+    [MF_TYPE_Q4_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_scalar, mf_from_float_q8_K),
+    [MF_TYPE_Q6_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_scalar, mf_from_float_q8_K),
 };
 
 /* AVX2: a type missing here falls back to its scalar kernel in mf_quant_kernels_get.  The activation
@@ -68,6 +70,8 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0, mf_tile_q8_0x8_avx2, mf_from_float_q8_0_avx2),
+    [MF_TYPE_Q4_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q6_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx2, mf_from_float_q8_K_avx2),
 };
 
 /* AVX-512: VNNI for the Q8_0 family, the AVX2 kernels for the rest (see dot_avx512.c). */
@@ -84,6 +88,8 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0, mf_tile_q8_0x8_avx2, mf_from_float_q8_0_avx2),
+    [MF_TYPE_Q4_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q6_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx2, mf_from_float_q8_K_avx2),
 };
 
 static const mf_quant_kernels *const k_tables[3] = {k_scalar, k_avx2, k_avx512};

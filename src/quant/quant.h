@@ -41,7 +41,9 @@ typedef enum {
     /* activation layout of the Q4_0/Q5_0 x8 kernels: Q8_0 bytes plus the exact sum of each block's
      * quants, so the GEMM does not recompute it for every tile of 8 weight rows */
     MF_TYPE_Q8_0S = 47,
-    MF_TYPE_COUNT = 48 /* size of id space for tables; not every id is a type */
+    MF_TYPE_Q4_K_X8 = 48,
+    MF_TYPE_Q6_K_X8 = 49,
+    MF_TYPE_COUNT = 50 /* size of id space for tables; not every id is a type */
 } mf_type;
 
 #define MF_QK4_0 32
@@ -102,6 +104,32 @@ typedef struct {
     uint8_t qh[MF_X8_ROWS * 4];
     uint8_t qs[MF_X8_ROWS * MF_QK5_0 / 2];
 } mf_block_q5_0x8; /* 176 B */
+
+/* The K layouts: block b holds super-block b of each of the 8 rows.  Their quant bytes are kept in the
+ * file's byte order as 32-byte chunks, lane r = 4 bytes of row r (qs[32 * c + 4 * r + t] = row r's
+ * qs[4c + t]), as in q4_0x8:
+ *   q4_Kx8: d and dmin of each row; the 8 6-bit scales sc[] and 8 mins m[] of each row, re-packed for
+ *           lanes (the block must stay 8 x 144 B, so they stay 6-bit) as three 32-byte vectors, lane r =
+ *           row r, k = 0..3:
+ *             scales[4r + k]      = (sc[k] & 15) | (sc[k + 4] & 15) << 4
+ *             scales[32 + 4r + k] = (m[k] & 15) | (m[k + 4] & 15) << 4
+ *             scales[64 + 4r + k] = sc[k] >> 4 | sc[k + 4] >> 4 << 2 | m[k] >> 4 << 4 | m[k + 4] >> 4 << 6
+ *           (a few masks, shifts and ors give all 16 as bytes, for all 8 rows); then qs chunks c = 0..31:
+ *           low nibbles = values 64 (c / 8) + 4 (c % 8) + t of sub-block 2 (c / 8), high nibbles the same
+ *           positions of the next sub-block.
+ *   q6_Kx8: d of each row; the 16 int8 scales of each row as chunks (scales[32v + 4r + k] = row r's
+ *           scales[4v + k]); ql chunks c = 0..31; qh chunks c = 0..15. */
+typedef struct {
+    uint16_t d[MF_X8_ROWS], dmin[MF_X8_ROWS];
+    uint8_t scales[3 * 32];
+    uint8_t qs[MF_X8_ROWS * MF_QK_K / 2];
+} mf_block_q4_Kx8; /* 1152 B = 8 x 144 */
+typedef struct {
+    uint16_t d[MF_X8_ROWS];
+    int8_t scales[MF_X8_ROWS * MF_QK_K / 16];
+    uint8_t ql[MF_X8_ROWS * MF_QK_K / 2];
+    uint8_t qh[MF_X8_ROWS * MF_QK_K / 4];
+} mf_block_q6_Kx8; /* 1680 B = 8 x 210 */
 
 typedef struct {
     const char *name;  /* "f32", "q4_0", "q4_K", ... (llama.cpp spelling) */
@@ -172,10 +200,11 @@ typedef struct {
 
 /* ---- load-time repacking (repack.c) ----
  * The x8 layouts give a different, still fixed, reduction order per row: per block the exact int32 dot,
- * then acc = fma((float)isum, d_w * d_a, acc) in block order (llama.cpp's repacked Q4_0 order).  Like
- * every kernel it never depends on how many rows or activations are processed together. */
+ * then acc = fma((float)isum, d_w * d_a, acc) in block order (llama.cpp's repacked Q4_0 order); q4_Kx8
+ * follows it with acc = fma(-(float)imin, dmin_w * d_a, acc) for its mins (repack.c has the exact sums).
+ * Like every kernel it never depends on how many rows or activations are processed together. */
 /* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
- * (only Q4_0, Q5_0 and Q8_0 with N % 8 == 0 and K % 32 == 0 have one). */
+ * (only Q4_0, Q5_0, Q8_0, Q4_K and Q6_K with N % 8 == 0 and K a multiple of their block have one). */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N);
 /* Repacks N rows of K (dst: mf_row_size(type, K) * N bytes, same size as src).  MF_E_INVAL when
  * mf_repack_type gives no layout. */

@@ -1,22 +1,26 @@
 /* quant: load-time repacking of matmul weights into the row-interleaved x8 layouts (quant.h), and their
  * plain-C reference kernels.
  *
- * Why: a GEMV over plain Q4_0/Q5_0/Q8_0 rows does one 8-lane float accumulation per row and block (unpack,
- * int8 dot, convert, scale, fma), and several rows at once read interleaved streams inside one 4 KiB
- * page, which the hardware prefetcher does not follow.  With 8 rows interleaved, one 256-bit lane per
+ * Why: a GEMV over plain Q4_0/Q5_0/Q8_0/Q4_K/Q6_K rows does one 8-lane float accumulation per row and
+ * block (unpack, int8 dot, convert, scale, fma), and several rows at once read interleaved streams inside
+ * one 4 KiB page, which the hardware prefetcher does not follow.  With 8 rows interleaved, one 256-bit lane per
  * row, a block costs one int32 dot per 8 rows and one convert/scale/fma for all 8, and the matrix is a
  * single forward stream.  The reference below defines the results bit for bit (the SIMD kernels must
- * equal it): per row, per block, the exact integer dot, then acc = fmaf((float)isum, d_w * d_a, acc). */
+ * equal it): per row, per block, the exact integer dot, then acc = fmaf((float)isum, d_w * d_a, acc)
+ * (the K layouts: per super-block of 256, see their reference kernels at the end). */
 #include "quant/quant_x86.h"
 
 #include <math.h>
 
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N) {
-    if (K <= 0 || N <= 0 || K % MF_QK8_0 != 0 || N % MF_X8_ROWS != 0) return type;
+    const mf_type_info *t = mf_type_get(type);
+    if (!t || K <= 0 || N <= 0 || K % t->blck_size != 0 || N % MF_X8_ROWS != 0) return type;
     switch (type) {
     case MF_TYPE_Q4_0: return MF_TYPE_Q4_0_X8;
     case MF_TYPE_Q5_0: return MF_TYPE_Q5_0_X8;
     case MF_TYPE_Q8_0: return MF_TYPE_Q8_0_X8;
+    case MF_TYPE_Q4_K: return MF_TYPE_Q4_K_X8;
+    case MF_TYPE_Q6_K: return MF_TYPE_Q6_K_X8;
     default: return type;
     }
 }
@@ -26,7 +30,52 @@ uint32_t mf_repack_base(uint32_t type) {
     case MF_TYPE_Q4_0_X8: return MF_TYPE_Q4_0;
     case MF_TYPE_Q5_0_X8: return MF_TYPE_Q5_0;
     case MF_TYPE_Q8_0_X8: return MF_TYPE_Q8_0;
+    case MF_TYPE_Q4_K_X8: return MF_TYPE_Q4_K;
+    case MF_TYPE_Q6_K_X8: return MF_TYPE_Q6_K;
     default: return type;
+    }
+}
+
+/* Byte i of row r's quant array (qs, ql or qh) in an x8 block's chunks of 4 bytes per row (quant.h). */
+static inline size_t x8_pos(int r, int i) {
+    return 32 * (size_t)(i / 4) + 4 * (size_t)r + (size_t)(i % 4);
+}
+
+static void x8_chunks_in(uint8_t *x8, int r, const uint8_t *row, int nbytes) {
+    for (int c = 0; c < nbytes / 4; c++) memcpy(&x8[32 * c + 4 * r], &row[4 * c], 4);
+}
+
+static void x8_chunks_out(uint8_t *row, const uint8_t *x8, int r, int nbytes) {
+    for (int c = 0; c < nbytes / 4; c++) memcpy(&row[4 * c], &x8[32 * c + 4 * r], 4);
+}
+
+/* q4_Kx8's lane form of row r's 6-bit scales sc[8] and mins m[8] (quant.h) and back.  Both directions
+ * are exact: the 12 file bytes hold exactly these 96 bits. */
+static void q4k_sm_to_x8(const uint8_t sc[8], const uint8_t m[8], uint8_t *x8s, int r) {
+    for (int k = 0; k < 4; k++) {
+        x8s[4 * r + k] = (uint8_t)((sc[k] & 15) | (sc[k + 4] & 15) << 4);
+        x8s[32 + 4 * r + k] = (uint8_t)((m[k] & 15) | (m[k + 4] & 15) << 4);
+        x8s[64 + 4 * r + k] =
+            (uint8_t)(sc[k] >> 4 | (sc[k + 4] >> 4) << 2 | (m[k] >> 4) << 4 | (m[k + 4] >> 4) << 6);
+    }
+}
+
+static void q4k_sm_from_x8(const uint8_t *x8s, int r, uint8_t sc[8], uint8_t m[8]) {
+    for (int k = 0; k < 4; k++) {
+        const uint8_t s = x8s[4 * r + k], mn = x8s[32 + 4 * r + k], h = x8s[64 + 4 * r + k];
+        sc[k] = (uint8_t)((s & 15) | (h & 3) << 4);
+        sc[k + 4] = (uint8_t)((s >> 4) | ((h >> 2) & 3) << 4);
+        m[k] = (uint8_t)((mn & 15) | ((h >> 4) & 3) << 4);
+        m[k + 4] = (uint8_t)((mn >> 4) | (h >> 6) << 4);
+    }
+}
+
+/* the file's 12-byte packing (the inverse of mf_q_scale_min_k4) */
+static void q4k_scales_pack(const uint8_t sc[8], const uint8_t m[8], uint8_t q[12]) {
+    for (int j = 0; j < 4; j++) {
+        q[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        q[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+        q[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
     }
 }
 
@@ -77,17 +126,45 @@ static void pack_q8_0(const char *rows, size_t rs, mf_block_q8_0x8 *dst, int64_t
     }
 }
 
+static void pack_q4_K(const char *rows, size_t rs, mf_block_q4_Kx8 *dst, int64_t nb) {
+    for (int r = 0; r < MF_X8_ROWS; r++) {
+        const mf_block_q4_K *src = (const mf_block_q4_K *)(rows + (size_t)r * rs);
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t sc[8], m[8];
+            for (int j = 0; j < 8; j++) mf_q_scale_min_k4(j, src[b].scales, &sc[j], &m[j]);
+            dst[b].d[r] = src[b].d;
+            dst[b].dmin[r] = src[b].dmin;
+            q4k_sm_to_x8(sc, m, dst[b].scales, r);
+            x8_chunks_in(dst[b].qs, r, src[b].qs, MF_QK_K / 2);
+        }
+    }
+}
+
+static void pack_q6_K(const char *rows, size_t rs, mf_block_q6_Kx8 *dst, int64_t nb) {
+    for (int r = 0; r < MF_X8_ROWS; r++) {
+        const mf_block_q6_K *src = (const mf_block_q6_K *)(rows + (size_t)r * rs);
+        for (int64_t b = 0; b < nb; b++) {
+            dst[b].d[r] = src[b].d;
+            x8_chunks_in((uint8_t *)dst[b].scales, r, (const uint8_t *)src[b].scales, MF_QK_K / 16);
+            x8_chunks_in(dst[b].ql, r, src[b].ql, MF_QK_K / 2);
+            x8_chunks_in(dst[b].qh, r, src[b].qh, MF_QK_K / 4);
+        }
+    }
+}
+
 int mf_repack(uint32_t type, const void *src, void *dst, int64_t K, int64_t N) {
     const uint32_t to = mf_repack_type(type, K, N);
     if (to == type) return MF_E_INVAL;
     const size_t rs = mf_row_size(type, K);
-    const int64_t nb = K / MF_QK8_0;
+    const int64_t nb = K / mf_type_get(type)->blck_size;
     for (int64_t g = 0; g < N / MF_X8_ROWS; g++) {
         const char *rows = (const char *)src + (size_t)g * MF_X8_ROWS * rs;
         void *out = (char *)dst + (size_t)g * MF_X8_ROWS * rs;
         switch (to) {
         case MF_TYPE_Q4_0_X8: pack_q4_0(rows, rs, out, nb); break;
         case MF_TYPE_Q5_0_X8: pack_q5_0(rows, rs, out, nb); break;
+        case MF_TYPE_Q4_K_X8: pack_q4_K(rows, rs, out, nb); break;
+        case MF_TYPE_Q6_K_X8: pack_q6_K(rows, rs, out, nb); break;
         default: pack_q8_0(rows, rs, out, nb); break;
         }
     }
@@ -95,11 +172,36 @@ int mf_repack(uint32_t type, const void *src, void *dst, int64_t K, int64_t N) {
 }
 
 int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, int64_t n) {
-    if (K <= 0 || K % MF_QK8_0 != 0 || n < 0) return MF_E_INVAL;
-    const int64_t nb = K / MF_QK8_0;
+    const mf_type_info *t = mf_type_get(x8_type);
+    if (!t || t->row_group != MF_X8_ROWS || K <= 0 || K % t->blck_size != 0 || n < 0) return MF_E_INVAL;
+    const int64_t nb = K / t->blck_size;
     const int r = (int)(n % MF_X8_ROWS);
     const size_t rs = mf_row_size(x8_type, K);
     const char *grp = (const char *)src + (size_t)(n / MF_X8_ROWS) * MF_X8_ROWS * rs;
+    if (x8_type == MF_TYPE_Q4_K_X8) {
+        const mf_block_q4_Kx8 *x = (const mf_block_q4_Kx8 *)grp;
+        mf_block_q4_K *o = dst_row;
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t sc[8], m[8];
+            q4k_sm_from_x8(x[b].scales, r, sc, m);
+            o[b].d = x[b].d[r];
+            o[b].dmin = x[b].dmin[r];
+            q4k_scales_pack(sc, m, o[b].scales);
+            x8_chunks_out(o[b].qs, x[b].qs, r, MF_QK_K / 2);
+        }
+        return 0;
+    }
+    if (x8_type == MF_TYPE_Q6_K_X8) {
+        const mf_block_q6_Kx8 *x = (const mf_block_q6_Kx8 *)grp;
+        mf_block_q6_K *o = dst_row;
+        for (int64_t b = 0; b < nb; b++) {
+            o[b].d = x[b].d[r];
+            x8_chunks_out((uint8_t *)o[b].scales, (const uint8_t *)x[b].scales, r, MF_QK_K / 16);
+            x8_chunks_out(o[b].ql, x[b].ql, r, MF_QK_K / 2);
+            x8_chunks_out(o[b].qh, x[b].qh, r, MF_QK_K / 4);
+        }
+        return 0;
+    }
     if (x8_type == MF_TYPE_Q4_0_X8) {
         const mf_block_q4_0x8 *x = (const mf_block_q4_0x8 *)grp;
         mf_block_q4_0 *o = dst_row;
@@ -223,6 +325,71 @@ void mf_tile_q8_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_
                 for (int c = 0; c < 8; c++)
                     for (int t = 0; t < 4; t++) isum += x[b].qs[32 * c + 4 * r + t] * y[b].qs[4 * c + t];
                 acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * mf_fp16_to_fp32(y[b].d), acc);
+            }
+            s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
+        }
+    }
+}
+
+/* q4_Kx8: per row and super-block the exact int32 isum = sum over the 8 sub-blocks of sc * sum(q * y) and
+ * imin = sum of m * (the sub-block's activation sum, from bsums), then, in this order,
+ *   acc = fmaf((float)isum, d_w * d_a, acc);  acc = fmaf(-(float)imin, dmin_w * d_a, acc)
+ * with d_w, dmin_w the f16 scales as floats and d_a the Q8_K block's float scale. */
+void mf_tile_q4_Kx8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                           size_t a_stride, int na) {
+    (void)w_stride;
+    const mf_block_q4_Kx8 *x = w;
+    for (int j = 0; j < na; j++) {
+        const mf_block_q8_K *y = (const mf_block_q8_K *)((const char *)a + (size_t)j * a_stride);
+        for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
+            float acc = 0;
+            for (int64_t b = 0; b < n / MF_QK_K; b++) {
+                uint8_t sc[8], m[8];
+                q4k_sm_from_x8(x[b].scales, r, sc, m);
+                int32_t isum = 0, imin = 0;
+                for (int sb = 0; sb < 8; sb++) {
+                    /* sub-block sb: nibble half sb % 2 of file bytes 32 (sb / 2) .. 32 (sb / 2) + 31 */
+                    int32_t sub = 0;
+                    for (int v = 0; v < 32; v++) {
+                        const uint8_t q = x[b].qs[x8_pos(r, 32 * (sb / 2) + v)];
+                        sub += ((sb & 1) ? q >> 4 : q & 0xF) * y[b].qs[32 * sb + v];
+                    }
+                    isum += sc[sb] * sub;
+                    imin += m[sb] * (y[b].bsums[2 * sb] + y[b].bsums[2 * sb + 1]);
+                }
+                acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * y[b].d, acc);
+                acc = fmaf(-(float)imin, mf_fp16_to_fp32(x[b].dmin[r]) * y[b].d, acc);
+            }
+            s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
+        }
+    }
+}
+
+/* q6_Kx8: per row and super-block the exact int32 isum = sum over the 16 sub-blocks of
+ * sc * sum((q - 32) * y), then acc = fmaf((float)isum, d_w * d_a, acc). */
+void mf_tile_q6_Kx8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                           size_t a_stride, int na) {
+    (void)w_stride;
+    const mf_block_q6_Kx8 *x = w;
+    for (int j = 0; j < na; j++) {
+        const mf_block_q8_K *y = (const mf_block_q8_K *)((const char *)a + (size_t)j * a_stride);
+        for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
+            float acc = 0;
+            for (int64_t b = 0; b < n / MF_QK_K; b++) {
+                int32_t isum = 0;
+                for (int i = 0; i < MF_QK_K / 16; i++) {
+                    int32_t sub = 0;
+                    for (int p = 16 * i; p < 16 * i + 16; p++) {
+                        /* value p: half h, quarter k (of 32), position l (q6_K's layout, dequant.c) */
+                        const int h = p / 128, k = (p % 128) / 32, l = p % 32;
+                        const uint8_t ql = x[b].ql[x8_pos(r, 64 * h + 32 * (k & 1) + l)];
+                        const uint8_t qh = x[b].qh[x8_pos(r, 32 * h + l)];
+                        const int q = ((ql >> (4 * (k >> 1))) & 0xF) | ((qh >> (2 * k)) & 3) << 4;
+                        sub += (q - 32) * y[b].qs[p];
+                    }
+                    isum += x[b].scales[x8_pos(r, i)] * sub;
+                }
+                acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * y[b].d, acc);
             }
             s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
         }

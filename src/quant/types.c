@@ -4,30 +4,32 @@
 #include <stdio.h>
 
 static const mf_type_info k_types[MF_TYPE_COUNT] = {
-    [MF_TYPE_F32] = {"f32", 1, 4, false},
-    [MF_TYPE_F16] = {"f16", 1, 2, false},
-    [MF_TYPE_Q4_0] = {"q4_0", MF_QK4_0, sizeof(mf_block_q4_0), true},
-    [MF_TYPE_Q4_1] = {"q4_1", MF_QK4_1, sizeof(mf_block_q4_1), true},
-    [MF_TYPE_Q5_0] = {"q5_0", MF_QK5_0, sizeof(mf_block_q5_0), true},
-    [MF_TYPE_Q5_1] = {"q5_1", MF_QK5_1, sizeof(mf_block_q5_1), true},
-    [MF_TYPE_Q8_0] = {"q8_0", MF_QK8_0, sizeof(mf_block_q8_0), true},
-    [MF_TYPE_Q8_1] = {"q8_1", MF_QK8_1, sizeof(mf_block_q8_1), true},
-    [MF_TYPE_Q2_K] = {"q2_K", MF_QK_K, MF_Q2_K_SIZE, true},
-    [MF_TYPE_Q3_K] = {"q3_K", MF_QK_K, MF_Q3_K_SIZE, true},
-    [MF_TYPE_Q4_K] = {"q4_K", MF_QK_K, sizeof(mf_block_q4_K), true},
-    [MF_TYPE_Q5_K] = {"q5_K", MF_QK_K, sizeof(mf_block_q5_K), true},
-    [MF_TYPE_Q6_K] = {"q6_K", MF_QK_K, sizeof(mf_block_q6_K), true},
-    [MF_TYPE_Q8_K] = {"q8_K", MF_QK_K, sizeof(mf_block_q8_K), true},
-    [MF_TYPE_I8] = {"i8", 1, 1, false},
-    [MF_TYPE_I16] = {"i16", 1, 2, false},
-    [MF_TYPE_I32] = {"i32", 1, 4, false},
-    [MF_TYPE_I64] = {"i64", 1, 8, false},
-    [MF_TYPE_F64] = {"f64", 1, 8, false},
-    [MF_TYPE_BF16] = {"bf16", 1, 2, false},
+    [MF_TYPE_F32] = {"f32", 1, 4, false, 1, false},
+    [MF_TYPE_F16] = {"f16", 1, 2, false, 1, false},
+    [MF_TYPE_Q4_0] = {"q4_0", MF_QK4_0, sizeof(mf_block_q4_0), true, 1, false},
+    [MF_TYPE_Q4_1] = {"q4_1", MF_QK4_1, sizeof(mf_block_q4_1), true, 1, false},
+    [MF_TYPE_Q5_0] = {"q5_0", MF_QK5_0, sizeof(mf_block_q5_0), true, 1, false},
+    [MF_TYPE_Q5_1] = {"q5_1", MF_QK5_1, sizeof(mf_block_q5_1), true, 1, false},
+    [MF_TYPE_Q8_0] = {"q8_0", MF_QK8_0, sizeof(mf_block_q8_0), true, 1, false},
+    [MF_TYPE_Q8_1] = {"q8_1", MF_QK8_1, sizeof(mf_block_q8_1), true, 1, false},
+    [MF_TYPE_Q2_K] = {"q2_K", MF_QK_K, MF_Q2_K_SIZE, true, 1, false},
+    [MF_TYPE_Q3_K] = {"q3_K", MF_QK_K, MF_Q3_K_SIZE, true, 1, false},
+    [MF_TYPE_Q4_K] = {"q4_K", MF_QK_K, sizeof(mf_block_q4_K), true, 1, false},
+    [MF_TYPE_Q5_K] = {"q5_K", MF_QK_K, sizeof(mf_block_q5_K), true, 1, false},
+    [MF_TYPE_Q6_K] = {"q6_K", MF_QK_K, sizeof(mf_block_q6_K), true, 1, false},
+    [MF_TYPE_Q8_K] = {"q8_K", MF_QK_K, sizeof(mf_block_q8_K), true, 1, false},
+    [MF_TYPE_I8] = {"i8", 1, 1, false, 1, false},
+    [MF_TYPE_I16] = {"i16", 1, 2, false, 1, false},
+    [MF_TYPE_I32] = {"i32", 1, 4, false, 1, false},
+    [MF_TYPE_I64] = {"i64", 1, 8, false, 1, false},
+    [MF_TYPE_F64] = {"f64", 1, 8, false, 1, false},
+    [MF_TYPE_BF16] = {"bf16", 1, 2, false, 1, false},
     [MF_TYPE_Q4_0_X8] = {"q4_0x8", MF_QK4_0, sizeof(mf_block_q4_0), true, MF_X8_ROWS, true},
     [MF_TYPE_Q8_0S] = {"q8_0s", MF_QK8_0, sizeof(mf_block_q8_0s), true, 1, true},
     [MF_TYPE_Q8_0_X8] = {"q8_0x8", MF_QK8_0, sizeof(mf_block_q8_0), true, MF_X8_ROWS, true},
     [MF_TYPE_Q5_0_X8] = {"q5_0x8", MF_QK5_0, sizeof(mf_block_q5_0), true, MF_X8_ROWS, true},
+    [MF_TYPE_Q4_K_X8] = {"q4_Kx8", MF_QK_K, sizeof(mf_block_q4_K), true, MF_X8_ROWS, true},
+    [MF_TYPE_Q6_K_X8] = {"q6_Kx8", MF_QK_K, sizeof(mf_block_q6_K), true, MF_X8_ROWS, true},
 };
 
 /* The block structs are file layouts: a padding byte here would silently corrupt every model. */
@@ -45,6 +47,8 @@ _Static_assert(sizeof(mf_block_q4_0x8) == 8 * sizeof(mf_block_q4_0), "q4_0x8 lay
 _Static_assert(sizeof(mf_block_q8_0x8) == 8 * sizeof(mf_block_q8_0), "q8_0x8 layout");
 _Static_assert(sizeof(mf_block_q8_0s) == 36, "q8_0s layout");
 _Static_assert(sizeof(mf_block_q5_0x8) == 8 * sizeof(mf_block_q5_0), "q5_0x8 layout");
+_Static_assert(sizeof(mf_block_q4_Kx8) == 8 * sizeof(mf_block_q4_K), "q4_Kx8 layout");
+_Static_assert(sizeof(mf_block_q6_Kx8) == 8 * sizeof(mf_block_q6_K), "q6_Kx8 layout");
 
 const mf_type_info *mf_type_get(uint32_t type) {
     if (type >= MF_TYPE_COUNT || !k_types[type].name) return NULL;

@@ -178,3 +178,196 @@ MF_AVX2 void mf_tile_q8_0x8_avx2(int64_t n, float *s, size_t ldc, const void *w,
     for (; j + 4 <= na; j += 4) q8_0x8_rows(n, s, ldc, w, a, a_stride, j, 4);
     for (; j < na; j++) q8_0x8_rows(n, s, ldc, w, a, a_stride, j, 1);
 }
+
+/* ---- the K layouts against Q8_K activations ---- */
+
+/* A pshufb index applying the 4-byte pattern p (byte numbers within a 32-bit lane, 0x80 = zero) to every
+ * lane.  Adding 4 * lane to a 0x80 byte keeps its top bit, so it stays zero. */
+static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_pattern(uint32_t p) {
+    const int a = (int)p, b = (int)(p + 0x04040404u), c = (int)(p + 0x08080808u), d = (int)(p + 0x0C0C0C0Cu);
+    return _mm256_setr_epi32(a, b, c, d, a, b, c, d);
+}
+
+/* Byte k (0..3) of each lane in both of its int16 halves, zero-extended: madd_epi16 with it multiplies
+ * the lane's two int16 pair sums by that row's factor and adds them, exactly. */
+static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_u8_x2(__m256i v, const int k) {
+    return _mm256_shuffle_epi8(v, lane_pattern(0x80008000u | (uint32_t)k * 0x00010001u));
+}
+
+/* Bytes k0 and k1 of each lane as its two int16 halves, sign-extended (through the high byte and an
+ * arithmetic shift). */
+static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_s8_pair(__m256i v, const int k0,
+                                                                          const int k1) {
+    const uint32_t p = 0x00800080u | (uint32_t)k0 << 8 | (uint32_t)k1 << 24;
+    return _mm256_srai_epi16(_mm256_shuffle_epi8(v, lane_pattern(p)), 8);
+}
+
+/* An empty asm that "changes" v: gcc otherwise regroups the integer running sums below (sums of int16
+ * products, of per-sub-block madds) into trees whose terms all stay live, and spills dozens of registers. */
+#define PIN(v) __asm__("" : "+x"(v))
+
+/* bsums[i], bsums[i + 1] of a Q8_K block as one int32, broadcast: madd with a lane's factor in both int16
+ * halves gives factor * (bsums[i] + bsums[i + 1]) */
+static inline MF_AVX2 __m256i bsum_pair(const int16_t *bsums) {
+    int32_t v;
+    memcpy(&v, bsums, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* q4_Kx8's 6-bit scales and mins as bytes (quant.h): byte k of lane r of sc[0] = row r's sc[k], of sc[1]
+ * its sc[k + 4]; mn the same for the mins.  The shifts are 16-bit: the masks drop what crosses a byte. */
+static inline __attribute__((always_inline)) MF_AVX2 void q4k_scales_mins(const uint8_t *p, __m256i sc[2],
+                                                                          __m256i mn[2]) {
+    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
+    const __m256i vs = _mm256_loadu_si256((const __m256i *)p);
+    const __m256i vm = _mm256_loadu_si256((const __m256i *)(p + 32));
+    const __m256i vh = _mm256_loadu_si256((const __m256i *)(p + 64));
+    /* low 4 bits from vs / vm, bits 4-5 from the 2-bit fields of vh */
+    sc[0] = _mm256_or_si256(_mm256_and_si256(vs, m4), _mm256_and_si256(_mm256_slli_epi16(vh, 4), m30));
+    sc[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(vs, 4), m4),
+                            _mm256_and_si256(_mm256_slli_epi16(vh, 2), m30));
+    mn[0] = _mm256_or_si256(_mm256_and_si256(vm, m4), _mm256_and_si256(vh, m30));
+    mn[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(vm, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi16(vh, 2), m30));
+}
+
+/* One super-block at a time, one sub-block of 32 at a time: its 8 chunks of nibbles are unpacked once and
+ * used by every activation (repack.c has the reference order). */
+static inline __attribute__((always_inline)) MF_AVX2 void q4_Kx8_rows(int64_t n, float *s, size_t ldc,
+                                                                      const mf_block_q4_Kx8 *x, const void *a,
+                                                                      size_t a_stride, int j0, const int NA) {
+    const mf_block_q8_K *y[4];
+    __m256 acc[4];
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+        y[j] = (const mf_block_q8_K *)((const char *)a + (size_t)(j0 + j) * a_stride);
+        acc[j] = _mm256_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    for (int64_t b = 0; b < n / MF_QK_K; b++) {
+        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
+        __m256i sc[2], mn[2], isum[4], imin[4];
+        q4k_scales_mins(x[b].scales, sc, mn);
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = imin[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
+            /* sub-block sb: the low (even sb) or high nibbles of chunks 8 (sb / 2) .. 8 (sb / 2) + 7, each
+             * unpacked once and used by every activation (chunk outside: few live registers, no spills) */
+            const uint8_t *qs = x[b].qs + 256 * (sb / 2);
+            __m256i p[4];
+            _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+                const __m256i q = _mm256_and_si256(sb & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                /* nibble x int8 pair sums are at most 2 * 15 * 128: 8 of them still fit in int16 */
+                _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                    const __m256i t = _mm256_maddubs_epi16(q, bcast4(y[j][b].qs + 32 * sb + 4 * c));
+                    p[j] = c == 0 ? t : _mm256_add_epi16(p[j], t);
+                    PIN(p[j]);
+                }
+            }
+            const __m256i sc16 = lane_u8_x2(sc[sb / 4], sb % 4);
+            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p[j], sc16));
+                PIN(isum[j]);
+            }
+        }
+        /* the mins: min * (the sub-block's activation sum), from two bsums of 16 */
+        _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
+            const __m256i mn16 = lane_u8_x2(mn[sb / 4], sb % 4);
+            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                const __m256i t = _mm256_madd_epi16(mn16, bsum_pair(y[j][b].bsums + 2 * sb));
+                imin[j] = _mm256_add_epi32(imin[j], t);
+                PIN(imin[j]);
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
+        const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].dmin));
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+            const __m256 da = _mm256_set1_ps(y[j][b].d);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(dx, da), acc[j]);
+            /* fmaf(-(float)imin, dmin_w * d_a, acc): negating a product is exact */
+            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[j]), _mm256_mul_ps(dmx, da), acc[j]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
+}
+
+/* q6_K's 6-bit values (unsigned 0..63) of chunk c (0..3) of sub-block i for the 8 rows.  Sub-block
+ * i = 8h + 2k + gg holds values 128h + 32k + 16gg .. + 15: the low (k < 2) or high nibbles of ql chunks
+ * 16h + 8 (k & 1) + 4gg + c and bits 2k, 2k + 1 of qh chunks 8h + 4gg + c (q6_K's layout). */
+static inline __attribute__((always_inline)) MF_AVX2 __m256i q6k_chunk(const mf_block_q6_Kx8 *x, const int i,
+                                                                       const int c) {
+    const int h = i / 8, k = (i % 8) / 2, gg = i % 2;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
+    const int cl = 16 * h + 8 * (k & 1) + 4 * gg + c;
+    const __m256i ql = _mm256_loadu_si256((const __m256i *)(x->ql + 32 * cl));
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * (8 * h + 4 * gg + c)));
+    const __m256i lo = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(ql, 4) : ql, m4);
+    /* bits 2k, 2k + 1 to bits 4, 5 (16-bit shifts: the mask drops what crosses a byte) */
+    const __m256i hs = k == 0 ? _mm256_slli_epi16(qh, 4) : k == 1 ? _mm256_slli_epi16(qh, 2)
+                                              : k == 2 ? qh : _mm256_srli_epi16(qh, 2);
+    return _mm256_or_si256(lo, _mm256_and_si256(hs, m30));
+}
+
+static inline __attribute__((always_inline)) MF_AVX2 void q6_Kx8_rows(int64_t n, float *s, size_t ldc,
+                                                                      const mf_block_q6_Kx8 *x, const void *a,
+                                                                      size_t a_stride, int j0, const int NA) {
+    const mf_block_q8_K *y[4];
+    __m256 acc[4];
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+        y[j] = (const mf_block_q8_K *)((const char *)a + (size_t)(j0 + j) * a_stride);
+        acc[j] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < n / MF_QK_K; b++) {
+        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
+        __m256i sv[4], isum[4], corr[4];
+        _Pragma("GCC unroll 8") for (int v = 0; v < 4; v++)
+            sv[v] = _mm256_loadu_si256((const __m256i *)(x[b].scales + 32 * v));
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = corr[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) {
+            const __m256i sc16 = lane_s8_pair(sv[i / 4], i % 4, i % 4);
+            __m256i p[4];
+            _Pragma("GCC unroll 8") for (int c = 0; c < 4; c++) {
+                const __m256i q = q6k_chunk(&x[b], i, c);
+                /* 6-bit x int8 pair sums are at most 2 * 63 * 128: only 2 fit in int16 before the madd */
+                _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                    const __m256i t = _mm256_maddubs_epi16(q, bcast4(y[j][b].qs + 16 * i + 4 * c));
+                    p[j] = c % 2 == 0 ? t : _mm256_add_epi16(p[j], t);
+                    if (c % 2) {
+                        isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p[j], sc16));
+                        PIN(isum[j]);
+                    }
+                }
+            }
+        }
+        /* the values are stored + 32: subtract 32 * sum of scale * (the sub-block's activation sum) */
+        _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+            const __m256i sp = lane_s8_pair(sv[t / 2], 2 * (t % 2), 2 * (t % 2) + 1);
+            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                corr[j] = _mm256_add_epi32(corr[j], _mm256_madd_epi16(sp, bsum_pair(y[j][b].bsums + 2 * t)));
+                PIN(corr[j]);
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+            const __m256i q = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(corr[j], 5));
+            const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(y[j][b].d));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, acc[j]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
+}
+
+MF_AVX2 void mf_tile_q4_Kx8_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
+                                 const void *a, size_t a_stride, int na) {
+    (void)w_stride, (void)nw;
+    int j = 0;
+    for (; j + 4 <= na; j += 4) q4_Kx8_rows(n, s, ldc, w, a, a_stride, j, 4);
+    for (; j < na; j++) q4_Kx8_rows(n, s, ldc, w, a, a_stride, j, 1);
+}
+
+MF_AVX2 void mf_tile_q6_Kx8_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
+                                 const void *a, size_t a_stride, int na) {
+    (void)w_stride, (void)nw;
+    int j = 0;
+    for (; j + 4 <= na; j += 4) q6_Kx8_rows(n, s, ldc, w, a, a_stride, j, 4);
+    for (; j < na; j++) q6_Kx8_rows(n, s, ldc, w, a, a_stride, j, 1);
+}
