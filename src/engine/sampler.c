@@ -307,6 +307,14 @@ static void chain(mf_sampler *s, const float *logits) {
 
 mf_token mf_sampler_sample(mf_sampler *s, const float *logits) {
     if (s->p.temp <= 0.0f) { /* greedy fast path: argmax after penalties (lowest id on ties) */
+        const mf_sampler_params *p = &s->p;
+        if (p->penalty_last_n == 0 ||
+            (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f)) {
+            int32_t best = 0; /* no penalty: the logits as they are (no 1.8 MB candidate copy per token) */
+            for (int32_t i = 1; i < s->n_vocab; i++)
+                if (logits[i] > logits[best]) best = i;
+            return best;
+        }
         for (int32_t i = 0; i < s->n_vocab; i++) s->c[i] = (cand){i, logits[i], 0.0f};
         s->n = s->n_vocab;
         apply_penalties(s);

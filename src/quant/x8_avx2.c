@@ -14,7 +14,9 @@ static inline MF_AVX2 __m256i bcast4(const int8_t *y) {
 
 /* GEMV reads the matrix once, as one stream: prefetching a fixed distance ahead keeps more lines in
  * flight than the hardware prefetcher does (measured: Q8_0 decode otherwise stalls on loads). */
+#ifndef X8_PF_BYTES
 #define X8_PF_BYTES 768
+#endif
 static inline void prefetch_block(const void *p, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X8_PF_BYTES + o, _MM_HINT_T0);
 }

@@ -45,6 +45,9 @@ static void profile_report(const mf_cpu *cpu) {
     if (!total || !cpu->prof_forwards) return;
     fprintf(stderr, "minfer profile (CPU thread 0 of %d, %lld forwards; per forward):\n", cpu->n_threads,
             (long long)cpu->prof_forwards);
+    fprintf(stderr, "  whole forward %.3f ms, of which validation + barrier planning %.3f ms\n",
+            (double)cpu->prof_total_ns / (double)cpu->prof_forwards / 1e6,
+            (double)cpu->prof_setup_ns / (double)cpu->prof_forwards / 1e6);
     fprintf(stderr, "  %-12s %8s %10s %10s %6s\n", "op", "calls", "run ms", "wait ms", "share");
     for (int o = 0; o < MF_OP_COUNT; o++) {
         const int64_t t = cpu->prof_run_ns[o] + cpu->prof_wait_ns[o];
@@ -375,6 +378,7 @@ int mf_cpu_compute(mf_cpu *cpu, mf_graph *g, mf_error *err) {
 
 int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, mf_error *err) {
     if (!cpu || !g) return mf_err(err, MF_E_INVAL, "mf_cpu_compute: %s is NULL", cpu ? "graph" : "backend");
+    const int64_t t_enter = cpu->profile ? prof_now() : 0;
     int rc = mf_graph_error(g, err);
     if (rc) return rc;
     int32_t nn = mf_graph_n_nodes(g);
@@ -456,7 +460,12 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
     mf_cpu_exec ex = {cpu,   g,    cpu->scratch, cpu->scratch + shared, per_thread, cpu->plan, cpu->fuse,
                       first, last, cpu->chunks,  cpu->scratch + shared + per_thread * (size_t)cpu->n_threads,
                       conv};
+    const int64_t t_run = cpu->profile ? prof_now() : 0;
     mf_threadpool_run(cpu->tp, exec_worker, &ex, cpu->n_threads);
+    if (cpu->profile) {
+        cpu->prof_setup_ns += t_run - t_enter;
+        cpu->prof_total_ns += prof_now() - t_enter;
+    }
 
     const mf_cpu_fault *worst = NULL;
     for (int i = 0; i < cpu->n_threads; i++)

@@ -49,6 +49,7 @@ struct mf_cpu {
      * printed when the backend is freed */
     bool profile;
     int64_t prof_run_ns[MF_OP_COUNT], prof_wait_ns[MF_OP_COUNT], prof_calls[MF_OP_COUNT], prof_forwards;
+    int64_t prof_setup_ns, prof_total_ns; /* validation + planning; whole mf_cpu_compute_range */
     struct mf_cpu_range *ranges;
     int32_t ranges_cap;
 };
