@@ -171,7 +171,33 @@ fail:
 static void release_pages(const void *p, size_t n) {
     const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t a = ((uintptr_t)p + pg - 1) / pg * pg, b = ((uintptr_t)p + n) / pg * pg;
-    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+    if (b > a) {
+        (void)madvise((void *)a, b - a, MADV_DONTNEED);
+        /* if something reads here again (GET_ROWS over a tied token_embd), fault in only the pages it
+         * touches, not the 64 KiB the kernel maps around each fault by default */
+        (void)madvise((void *)a, b - a, MADV_RANDOM);
+    }
+}
+
+/* Repack t into dst a few MiB at a time, dropping the source pages already copied as it goes: the file
+ * pages and the copy of one large matrix (the 136 MiB LM head of a Q8_0 Qwen2.5) never coexist, so the
+ * peak resident memory of a load stays near the file size. */
+static int repack_streaming(const mf_gguf_tensor *t, void *dst) {
+    const int64_t K = t->ne[0], N = t->ne[1];
+    const size_t rs = mf_row_size(t->type, K);
+    const int64_t step = MF_MAX((int64_t)8, ((int64_t)(4u << 20) / (int64_t)rs) / 8 * 8); /* rows, whole groups */
+    const char *src = t->data, *released = t->data;
+    for (int64_t r0 = 0; r0 < N; r0 += step) {
+        const int64_t nr = MF_MIN(step, N - r0);
+        int rc = mf_repack(t->type, src + (size_t)r0 * rs, (char *)dst + (size_t)r0 * rs, K, nr);
+        if (rc) return rc;
+        const char *done = src + (size_t)(r0 + nr) * rs;
+        release_pages(released, (size_t)(done - released));
+        const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+        released = (const char *)((uintptr_t)done / pg * pg); /* the partial page is released next time */
+        if (released < src) released = src;
+    }
+    return 0;
 }
 
 int mf_model_repack(mf_model *m, mf_error *err) {
@@ -216,11 +242,10 @@ int mf_model_repack(mf_model *m, mf_error *err) {
         *c = *t;
         c->type = mf_repack_type(t->type, t->ne[0], t->ne[1]);
         c->data = (char *)m->repack_buf + off;
-        if (mf_repack(t->type, t->data, (void *)c->data, t->ne[0], t->ne[1]) != 0) {
+        if (repack_streaming(t, (void *)c->data) != 0) {
             free(slots);
             return mf_err(err, MF_E_INTERNAL, "repacking '%.*s' failed", (int)t->name.len, t->name.ptr);
         }
-        release_pages(t->data, (size_t)t->nbytes);
         *slots[i] = c;
         off += ((size_t)t->nbytes + 63) / 64 * 64;
     }

@@ -57,7 +57,10 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
         io->out_ids = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, neo), "inp_out_ids");
     }
 
-    int32_t x = mf_g_name(g, mf_g_get_rows(g, W(g, m->tok_embd, -1), io->tokens), "inp_embd");
+    /* a tied, repacked output holds the embedding too: look rows up there, so the file's token_embd
+     * pages (released after repacking) are never faulted back in */
+    const mf_gguf_tensor *embd = hp->tied_output && m->output != m->tok_embd ? m->output : m->tok_embd;
+    int32_t x = mf_g_name(g, mf_g_get_rows(g, W(g, embd, -1), io->tokens), "inp_embd");
     for (int il = 0; il < hp->n_layer; il++) {
         const mf_layer_w *L = &m->layers[il];
         int32_t inp = x;

@@ -85,9 +85,9 @@ static bool is_int_type(uint32_t t) {
 bool mf_cpu_supports(mf_op op, uint32_t type) {
     const mf_type_info *ti = mf_type_get(type);
     if (!ti) return false;
-    /* the x8 layouts exist only as repacked matmul weights; other internal types (q8_0s) only inside a
-     * matmul */
-    if (ti->row_group > 1) return op == MF_OP_WEIGHT || op == MF_OP_MATMUL;
+    /* the x8 layouts exist only as repacked weights (matmul, and row lookups of a tied embedding); other
+     * internal types (q8_0s) only inside a matmul */
+    if (ti->row_group > 1) return op == MF_OP_WEIGHT || op == MF_OP_MATMUL || op == MF_OP_GET_ROWS;
     if (ti->internal) return false;
     switch (op) {
     case MF_OP_INPUT:

@@ -2,6 +2,7 @@
  * softmax, rope, cont.  Each thread owns a contiguous range of rows; every row is computed the same
  * way whatever the thread count, and numerics follow ggml-cpu's reference paths. */
 #include "backend/cpu/cpu_impl.h"
+#include <stdlib.h>
 
 static int32_t node_id(const mf_cpu_exec *ex, const mf_node *n) {
     return (int32_t)(n - mf_graph_node_c(ex->g, 0));
@@ -11,17 +12,38 @@ static const mf_node *src(const mf_cpu_exec *ex, const mf_node *n, int i) {
     return mf_graph_node_c(ex->g, n->src[i]);
 }
 
+/* A row of an x8 layout (a tied embedding read through the LM head's repacked copy, so the file's
+ * token_embd pages are never touched again): back to the file layout, then the usual dequantizer. */
+static void x8_row(uint32_t type, const void *data, int64_t K, int32_t row, float *y) {
+    const uint32_t base = mf_repack_base(type);
+    uint8_t stack[16384];
+    const size_t rs = mf_row_size(base, K);
+    uint8_t *tmp = rs <= sizeof stack ? stack : malloc(rs);
+    if (!tmp) {
+        memset(y, 0, (size_t)K * sizeof(float));
+        return;
+    }
+    mf_unpack_row(type, data, tmp, K, row);
+    mf_dequantize_row(base, tmp, y, K);
+    if (tmp != stack) free(tmp);
+}
+
 void mf_cpu_op_get_rows(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     const mf_node *t = src(ex, n, 0), *ids = src(ex, n, 1);
     int64_t r0, r1, K = t->ne[0], R = t->ne[1];
     mf_cpu_split(n->ne[1], ith, nth, &r0, &r1);
     const int32_t *id = ids->data;
+    const bool x8 = mf_type_get(t->type)->row_group > 1;
     for (int64_t r = r0; r < r1; r++) {
         float *y = (float *)((char *)n->data + (size_t)r * n->nb[1]);
         int32_t row = id[r];
         if (row < 0 || row >= R) {
             mf_cpu_fault_set(ex, ith, node_id(ex, n), "row id", r, row, R);
             memset(y, 0, (size_t)K * sizeof(float));
+            continue;
+        }
+        if (x8) {
+            x8_row(t->type, t->data, K, row, y);
             continue;
         }
         const char *x = (const char *)t->data + (size_t)row * t->nb[1];
