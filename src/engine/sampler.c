@@ -305,15 +305,29 @@ static void chain(mf_sampler *s, const float *logits) {
     apply_temp(s);
 }
 
+/* The lowest id of the largest logit, as `if (l[i] > l[best]) best = i` gives (NaN never wins; a NaN at
+ * 0 stays the pick).  Eight running maxima break the compare chain (152k logits per token), then the
+ * first index holding the maximum. */
+static int32_t argmax(const float *l, int32_t n) {
+    if (n <= 0 || l[0] != l[0]) return 0;
+    float m[8] = {l[0], l[0], l[0], l[0], l[0], l[0], l[0], l[0]};
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) m[k] = l[i + k] > m[k] ? l[i + k] : m[k];
+    float best = m[0];
+    for (int k = 1; k < 8; k++) best = m[k] > best ? m[k] : best;
+    for (; i < n; i++) best = l[i] > best ? l[i] : best;
+    for (i = 0; i < n; i++)
+        if (l[i] == best) return i;
+    return 0;
+}
+
 mf_token mf_sampler_sample(mf_sampler *s, const float *logits) {
     if (s->p.temp <= 0.0f) { /* greedy fast path: argmax after penalties (lowest id on ties) */
         const mf_sampler_params *p = &s->p;
         if (p->penalty_last_n == 0 ||
             (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f)) {
-            int32_t best = 0; /* no penalty: the logits as they are (no 1.8 MB candidate copy per token) */
-            for (int32_t i = 1; i < s->n_vocab; i++)
-                if (logits[i] > logits[best]) best = i;
-            return best;
+            return argmax(logits, s->n_vocab); /* no penalty: no 1.8 MB candidate copy per token */
         }
         for (int32_t i = 0; i < s->n_vocab; i++) s->c[i] = (cand){i, logits[i], 0.0f};
         s->n = s->n_vocab;

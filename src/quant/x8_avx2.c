@@ -18,7 +18,9 @@ static inline MF_AVX2 __m256i bcast4(const int8_t *y) {
 #define X8_PF_BYTES 768
 #endif
 static inline void prefetch_block(const void *p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X8_PF_BYTES + o, _MM_HINT_T0);
+    /* at least X8_PF_BYTES ahead, and at least two blocks for the large K-quant groups (1.1-1.7 KB) */
+    const size_t ahead = bytes * 2 > X8_PF_BYTES ? bytes * 2 : X8_PF_BYTES;
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + ahead + o, _MM_HINT_T0);
 }
 
 /* the 8 rows' results for activation j: contiguous in the activation-major output */
