@@ -263,135 +263,120 @@ void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n) {
 /* ---- reference kernels (the tile contract of quant.h with nw = 8 rows of one group, act_major output:
  * s[j * ldc + r] for row r of the group and activation j) ---- */
 
-void mf_tile_q4_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
-                           size_t a_stride, int na) {
-    (void)w_stride;
-    const mf_block_q4_0x8 *x = w;
+/* The loops every reference kernel shares: row r of the group against activation j, block by block in
+ * order, `block` adding one block's contribution to the row's single float accumulator. */
+typedef float (*x8_ref_block)(const void *xb, const void *yb, int r, float acc);
+
+static void x8_ref_tile(x8_ref_block block, int64_t nb, size_t xbytes, size_t ybytes, float *s, size_t ldc,
+                        const void *w, int nw, const void *a, size_t a_stride, int na) {
     for (int j = 0; j < na; j++) {
-        const mf_block_q8_0s *y = (const mf_block_q8_0s *)((const char *)a + (size_t)j * a_stride);
+        const char *y = (const char *)a + (size_t)j * a_stride;
         for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
             float acc = 0;
-            for (int64_t b = 0; b < n / MF_QK8_0; b++) {
-                int32_t isum = 0;
-                for (int c = 0; c < 4; c++)
-                    for (int t = 0; t < 4; t++) {
-                        const uint8_t q = x[b].qs[32 * c + 4 * r + t];
-                        isum += ((q & 0xF) - 8) * y[b].qs[4 * c + t] + ((q >> 4) - 8) * y[b].qs[16 + 4 * c + t];
-                    }
-                acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * mf_fp16_to_fp32(y[b].d), acc);
-            }
+            for (int64_t b = 0; b < nb; b++)
+                acc = block((const char *)w + (size_t)b * xbytes, y + (size_t)b * ybytes, r, acc);
             s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
         }
     }
 }
 
-void mf_tile_q5_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
-                           size_t a_stride, int na) {
-    (void)w_stride;
-    const mf_block_q5_0x8 *x = w;
-    for (int j = 0; j < na; j++) {
-        const mf_block_q8_0s *y = (const mf_block_q8_0s *)((const char *)a + (size_t)j * a_stride);
-        for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
-            float acc = 0;
-            for (int64_t b = 0; b < n / MF_QK8_0; b++) {
-                int32_t isum = 0;
-                for (int c = 0; c < 4; c++) {
-                    /* bit t goes with byte t's low nibble, bit 4 + t with its high one */
-                    const uint8_t h = x[b].qh[4 * r + c];
-                    for (int t = 0; t < 4; t++) {
-                        const uint8_t q = x[b].qs[32 * c + 4 * r + t];
-                        const int lo = (q & 0xF) | ((h >> t) & 1) << 4;
-                        const int hi = (q >> 4) | ((h >> (4 + t)) & 1) << 4;
-                        isum += (lo - 16) * y[b].qs[4 * c + t] + (hi - 16) * y[b].qs[16 + 4 * c + t];
-                    }
-                }
-                acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * mf_fp16_to_fp32(y[b].d), acc);
-            }
-            s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
+static float q4_0_block(const void *vx, const void *vy, int r, float acc) {
+    const mf_block_q4_0x8 *x = vx;
+    const mf_block_q8_0s *y = vy;
+    int32_t isum = 0;
+    for (int c = 0; c < 4; c++)
+        for (int t = 0; t < 4; t++) {
+            const uint8_t q = x->qs[32 * c + 4 * r + t];
+            isum += ((q & 0xF) - 8) * y->qs[4 * c + t] + ((q >> 4) - 8) * y->qs[16 + 4 * c + t];
         }
-    }
+    acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * mf_fp16_to_fp32(y->d), acc);
+    return acc;
 }
 
-void mf_tile_q8_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
-                           size_t a_stride, int na) {
-    (void)w_stride;
-    const mf_block_q8_0x8 *x = w;
-    for (int j = 0; j < na; j++) {
-        const mf_block_q8_0 *y = (const mf_block_q8_0 *)((const char *)a + (size_t)j * a_stride);
-        for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
-            float acc = 0;
-            for (int64_t b = 0; b < n / MF_QK8_0; b++) {
-                int32_t isum = 0;
-                for (int c = 0; c < 8; c++)
-                    for (int t = 0; t < 4; t++) isum += x[b].qs[32 * c + 4 * r + t] * y[b].qs[4 * c + t];
-                acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * mf_fp16_to_fp32(y[b].d), acc);
-            }
-            s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
+static float q5_0_block(const void *vx, const void *vy, int r, float acc) {
+    const mf_block_q5_0x8 *x = vx;
+    const mf_block_q8_0s *y = vy;
+    int32_t isum = 0;
+    for (int c = 0; c < 4; c++) {
+        /* bit t goes with byte t's low nibble, bit 4 + t with its high one */
+        const uint8_t h = x->qh[4 * r + c];
+        for (int t = 0; t < 4; t++) {
+            const uint8_t q = x->qs[32 * c + 4 * r + t];
+            const int lo = (q & 0xF) | ((h >> t) & 1) << 4;
+            const int hi = (q >> 4) | ((h >> (4 + t)) & 1) << 4;
+            isum += (lo - 16) * y->qs[4 * c + t] + (hi - 16) * y->qs[16 + 4 * c + t];
         }
     }
+    acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * mf_fp16_to_fp32(y->d), acc);
+    return acc;
+}
+
+static float q8_0_block(const void *vx, const void *vy, int r, float acc) {
+    const mf_block_q8_0x8 *x = vx;
+    const mf_block_q8_0 *y = vy;
+    int32_t isum = 0;
+    for (int c = 0; c < 8; c++)
+        for (int t = 0; t < 4; t++) isum += x->qs[32 * c + 4 * r + t] * y->qs[4 * c + t];
+    acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * mf_fp16_to_fp32(y->d), acc);
+    return acc;
 }
 
 /* q4_Kx8: per row and super-block the exact int32 isum = sum over the 8 sub-blocks of sc * sum(q * y) and
  * imin = sum of m * (the sub-block's activation sum, from bsums), then, in this order,
  *   acc = fmaf((float)isum, d_w * d_a, acc);  acc = fmaf(-(float)imin, dmin_w * d_a, acc)
  * with d_w, dmin_w the f16 scales as floats and d_a the Q8_K block's float scale. */
-void mf_tile_q4_Kx8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
-                           size_t a_stride, int na) {
-    (void)w_stride;
-    const mf_block_q4_Kx8 *x = w;
-    for (int j = 0; j < na; j++) {
-        const mf_block_q8_K *y = (const mf_block_q8_K *)((const char *)a + (size_t)j * a_stride);
-        for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
-            float acc = 0;
-            for (int64_t b = 0; b < n / MF_QK_K; b++) {
-                uint8_t sc[8], m[8];
-                q4k_sm_from_x8(x[b].scales, r, sc, m);
-                int32_t isum = 0, imin = 0;
-                for (int sb = 0; sb < 8; sb++) {
-                    /* sub-block sb: nibble half sb % 2 of file bytes 32 (sb / 2) .. 32 (sb / 2) + 31 */
-                    int32_t sub = 0;
-                    for (int v = 0; v < 32; v++) {
-                        const uint8_t q = x[b].qs[x8_pos(r, 32 * (sb / 2) + v)];
-                        sub += ((sb & 1) ? q >> 4 : q & 0xF) * y[b].qs[32 * sb + v];
-                    }
-                    isum += sc[sb] * sub;
-                    imin += m[sb] * (y[b].bsums[2 * sb] + y[b].bsums[2 * sb + 1]);
-                }
-                acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * y[b].d, acc);
-                acc = fmaf(-(float)imin, mf_fp16_to_fp32(x[b].dmin[r]) * y[b].d, acc);
-            }
-            s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
+static float q4_K_block(const void *vx, const void *vy, int r, float acc) {
+    const mf_block_q4_Kx8 *x = vx;
+    const mf_block_q8_K *y = vy;
+    uint8_t sc[8], m[8];
+    q4k_sm_from_x8(x->scales, r, sc, m);
+    int32_t isum = 0, imin = 0;
+    for (int sb = 0; sb < 8; sb++) {
+        /* sub-block sb: nibble half sb % 2 of file bytes 32 (sb / 2) .. 32 (sb / 2) + 31 */
+        int32_t sub = 0;
+        for (int v = 0; v < 32; v++) {
+            const uint8_t q = x->qs[x8_pos(r, 32 * (sb / 2) + v)];
+            sub += ((sb & 1) ? q >> 4 : q & 0xF) * y->qs[32 * sb + v];
         }
+        isum += sc[sb] * sub;
+        imin += m[sb] * (y->bsums[2 * sb] + y->bsums[2 * sb + 1]);
     }
+    acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * y->d, acc);
+    acc = fmaf(-(float)imin, mf_fp16_to_fp32(x->dmin[r]) * y->d, acc);
+    return acc;
 }
 
 /* q6_Kx8: per row and super-block the exact int32 isum = sum over the 16 sub-blocks of
  * sc * sum((q - 32) * y), then acc = fmaf((float)isum, d_w * d_a, acc). */
-void mf_tile_q6_Kx8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
-                           size_t a_stride, int na) {
-    (void)w_stride;
-    const mf_block_q6_Kx8 *x = w;
-    for (int j = 0; j < na; j++) {
-        const mf_block_q8_K *y = (const mf_block_q8_K *)((const char *)a + (size_t)j * a_stride);
-        for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
-            float acc = 0;
-            for (int64_t b = 0; b < n / MF_QK_K; b++) {
-                int32_t isum = 0;
-                for (int i = 0; i < MF_QK_K / 16; i++) {
-                    int32_t sub = 0;
-                    for (int p = 16 * i; p < 16 * i + 16; p++) {
-                        /* value p: half h, quarter k (of 32), position l (q6_K's layout, dequant.c) */
-                        const int h = p / 128, k = (p % 128) / 32, l = p % 32;
-                        const uint8_t ql = x[b].ql[x8_pos(r, 64 * h + 32 * (k & 1) + l)];
-                        const uint8_t qh = x[b].qh[x8_pos(r, 32 * h + l)];
-                        const int q = ((ql >> (4 * (k >> 1))) & 0xF) | ((qh >> (2 * k)) & 3) << 4;
-                        sub += (q - 32) * y[b].qs[p];
-                    }
-                    isum += x[b].scales[x8_pos(r, i)] * sub;
-                }
-                acc = fmaf((float)isum, mf_fp16_to_fp32(x[b].d[r]) * y[b].d, acc);
-            }
-            s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
+static float q6_K_block(const void *vx, const void *vy, int r, float acc) {
+    const mf_block_q6_Kx8 *x = vx;
+    const mf_block_q8_K *y = vy;
+    int32_t isum = 0;
+    for (int i = 0; i < MF_QK_K / 16; i++) {
+        int32_t sub = 0;
+        for (int p = 16 * i; p < 16 * i + 16; p++) {
+            /* value p: half h, quarter k (of 32), position l (q6_K's layout, dequant.c) */
+            const int h = p / 128, k = (p % 128) / 32, l = p % 32;
+            const uint8_t ql = x->ql[x8_pos(r, 64 * h + 32 * (k & 1) + l)];
+            const uint8_t qh = x->qh[x8_pos(r, 32 * h + l)];
+            const int q = ((ql >> (4 * (k >> 1))) & 0xF) | ((qh >> (2 * k)) & 3) << 4;
+            sub += (q - 32) * y->qs[p];
         }
+        isum += x->scales[x8_pos(r, i)] * sub;
     }
+    acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * y->d, acc);
+    return acc;
 }
+
+/* the exported reference tiles (quant_impl.h) */
+#define X8_REF_TILE(name, block, qk, xt, yt)                                                                   \
+    void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,          \
+              size_t a_stride, int na) {                                                                       \
+        (void)w_stride;                                                                                        \
+        x8_ref_tile(block, n / (qk), sizeof(xt), sizeof(yt), s, ldc, w, nw, a, a_stride, na);                  \
+    }
+X8_REF_TILE(mf_tile_q4_0x8_scalar, q4_0_block, MF_QK8_0, mf_block_q4_0x8, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_q5_0x8_scalar, q5_0_block, MF_QK8_0, mf_block_q5_0x8, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_q8_0x8_scalar, q8_0_block, MF_QK8_0, mf_block_q8_0x8, mf_block_q8_0)
+X8_REF_TILE(mf_tile_q4_Kx8_scalar, q4_K_block, MF_QK_K, mf_block_q4_Kx8, mf_block_q8_K)
+X8_REF_TILE(mf_tile_q6_Kx8_scalar, q6_K_block, MF_QK_K, mf_block_q6_Kx8, mf_block_q8_K)

@@ -158,30 +158,21 @@ static inline __attribute__((always_inline)) MF_AVX2 void q8_0x8_rows(int64_t n,
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
 }
 
-/* nw is always MF_X8_ROWS (one group); activations in fours, then singly */
-MF_AVX2 void mf_tile_q4_0x8_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
-                                 const void *a, size_t a_stride, int na) {
-    (void)w_stride, (void)nw;
-    int j = 0;
-    for (; j + 4 <= na; j += 4) q4_0x8_rows(n, s, ldc, w, a, a_stride, j, 4);
-    for (; j < na; j++) q4_0x8_rows(n, s, ldc, w, a, a_stride, j, 1);
-}
+/* The exported tiles: nw is always MF_X8_ROWS (one group); activations in fours, then singly. */
+#define X8_TILE(name, rows)                                                                                    \
+    MF_AVX2 void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,  \
+                      size_t a_stride, int na) {                                                               \
+        (void)w_stride, (void)nw;                                                                              \
+        int j = 0;                                                                                             \
+        for (; j + 4 <= na; j += 4) rows(n, s, ldc, w, a, a_stride, j, 4);                                     \
+        for (; j < na; j++) rows(n, s, ldc, w, a, a_stride, j, 1);                                             \
+    }
 
-MF_AVX2 void mf_tile_q5_0x8_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
-                                 const void *a, size_t a_stride, int na) {
-    (void)w_stride, (void)nw;
-    int j = 0;
-    for (; j + 4 <= na; j += 4) q5_0x8_rows(n, s, ldc, w, a, a_stride, j, 4);
-    for (; j < na; j++) q5_0x8_rows(n, s, ldc, w, a, a_stride, j, 1);
-}
+X8_TILE(mf_tile_q4_0x8_avx2, q4_0x8_rows)
 
-MF_AVX2 void mf_tile_q8_0x8_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
-                                 const void *a, size_t a_stride, int na) {
-    (void)w_stride, (void)nw;
-    int j = 0;
-    for (; j + 4 <= na; j += 4) q8_0x8_rows(n, s, ldc, w, a, a_stride, j, 4);
-    for (; j < na; j++) q8_0x8_rows(n, s, ldc, w, a, a_stride, j, 1);
-}
+X8_TILE(mf_tile_q5_0x8_avx2, q5_0x8_rows)
+
+X8_TILE(mf_tile_q8_0x8_avx2, q8_0x8_rows)
 
 /* ---- the K layouts against Q8_K activations ---- */
 
@@ -360,18 +351,6 @@ static inline __attribute__((always_inline)) MF_AVX2 void q6_Kx8_rows(int64_t n,
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
 }
 
-MF_AVX2 void mf_tile_q4_Kx8_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
-                                 const void *a, size_t a_stride, int na) {
-    (void)w_stride, (void)nw;
-    int j = 0;
-    for (; j + 4 <= na; j += 4) q4_Kx8_rows(n, s, ldc, w, a, a_stride, j, 4);
-    for (; j < na; j++) q4_Kx8_rows(n, s, ldc, w, a, a_stride, j, 1);
-}
+X8_TILE(mf_tile_q4_Kx8_avx2, q4_Kx8_rows)
 
-MF_AVX2 void mf_tile_q6_Kx8_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
-                                 const void *a, size_t a_stride, int na) {
-    (void)w_stride, (void)nw;
-    int j = 0;
-    for (; j + 4 <= na; j += 4) q6_Kx8_rows(n, s, ldc, w, a, a_stride, j, 4);
-    for (; j < na; j++) q6_Kx8_rows(n, s, ldc, w, a, a_stride, j, 1);
-}
+X8_TILE(mf_tile_q6_Kx8_avx2, q6_Kx8_rows)
