@@ -650,6 +650,39 @@ static void test_x8_repack_and_kernels(void) {
     }
 }
 
+/* mf_quant_dot_rows (attention scores: one K row against many queries) gives the F32 and F16 vec_dot bits */
+static void test_dot_rows(void) {
+    mf_dot_rows_fn f = mf_quant_dot_rows();
+    if (!f) SKIP("no dot_rows kernel at ISA %s", mf_isa_name(mf_quant_active_isa()));
+    enum { N = 128, NQ = 7 };
+    static float k[N], q[NQ][N + 8], out[NQ];
+    static uint16_t kh[N], qh[NQ][N];
+    qg_floats(31, N, k);
+    for (int i = 0; i < NQ; i++) qg_floats(32 + (uint64_t)i, N, q[i]);
+    int bad = 0;
+    for (int64_t n = 32; n <= N; n += 32) {
+        f(n, k, &q[0][0], N + 8, NQ, out);
+        for (int i = 0; i < NQ; i++) {
+            float want;
+            mf_quant_kernels_get(MF_TYPE_F32)->vec_dot(n, &want, k, q[i]);
+            if (fbits(want) != fbits(out[i]) && bad++ < 3) CHECK(0, "f32 n=%lld row %d: %a vs vec_dot %a", (long long)n, i, out[i], want);
+        }
+        /* f16 values converted to f32 give the F16 vec_dot of the f16 rows */
+        for (int e = 0; e < N; e++) kh[e] = mf_fp32_to_fp16(k[e]);
+        static float kf[N], qf[NQ][N];
+        for (int e = 0; e < N; e++) kf[e] = mf_fp16_to_fp32(kh[e]);
+        for (int i = 0; i < NQ; i++)
+            for (int e = 0; e < N; e++) qh[i][e] = mf_fp32_to_fp16(q[i][e]), qf[i][e] = mf_fp16_to_fp32(qh[i][e]);
+        f(n, kf, &qf[0][0], N, NQ, out);
+        for (int i = 0; i < NQ; i++) {
+            float want;
+            mf_quant_kernels_get(MF_TYPE_F16)->vec_dot(n, &want, kh, qh[i]);
+            if (fbits(want) != fbits(out[i]) && bad++ < 3) CHECK(0, "f16 n=%lld row %d: %a vs vec_dot %a", (long long)n, i, out[i], want);
+        }
+    }
+    CHECK(bad == 0, "%d dot_rows results differ from vec_dot", bad);
+}
+
 int main(void) {
     RUN(test_type_table);
     RUN(test_fp16_exhaustive);
@@ -667,5 +700,6 @@ int main(void) {
     RUN(test_tile_bitwise);
     RUN(test_tile_bitwise_lengths);
     RUN(test_x8_repack_and_kernels);
+    RUN(test_dot_rows);
     return mf_test_done();
 }

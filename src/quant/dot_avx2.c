@@ -40,6 +40,17 @@ static inline MF_AVX2 __m256 bf16x8(const uint16_t *p) {
         a3 = _mm256_fmadd_ps(LOAD8(x + i + 24), LOAD8(y + i + 24), a3);                                              \
     }
 
+/* mf_dot_rows_fn: the body and reduction of mf_vec_dot_f32_avx2 / mf_vec_dot_f16_avx2 (without their
+ * tails: n % 32 == 0) per query row, the k loads shared through L1 */
+MF_AVX2 void mf_dot_rows_f32_avx2(int64_t n, const float *k, const float *q, size_t q_stride, int nq, float *out) {
+    for (int i = 0; i < nq; i++) {
+        const float *x = k, *y = q + (size_t)i * q_stride;
+        MF_FLOAT_DOT_BODY(_mm256_loadu_ps)
+        (void)np;
+        out[i] = reduce4(a0, a1, a2, a3);
+    }
+}
+
 MF_AVX2 void mf_vec_dot_f32_avx2(int64_t n, float *s, const void *w, const void *a) {
     const float *x = w, *y = a;
     MF_FLOAT_DOT_BODY(_mm256_loadu_ps)

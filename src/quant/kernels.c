@@ -176,6 +176,10 @@ const mf_quant_kernels *mf_quant_kernels_get(uint32_t type) {
     return NULL;
 }
 
+mf_dot_rows_fn mf_quant_dot_rows(void) {
+    return mf_quant_active_isa() >= MF_ISA_AVX2 ? mf_dot_rows_f32_avx2 : NULL;
+}
+
 int mf_quantize_row_cpu(uint32_t type, const float *src, void *dst, int64_t n) {
     const mf_type_info *t = mf_type_get(type);
     if (!t || n < 0 || n % t->blck_size) return MF_E_INVAL;

@@ -198,6 +198,13 @@ typedef struct {
                          * so it stores straight into it): the x8 layouts, whose lanes are rows */
 } mf_quant_kernels;
 
+/* Dots of one f32 row k with nq f32 rows q (q_stride floats apart), n a multiple of 32: out[i] is
+ * bitwise what the active ISA's F32 vec_dot gives for (k, q_i), and its F16 vec_dot for rows that are f16
+ * values converted to f32 (exact).  Attention converts a K row once for all its queries with it.  NULL
+ * when the active ISA has none (the caller then loops vec_dot). */
+typedef void (*mf_dot_rows_fn)(int64_t n, const float *k, const float *q, size_t q_stride, int nq, float *out);
+mf_dot_rows_fn mf_quant_dot_rows(void);
+
 /* ---- load-time repacking (repack.c) ----
  * The x8 layouts give a different, still fixed, reduction order per row: per block the exact int32 dot,
  * then acc = fma((float)isum, d_w * d_a, acc) in block order (llama.cpp's repacked Q4_0 order); q4_Kx8

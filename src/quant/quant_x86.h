@@ -103,6 +103,7 @@ static const uint8_t mf_q6_shuf[128] = {
 /* ---- kernels (dot_avx2.c, dot_avx512.c) ---- */
 void mf_vec_dot_f32_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_f16_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_dot_rows_f32_avx2(int64_t n, const float *k, const float *q, size_t q_stride, int nq, float *out);
 void mf_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q4_0_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_0_avx2(int64_t n, float *s, const void *w, const void *a);

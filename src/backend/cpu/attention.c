@@ -77,9 +77,11 @@ size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n) {
     const mf_node *q = mf_graph_node_c(g, n->src[0]);
     const int64_t hd = q->ne[0], grp = group_of(g, n), nw = n_win(g, n);
     const size_t rows = (size_t)(tok_block(grp, nw, q->ne[2]) * grp);
-    /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [rows][hd], and the queries
-     * converted to K's vec_dot type (at most f32-sized) [rows][hd] */
-    return (rows * (size_t)nw + rows + (size_t)hd + 2 * rows * (size_t)hd) * sizeof(float) + 5 * 64;
+    /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [rows][hd], the queries
+     * converted to K's vec_dot type (at most f32-sized) [rows][hd], and for the dot_rows path the queries
+     * as f32 [rows][hd], one K row as f32 [hd] and the scores of one key [rows] */
+    return (rows * (size_t)nw + rows + (size_t)hd + 3 * rows * (size_t)hd + (size_t)hd + rows) * sizeof(float) +
+           8 * 64;
 }
 
 /* head slice (hd values from element offset e0) of a cache row as f32: the row itself when f32 */
@@ -114,6 +116,8 @@ typedef struct {
     int32_t id;
     int ith;
     float *scores, *mx, *buf, *acc; /* this thread's scratch */
+    float *qf, *kf, *sk;            /* dot_rows path: queries as f32, one K row as f32, one key's scores */
+    mf_dot_rows_fn dot_rows;        /* NULL: one vec_dot per (row, key) */
     uint8_t *qc;
 } att_ctx;
 
@@ -174,6 +178,12 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
         const float *qh =
             (const float *)((const char *)a->q->data + (size_t)h * a->q->nb[1] + (size_t)t * a->q->nb[2]);
         a->kk->from_float(qh, a->qc + (size_t)r * a->qrs, hd);
+        if (a->dot_rows) { /* the converted query as f32 (f16 -> f32 is exact) */
+            if (a->k->type == MF_TYPE_F16)
+                a->vec->f16_to_f32((const uint16_t *)(a->qc + (size_t)r * a->qrs), a->qf + r * hd, hd);
+            else
+                memcpy(a->qf + r * hd, a->qc + (size_t)r * a->qrs, (size_t)hd * sizeof(float));
+        }
     }
     const size_t kbytes = mf_row_size(a->k->type, hd), vslice = mf_row_size(a->v->type, e0),
                  vbytes = mf_row_size(a->v->type, hd);
@@ -184,6 +194,20 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
             prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice,
                            kbytes);
         const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
+        if (a->dot_rows) {
+            const float *kf = (const float *)kr;
+            if (a->k->type == MF_TYPE_F16) {
+                a->vec->f16_to_f32((const uint16_t *)kr, a->kf, hd);
+                kf = a->kf;
+            }
+            a->dot_rows(hd, kf, a->qf + r0 * hd, (size_t)hd, (int)(rows - r0), a->sk);
+            for (int64_t r = r0; r < rows; r++) {
+                const float s = a->sk[r - r0] * a->scale;
+                scores[r * nw + j] = s;
+                mx[r] = s > mx[r] ? s : mx[r];
+            }
+            continue;
+        }
         for (int64_t r = r0; r < rows; r++) {
             float s;
             a->kk->vec_dot(hd, &s, kr, a->qc + (size_t)r * a->qrs);
@@ -252,6 +276,12 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
     a.buf = align64f(a.mx + rows);
     a.acc = align64f(a.buf + hd);
     a.qc = (uint8_t *)align64f(a.acc + rows * hd);
+    a.qf = align64f((float *)a.qc + rows * hd);
+    a.kf = align64f(a.qf + rows * hd);
+    a.sk = align64f(a.kf + hd);
+    /* F32/F16 caches with hd % 32 == 0: convert each K row once for all the run's rows (same bits as the
+     * type's vec_dot, see mf_dot_rows_fn) */
+    a.dot_rows = (k->type == MF_TYPE_F32 || k->type == MF_TYPE_F16) && hd % 32 == 0 ? mf_quant_dot_rows() : NULL;
 
     const int64_t n_items = n_tb * n_kv * n_blk;
     _Atomic int32_t *ctr = &ex->chunks[a.id];
