@@ -80,6 +80,24 @@ static inline int mf_test_done(void) {
 }
 
 /* Where generated test artefacts go (models are generated at test time, never committed). */
+/* The whole file, NUL-terminated (malloc'd; NULL if it cannot be read); *len = its size when len is not NULL. */
+static inline char *mf_test_slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) b[n] = 0;
+    if (b && len) *len = (size_t)n;
+    return b;
+}
+
 static inline const char *mf_test_tmpdir(void) {
     const char *d = getenv("MF_TEST_TMP");
     return d ? d : "build/test-tmp";

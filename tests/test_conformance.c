@@ -110,22 +110,6 @@ static double gap_floor(void) {
 static const char *golden_dir_default = "tests/golden/conformance";
 static const char *golden_dir;
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b) b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 static int ids_of(const cJSON *arr, mf_token **out) {
     int n = cJSON_GetArraySize(arr);
     *out = malloc(sizeof(mf_token) * (size_t)(n > 0 ? n : 1));
@@ -364,7 +348,7 @@ static void run_layouts(const cJSON *j, const char *name, const char *model, dou
 static void run_golden(const char *file, double *worst) {
     char path[1024], model[1024], cmd[4096];
     snprintf(path, sizeof path, "%s/%s", golden_dir, file);
-    char *text = slurp(path);
+    char *text = mf_test_slurp(path, NULL);
     REQUIRE(text, "cannot read %s", path);
     cJSON *j = cJSON_Parse(text);
     free(text);

@@ -24,22 +24,6 @@ static const char *tmp_path(const char *name) {
     return g_path;
 }
 
-static uint8_t *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
 /* Opens an exact-size heap copy of data[0..len) so any over-read is a sanitizer error. */
 static int open_copy(const uint8_t *data, size_t len, mf_gguf **g, uint8_t **copy, mf_error *err) {
     *copy = malloc(len ? len : 1);
@@ -113,7 +97,7 @@ static uint8_t *sample_bytes(size_t *len) {
         printf("  write_sample: %s\n", err.msg);
         return NULL;
     }
-    return slurp(p, len);
+    return (uint8_t *)mf_test_slurp(p, len);
 }
 
 /* ---------- round trips ---------- */

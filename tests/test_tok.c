@@ -17,25 +17,8 @@
 static mf_tok *g_tok;
 static cJSON *g_corpus, *g_chat;
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) b[n] = 0;
-    if (b && len) *len = (size_t)n;
-    return b;
-}
-
 static cJSON *load_json(const char *path) {
-    char *s = slurp(path, NULL);
+    char *s = mf_test_slurp(path, NULL);
     if (!s) return NULL;
     cJSON *j = cJSON_Parse(s);
     free(s);
@@ -528,7 +511,7 @@ static void test_chat_goldens(void) {
 static void test_chat_detect(void) {
     mf_chat_format f = MF_CHAT_AUTO;
     mf_error err = {0};
-    char *q3 = slurp("tests/golden/tok/qwen3.jinja", NULL), *q25 = slurp("tests/golden/tok/qwen2.5.jinja", NULL);
+    char *q3 = mf_test_slurp("tests/golden/tok/qwen3.jinja", NULL), *q25 = mf_test_slurp("tests/golden/tok/qwen2.5.jinja", NULL);
     REQUIRE(q3 && q25, "template fixtures missing");
     CHECK(mf_chat_detect(q3, strlen(q3), &f, &err) == 0 && f == MF_CHAT_QWEN3, "qwen3: %s", err.msg);
     CHECK(mf_chat_detect(q25, strlen(q25), &f, &err) == 0 && f == MF_CHAT_QWEN25, "qwen2.5: %s", err.msg);
