@@ -158,11 +158,15 @@ static void softmax(mf_sampler *s) {
     for (int32_t i = 0; i < s->n; i++) s->c[i].p = (float)(s->c[i].p / sum);
 }
 
+/* no penalty stage configured: the logits pass through unchanged */
+static bool penalties_off(const mf_sampler_params *p) {
+    return p->penalty_last_n == 0 ||
+           (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f);
+}
+
 static void apply_penalties(mf_sampler *s) {
     const mf_sampler_params *p = &s->p;
-    if (p->penalty_last_n == 0 ||
-        (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f))
-        return;
+    if (penalties_off(p)) return;
     for (int32_t i = 0; i < s->n; i++) {
         int32_t c = s->count[s->c[i].id];
         if (c <= 0) continue;
@@ -324,11 +328,7 @@ static int32_t argmax(const float *l, int32_t n) {
 
 mf_token mf_sampler_sample(mf_sampler *s, const float *logits) {
     if (s->p.temp <= 0.0f) { /* greedy fast path: argmax after penalties (lowest id on ties) */
-        const mf_sampler_params *p = &s->p;
-        if (p->penalty_last_n == 0 ||
-            (p->penalty_repeat == 1.0f && p->penalty_freq == 0.0f && p->penalty_present == 0.0f)) {
-            return argmax(logits, s->n_vocab); /* no penalty: no 1.8 MB candidate copy per token */
-        }
+        if (penalties_off(&s->p)) return argmax(logits, s->n_vocab); /* no 1.8 MB candidate copy per token */
         for (int32_t i = 0; i < s->n_vocab; i++) s->c[i] = (cand){i, logits[i], 0.0f};
         s->n = s->n_vocab;
         apply_penalties(s);

@@ -187,13 +187,13 @@ static int repack_streaming(const mf_gguf_tensor *t, void *dst) {
     const size_t rs = mf_row_size(t->type, K);
     const int64_t step = MF_MAX((int64_t)8, ((int64_t)(4u << 20) / (int64_t)rs) / 8 * 8); /* rows, whole groups */
     const char *src = t->data, *released = t->data;
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     for (int64_t r0 = 0; r0 < N; r0 += step) {
         const int64_t nr = MF_MIN(step, N - r0);
         int rc = mf_repack(t->type, src + (size_t)r0 * rs, (char *)dst + (size_t)r0 * rs, K, nr);
         if (rc) return rc;
         const char *done = src + (size_t)(r0 + nr) * rs;
         release_pages(released, (size_t)(done - released));
-        const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
         released = (const char *)((uintptr_t)done / pg * pg); /* the partial page is released next time */
         if (released < src) released = src;
     }

@@ -78,8 +78,8 @@ size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n) {
     const int64_t hd = q->ne[0], grp = group_of(g, n), nw = n_win(g, n);
     const size_t rows = (size_t)(tok_block(grp, nw, q->ne[2]) * grp);
     /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [rows][hd], the queries
-     * converted to K's vec_dot type (at most f32-sized) [rows][hd], and for the dot_rows path the queries
-     * as f32 [rows][hd], one K row as f32 [hd] and the scores of one key [rows] */
+     * converted to K's vec_dot type (at most f32-sized) [rows][hd], the scores of one key [rows], and for the
+     * dot_rows path the queries as f32 [rows][hd] and one K row as f32 [hd] */
     return (rows * (size_t)nw + rows + (size_t)hd + 3 * rows * (size_t)hd + (size_t)hd + rows) * sizeof(float) +
            8 * 64;
 }
@@ -116,7 +116,7 @@ typedef struct {
     int32_t id;
     int ith;
     float *scores, *mx, *buf, *acc; /* this thread's scratch */
-    float *qf, *kf, *sk;            /* dot_rows path: queries as f32, one K row as f32, one key's scores */
+    float *qf, *kf, *sk;            /* dot_rows path: queries, one K row as f32; sk: one key's dots */
     mf_dot_rows_fn dot_rows;        /* NULL: one vec_dot per (row, key) */
     uint8_t *qc;
 } att_ctx;
@@ -194,6 +194,7 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
             prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice,
                            kbytes);
         const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
+        /* the dots of key j with rows r0.. (same bits either way) into sk, then scale and max */
         if (a->dot_rows) {
             const float *kf = (const float *)kr;
             if (a->k->type == MF_TYPE_F16) {
@@ -201,17 +202,11 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
                 kf = a->kf;
             }
             a->dot_rows(hd, kf, a->qf + r0 * hd, (size_t)hd, (int)(rows - r0), a->sk);
-            for (int64_t r = r0; r < rows; r++) {
-                const float s = a->sk[r - r0] * a->scale;
-                scores[r * nw + j] = s;
-                mx[r] = s > mx[r] ? s : mx[r];
-            }
-            continue;
+        } else {
+            for (int64_t r = r0; r < rows; r++) a->kk->vec_dot(hd, &a->sk[r - r0], kr, a->qc + (size_t)r * a->qrs);
         }
         for (int64_t r = r0; r < rows; r++) {
-            float s;
-            a->kk->vec_dot(hd, &s, kr, a->qc + (size_t)r * a->qrs);
-            s *= a->scale;
+            const float s = a->sk[r - r0] * a->scale;
             scores[r * nw + j] = s;
             mx[r] = s > mx[r] ? s : mx[r];
         }

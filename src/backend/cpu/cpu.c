@@ -163,39 +163,26 @@ static int64_t prof_now(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* exec_worker with thread 0 timing every op (MINFER_PROFILE) */
-static void exec_worker_profiled(const mf_cpu_exec *ex, int ith, int nth) {
+/* Every node in order; with MINFER_PROFILE thread 0 also times each op and the barrier wait before it. */
+static void exec_worker(void *ctx, int ith, int nth) {
+    const mf_cpu_exec *ex = ctx;
     mf_cpu *cpu = ex->cpu;
+    const bool prof = cpu->profile && ith == 0;
     for (int32_t i = ex->first; i < ex->last; i++) {
         const mf_node *n = mf_graph_node_c(ex->g, i);
         mf_cpu_op_fn fn = op_fn(n->op);
         if (!fn || (ex->plan[i] & MF_CPU_PLAN_SKIP)) continue;
-        const int64_t t0 = ith == 0 ? prof_now() : 0;
+        const int64_t t0 = prof ? prof_now() : 0;
         if (ex->plan[i] & MF_CPU_PLAN_BARRIER) mf_threadpool_barrier(cpu->tp);
-        const int64_t t1 = ith == 0 ? prof_now() : 0;
+        const int64_t t1 = prof ? prof_now() : 0;
         fn(ex, n, ith, nth);
-        if (ith == 0) {
+        if (prof) {
             cpu->prof_wait_ns[n->op] += t1 - t0;
             cpu->prof_run_ns[n->op] += prof_now() - t1;
             cpu->prof_calls[n->op]++;
         }
     }
-    if (ith == 0) cpu->prof_forwards++;
-}
-
-static void exec_worker(void *ctx, int ith, int nth) {
-    const mf_cpu_exec *ex = ctx;
-    if (ex->cpu->profile) {
-        exec_worker_profiled(ex, ith, nth);
-        return;
-    }
-    for (int32_t i = ex->first; i < ex->last; i++) {
-        const mf_node *n = mf_graph_node_c(ex->g, i);
-        mf_cpu_op_fn fn = op_fn(n->op);
-        if (!fn || (ex->plan[i] & MF_CPU_PLAN_SKIP)) continue;
-        if (ex->plan[i] & MF_CPU_PLAN_BARRIER) mf_threadpool_barrier(ex->cpu->tp);
-        fn(ex, n, ith, nth);
-    }
+    if (prof) cpu->prof_forwards++;
 }
 
 /* ---- the barrier plan ----
