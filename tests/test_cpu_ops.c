@@ -229,7 +229,7 @@ static void test_matmul_every_type(void) {
     printf("  matmul checked for %d weight types\n", tested);
 }
 
-/* Repacked (x8) weights through the matmul op: threads 1..3, M = 9 (two 4-row tiles and a single row)
+/* Repacked (x8, or x16 with AVX-512) weights through the matmul op: threads 1..3, M = 9 (tiles and a single row)
  * vs each row alone, all bitwise; each value equals the x8 reference kernel, and the result agrees with
  * the same matrix in its file layout within float rounding (the two orders differ, see quant.h). */
 static void test_matmul_x8(void) {
@@ -267,13 +267,14 @@ static void test_matmul_x8(void) {
                           "%s: row %lld of M=%lld != the same row alone", mf_type_name(xt), (long long)m, (long long)M);
                 for (int th = 0; th < 3; th++) free(single[th]);
                 ref->from_float(x + m * K, aq, K);
-                for (int64_t g = 0; g < N / MF_X8_ROWS; g++) {
-                    float s8[MF_X8_ROWS];
-                    ref->vec_dot_tile(K, s8, 1, (char *)wx + (size_t)g * MF_X8_ROWS * rs, rs, MF_X8_ROWS, aq, 0, 1);
-                    for (int r = 0; r < MF_X8_ROWS; r++) {
-                        const float got = oM[0][m * N + g * MF_X8_ROWS + r], pl = plain[0][m * N + g * MF_X8_ROWS + r];
+                const int R = mf_type_get(xt)->row_group; /* 8, or 16 with AVX-512 */
+                for (int64_t g = 0; g < N / R; g++) {
+                    float s8[MF_X16_ROWS];
+                    ref->vec_dot_tile(K, s8, 1, (char *)wx + (size_t)g * R * rs, rs, R, aq, 0, 1);
+                    for (int r = 0; r < R; r++) {
+                        const float got = oM[0][m * N + g * R + r], pl = plain[0][m * N + g * R + r];
                         if (memcmp(&got, &s8[r], sizeof got) && bad++ < 3)
-                            CHECK(0, "%s (%lld,%lld): %a, reference %a", mf_type_name(xt), (long long)(g * 8 + r),
+                            CHECK(0, "%s (%lld,%lld): %a, reference %a", mf_type_name(xt), (long long)(g * R + r),
                                   (long long)m, got, s8[r]);
                         const double e = fabs((double)got - pl) / (fabs((double)pl) + 1.0);
                         if (e > worst) worst = e;

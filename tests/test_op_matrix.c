@@ -226,7 +226,7 @@ static bool case_get_rows(uint32_t type) {
     size_t rs = mf_row_size(base, K);
     uint8_t *table = malloc(rs * R), *tk = x8 ? malloc(rs * R) : table;
     make_rows(base, K, R, table);
-    if (x8 && mf_repack(base, table, tk, K, R)) return failf("mf_repack refused %s", mf_type_name(type));
+    if (x8 && mf_repack_as(type, base, table, tk, K, R)) return failf("mf_repack refused %s", mf_type_name(type));
     mf_graph *g = mf_graph_new();
     int64_t nt[2] = {K, R};
     int32_t t = mf_g_weight(g, "table", type, 2, nt, tk), ids = mf_g_input(g, "ids", MF_TYPE_I32, 1, &N);
@@ -257,7 +257,7 @@ static bool case_matmul(uint32_t type) {
     size_t rs = mf_row_size(base, K);
     uint8_t *w = malloc(rs * N), *wk = x8 ? malloc(rs * N) : w;
     make_rows(base, K, N, w);
-    if (x8 && mf_repack(base, w, wk, K, N)) return failf("mf_repack refused %s", mf_type_name(type));
+    if (x8 && mf_repack_as(type, base, w, wk, K, N)) return failf("mf_repack refused %s", mf_type_name(type));
     /* integer activations with a block maximum of 127: exact in f16/bf16/q8_0/q8_1 */
     float X[256 * 2];
     for (int i = 0; i < K * M; i++) X[i] = (i % 32) == 0 ? 127.0f : (float)((int)(urand() % 255) - 127);

@@ -561,7 +561,7 @@ static void test_tile_bitwise_lengths(void) {
  * dot in double, and every ISA's kernel bitwise equal to the reference for every activation count (so
  * M = 1 and batched prefill give the same bits), over lengths across the kernels' unrolled edges. */
 static void test_x8_repack_and_kernels(void) {
-    enum { NR = 16, KMAX = 4864, NA = 9 };
+    enum { NR = 32, KMAX = 4864, NA = 9 };
     static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q6_K};
     static const int64_t lens[] = {32, 96, 896, KMAX}, lens_k[] = {256, 768, KMAX}; /* K types: 256-blocks */
     /* 34 bytes per 32 quants: the largest of the blocks (q8_0; q4_K has 18, q6_K 26.25) */
@@ -583,9 +583,23 @@ static void test_x8_repack_and_kernels(void) {
         CHECK(mf_type_get_file(x8s[t]) == NULL && mf_type_get(x8s[t]) &&
                   mf_type_get(x8s[t])->row_group == MF_X8_ROWS,
               "x8 type %u is known but never a file type", x8s[t]);
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        const uint32_t bt = types[t], xt = mf_repack_type(bt, KMAX, NR);
-        REQUIRE(xt != bt && mf_repack_base(xt) == bt, "%s has an x8 layout", mf_type_name(bt));
+    static const uint32_t x16s[] = {MF_TYPE_Q4_0_X16, MF_TYPE_Q5_0_X16, MF_TYPE_Q8_0_X16};
+    for (size_t t = 0; t < sizeof x16s / sizeof x16s[0]; t++)
+        CHECK(mf_type_get_file(x16s[t]) == NULL && mf_type_get(x16s[t]) &&
+                  mf_type_get(x16s[t])->row_group == MF_X16_ROWS,
+              "x16 type %u is known but never a file type", x16s[t]);
+    CHECK(mf_repack_type_rows(MF_TYPE_Q8_0, 64, 24, MF_X16_ROWS) == MF_TYPE_Q8_0, "N %% 16 != 0 has no x16 layout");
+    CHECK(mf_repack_type_rows(MF_TYPE_Q4_K, 256, 32, MF_X16_ROWS) == MF_TYPE_Q4_K, "q4_K has no x16 layout");
+    CHECK(mf_repack_as(MF_TYPE_Q8_0_X16, MF_TYPE_Q4_0, w, wx, 64, 32) == MF_E_INVAL, "mf_repack_as refuses a foreign layout");
+    CHECK(mf_repack_type(MF_TYPE_Q8_0, 64, 32) ==
+              (mf_quant_active_isa() >= MF_ISA_AVX512 ? MF_TYPE_Q8_0_X16 : MF_TYPE_Q8_0_X8),
+          "x16 layouts exactly when AVX-512 is active");
+    for (size_t t = 0; t < 2 * sizeof types / sizeof types[0]; t++) {
+        const int R = t < sizeof types / sizeof types[0] ? MF_X8_ROWS : MF_X16_ROWS;
+        const uint32_t bt = types[t % (sizeof types / sizeof types[0])], xt = mf_repack_type_rows(bt, KMAX, NR, R);
+        if (R == MF_X16_ROWS && mf_type_get(bt)->blck_size == MF_QK_K) continue; /* no x16 K layouts */
+        REQUIRE(xt != bt && mf_repack_base(xt) == bt && mf_type_get(xt)->row_group == R, "%s has an x%d layout",
+                mf_type_name(bt), R);
         const bool kq = mf_type_get(bt)->blck_size == MF_QK_K;
         const size_t nlens = kq ? sizeof lens_k / sizeof lens_k[0] : sizeof lens / sizeof lens[0];
         for (size_t l = 0; l < nlens; l++) {
@@ -594,35 +608,34 @@ static void test_x8_repack_and_kernels(void) {
                     "buffers fit K=%lld", (long long)K);
             const size_t rs = mf_row_size(bt, K);
             for (int r = 0; r < NR; r++) qg_fill((int)bt, 700 + (uint64_t)r, (int)K, w + (size_t)r * rs);
-            REQUIRE_OK(mf_repack(bt, w, wx, K, NR), "repack %s K=%lld", mf_type_name(bt), (long long)K);
+            REQUIRE_OK(mf_repack_as(xt, bt, w, wx, K, NR), "repack %s K=%lld", mf_type_name(xt), (long long)K);
             int bad = 0;
             for (int r = 0; r < NR; r++) {
                 REQUIRE_OK(mf_unpack_row(xt, wx, row, K, r), "unpack");
                 if (memcmp(row, w + (size_t)r * rs, rs) && bad++ < 3) CHECK(0, "%s K=%lld row %d round trip", mf_type_name(xt), (long long)K, r);
             }
             const mf_quant_kernels *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
-            REQUIRE(ref && !ref->vec_dot && ref->vec_dot_tile && ref->tile_w == MF_X8_ROWS && ref->act_major &&
-                        (kq ? ref->vec_dot_type == MF_TYPE_Q8_K
-                            : ref->vec_dot_type == MF_TYPE_Q8_0 || ref->vec_dot_type == MF_TYPE_Q8_0S),
+            REQUIRE(ref && !ref->vec_dot && ref->vec_dot_tile && ref->tile_w == R && ref->act_major &&
+                        ref->vec_dot_type == (kq ? MF_TYPE_Q8_K : MF_TYPE_Q8_0S),
                     "%s kernel fields", mf_type_name(xt));
             for (int j = 0; j < NA; j++) {
                 qg_floats(800 + (uint64_t)j, (int)K, x);
                 ref->from_float(x, a[j], K);
             }
             const size_t as = sizeof a[0];
-            float want[MF_X8_ROWS][NA];
+            float want[MF_X16_ROWS][NA];
             /* the reference: each row of each group against each activation, one at a time */
-            for (int g = 0; g < NR / MF_X8_ROWS; g++) {
-                const uint8_t *grp = wx + (size_t)g * MF_X8_ROWS * rs;
+            for (int g = 0; g < NR / R; g++) {
+                const uint8_t *grp = wx + (size_t)g * R * rs;
                 for (int j = 0; j < NA; j++) {
-                    float s1[MF_X8_ROWS];
-                    ref->vec_dot_tile(K, s1, 1, grp, rs, MF_X8_ROWS, a[j], as, 1);
-                    for (int r = 0; r < MF_X8_ROWS; r++) want[r][j] = s1[r];
+                    float s1[MF_X16_ROWS];
+                    ref->vec_dot_tile(K, s1, 1, grp, rs, R, a[j], as, 1);
+                    for (int r = 0; r < R; r++) want[r][j] = s1[r];
                 }
                 /* against the plain dot product in double: float rounding only */
-                for (int r = 0; r < MF_X8_ROWS; r++)
+                for (int r = 0; r < R; r++)
                     for (int j = 0; j < NA; j++) {
-                        mf_dequantize_row(bt, w + (size_t)(g * MF_X8_ROWS + r) * rs, wd, K);
+                        mf_dequantize_row(bt, w + (size_t)(g * R + r) * rs, wd, K);
                         mf_dequantize_row(ref->vec_dot_type, a[j], ad, K);
                         double d = 0, mag = 0;
                         for (int64_t i = 0; i < K; i++) d += (double)wd[i] * ad[i], mag += fabs((double)wd[i] * ad[i]);
@@ -634,10 +647,10 @@ static void test_x8_repack_and_kernels(void) {
                     const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, (mf_isa)isa);
                     if (!k) continue;
                     for (int na = 1; na <= NA; na++) {
-                        float got[NA][MF_X8_ROWS + 1]; /* act_major: s[j * ldc + r] */
+                        float got[NA][MF_X16_ROWS + 1]; /* act_major: s[j * ldc + r] */
                         memset(got, 0xFF, sizeof got);
-                        k->vec_dot_tile(K, &got[0][0], MF_X8_ROWS + 1, grp, rs, MF_X8_ROWS, a[0], as, na);
-                        for (int r = 0; r < MF_X8_ROWS; r++)
+                        k->vec_dot_tile(K, &got[0][0], MF_X16_ROWS + 1, grp, rs, R, a[0], as, na);
+                        for (int r = 0; r < R; r++)
                             for (int j = 0; j < na; j++)
                                 if (fbits(got[j][r]) != fbits(want[r][j]) && bad++ < 3)
                                     CHECK(0, "%s %s K=%lld na=%d (row %d, act %d): %a, reference %a", mf_type_name(xt),

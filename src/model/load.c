@@ -182,15 +182,16 @@ static void release_pages(const void *p, size_t n) {
 /* Repack t into dst a few MiB at a time, dropping the source pages already copied as it goes: the file
  * pages and the copy of one large matrix (the 136 MiB LM head of a Q8_0 Qwen2.5) never coexist, so the
  * peak resident memory of a load stays near the file size. */
-static int repack_streaming(const mf_gguf_tensor *t, void *dst) {
+static int repack_streaming(const mf_gguf_tensor *t, uint32_t to, void *dst) {
     const int64_t K = t->ne[0], N = t->ne[1];
     const size_t rs = mf_row_size(t->type, K);
-    const int64_t step = MF_MAX((int64_t)8, ((int64_t)(4u << 20) / (int64_t)rs) / 8 * 8); /* rows, whole groups */
+    const int64_t R = mf_type_get(to)->row_group;
+    const int64_t step = MF_MAX(R, ((int64_t)(4u << 20) / (int64_t)rs) / R * R); /* rows, whole groups */
     const char *src = t->data, *released = t->data;
     const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     for (int64_t r0 = 0; r0 < N; r0 += step) {
         const int64_t nr = MF_MIN(step, N - r0);
-        int rc = mf_repack(t->type, src + (size_t)r0 * rs, (char *)dst + (size_t)r0 * rs, K, nr);
+        int rc = mf_repack_as(to, t->type, src + (size_t)r0 * rs, (char *)dst + (size_t)r0 * rs, K, nr);
         if (rc) return rc;
         const char *done = src + (size_t)(r0 + nr) * rs;
         release_pages(released, (size_t)(done - released));
@@ -242,7 +243,7 @@ int mf_model_repack(mf_model *m, mf_error *err) {
         *c = *t;
         c->type = mf_repack_type(t->type, t->ne[0], t->ne[1]);
         c->data = (char *)m->repack_buf + off;
-        if (repack_streaming(t, (void *)c->data) != 0) {
+        if (repack_streaming(t, c->type, (void *)c->data) != 0) {
             free(slots);
             return mf_err(err, MF_E_INTERNAL, "repacking '%.*s' failed", (int)t->name.len, t->name.ptr);
         }
@@ -251,7 +252,7 @@ int mf_model_repack(mf_model *m, mf_error *err) {
     }
     m->n_repacked = k;
     m->repack_bytes = total;
-    mf_log(MF_LOG_INFO, "repacked %d weight matrices (%.1f MiB) into the x8 layouts (MINFER_REPACK=0 to keep "
+    mf_log(MF_LOG_INFO, "repacked %d weight matrices (%.1f MiB) into the x8/x16 layouts (MINFER_REPACK=0 to keep "
            "the file layout)", k, (double)total / (1024.0 * 1024.0));
     free(slots);
     return 0;

@@ -35,6 +35,8 @@ MF_TILE_LOOP(mf_vec_dot_bf16_avx2)
 #define KT(vt, dot, ff, tile, tw, ta) {vt, dot, ff, tile, tw, ta, false}
 /* an x8 layout: 8-row groups, activation-major output */
 #define KX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, 4, true}
+/* an x16 layout: 16-row groups, up to 8 activations per pass */
+#define KX16(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, 8, true}
 
 static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_F32] = K(MF_TYPE_F32, mf_vec_dot_f32_scalar, mf_from_float_f32),
@@ -50,9 +52,12 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_Q6_K] = K(MF_TYPE_Q8_K, mf_vec_dot_q6_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q4_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q5_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_scalar, mf_from_float_q8_0s),
-    [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0, mf_tile_q8_0x8_scalar, mf_from_float_q8_0),
+    [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q4_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q6_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_scalar, mf_from_float_q8_K),
+    [MF_TYPE_Q4_0_X16] = KX16(MF_TYPE_Q8_0S, mf_tile_q4_0x16_scalar, mf_from_float_q8_0s),
+    [MF_TYPE_Q5_0_X16] = KX16(MF_TYPE_Q8_0S, mf_tile_q5_0x16_scalar, mf_from_float_q8_0s),
+    [MF_TYPE_Q8_0_X16] = KX16(MF_TYPE_Q8_0S, mf_tile_q8_0x16_scalar, mf_from_float_q8_0s),
 };
 
 /* AVX2: a type missing here falls back to its scalar kernel in mf_quant_kernels_get.  The activation
@@ -69,7 +74,7 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q6_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
     [MF_TYPE_Q4_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_avx2, mf_from_float_q8_0s_avx2),
-    [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0, mf_tile_q8_0x8_avx2, mf_from_float_q8_0_avx2),
+    [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q4_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx2, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q6_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx2, mf_from_float_q8_K_avx2),
 };
@@ -87,9 +92,12 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_Q6_K] = KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
     [MF_TYPE_Q4_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_avx2, mf_from_float_q8_0s_avx2),
-    [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0, mf_tile_q8_0x8_avx2, mf_from_float_q8_0_avx2),
+    [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q4_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx2, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q6_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q4_0_X16] = KX16(MF_TYPE_Q8_0S, mf_tile_q4_0x16_avx512, mf_from_float_q8_0s_avx2),
+    [MF_TYPE_Q5_0_X16] = KX16(MF_TYPE_Q8_0S, mf_tile_q5_0x16_avx512, mf_from_float_q8_0s_avx2),
+    [MF_TYPE_Q8_0_X16] = KX16(MF_TYPE_Q8_0S, mf_tile_q8_0x16_avx512, mf_from_float_q8_0s_avx2),
 };
 
 static const mf_quant_kernels *const k_tables[3] = {k_scalar, k_avx2, k_avx512};

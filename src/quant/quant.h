@@ -43,7 +43,12 @@ typedef enum {
     MF_TYPE_Q8_0S = 47,
     MF_TYPE_Q4_K_X8 = 48,
     MF_TYPE_Q6_K_X8 = 49,
-    MF_TYPE_COUNT = 50 /* size of id space for tables; not every id is a type */
+    /* the same layouts with 16 rows per group (one 512-bit lane per row), made instead of the x8 ones
+     * when the active ISA is AVX-512: the same per-row arithmetic, so the same bits */
+    MF_TYPE_Q4_0_X16 = 50,
+    MF_TYPE_Q5_0_X16 = 51,
+    MF_TYPE_Q8_0_X16 = 52,
+    MF_TYPE_COUNT = 53 /* size of id space for tables; not every id is a type */
 } mf_type;
 
 #define MF_QK4_0 32
@@ -104,6 +109,17 @@ typedef struct {
     uint8_t qh[MF_X8_ROWS * 4];
     uint8_t qs[MF_X8_ROWS * MF_QK5_0 / 2];
 } mf_block_q5_0x8; /* 176 B */
+
+/* x16: the x8 layouts above with R = 16 rows: d[R], (qh[4R],) then the quants in 4-byte pieces, piece c of
+ * row r at qs[4R * c + 4 * r ...] (lane r of a 512-bit load = row r). */
+#define MF_X16_ROWS 16
+typedef struct { uint16_t d[MF_X16_ROWS]; uint8_t qs[MF_X16_ROWS * MF_QK4_0 / 2]; } mf_block_q4_0x16; /* 288 B */
+typedef struct { uint16_t d[MF_X16_ROWS]; int8_t qs[MF_X16_ROWS * MF_QK8_0]; } mf_block_q8_0x16;    /* 544 B */
+typedef struct {
+    uint16_t d[MF_X16_ROWS];
+    uint8_t qh[MF_X16_ROWS * 4];
+    uint8_t qs[MF_X16_ROWS * MF_QK5_0 / 2];
+} mf_block_q5_0x16; /* 352 B */
 
 /* The K layouts: block b holds super-block b of each of the 8 rows.  Their quant bytes are kept in the
  * file's byte order as 32-byte chunks, lane r = 4 bytes of row r (qs[32 * c + 4 * r + t] = row r's
@@ -211,10 +227,15 @@ mf_dot_rows_fn mf_quant_dot_rows(void);
  * follows it with acc = fma(-(float)imin, dmin_w * d_a, acc) for its mins (repack.c has the exact sums).
  * Like every kernel it never depends on how many rows or activations are processed together. */
 /* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
- * (only Q4_0, Q5_0, Q8_0, Q4_K and Q6_K with N % 8 == 0 and K a multiple of their block have one). */
+ * (only Q4_0, Q5_0, Q8_0, Q4_K and Q6_K with N % 8 == 0 and K a multiple of their block have one).  With
+ * AVX-512 active, Q4_0/Q5_0/Q8_0 with N % 16 == 0 get the x16 layouts, otherwise the x8 ones. */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N);
-/* Repacks N rows of K (dst: mf_row_size(type, K) * N bytes, same size as src).  MF_E_INVAL when
- * mf_repack_type gives no layout. */
+/* The same with the group size asked for (8 or 16; 16 exists for Q4_0/Q5_0/Q8_0 only): tests. */
+uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows);
+/* Repacks N rows of K (dst: mf_row_size(type, K) * N bytes, same size as src) into layout `to` (an
+ * mf_repack_type_rows result for this type and shape); MF_E_INVAL otherwise. */
+int mf_repack_as(uint32_t to, uint32_t type, const void *src, void *dst, int64_t K, int64_t N);
+/* mf_repack_as(mf_repack_type(type, K, N), ...) */
 int mf_repack(uint32_t type, const void *src, void *dst, int64_t K, int64_t N);
 /* The file type an x8 layout is made from (Q4_0 for Q4_0_X8, ...); `type` itself for other types. */
 uint32_t mf_repack_base(uint32_t type);

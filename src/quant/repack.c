@@ -12,9 +12,19 @@
 
 #include <math.h>
 
-uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N) {
+uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows) {
     const mf_type_info *t = mf_type_get(type);
-    if (!t || K <= 0 || N <= 0 || K % t->blck_size != 0 || N % MF_X8_ROWS != 0) return type;
+    if (!t || K <= 0 || N <= 0 || K % t->blck_size != 0 || (rows != MF_X8_ROWS && rows != MF_X16_ROWS) ||
+        N % rows != 0)
+        return type;
+    if (rows == MF_X16_ROWS) {
+        switch (type) {
+        case MF_TYPE_Q4_0: return MF_TYPE_Q4_0_X16;
+        case MF_TYPE_Q5_0: return MF_TYPE_Q5_0_X16;
+        case MF_TYPE_Q8_0: return MF_TYPE_Q8_0_X16;
+        default: return type;
+        }
+    }
     switch (type) {
     case MF_TYPE_Q4_0: return MF_TYPE_Q4_0_X8;
     case MF_TYPE_Q5_0: return MF_TYPE_Q5_0_X8;
@@ -25,11 +35,20 @@ uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N) {
     }
 }
 
+/* x16 only where its kernels exist (AVX-512): at AVX2 a 512-bit lane per row buys nothing */
+uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N) {
+    if (mf_quant_active_isa() >= MF_ISA_AVX512) {
+        const uint32_t t16 = mf_repack_type_rows(type, K, N, MF_X16_ROWS);
+        if (t16 != type) return t16;
+    }
+    return mf_repack_type_rows(type, K, N, MF_X8_ROWS);
+}
+
 uint32_t mf_repack_base(uint32_t type) {
     switch (type) {
-    case MF_TYPE_Q4_0_X8: return MF_TYPE_Q4_0;
-    case MF_TYPE_Q5_0_X8: return MF_TYPE_Q5_0;
-    case MF_TYPE_Q8_0_X8: return MF_TYPE_Q8_0;
+    case MF_TYPE_Q4_0_X8: case MF_TYPE_Q4_0_X16: return MF_TYPE_Q4_0;
+    case MF_TYPE_Q5_0_X8: case MF_TYPE_Q5_0_X16: return MF_TYPE_Q5_0;
+    case MF_TYPE_Q8_0_X8: case MF_TYPE_Q8_0_X16: return MF_TYPE_Q8_0;
     case MF_TYPE_Q4_K_X8: return MF_TYPE_Q4_K;
     case MF_TYPE_Q6_K_X8: return MF_TYPE_Q6_K;
     default: return type;
@@ -94,35 +113,40 @@ static void q5_qh_from_x8(const uint8_t in[4], uint8_t qh[4]) {
     for (int i = 0; i < 4; i++) qh[i] = (uint8_t)(h >> (8 * i));
 }
 
-/* The pack functions interleave the 8 rows of one group (row i at rows + i * rs) block by block. */
-static void pack_q4_0(const char *rows, size_t rs, mf_block_q4_0x8 *dst, int64_t nb) {
-    for (int r = 0; r < MF_X8_ROWS; r++) {
-        const mf_block_q4_0 *src = (const mf_block_q4_0 *)(rows + (size_t)r * rs);
+/* The Q*_0 layouts for R = 8 or 16 rows (quant.h): a block is d[R], for q5_0 qh[4R], then qs[nq R]. */
+static size_t q0_qs_off(uint32_t base, int R) {
+    return (base == MF_TYPE_Q5_0 ? 6 : 2) * (size_t)R;
+}
+
+static int q0_nqs(uint32_t base) { /* quant bytes per row and block */
+    return base == MF_TYPE_Q8_0 ? MF_QK8_0 : MF_QK4_0 / 2;
+}
+
+/* The pack functions interleave the rows of one group (row i at rows + i * rs) block by block. */
+static void pack_q0(uint32_t base, int R, const char *rows, size_t rs, uint8_t *dst, int64_t nb) {
+    const size_t bs = mf_type_get(base)->type_size, qo = q0_qs_off(base, R);
+    const int nq = q0_nqs(base), sqo = base == MF_TYPE_Q5_0 ? 6 : 2; /* quants' offset in the file block */
+    for (int r = 0; r < R; r++) {
+        const uint8_t *src = (const uint8_t *)rows + (size_t)r * rs;
         for (int64_t b = 0; b < nb; b++) {
-            dst[b].d[r] = src[b].d;
-            for (int c = 0; c < 4; c++) memcpy(&dst[b].qs[32 * c + 4 * r], &src[b].qs[4 * c], 4);
+            const uint8_t *sb = src + (size_t)b * bs;
+            uint8_t *xb = dst + (size_t)b * bs * R;
+            memcpy(xb + 2 * r, sb, 2); /* d */
+            if (base == MF_TYPE_Q5_0) q5_qh_to_x8(sb + 2, xb + 2 * R + 4 * r);
+            for (int c = 0; c < nq / 4; c++) memcpy(xb + qo + 4 * (size_t)R * c + 4 * r, sb + sqo + 4 * c, 4);
         }
     }
 }
 
-static void pack_q5_0(const char *rows, size_t rs, mf_block_q5_0x8 *dst, int64_t nb) {
-    for (int r = 0; r < MF_X8_ROWS; r++) {
-        const mf_block_q5_0 *src = (const mf_block_q5_0 *)(rows + (size_t)r * rs);
-        for (int64_t b = 0; b < nb; b++) {
-            dst[b].d[r] = src[b].d;
-            q5_qh_to_x8(src[b].qh, &dst[b].qh[4 * r]);
-            for (int c = 0; c < 4; c++) memcpy(&dst[b].qs[32 * c + 4 * r], &src[b].qs[4 * c], 4);
-        }
-    }
-}
-
-static void pack_q8_0(const char *rows, size_t rs, mf_block_q8_0x8 *dst, int64_t nb) {
-    for (int r = 0; r < MF_X8_ROWS; r++) {
-        const mf_block_q8_0 *src = (const mf_block_q8_0 *)(rows + (size_t)r * rs);
-        for (int64_t b = 0; b < nb; b++) {
-            dst[b].d[r] = src[b].d;
-            for (int c = 0; c < 8; c++) memcpy(&dst[b].qs[32 * c + 4 * r], &src[b].qs[4 * c], 4);
-        }
+static void unpack_q0(uint32_t base, int R, const uint8_t *grp, int r, uint8_t *row, int64_t nb) {
+    const size_t bs = mf_type_get(base)->type_size, qo = q0_qs_off(base, R);
+    const int nq = q0_nqs(base), sqo = base == MF_TYPE_Q5_0 ? 6 : 2;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = grp + (size_t)b * bs * R;
+        uint8_t *ob = row + (size_t)b * bs;
+        memcpy(ob, xb + 2 * r, 2);
+        if (base == MF_TYPE_Q5_0) q5_qh_from_x8(xb + 2 * R + 4 * r, ob + 2);
+        for (int c = 0; c < nq / 4; c++) memcpy(ob + sqo + 4 * c, xb + qo + 4 * (size_t)R * c + 4 * r, 4);
     }
 }
 
@@ -152,32 +176,35 @@ static void pack_q6_K(const char *rows, size_t rs, mf_block_q6_Kx8 *dst, int64_t
     }
 }
 
-int mf_repack(uint32_t type, const void *src, void *dst, int64_t K, int64_t N) {
-    const uint32_t to = mf_repack_type(type, K, N);
-    if (to == type) return MF_E_INVAL;
+int mf_repack_as(uint32_t to, uint32_t type, const void *src, void *dst, int64_t K, int64_t N) {
+    const mf_type_info *ti = mf_type_get(to);
+    if (to == type || !ti || mf_repack_type_rows(type, K, N, ti->row_group) != to) return MF_E_INVAL;
+    const int R = ti->row_group;
     const size_t rs = mf_row_size(type, K);
     const int64_t nb = K / mf_type_get(type)->blck_size;
-    for (int64_t g = 0; g < N / MF_X8_ROWS; g++) {
-        const char *rows = (const char *)src + (size_t)g * MF_X8_ROWS * rs;
-        void *out = (char *)dst + (size_t)g * MF_X8_ROWS * rs;
+    for (int64_t g = 0; g < N / R; g++) {
+        const char *rows = (const char *)src + (size_t)g * R * rs;
+        void *out = (char *)dst + (size_t)g * R * rs;
         switch (to) {
-        case MF_TYPE_Q4_0_X8: pack_q4_0(rows, rs, out, nb); break;
-        case MF_TYPE_Q5_0_X8: pack_q5_0(rows, rs, out, nb); break;
         case MF_TYPE_Q4_K_X8: pack_q4_K(rows, rs, out, nb); break;
         case MF_TYPE_Q6_K_X8: pack_q6_K(rows, rs, out, nb); break;
-        default: pack_q8_0(rows, rs, out, nb); break;
+        default: pack_q0(type, R, rows, rs, out, nb); break;
         }
     }
     return 0;
 }
 
+int mf_repack(uint32_t type, const void *src, void *dst, int64_t K, int64_t N) {
+    return mf_repack_as(mf_repack_type(type, K, N), type, src, dst, K, N);
+}
+
 int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, int64_t n) {
     const mf_type_info *t = mf_type_get(x8_type);
-    if (!t || t->row_group != MF_X8_ROWS || K <= 0 || K % t->blck_size != 0 || n < 0) return MF_E_INVAL;
+    if (!t || t->row_group == 1 || K <= 0 || K % t->blck_size != 0 || n < 0) return MF_E_INVAL;
     const int64_t nb = K / t->blck_size;
-    const int r = (int)(n % MF_X8_ROWS);
+    const int R = t->row_group, r = (int)(n % R);
     const size_t rs = mf_row_size(x8_type, K);
-    const char *grp = (const char *)src + (size_t)(n / MF_X8_ROWS) * MF_X8_ROWS * rs;
+    const char *grp = (const char *)src + (size_t)(n / R) * R * rs;
     if (x8_type == MF_TYPE_Q4_K_X8) {
         const mf_block_q4_Kx8 *x = (const mf_block_q4_Kx8 *)grp;
         mf_block_q4_K *o = dst_row;
@@ -202,32 +229,9 @@ int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, i
         }
         return 0;
     }
-    if (x8_type == MF_TYPE_Q4_0_X8) {
-        const mf_block_q4_0x8 *x = (const mf_block_q4_0x8 *)grp;
-        mf_block_q4_0 *o = dst_row;
-        for (int64_t b = 0; b < nb; b++) {
-            o[b].d = x[b].d[r];
-            for (int c = 0; c < 4; c++) memcpy(&o[b].qs[4 * c], &x[b].qs[32 * c + 4 * r], 4);
-        }
-        return 0;
-    }
-    if (x8_type == MF_TYPE_Q5_0_X8) {
-        const mf_block_q5_0x8 *x = (const mf_block_q5_0x8 *)grp;
-        mf_block_q5_0 *o = dst_row;
-        for (int64_t b = 0; b < nb; b++) {
-            o[b].d = x[b].d[r];
-            q5_qh_from_x8(&x[b].qh[4 * r], o[b].qh);
-            for (int c = 0; c < 4; c++) memcpy(&o[b].qs[4 * c], &x[b].qs[32 * c + 4 * r], 4);
-        }
-        return 0;
-    }
-    if (x8_type == MF_TYPE_Q8_0_X8) {
-        const mf_block_q8_0x8 *x = (const mf_block_q8_0x8 *)grp;
-        mf_block_q8_0 *o = dst_row;
-        for (int64_t b = 0; b < nb; b++) {
-            o[b].d = x[b].d[r];
-            for (int c = 0; c < 8; c++) memcpy(&o[b].qs[4 * c], &x[b].qs[32 * c + 4 * r], 4);
-        }
+    const uint32_t base = mf_repack_base(x8_type);
+    if (base == MF_TYPE_Q4_0 || base == MF_TYPE_Q5_0 || base == MF_TYPE_Q8_0) {
+        unpack_q0(base, t->row_group, (const uint8_t *)grp, r, dst_row, nb);
         return 0;
     }
     return MF_E_INVAL;
@@ -260,64 +264,71 @@ void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n) {
     to_q8_0s(mf_from_float_q8_0_avx2, x, y, n);
 }
 
-/* ---- reference kernels (the tile contract of quant.h with nw = 8 rows of one group, act_major output:
+/* ---- reference kernels (the tile contract of quant.h with nw = R rows of one group, act_major output:
  * s[j * ldc + r] for row r of the group and activation j) ---- */
 
 /* The loops every reference kernel shares: row r of the group against activation j, block by block in
- * order, `block` adding one block's contribution to the row's single float accumulator. */
-typedef float (*x8_ref_block)(const void *xb, const void *yb, int r, float acc);
+ * order, `block` adding one block's contribution to the row's single float accumulator.  R rows per group
+ * (8 or 16): the arithmetic per row is the same for both, so x8 and x16 give the same bits. */
+typedef float (*x8_ref_block)(const uint8_t *xb, const void *yb, int R, int r, float acc);
 
-static void x8_ref_tile(x8_ref_block block, int64_t nb, size_t xbytes, size_t ybytes, float *s, size_t ldc,
+static void x8_ref_tile(x8_ref_block block, int R, int64_t nb, size_t xbytes, size_t ybytes, float *s, size_t ldc,
                         const void *w, int nw, const void *a, size_t a_stride, int na) {
     for (int j = 0; j < na; j++) {
         const char *y = (const char *)a + (size_t)j * a_stride;
-        for (int r = 0; r < nw && r < MF_X8_ROWS; r++) {
+        for (int r = 0; r < nw && r < R; r++) {
             float acc = 0;
             for (int64_t b = 0; b < nb; b++)
-                acc = block((const char *)w + (size_t)b * xbytes, y + (size_t)b * ybytes, r, acc);
+                acc = block((const uint8_t *)w + (size_t)b * xbytes, y + (size_t)b * ybytes, R, r, acc);
             s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
         }
     }
 }
 
-static float q4_0_block(const void *vx, const void *vy, int r, float acc) {
-    const mf_block_q4_0x8 *x = vx;
+static float x_scale(const uint8_t *xb, int r) { /* d[r] of a Q*_0 xR block */
+    uint16_t d;
+    memcpy(&d, xb + 2 * r, 2);
+    return mf_fp16_to_fp32(d);
+}
+
+static float q4_0_block(const uint8_t *x, const void *vy, int R, int r, float acc) {
     const mf_block_q8_0s *y = vy;
+    const uint8_t *qs = x + q0_qs_off(MF_TYPE_Q4_0, R);
     int32_t isum = 0;
     for (int c = 0; c < 4; c++)
         for (int t = 0; t < 4; t++) {
-            const uint8_t q = x->qs[32 * c + 4 * r + t];
+            const uint8_t q = qs[4 * R * c + 4 * r + t];
             isum += ((q & 0xF) - 8) * y->qs[4 * c + t] + ((q >> 4) - 8) * y->qs[16 + 4 * c + t];
         }
-    acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * mf_fp16_to_fp32(y->d), acc);
+    acc = fmaf((float)isum, x_scale(x, r) * mf_fp16_to_fp32(y->d), acc);
     return acc;
 }
 
-static float q5_0_block(const void *vx, const void *vy, int r, float acc) {
-    const mf_block_q5_0x8 *x = vx;
+static float q5_0_block(const uint8_t *x, const void *vy, int R, int r, float acc) {
     const mf_block_q8_0s *y = vy;
+    const uint8_t *qh = x + 2 * R, *qs = x + q0_qs_off(MF_TYPE_Q5_0, R);
     int32_t isum = 0;
     for (int c = 0; c < 4; c++) {
         /* bit t goes with byte t's low nibble, bit 4 + t with its high one */
-        const uint8_t h = x->qh[4 * r + c];
+        const uint8_t h = qh[4 * r + c];
         for (int t = 0; t < 4; t++) {
-            const uint8_t q = x->qs[32 * c + 4 * r + t];
+            const uint8_t q = qs[4 * R * c + 4 * r + t];
             const int lo = (q & 0xF) | ((h >> t) & 1) << 4;
             const int hi = (q >> 4) | ((h >> (4 + t)) & 1) << 4;
             isum += (lo - 16) * y->qs[4 * c + t] + (hi - 16) * y->qs[16 + 4 * c + t];
         }
     }
-    acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * mf_fp16_to_fp32(y->d), acc);
+    acc = fmaf((float)isum, x_scale(x, r) * mf_fp16_to_fp32(y->d), acc);
     return acc;
 }
 
-static float q8_0_block(const void *vx, const void *vy, int r, float acc) {
-    const mf_block_q8_0x8 *x = vx;
-    const mf_block_q8_0 *y = vy;
+static float q8_0_block(const uint8_t *x, const void *vy, int R, int r, float acc) {
+    const mf_block_q8_0s *y = vy;
+    const int8_t *qs = (const int8_t *)(x + q0_qs_off(MF_TYPE_Q8_0, R));
     int32_t isum = 0;
     for (int c = 0; c < 8; c++)
-        for (int t = 0; t < 4; t++) isum += x->qs[32 * c + 4 * r + t] * y->qs[4 * c + t];
-    acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * mf_fp16_to_fp32(y->d), acc);
+        for (int t = 0; t < 4; t++) isum += qs[4 * R * c + 4 * r + t] * y->qs[4 * c + t];
+    acc = fmaf((float)isum, x_scale(x, r) * mf_fp16_to_fp32(y->d), acc);
     return acc;
 }
 
@@ -325,8 +336,9 @@ static float q8_0_block(const void *vx, const void *vy, int r, float acc) {
  * imin = sum of m * (the sub-block's activation sum, from bsums), then, in this order,
  *   acc = fmaf((float)isum, d_w * d_a, acc);  acc = fmaf(-(float)imin, dmin_w * d_a, acc)
  * with d_w, dmin_w the f16 scales as floats and d_a the Q8_K block's float scale. */
-static float q4_K_block(const void *vx, const void *vy, int r, float acc) {
-    const mf_block_q4_Kx8 *x = vx;
+static float q4_K_block(const uint8_t *vx, const void *vy, int R, int r, float acc) {
+    (void)R;
+    const mf_block_q4_Kx8 *x = (const mf_block_q4_Kx8 *)vx;
     const mf_block_q8_K *y = vy;
     uint8_t sc[8], m[8];
     q4k_sm_from_x8(x->scales, r, sc, m);
@@ -348,8 +360,9 @@ static float q4_K_block(const void *vx, const void *vy, int r, float acc) {
 
 /* q6_Kx8: per row and super-block the exact int32 isum = sum over the 16 sub-blocks of
  * sc * sum((q - 32) * y), then acc = fmaf((float)isum, d_w * d_a, acc). */
-static float q6_K_block(const void *vx, const void *vy, int r, float acc) {
-    const mf_block_q6_Kx8 *x = vx;
+static float q6_K_block(const uint8_t *vx, const void *vy, int R, int r, float acc) {
+    (void)R;
+    const mf_block_q6_Kx8 *x = (const mf_block_q6_Kx8 *)vx;
     const mf_block_q8_K *y = vy;
     int32_t isum = 0;
     for (int i = 0; i < MF_QK_K / 16; i++) {
@@ -369,14 +382,17 @@ static float q6_K_block(const void *vx, const void *vy, int r, float acc) {
 }
 
 /* the exported reference tiles (quant_impl.h) */
-#define X8_REF_TILE(name, block, qk, xt, yt)                                                                   \
+#define X8_REF_TILE(name, block, R, qk, xt, yt)                                                                \
     void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,          \
               size_t a_stride, int na) {                                                                       \
         (void)w_stride;                                                                                        \
-        x8_ref_tile(block, n / (qk), sizeof(xt), sizeof(yt), s, ldc, w, nw, a, a_stride, na);                  \
+        x8_ref_tile(block, R, n / (qk), sizeof(xt), sizeof(yt), s, ldc, w, nw, a, a_stride, na);               \
     }
-X8_REF_TILE(mf_tile_q4_0x8_scalar, q4_0_block, MF_QK8_0, mf_block_q4_0x8, mf_block_q8_0s)
-X8_REF_TILE(mf_tile_q5_0x8_scalar, q5_0_block, MF_QK8_0, mf_block_q5_0x8, mf_block_q8_0s)
-X8_REF_TILE(mf_tile_q8_0x8_scalar, q8_0_block, MF_QK8_0, mf_block_q8_0x8, mf_block_q8_0)
-X8_REF_TILE(mf_tile_q4_Kx8_scalar, q4_K_block, MF_QK_K, mf_block_q4_Kx8, mf_block_q8_K)
-X8_REF_TILE(mf_tile_q6_Kx8_scalar, q6_K_block, MF_QK_K, mf_block_q6_Kx8, mf_block_q8_K)
+X8_REF_TILE(mf_tile_q4_0x8_scalar, q4_0_block, 8, MF_QK8_0, mf_block_q4_0x8, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_q5_0x8_scalar, q5_0_block, 8, MF_QK8_0, mf_block_q5_0x8, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_q8_0x8_scalar, q8_0_block, 8, MF_QK8_0, mf_block_q8_0x8, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_q4_Kx8_scalar, q4_K_block, 8, MF_QK_K, mf_block_q4_Kx8, mf_block_q8_K)
+X8_REF_TILE(mf_tile_q6_Kx8_scalar, q6_K_block, 8, MF_QK_K, mf_block_q6_Kx8, mf_block_q8_K)
+X8_REF_TILE(mf_tile_q4_0x16_scalar, q4_0_block, 16, MF_QK8_0, mf_block_q4_0x16, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_q5_0x16_scalar, q5_0_block, 16, MF_QK8_0, mf_block_q5_0x16, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_q8_0x16_scalar, q8_0_block, 16, MF_QK8_0, mf_block_q8_0x16, mf_block_q8_0s)

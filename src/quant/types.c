@@ -30,6 +30,9 @@ static const mf_type_info k_types[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_0_X8] = {"q5_0x8", MF_QK5_0, sizeof(mf_block_q5_0), true, MF_X8_ROWS, true},
     [MF_TYPE_Q4_K_X8] = {"q4_Kx8", MF_QK_K, sizeof(mf_block_q4_K), true, MF_X8_ROWS, true},
     [MF_TYPE_Q6_K_X8] = {"q6_Kx8", MF_QK_K, sizeof(mf_block_q6_K), true, MF_X8_ROWS, true},
+    [MF_TYPE_Q4_0_X16] = {"q4_0x16", MF_QK4_0, sizeof(mf_block_q4_0), true, MF_X16_ROWS, true},
+    [MF_TYPE_Q5_0_X16] = {"q5_0x16", MF_QK5_0, sizeof(mf_block_q5_0), true, MF_X16_ROWS, true},
+    [MF_TYPE_Q8_0_X16] = {"q8_0x16", MF_QK8_0, sizeof(mf_block_q8_0), true, MF_X16_ROWS, true},
 };
 
 /* The block structs are file layouts: a padding byte here would silently corrupt every model. */
@@ -49,6 +52,9 @@ _Static_assert(sizeof(mf_block_q8_0s) == 36, "q8_0s layout");
 _Static_assert(sizeof(mf_block_q5_0x8) == 8 * sizeof(mf_block_q5_0), "q5_0x8 layout");
 _Static_assert(sizeof(mf_block_q4_Kx8) == 8 * sizeof(mf_block_q4_K), "q4_Kx8 layout");
 _Static_assert(sizeof(mf_block_q6_Kx8) == 8 * sizeof(mf_block_q6_K), "q6_Kx8 layout");
+_Static_assert(sizeof(mf_block_q4_0x16) == 16 * sizeof(mf_block_q4_0), "q4_0x16 layout");
+_Static_assert(sizeof(mf_block_q5_0x16) == 16 * sizeof(mf_block_q5_0), "q5_0x16 layout");
+_Static_assert(sizeof(mf_block_q8_0x16) == 16 * sizeof(mf_block_q8_0), "q8_0x16 layout");
 
 const mf_type_info *mf_type_get(uint32_t type) {
     if (type >= MF_TYPE_COUNT || !k_types[type].name) return NULL;

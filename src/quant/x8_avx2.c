@@ -129,10 +129,10 @@ static inline __attribute__((always_inline)) MF_AVX2 void q5_0x8_rows(int64_t n,
 static inline __attribute__((always_inline)) MF_AVX2 void q8_0x8_rows(int64_t n, float *s, size_t ldc,
                                                                       const mf_block_q8_0x8 *x, const void *a,
                                                                       size_t a_stride, int j0, const int NA) {
-    const mf_block_q8_0 *y[4];
+    const mf_block_q8_0s *y[4];
     __m256 acc[4];
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-        y[j] = (const mf_block_q8_0 *)((const char *)a + (size_t)(j0 + j) * a_stride);
+        y[j] = (const mf_block_q8_0s *)((const char *)a + (size_t)(j0 + j) * a_stride);
         acc[j] = _mm256_setzero_ps();
     }
     const __m256i ones = _mm256_set1_epi16(1);

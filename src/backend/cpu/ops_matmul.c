@@ -76,7 +76,8 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     const bool uniform = !direct || (x->ne[2] * x->ne[3] == 1) ||
                          (x->nb[2] == x->nb[1] * (size_t)x->ne[1] && x->nb[3] == x->nb[2] * (size_t)x->ne[2]);
     const size_t as = direct ? x->nb[1] : rs;
-    const int tw = MF_MAX(1, MF_MIN(k->tile_w, MF_TILE_MAX));
+    /* an x8/x16 layout's tile is one whole group of rows (TILE_N is a multiple of both) */
+    const int tw = k->act_major ? k->tile_w : MF_MAX(1, MF_MIN(k->tile_w, MF_TILE_MAX));
     const int ta = uniform ? MF_MAX(1, MF_MIN(k->tile_a, MF_TILE_MAX)) : 1;
 
     /* Weight rows are handed out in chunks from a shared counter (thread ith starts with chunk ith), so
