@@ -83,11 +83,11 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     /* Weight rows are handed out in chunks from a shared counter (thread ith starts with chunk ith), so
      * a thread the OS delays does not stall the other at the next barrier.  Which thread computes a
      * row never changes its value: (n, m) is always the same one kernel call. */
-    const int64_t n_chunks_min = (int64_t)nth * 8;
+    const int64_t n_chunks_min = (int64_t)nth * (M <= MF_CPU_PRIVATE_CONV_ROWS ? 1 : 8);
     int64_t ch = (N + n_chunks_min - 1) / n_chunks_min;
     ch = (ch + TILE_N - 1) / TILE_N * TILE_N;
     if (ch < TILE_N) ch = TILE_N;
-    if (M > 1 && ch > 4 * TILE_N) ch = 4 * TILE_N;
+    if (M > MF_CPU_PRIVATE_CONV_ROWS && ch > 4 * TILE_N) ch = 4 * TILE_N;
     const int64_t n_chunks = (N + ch - 1) / ch;
     _Atomic int32_t *ctr = &ex->chunks[id];
     const char *wd = w->data;
