@@ -1089,6 +1089,74 @@ static void test_threadpool(void) {
     mf_threadpool_free(tp);
 }
 
+
+/* The AVX-512 attention kernels give the plain path's bits: scores16 lane i = the AVX2 F32 vec_dot of the
+ * query row with key i (every head size the path takes, 1..11 rows), pv16 = the axpy loop (mul, add) in
+ * window order times 1 / sum, from f32 and f16 caches. */
+static void test_attention_x16_kernels(void) {
+    if (mf_quant_active_isa() < MF_ISA_AVX512) SKIP("AVX-512 is not active here");
+    const mf_quant_kernels *f32 = mf_quant_kernels_get_isa(MF_TYPE_F32, MF_ISA_AVX2);
+    REQUIRE(f32 && f32->vec_dot, "the AVX2 F32 vec_dot");
+    static const int64_t hds[] = {32, 64, 96, 128, 256};
+    enum { NR = 11, NK = 16, CNT = 37 };
+    static float q[NR * 256], k[NK][256], kt[256 * 16], got[NR * 16], v[CNT][256], p[6][CNT], out[6 * 256];
+    static uint16_t vh[CNT][256];
+    static int32_t cell[CNT];
+    int bad = 0;
+    for (size_t hi = 0; hi < MF_ARRAY_LEN(hds); hi++) {
+        const int64_t hd = hds[hi];
+        CHECK(mf_cpu_att_x16_ok(hd), "head size %lld is taken", (long long)hd);
+        seed(900 + hi);
+        fill(q, NR * hd, 1.0f);
+        for (int i = 0; i < NK; i++) {
+            fill(k[i], hd, 1.0f);
+            for (int64_t d = 0; d < hd; d++) kt[d * 16 + i] = k[i][d];
+        }
+        for (int nr = 1; nr <= NR; nr++) {
+            mf_cpu_att_scores16(hd, kt, q, nr, got);
+            for (int r = 0; r < nr; r++)
+                for (int i = 0; i < NK; i++) {
+                    float want;
+                    f32->vec_dot(hd, &want, k[i], q + r * hd);
+                    if (memcmp(&want, &got[r * 16 + i], sizeof want) && bad++ < 3)
+                        CHECK(0, "scores16 hd %lld rows %d (%d, %d): %a, vec_dot %a", (long long)hd, nr, r, i, got[r * 16 + i], want);
+                }
+        }
+        for (int j = 0; j < CNT; j++) {
+            cell[j] = (j * 7) % CNT; /* any order of cells */
+            fill(v[j], hd, 1.0f);
+            for (int64_t d = 0; d < hd; d++) vh[j][d] = mf_fp32_to_fp16(v[j][d]), v[j][d] = v[j][d];
+        }
+        for (int vt = 0; vt < 2; vt++) {
+            const int nh = 5;
+            float inv[6];
+            for (int h = 0; h < nh; h++) {
+                for (int j = 0; j < CNT; j++) p[h][j] = fabsf(frand());
+                inv[h] = 0.37f + 0.1f * (float)h;
+            }
+            mf_cpu_att_pv pv = {.hd = hd, .cnt = CNT, .nh = nh, .p = &p[0][0], .p_stride = CNT, .inv = inv,
+                                .v = vt ? (const char *)vh : (const char *)v,
+                                .v_nb1 = vt ? sizeof vh[0] : sizeof v[0], .voff = 0,
+                                .vtype = vt ? MF_TYPE_F16 : MF_TYPE_F32, .cell = cell, .out = out};
+            mf_cpu_att_pv16(&pv);
+            for (int h = 0; h < nh; h++)
+                for (int64_t d = 0; d < hd; d++) {
+                    float acc = 0;
+                    for (int j = 0; j < CNT; j++) {
+                        const float x = vt ? mf_fp16_to_fp32(vh[cell[j]][d]) : v[cell[j]][d];
+                        const float pr = p[h][j] * x;
+                        acc = acc + pr;
+                    }
+                    const float want = acc * inv[h];
+                    if (memcmp(&want, &out[h * hd + d], sizeof want) && bad++ < 3)
+                        CHECK(0, "pv16 %s hd %lld head %d d %lld: %a, loop %a", vt ? "f16" : "f32", (long long)hd, h, (long long)d,
+                              out[h * hd + d], want);
+                }
+        }
+    }
+    CHECK(bad == 0, "%d results differ from the plain path", bad);
+}
+
 int main(void) {
     RUN(test_threadpool);
     RUN(test_get_rows_every_type);
@@ -1106,6 +1174,7 @@ int main(void) {
     RUN(test_attention_decode_blocking);
     RUN(test_attention_interleaved_sequences);
     RUN(test_attention_prefill_blocks);
+    RUN(test_attention_x16_kernels);
     RUN(test_fusion_bitwise);
     RUN(test_compute_range_splits);
     RUN(test_refuses_unsupported_and_bad_ids);

@@ -56,19 +56,32 @@ static int64_t group_of(const mf_graph *g, const mf_node *n) {
 }
 
 #define HB_MAX 64      /* query heads per work item (bounds the per-item arrays on the stack) */
-#define TB_MAX 8       /* tokens per work item */
+#define TB_MAX 32      /* tokens per work item (at most; the plain path takes 8) */
+#define TB_PLAIN 8
+#define ROWS_X16 64    /* (token, head) rows a token block aims for on the AVX-512 path: its K block
+                        * transposition is shared by all of them */
 #define ROWS_SHARED 16 /* (token, head) rows a token block aims for */
 #define SCORES_BUDGET ((size_t)4 << 20) /* bytes of scores per thread a token block may take */
 /* rows per run: tb * grp <= ROWS_SHARED when tb > 1, else one token's heads <= HB_MAX */
-_Static_assert(ROWS_SHARED <= HB_MAX, "rows fit the stack arrays");
+_Static_assert(ROWS_SHARED <= HB_MAX && ROWS_X16 <= HB_MAX, "rows fit the stack arrays");
+
+/* The AVX-512 path (attention_avx512.c): f32/f16 caches, the usual head sizes (multiples of 32, the
+ * F32/F16 vec_dot step, whose order its scores keep lane for lane: both paths give the same bits). */
+static bool use_x16(const mf_graph *g, const mf_node *n) {
+    const mf_node *q = mf_graph_node_c(g, n->src[0]), *k = mf_graph_node_c(g, n->src[1]),
+                  *v = mf_graph_node_c(g, n->src[2]);
+    const bool fk = k->type == MF_TYPE_F32 || k->type == MF_TYPE_F16, fv = v->type == MF_TYPE_F32 || v->type == MF_TYPE_F16;
+    return mf_quant_active_isa() >= MF_ISA_AVX512 && fk && fv && mf_cpu_att_x16_ok(q->ne[0]);
+}
 
 /* Tokens per work item.  In a causal prefill consecutive tokens see nested windows, so a block of them
  * visits each K/V row once for all its (token, head) rows: with 2 query heads per kv head a converted V
  * row would otherwise serve only 2 rows.  About ROWS_SHARED rows amortize the conversion and keep the
  * accumulators in L1; at long contexts the block shrinks so its scores [rows][n_win] stay within
  * SCORES_BUDGET (1 token: today's per-token size whatever the context). */
-static int64_t tok_block(int64_t grp, int64_t nw, int64_t n_tok) {
-    int64_t tb = MF_MAX(1, MF_MIN(MF_MIN(TB_MAX, ROWS_SHARED / grp), n_tok));
+static int64_t tok_block(int64_t grp, int64_t nw, int64_t n_tok, bool x16) {
+    const int64_t tbmax = x16 ? TB_MAX : TB_PLAIN, rmax = x16 ? ROWS_X16 : ROWS_SHARED;
+    int64_t tb = MF_MAX(1, MF_MIN(MF_MIN(tbmax, rmax / grp), n_tok));
     while (tb > 1 && (size_t)(tb * grp) * (size_t)nw * sizeof(float) > SCORES_BUDGET) tb--;
     return tb;
 }
@@ -76,12 +89,15 @@ static int64_t tok_block(int64_t grp, int64_t nw, int64_t n_tok) {
 size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n) {
     const mf_node *q = mf_graph_node_c(g, n->src[0]);
     const int64_t hd = q->ne[0], grp = group_of(g, n), nw = n_win(g, n);
-    const size_t rows = (size_t)(tok_block(grp, nw, q->ne[2]) * grp);
+    const bool x16 = use_x16(g, n);
+    const size_t rows = (size_t)(tok_block(grp, nw, q->ne[2], x16) * grp);
     /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [rows][hd], the queries
      * converted to K's vec_dot type (at most f32-sized) [rows][hd], the scores of one key [rows], and for the
-     * dot_rows path the queries as f32 [rows][hd] and one K row as f32 [hd] */
-    return (rows * (size_t)nw + rows + (size_t)hd + 3 * rows * (size_t)hd + (size_t)hd + rows) * sizeof(float) +
-           8 * 64;
+     * dot_rows path the queries as f32 [rows][hd] and one K row as f32 [hd]; the AVX-512 path also a K block
+     * [hd][16], its scores [rows][16] and 1 / sum [rows] */
+    return (rows * (size_t)nw + rows + (size_t)hd + 3 * rows * (size_t)hd + (size_t)hd + rows +
+            (x16 ? 16 * (size_t)hd + 17 * rows : 0)) * sizeof(float) +
+           12 * 64;
 }
 
 /* head slice (hd values from element offset e0) of a cache row as f32: the row itself when f32 */
@@ -118,6 +134,8 @@ typedef struct {
     float *scores, *mx, *buf, *acc; /* this thread's scratch */
     float *qf, *kf, *sk;            /* dot_rows path: queries, one K row as f32; sk: one key's dots */
     mf_dot_rows_fn dot_rows;        /* NULL: one vec_dot per (row, key) */
+    bool x16;                       /* the AVX-512 path: */
+    float *kt, *s16, *inv;          /* K block [hd][16], its scores [rows][16], 1 / sum [rows] */
     uint8_t *qc;
 } att_ctx;
 
@@ -162,6 +180,82 @@ static float *out_row(const att_ctx *a, int64_t t, int64_t h) {
  * its K row and its V row converted once.  Each row still gets exactly the single-token sequence: its
  * scores by vec_dot in its window order, its own max, exp_sub over its own scores, then sum and axpy in
  * its window order, the same final scaling - so a run of any length gives every row the same bits. */
+/* query row r = (token t, head h) converted once to K's vec_dot type (llama.cpp's kq = mul_mat(k, q): an
+ * f16 cache takes an f16 query) into qc, and for the f32 paths back to f32 into qf (exact) */
+static void convert_query(const att_ctx *a, int64_t r, int64_t t, int64_t h, bool to_f32) {
+    const int64_t hd = a->hd;
+    const float *qh = (const float *)((const char *)a->q->data + (size_t)h * a->q->nb[1] + (size_t)t * a->q->nb[2]);
+    a->kk->from_float(qh, a->qc + (size_t)r * a->qrs, hd);
+    if (!to_f32) return;
+    if (a->k->type == MF_TYPE_F16)
+        a->vec->f16_to_f32((const uint16_t *)(a->qc + (size_t)r * a->qrs), a->qf + r * hd, hd);
+    else
+        memcpy(a->qf + r * hd, a->qc + (size_t)r * a->qrs, (size_t)hd * sizeof(float));
+}
+
+/* The AVX-512 path over the same run (see attend_run for the run): scores of 16 keys at a time from a
+ * transposed K block shared by every row, then softmax per row as there, then the values per token. */
+static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
+                           int64_t h0, int64_t nh) {
+    const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1][0];
+    const int32_t *cell = cols[nt - 1] + 1;
+    const size_t kslice = mf_row_size(a->k->type, e0);
+    float *scores = a->scores, *mx = a->mx;
+    for (int64_t r = 0; r < rows; r++) {
+        convert_query(a, r, t0 + r / nh, h0 + r % nh, true);
+        mx[r] = -INFINITY;
+    }
+    int64_t r0 = 0; /* the first row whose window reaches the block */
+    for (int64_t jb = 0; jb < cnt; jb += 16) {
+        const int64_t nk = MF_MIN((int64_t)16, cnt - jb);
+        while (cols[r0 / nh][0] <= jb) r0 += nh;
+        for (int64_t i = 0; i < 16; i++) {
+            if (i >= nk) {
+                for (int64_t d = 0; d < hd; d++) a->kt[d * 16 + i] = 0.0f;
+                continue;
+            }
+            const char *kr = (const char *)a->k->data + (size_t)cell[jb + i] * a->k->nb[1] + kslice;
+            const float *kf = (const float *)kr;
+            if (a->k->type == MF_TYPE_F16) {
+                a->vec->f16_to_f32((const uint16_t *)kr, a->kf, hd);
+                kf = a->kf;
+            }
+            for (int64_t d = 0; d < hd; d++) a->kt[d * 16 + i] = kf[d];
+        }
+        mf_cpu_att_scores16(hd, a->kt, a->qf + r0 * hd, (int)(rows - r0), a->s16);
+        for (int64_t r = r0; r < rows; r++) {
+            const int64_t lim = MF_MIN((int64_t)16, cols[r / nh][0] - jb);
+            for (int64_t i = 0; i < lim; i++) {
+                const float s = a->s16[(r - r0) * 16 + i] * a->scale;
+                scores[r * nw + jb + i] = s;
+                mx[r] = s > mx[r] ? s : mx[r];
+            }
+        }
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t cr = cols[r / nh][0];
+        a->vec->exp_sub(cr, scores + r * nw, mx[r], scores + r * nw);
+        double sum = 0.0;
+        for (int64_t j = 0; j < cr; j++) sum += (double)scores[r * nw + j];
+        a->inv[r] = (float)(1.0 / sum);
+    }
+    for (int64_t i = 0; i < nt; i++) {
+        const mf_cpu_att_pv pv = {.hd = hd,
+                                  .cnt = cols[i][0],
+                                  .nh = (int)nh,
+                                  .p = scores + i * nh * nw,
+                                  .p_stride = (size_t)nw,
+                                  .inv = a->inv + i * nh,
+                                  .v = a->v->data,
+                                  .v_nb1 = a->v->nb[1],
+                                  .voff = mf_row_size(a->v->type, e0),
+                                  .vtype = a->v->type,
+                                  .cell = cell,
+                                  .out = out_row(a, t0 + i, h0)};
+        mf_cpu_att_pv16(&pv);
+    }
+}
+
 static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
                        int64_t h0, int64_t nh) {
     const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1][0];
@@ -170,20 +264,11 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
     float *scores = a->scores, *mx = a->mx, *acc = a->acc;
     double sum[HB_MAX];
     for (int64_t r = 0; r < rows; r++) {
-        const int64_t t = t0 + r / nh, h = h0 + r % nh;
         mx[r] = -INFINITY;
         sum[r] = 0.0;
-        /* scores as llama.cpp's kq = mul_mat(k, q): the query converted once to the K type's vec_dot
-         * type, dotted with the raw cache row by the matmul kernel of that type (f16 cache -> f16 query) */
-        const float *qh =
-            (const float *)((const char *)a->q->data + (size_t)h * a->q->nb[1] + (size_t)t * a->q->nb[2]);
-        a->kk->from_float(qh, a->qc + (size_t)r * a->qrs, hd);
-        if (a->dot_rows) { /* the converted query as f32 (f16 -> f32 is exact) */
-            if (a->k->type == MF_TYPE_F16)
-                a->vec->f16_to_f32((const uint16_t *)(a->qc + (size_t)r * a->qrs), a->qf + r * hd, hd);
-            else
-                memcpy(a->qf + r * hd, a->qc + (size_t)r * a->qrs, (size_t)hd * sizeof(float));
-        }
+        /* scores as llama.cpp's kq = mul_mat(k, q), dotted with the raw cache row by the matmul kernel of
+         * the K type (or dot_rows: the same bits from f32 copies) */
+        convert_query(a, r, t0 + r / nh, h0 + r % nh, a->dot_rows != NULL);
     }
     const size_t kbytes = mf_row_size(a->k->type, hd), vslice = mf_row_size(a->v->type, e0),
                  vbytes = mf_row_size(a->v->type, hd);
@@ -243,7 +328,8 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
     const mf_node *q = mf_graph_node_c(ex->g, n->src[0]), *k = mf_graph_node_c(ex->g, n->src[1]);
     const int64_t hd = q->ne[0], n_tok = q->ne[2], nw = n_win(ex->g, n);
     const int64_t n_kv = n->iparams[0], grp = q->ne[1] / n_kv;
-    const int64_t tb = tok_block(grp, nw, n_tok), n_tb = (n_tok + tb - 1) / tb;
+    const bool x16 = use_x16(ex->g, n);
+    const int64_t tb = tok_block(grp, nw, n_tok, x16), n_tb = (n_tok + tb - 1) / tb;
     /* enough items for every thread when the batch is small (decode) */
     int64_t n_blk = 1;
     while (n_tb * n_kv * n_blk < nth && n_blk < grp) n_blk++;
@@ -274,6 +360,10 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
     a.qf = align64f((float *)a.qc + rows * hd);
     a.kf = align64f(a.qf + rows * hd);
     a.sk = align64f(a.kf + hd);
+    a.x16 = x16;
+    a.kt = align64f(a.sk + rows);
+    a.s16 = align64f(a.kt + 16 * hd);
+    a.inv = align64f(a.s16 + 16 * rows);
     /* F32/F16 caches with hd % 32 == 0: convert each K row once for all the run's rows (same bits as the
      * type's vec_dot, see mf_dot_rows_fn) */
     a.dot_rows = (k->type == MF_TYPE_F32 || k->type == MF_TYPE_F16) && hd % 32 == 0 ? mf_quant_dot_rows() : NULL;
@@ -296,7 +386,7 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
             }
             int64_t e = i + 1;
             while (e < nt && cols[e] && extends(cols[e - 1], cols[e])) e++;
-            attend_run(&a, cols + i, t0 + i, e - i, kvh, h0, nh);
+            (a.x16 ? attend_run_x16 : attend_run)(&a, cols + i, t0 + i, e - i, kvh, h0, nh);
             i = e;
         }
     }

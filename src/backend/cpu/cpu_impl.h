@@ -149,6 +149,27 @@ size_t mf_cpu_rope_thread_bytes(const mf_node *n);
 size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n);
 bool mf_cpu_kv_type_ok(uint32_t type);
 
+/* AVX-512 attention kernels (attention_avx512.c).  scores16: out[r * 16 + i] = the dot of query row r
+ * (nrows rows, hd floats apart, hd % 32 == 0) with key i of kt = [hd][16] (keys transposed into lanes),
+ * bitwise the AVX2 F32 vec_dot of the two rows.  pv16: for the nh heads of one token (window cnt), out row h
+ * (hd floats, rows contiguous) = (sum over j in order of p[h][j] * v_j) * inv[h], v_j the f16/f32 cache
+ * row slice at v + cell[j] * v_nb1 + voff. */
+typedef struct {
+    int64_t hd, cnt;
+    int nh;
+    const float *p;  /* [nh][p_stride] probabilities */
+    size_t p_stride;
+    const float *inv; /* [nh] 1 / sum */
+    const char *v;
+    size_t v_nb1, voff;
+    uint32_t vtype;
+    const int32_t *cell;
+    float *out;
+} mf_cpu_att_pv;
+void mf_cpu_att_scores16(int64_t hd, const float *kt, const float *q, int nrows, float *out);
+void mf_cpu_att_pv16(const mf_cpu_att_pv *pv);
+bool mf_cpu_att_x16_ok(int64_t hd); /* the head sizes the two kernels take */
+
 void mf_cpu_op_get_rows(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 void mf_cpu_op_rms_norm(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
