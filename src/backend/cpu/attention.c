@@ -199,8 +199,10 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
                            int64_t h0, int64_t nh) {
     const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1][0];
     const int32_t *cell = cols[nt - 1] + 1;
-    const size_t kslice = mf_row_size(a->k->type, e0);
+    const size_t kslice = mf_row_size(a->k->type, e0), kbytes = mf_row_size(a->k->type, hd);
     float *scores = a->scores, *mx = a->mx;
+    for (int64_t j = 0; j < MF_MIN(cnt, (int64_t)16); j++)
+        prefetch_slice((const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice, kbytes);
     for (int64_t r = 0; r < rows; r++) {
         convert_query(a, r, t0 + r / nh, h0 + r % nh, true);
         mx[r] = -INFINITY;
@@ -209,6 +211,9 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
     for (int64_t jb = 0; jb < cnt; jb += 16) {
         const int64_t nk = MF_MIN((int64_t)16, cnt - jb);
         while (cols[r0 / nh][0] <= jb) r0 += nh;
+        /* the next block's K slices (decode reads the cache cold, right after streaming the weights) */
+        for (int64_t i = jb + 16; i < MF_MIN(cnt, jb + 32); i++)
+            prefetch_slice((const char *)a->k->data + (size_t)cell[i] * a->k->nb[1] + kslice, kbytes);
         for (int64_t i = 0; i < 16; i++) {
             if (i >= nk) {
                 for (int64_t d = 0; d < hd; d++) a->kt[d * 16 + i] = 0.0f;
