@@ -70,6 +70,7 @@ void mf_cpu_free(mf_cpu *cpu) {
     free(cpu->readers);
     free(cpu->sole);
     free((void *)cpu->chunks);
+    free((void *)cpu->steal);
     free(cpu->ranges);
     free(cpu);
 }
@@ -232,7 +233,9 @@ static int grow_plan(mf_cpu *cpu, int32_t nn) {
     if (o) cpu->sole = o;
     _Atomic int32_t *c = realloc((void *)cpu->chunks, (size_t)nn * sizeof *c);
     if (c) cpu->chunks = c;
-    if (!p || !f || !r || !o || !c) return MF_E_NOMEM;
+    _Atomic uint64_t *st = realloc((void *)cpu->steal, (size_t)nn * (size_t)cpu->n_threads * sizeof *st);
+    if (st) cpu->steal = st;
+    if (!p || !f || !r || !o || !c || !st) return MF_E_NOMEM;
     cpu->plan_cap = nn;
     return 0;
 }
@@ -443,10 +446,24 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
     if (plan_barriers(cpu, g, first, last))
         return mf_err(err, MF_E_NOMEM, "out of memory planning the barriers of a %d-node graph", nn);
     for (int i = 0; i < cpu->n_threads; i++) cpu->faults[i].node = -1;
-    for (int32_t i = first; i < last; i++) atomic_store_explicit(&cpu->chunks[i], 0, memory_order_relaxed);
-    mf_cpu_exec ex = {cpu,   g,    cpu->scratch, cpu->scratch + shared, per_thread, cpu->plan, cpu->fuse,
-                      first, last, cpu->chunks,  cpu->scratch + shared + per_thread * (size_t)cpu->n_threads,
-                      conv};
+    for (int32_t i = first; i < last; i++) {
+        atomic_store_explicit(&cpu->chunks[i], 0, memory_order_relaxed);
+        for (int t = 0; t < cpu->n_threads; t++)
+            atomic_store_explicit(&cpu->steal[(size_t)i * (size_t)cpu->n_threads + (size_t)t], 0, memory_order_relaxed);
+    }
+    mf_cpu_exec ex = {.cpu = cpu,
+                      .g = g,
+                      .shared = cpu->scratch,
+                      .per_thread = cpu->scratch + shared,
+                      .per_thread_size = per_thread,
+                      .plan = cpu->plan,
+                      .fuse = cpu->fuse,
+                      .first = first,
+                      .last = last,
+                      .chunks = cpu->chunks,
+                      .steal = cpu->steal,
+                      .conv = cpu->scratch + shared + per_thread * (size_t)cpu->n_threads,
+                      .conv_size = conv};
     const int64_t t_run = cpu->profile ? prof_now() : 0;
     mf_threadpool_run(cpu->tp, exec_worker, &ex, cpu->n_threads);
     if (cpu->profile) {

@@ -45,6 +45,9 @@ struct mf_cpu {
     int32_t plan_cap;
     /* per node: the next work chunk a thread takes (matmul, attention), reset per forward */
     _Atomic int32_t *chunks;
+    /* per node and thread: units of the thread's own stretch of matmul rows claimed from its front (low 32
+     * bits, by the owner) and from its back (high 32 bits, by the others once their own is done) */
+    _Atomic uint64_t *steal;
     /* MINFER_PROFILE=1: thread 0's time per op kind (running, and waiting at the barrier before it),
      * printed when the backend is freed */
     bool profile;
@@ -79,6 +82,7 @@ typedef struct {
     const int32_t *fuse; /* [n_nodes] the ADD/MUL node a FUSED node applies */
     int32_t first, last; /* the nodes to run */
     _Atomic int32_t *chunks; /* [n_nodes] dynamic work counters, 0 at the start of the forward */
+    _Atomic uint64_t *steal; /* [n_nodes][n_threads] front/back claims, 0 at the start of the forward */
     uint8_t *conv;           /* private conversions: thread ith owns conv + ith * conv_size */
     size_t conv_size;
 } mf_cpu_exec;

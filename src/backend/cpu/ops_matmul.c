@@ -54,6 +54,91 @@ static void apply_fused(const mf_cpu_exec *ex, const mf_node *f, float *out, int
     }
 }
 
+/* what one matmul's row ranges need */
+typedef struct {
+    const mf_quant_kernels *k;
+    int64_t K, N, M;
+    const mf_node *x;
+    bool direct;
+    const uint8_t *abuf;
+    size_t rs, as;
+    int tw, ta;
+    const char *wd;
+    size_t ws;
+    float *out; /* contiguous [N, M] */
+    const mf_node *f;
+    const mf_cpu_exec *ex;
+} mm_ctx;
+
+/* weight rows [n0, n1) against every activation row, then the fused op over those columns */
+static void mm_rows(const mm_ctx *c, int64_t n0, int64_t n1) {
+    const mf_quant_kernels *k = c->k;
+    const int64_t K = c->K, N = c->N, M = c->M;
+    float *out = c->out;
+    float s[MF_TILE_MAX * MF_TILE_MAX];
+    for (int64_t t0 = n0; t0 < n1; t0 += TILE_N) {
+        const int64_t t1 = t0 + TILE_N < n1 ? t0 + TILE_N : n1;
+        for (int64_t m0 = 0; m0 < M; m0 += c->ta) {
+            const int na = (int)MF_MIN((int64_t)c->ta, M - m0);
+            const void *a = c->direct ? (const void *)((const char *)c->x->data + mf_cpu_row_offs(c->x, m0))
+                                      : (const void *)(c->abuf + (size_t)m0 * c->rs);
+            for (int64_t j0 = t0; j0 < t1; j0 += c->tw) {
+                const int nw = (int)MF_MIN((int64_t)c->tw, t1 - j0);
+                const char *wr = c->wd + (size_t)j0 * c->ws;
+                if (k->act_major) { /* straight into the output rows */
+                    k->vec_dot_tile(K, &out[m0 * N + j0], (size_t)N, wr, c->ws, nw, a, c->as, na);
+                    continue;
+                }
+                if (nw == 1 && na == 1 && k->vec_dot) {
+                    k->vec_dot(K, &out[m0 * N + j0], wr, a);
+                    continue;
+                }
+                k->vec_dot_tile(K, s, MF_TILE_MAX, wr, c->ws, nw, a, c->as, na);
+                for (int i = 0; i < nw; i++)
+                    for (int j = 0; j < na; j++) out[(m0 + j) * N + j0 + i] = s[i * MF_TILE_MAX + j];
+            }
+        }
+    }
+    if (c->f) apply_fused(c->ex, c->f, out, N, M, n0, n1);
+}
+
+/* Claims up to `want` of the n units of a stretch whose claims word is *st, from its front or its back;
+ * returns the first unit claimed (and *got), or -1 when nothing is left. */
+static int64_t claim(_Atomic uint64_t *st, int64_t n, int64_t want, bool back, int64_t *got) {
+    uint64_t v = atomic_load_explicit(st, memory_order_relaxed);
+    for (;;) {
+        const int64_t fr = (int64_t)(uint32_t)v, bk = (int64_t)(v >> 32), left = n - fr - bk;
+        if (left <= 0) return -1;
+        const int64_t take = MF_MIN(want, left);
+        const uint64_t nv = back ? v + ((uint64_t)take << 32) : v + (uint64_t)take;
+        if (atomic_compare_exchange_weak_explicit(st, &v, nv, memory_order_relaxed, memory_order_relaxed)) {
+            *got = take;
+            return back ? n - bk - take : fr;
+        }
+    }
+}
+
+#define OWN_CHUNK_BYTES ((size_t)1024 << 10)  /* the owner claims this much of its stretch at a time */
+#define STEAL_CHUNK_BYTES ((size_t)24 << 10) /* a thief this much from the end of another's */
+
+/* Decode (<= 4 activation rows, memory-bound): each thread streams one contiguous stretch of the weight
+ * rows from its front - one long forward read, which the prefetchers follow - and a thread that is done
+ * takes pieces from the BACK of a slower thread's stretch, so a delayed or slower core does not hold the
+ * other at the next barrier.  Units are tiles of TILE_N rows. */
+static void mm_stealing(const mm_ctx *c, _Atomic uint64_t *steal, int ith, int nth) {
+    const int64_t units = (c->N + TILE_N - 1) / TILE_N;
+    const size_t ubytes = (size_t)TILE_N * c->ws;
+    const int64_t own = MF_MAX((int64_t)1, (int64_t)(OWN_CHUNK_BYTES / ubytes)),
+                  theft = MF_MAX((int64_t)1, (int64_t)(STEAL_CHUNK_BYTES / ubytes));
+    for (int v = 0; v < nth; v++) {
+        const int t = (ith + v) % nth; /* own stretch first, then the others' */
+        const int64_t u0 = units * t / nth, n = units * (t + 1) / nth - u0;
+        int64_t got, first;
+        while ((first = claim(&steal[t], n, v == 0 ? own : theft, v != 0, &got)) >= 0)
+            mm_rows(c, (u0 + first) * TILE_N, MF_MIN(c->N, (u0 + first + got) * TILE_N));
+    }
+}
+
 void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     const mf_node *w = mf_graph_node_c(ex->g, n->src[0]), *x = mf_graph_node_c(ex->g, n->src[1]);
     const mf_quant_kernels *k = mf_quant_kernels_get(w->type);
@@ -75,51 +160,24 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     /* activation rows at a uniform stride can go through the kernel's tile (bitwise = vec_dot) */
     const bool uniform = !direct || (x->ne[2] * x->ne[3] == 1) ||
                          (x->nb[2] == x->nb[1] * (size_t)x->ne[1] && x->nb[3] == x->nb[2] * (size_t)x->ne[2]);
-    const size_t as = direct ? x->nb[1] : rs;
-    /* an x8/x16 layout's tile is one whole group of rows (TILE_N is a multiple of both) */
-    const int tw = k->act_major ? k->tile_w : MF_MAX(1, MF_MIN(k->tile_w, MF_TILE_MAX));
-    const int ta = uniform ? MF_MAX(1, MF_MIN(k->tile_a, MF_TILE_MAX)) : 1;
+    mm_ctx c = {.k = k, .K = K, .N = N, .M = M, .x = x, .direct = direct, .abuf = abuf, .rs = rs,
+                .as = direct ? x->nb[1] : rs,
+                /* an x8/x16 layout's tile is one whole group of rows (TILE_N is a multiple of both) */
+                .tw = k->act_major ? k->tile_w : MF_MAX(1, MF_MIN(k->tile_w, MF_TILE_MAX)),
+                .ta = uniform ? MF_MAX(1, MF_MIN(k->tile_a, MF_TILE_MAX)) : 1,
+                .wd = w->data, .ws = w->nb[1], .out = n->data, .f = mf_cpu_fused(ex, n), .ex = ex};
 
-    /* Weight rows are handed out in chunks from a shared counter (thread ith starts with chunk ith), so
-     * a thread the OS delays does not stall the other at the next barrier.  Which thread computes a
-     * row never changes its value: (n, m) is always the same one kernel call. */
-    const int64_t n_chunks_min = (int64_t)nth * (M <= MF_CPU_PRIVATE_CONV_ROWS ? 1 : 8);
-    int64_t ch = (N + n_chunks_min - 1) / n_chunks_min;
-    ch = (ch + TILE_N - 1) / TILE_N * TILE_N;
-    if (ch < TILE_N) ch = TILE_N;
-    if (M > MF_CPU_PRIVATE_CONV_ROWS && ch > 4 * TILE_N) ch = 4 * TILE_N;
+    if (M <= MF_CPU_PRIVATE_CONV_ROWS) {
+        mm_stealing(&c, &ex->steal[(size_t)id * (size_t)nth], ith, nth);
+        return;
+    }
+    /* Prefill: weight rows are handed out in chunks of at most 4 tiles from a shared counter (thread ith
+     * starts with chunk ith), so a thread the OS delays does not stall the other at the next barrier.
+     * Which thread computes a row never changes its value: (n, m) is always the same one kernel call. */
+    int64_t ch = (N + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
+    ch = MF_MIN(MF_MAX((ch + TILE_N - 1) / TILE_N * TILE_N, (int64_t)TILE_N), 4 * (int64_t)TILE_N);
     const int64_t n_chunks = (N + ch - 1) / ch;
     _Atomic int32_t *ctr = &ex->chunks[id];
-    const char *wd = w->data;
-    const size_t ws = w->nb[1];
-    float *out = n->data; /* contiguous [N, M] */
-    float s[MF_TILE_MAX * MF_TILE_MAX];
-    const mf_node *f = mf_cpu_fused(ex, n);
-    for (int64_t c = ith; c < n_chunks;
-         c = nth + atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed)) {
-        const int64_t n0 = c * ch, n1 = MF_MIN(N, n0 + ch);
-        for (int64_t t0 = n0; t0 < n1; t0 += TILE_N) {
-            const int64_t t1 = t0 + TILE_N < n1 ? t0 + TILE_N : n1;
-            for (int64_t m0 = 0; m0 < M; m0 += ta) {
-                const int na = (int)MF_MIN((int64_t)ta, M - m0);
-                const void *a = direct ? (const void *)((const char *)x->data + mf_cpu_row_offs(x, m0))
-                                       : (const void *)(abuf + (size_t)m0 * rs);
-                for (int64_t j0 = t0; j0 < t1; j0 += tw) {
-                    const int nw = (int)MF_MIN((int64_t)tw, t1 - j0);
-                    if (k->act_major) { /* straight into the output rows */
-                        k->vec_dot_tile(K, &out[m0 * N + j0], (size_t)N, wd + (size_t)j0 * ws, ws, nw, a, as, na);
-                        continue;
-                    }
-                    if (nw == 1 && na == 1 && k->vec_dot) {
-                        k->vec_dot(K, &out[m0 * N + j0], wd + (size_t)j0 * ws, a);
-                        continue;
-                    }
-                    k->vec_dot_tile(K, s, MF_TILE_MAX, wd + (size_t)j0 * ws, ws, nw, a, as, na);
-                    for (int i = 0; i < nw; i++)
-                        for (int j = 0; j < na; j++) out[(m0 + j) * N + j0 + i] = s[i * MF_TILE_MAX + j];
-                }
-            }
-        }
-        if (f) apply_fused(ex, f, out, N, M, n0, n1);
-    }
+    for (int64_t ci = ith; ci < n_chunks; ci = nth + atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed))
+        mm_rows(&c, ci * ch, MF_MIN(N, ci * ch + ch));
 }
