@@ -79,7 +79,8 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q6_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx2, mf_from_float_q8_K_avx2),
 };
 
-/* AVX-512: VNNI for the Q8_0 family, the AVX2 kernels for the rest (see dot_avx512.c). */
+/* AVX-512: VNNI for the Q8_0 family (dot_avx512.c), the x16 layouts (x16_avx512.c) and the K x8 layouts
+ * (x8_avx512.c); the AVX2 kernels for the rest. */
 static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_F32] = K(MF_TYPE_F32, mf_vec_dot_f32_avx2, mf_from_float_f32),
     [MF_TYPE_F16] = K(MF_TYPE_F16, mf_vec_dot_f16_avx2, mf_from_float_f16_avx2),
@@ -93,8 +94,8 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q8_0_X8] = KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_avx2, mf_from_float_q8_0s_avx2),
-    [MF_TYPE_Q4_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx2, mf_from_float_q8_K_avx2),
-    [MF_TYPE_Q6_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q4_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q6_K_X8] = KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q4_0_X16] = KX16(MF_TYPE_Q8_0S, mf_tile_q4_0x16_avx512, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X16] = KX16(MF_TYPE_Q8_0S, mf_tile_q5_0x16_avx512, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q8_0_X16] = KX16(MF_TYPE_Q8_0S, mf_tile_q8_0x16_avx512, mf_from_float_q8_0s_avx2),

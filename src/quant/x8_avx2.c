@@ -3,30 +3,7 @@
  * one int32 dot for 8 rows and one convert + scale + fma for all of them.  Each activation row is
  * independent: the 8 x 4 tile and the 8 x 1 GEMV run the same operations per (row, activation), so
  * results never depend on the batch (bitwise the scalar reference). */
-#include "quant/quant_x86.h"
-
-/* 4 activation quants y[0..3] as one int32, broadcast to every lane */
-static inline MF_AVX2 __m256i bcast4(const int8_t *y) {
-    int32_t v;
-    memcpy(&v, y, 4);
-    return _mm256_set1_epi32(v);
-}
-
-/* GEMV reads the matrix once, as one stream: prefetching a fixed distance ahead keeps more lines in
- * flight than the hardware prefetcher does (measured: Q8_0 decode otherwise stalls on loads). */
-#ifndef X8_PF_BYTES
-#define X8_PF_BYTES 768
-#endif
-static inline void prefetch_block(const void *p, size_t bytes) {
-    /* at least X8_PF_BYTES ahead, and at least two blocks for the large K-quant groups (1.1-1.7 KB) */
-    const size_t ahead = bytes * 2 > X8_PF_BYTES ? bytes * 2 : X8_PF_BYTES;
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + ahead + o, _MM_HINT_T0);
-}
-
-/* the 8 rows' results for activation j: contiguous in the activation-major output */
-static inline MF_AVX2 void store_lanes(float *s, size_t ldc, int j, __m256 acc) {
-    _mm256_storeu_ps(s + (size_t)j * ldc, acc);
-}
+#include "quant/x8_x86.h"
 
 /* NA activation rows against one group of 8 rows.  NA is a constant at every call (always inlined). */
 static inline __attribute__((always_inline)) MF_AVX2 void q4_0x8_rows(int64_t n, float *s, size_t ldc,
@@ -158,73 +135,11 @@ static inline __attribute__((always_inline)) MF_AVX2 void q8_0x8_rows(int64_t n,
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
 }
 
-/* The exported tiles: nw is always MF_X8_ROWS (one group); activations in fours, then singly. */
-#define X8_TILE(name, rows)                                                                                    \
-    MF_AVX2 void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,  \
-                      size_t a_stride, int na) {                                                               \
-        (void)w_stride, (void)nw;                                                                              \
-        int j = 0;                                                                                             \
-        for (; j + 4 <= na; j += 4) rows(n, s, ldc, w, a, a_stride, j, 4);                                     \
-        for (; j < na; j++) rows(n, s, ldc, w, a, a_stride, j, 1);                                             \
-    }
-
 X8_TILE(mf_tile_q4_0x8_avx2, q4_0x8_rows)
 
 X8_TILE(mf_tile_q5_0x8_avx2, q5_0x8_rows)
 
 X8_TILE(mf_tile_q8_0x8_avx2, q8_0x8_rows)
-
-/* ---- the K layouts against Q8_K activations ---- */
-
-/* A pshufb index applying the 4-byte pattern p (byte numbers within a 32-bit lane, 0x80 = zero) to every
- * lane.  Adding 4 * lane to a 0x80 byte keeps its top bit, so it stays zero. */
-static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_pattern(uint32_t p) {
-    const int a = (int)p, b = (int)(p + 0x04040404u), c = (int)(p + 0x08080808u), d = (int)(p + 0x0C0C0C0Cu);
-    return _mm256_setr_epi32(a, b, c, d, a, b, c, d);
-}
-
-/* Byte k (0..3) of each lane in both of its int16 halves, zero-extended: madd_epi16 with it multiplies
- * the lane's two int16 pair sums by that row's factor and adds them, exactly. */
-static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_u8_x2(__m256i v, const int k) {
-    return _mm256_shuffle_epi8(v, lane_pattern(0x80008000u | (uint32_t)k * 0x00010001u));
-}
-
-/* Bytes k0 and k1 of each lane as its two int16 halves, sign-extended (through the high byte and an
- * arithmetic shift). */
-static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_s8_pair(__m256i v, const int k0,
-                                                                          const int k1) {
-    const uint32_t p = 0x00800080u | (uint32_t)k0 << 8 | (uint32_t)k1 << 24;
-    return _mm256_srai_epi16(_mm256_shuffle_epi8(v, lane_pattern(p)), 8);
-}
-
-/* An empty asm that "changes" v: gcc otherwise regroups the integer running sums below (sums of int16
- * products, of per-sub-block madds) into trees whose terms all stay live, and spills dozens of registers. */
-#define PIN(v) __asm__("" : "+x"(v))
-
-/* bsums[i], bsums[i + 1] of a Q8_K block as one int32, broadcast: madd with a lane's factor in both int16
- * halves gives factor * (bsums[i] + bsums[i + 1]) */
-static inline MF_AVX2 __m256i bsum_pair(const int16_t *bsums) {
-    int32_t v;
-    memcpy(&v, bsums, 4);
-    return _mm256_set1_epi32(v);
-}
-
-/* q4_Kx8's 6-bit scales and mins as bytes (quant.h): byte k of lane r of sc[0] = row r's sc[k], of sc[1]
- * its sc[k + 4]; mn the same for the mins.  The shifts are 16-bit: the masks drop what crosses a byte. */
-static inline __attribute__((always_inline)) MF_AVX2 void q4k_scales_mins(const uint8_t *p, __m256i sc[2],
-                                                                          __m256i mn[2]) {
-    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
-    const __m256i vs = _mm256_loadu_si256((const __m256i *)p);
-    const __m256i vm = _mm256_loadu_si256((const __m256i *)(p + 32));
-    const __m256i vh = _mm256_loadu_si256((const __m256i *)(p + 64));
-    /* low 4 bits from vs / vm, bits 4-5 from the 2-bit fields of vh */
-    sc[0] = _mm256_or_si256(_mm256_and_si256(vs, m4), _mm256_and_si256(_mm256_slli_epi16(vh, 4), m30));
-    sc[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(vs, 4), m4),
-                            _mm256_and_si256(_mm256_slli_epi16(vh, 2), m30));
-    mn[0] = _mm256_or_si256(_mm256_and_si256(vm, m4), _mm256_and_si256(vh, m30));
-    mn[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(vm, 4), m4),
-                            _mm256_and_si256(_mm256_srli_epi16(vh, 2), m30));
-}
 
 /* One super-block at a time, one sub-block of 32 at a time: its 8 chunks of nibbles are unpacked once and
  * used by every activation (repack.c has the reference order). */
@@ -283,23 +198,6 @@ static inline __attribute__((always_inline)) MF_AVX2 void q4_Kx8_rows(int64_t n,
         }
     }
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
-}
-
-/* q6_K's 6-bit values (unsigned 0..63) of chunk c (0..3) of sub-block i for the 8 rows.  Sub-block
- * i = 8h + 2k + gg holds values 128h + 32k + 16gg .. + 15: the low (k < 2) or high nibbles of ql chunks
- * 16h + 8 (k & 1) + 4gg + c and bits 2k, 2k + 1 of qh chunks 8h + 4gg + c (q6_K's layout). */
-static inline __attribute__((always_inline)) MF_AVX2 __m256i q6k_chunk(const mf_block_q6_Kx8 *x, const int i,
-                                                                       const int c) {
-    const int h = i / 8, k = (i % 8) / 2, gg = i % 2;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
-    const int cl = 16 * h + 8 * (k & 1) + 4 * gg + c;
-    const __m256i ql = _mm256_loadu_si256((const __m256i *)(x->ql + 32 * cl));
-    const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * (8 * h + 4 * gg + c)));
-    const __m256i lo = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(ql, 4) : ql, m4);
-    /* bits 2k, 2k + 1 to bits 4, 5 (16-bit shifts: the mask drops what crosses a byte) */
-    const __m256i hs = k == 0 ? _mm256_slli_epi16(qh, 4) : k == 1 ? _mm256_slli_epi16(qh, 2)
-                                              : k == 2 ? qh : _mm256_srli_epi16(qh, 2);
-    return _mm256_or_si256(lo, _mm256_and_si256(hs, m30));
 }
 
 static inline __attribute__((always_inline)) MF_AVX2 void q6_Kx8_rows(int64_t n, float *s, size_t ldc,
