@@ -9,12 +9,7 @@
 static inline __attribute__((always_inline)) MF_AVX2 void q4_0x8_rows(int64_t n, float *s, size_t ldc,
                                                                       const mf_block_q4_0x8 *x, const void *a,
                                                                       size_t a_stride, int j0, const int NA) {
-    const mf_block_q8_0s *y[4];
-    __m256 acc[4];
-    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-        y[j] = (const mf_block_q8_0s *)((const char *)a + (size_t)(j0 + j) * a_stride);
-        acc[j] = _mm256_setzero_ps();
-    }
+    X8_PROLOGUE(mf_block_q8_0s)
     const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < n / MF_QK8_0; b++) {
         if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
@@ -61,12 +56,7 @@ static inline __attribute__((always_inline)) MF_AVX2 void q5_hbits16(__m256i qh,
 static inline __attribute__((always_inline)) MF_AVX2 void q5_0x8_rows(int64_t n, float *s, size_t ldc,
                                                                       const mf_block_q5_0x8 *x, const void *a,
                                                                       size_t a_stride, int j0, const int NA) {
-    const mf_block_q8_0s *y[4];
-    __m256 acc[4];
-    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-        y[j] = (const mf_block_q8_0s *)((const char *)a + (size_t)(j0 + j) * a_stride);
-        acc[j] = _mm256_setzero_ps();
-    }
+    X8_PROLOGUE(mf_block_q8_0s)
     const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < n / MF_QK8_0; b++) {
         if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
@@ -106,12 +96,7 @@ static inline __attribute__((always_inline)) MF_AVX2 void q5_0x8_rows(int64_t n,
 static inline __attribute__((always_inline)) MF_AVX2 void q8_0x8_rows(int64_t n, float *s, size_t ldc,
                                                                       const mf_block_q8_0x8 *x, const void *a,
                                                                       size_t a_stride, int j0, const int NA) {
-    const mf_block_q8_0s *y[4];
-    __m256 acc[4];
-    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-        y[j] = (const mf_block_q8_0s *)((const char *)a + (size_t)(j0 + j) * a_stride);
-        acc[j] = _mm256_setzero_ps();
-    }
+    X8_PROLOGUE(mf_block_q8_0s)
     const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < n / MF_QK8_0; b++) {
         if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
@@ -146,18 +131,13 @@ X8_TILE(mf_tile_q8_0x8_avx2, q8_0x8_rows)
 static inline __attribute__((always_inline)) MF_AVX2 void q4_Kx8_rows(int64_t n, float *s, size_t ldc,
                                                                       const mf_block_q4_Kx8 *x, const void *a,
                                                                       size_t a_stride, int j0, const int NA) {
-    const mf_block_q8_K *y[4];
-    __m256 acc[4];
-    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-        y[j] = (const mf_block_q8_K *)((const char *)a + (size_t)(j0 + j) * a_stride);
-        acc[j] = _mm256_setzero_ps();
-    }
+    X8_PROLOGUE(mf_block_q8_K)
     const __m256i m4 = _mm256_set1_epi8(0xF);
     for (int64_t b = 0; b < n / MF_QK_K; b++) {
         if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
-        __m256i sc[2], mn[2], isum[4], imin[4];
+        __m256i sc[2], mn[2], isum[4];
         q4k_scales_mins(x[b].scales, sc, mn);
-        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = imin[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = _mm256_setzero_si256();
         _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
             /* sub-block sb: the low (even sb) or high nibbles of chunks 8 (sb / 2) .. 8 (sb / 2) + 7, each
              * unpacked once and used by every activation (chunk outside: few live registers, no spills) */
@@ -179,23 +159,7 @@ static inline __attribute__((always_inline)) MF_AVX2 void q4_Kx8_rows(int64_t n,
                 PIN(isum[j]);
             }
         }
-        /* the mins: min * (the sub-block's activation sum), from two bsums of 16 */
-        _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
-            const __m256i mn16 = lane_u8_x2(mn[sb / 4], sb % 4);
-            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-                const __m256i t = _mm256_madd_epi16(mn16, bsum_pair(y[j][b].bsums + 2 * sb));
-                imin[j] = _mm256_add_epi32(imin[j], t);
-                PIN(imin[j]);
-            }
-        }
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
-        const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].dmin));
-        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-            const __m256 da = _mm256_set1_ps(y[j][b].d);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(dx, da), acc[j]);
-            /* fmaf(-(float)imin, dmin_w * d_a, acc): negating a product is exact */
-            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[j]), _mm256_mul_ps(dmx, da), acc[j]);
-        }
+        q4k_finish(&x[b], y, b, mn, isum, acc, NA);
     }
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
 }
@@ -203,18 +167,13 @@ static inline __attribute__((always_inline)) MF_AVX2 void q4_Kx8_rows(int64_t n,
 static inline __attribute__((always_inline)) MF_AVX2 void q6_Kx8_rows(int64_t n, float *s, size_t ldc,
                                                                       const mf_block_q6_Kx8 *x, const void *a,
                                                                       size_t a_stride, int j0, const int NA) {
-    const mf_block_q8_K *y[4];
-    __m256 acc[4];
-    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-        y[j] = (const mf_block_q8_K *)((const char *)a + (size_t)(j0 + j) * a_stride);
-        acc[j] = _mm256_setzero_ps();
-    }
+    X8_PROLOGUE(mf_block_q8_K)
     for (int64_t b = 0; b < n / MF_QK_K; b++) {
         if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
-        __m256i sv[4], isum[4], corr[4];
+        __m256i sv[4], isum[4];
         _Pragma("GCC unroll 8") for (int v = 0; v < 4; v++)
             sv[v] = _mm256_loadu_si256((const __m256i *)(x[b].scales + 32 * v));
-        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = corr[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = _mm256_setzero_si256();
         _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) {
             const __m256i sc16 = lane_s8_pair(sv[i / 4], i % 4, i % 4);
             __m256i p[4];
@@ -231,20 +190,7 @@ static inline __attribute__((always_inline)) MF_AVX2 void q6_Kx8_rows(int64_t n,
                 }
             }
         }
-        /* the values are stored + 32: subtract 32 * sum of scale * (the sub-block's activation sum) */
-        _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
-            const __m256i sp = lane_s8_pair(sv[t / 2], 2 * (t % 2), 2 * (t % 2) + 1);
-            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-                corr[j] = _mm256_add_epi32(corr[j], _mm256_madd_epi16(sp, bsum_pair(y[j][b].bsums + 2 * t)));
-                PIN(corr[j]);
-            }
-        }
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
-        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-            const __m256i q = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(corr[j], 5));
-            const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(y[j][b].d));
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, acc[j]);
-        }
+        q6k_finish(&x[b], y, b, sv, isum, acc, NA);
     }
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
 }

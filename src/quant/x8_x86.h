@@ -28,6 +28,16 @@ static inline MF_AVX2 void store_lanes(float *s, size_t ldc, int j, __m256 acc) 
     _mm256_storeu_ps(s + (size_t)j * ldc, acc);
 }
 
+/* The start of every x8 kernel: the NA activation rows (from j0) as blocks of type yt, and their float
+ * accumulators (8 rows each) at zero */
+#define X8_PROLOGUE(yt)                                                                                        \
+    const yt *y[4];                                                                                            \
+    __m256 acc[4];                                                                                             \
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {                                                     \
+        y[j] = (const yt *)((const char *)a + (size_t)(j0 + j) * a_stride);                                    \
+        acc[j] = _mm256_setzero_ps();                                                                          \
+    }
+
 /* The exported tiles: nw is always MF_X8_ROWS (one group); activations in fours, then singly. */
 #define X8_TILE_T(name, rows, TGT)                                                                             \
     TGT void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,      \
@@ -105,6 +115,55 @@ static inline __attribute__((always_inline)) MF_AVX2 __m256i q6k_chunk(const mf_
     const __m256i hs = k == 0 ? _mm256_slli_epi16(qh, 4) : k == 1 ? _mm256_slli_epi16(qh, 2)
                                               : k == 2 ? qh : _mm256_srli_epi16(qh, 2);
     return _mm256_or_si256(lo, _mm256_and_si256(hs, m30));
+}
+
+/* The end of a q4_Kx8 super-block b, for both ISAs: the mins (min * the sub-block's activation sum, from
+ * two bsums of 16) and the two fmas of the reference order. */
+static inline __attribute__((always_inline)) MF_AVX2 void q4k_finish(const mf_block_q4_Kx8 *xb,
+                                                                     const mf_block_q8_K *const *y, int64_t b,
+                                                                     const __m256i mn[2], const __m256i *isum,
+                                                                     __m256 *acc, const int NA) {
+    __m256i imin[4];
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) imin[j] = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
+        const __m256i mn16 = lane_u8_x2(mn[sb / 4], sb % 4);
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+            const __m256i t = _mm256_madd_epi16(mn16, bsum_pair(y[j][b].bsums + 2 * sb));
+            imin[j] = _mm256_add_epi32(imin[j], t);
+            PIN(imin[j]);
+        }
+    }
+    const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)xb->d));
+    const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)xb->dmin));
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+        const __m256 da = _mm256_set1_ps(y[j][b].d);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(dx, da), acc[j]);
+        /* fmaf(-(float)imin, dmin_w * d_a, acc): negating a product is exact */
+        acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[j]), _mm256_mul_ps(dmx, da), acc[j]);
+    }
+}
+
+/* The end of a q6_Kx8 super-block b: the values are stored + 32, so subtract 32 * sum of scale * (the
+ * sub-block's activation sum), then the reference's fma. */
+static inline __attribute__((always_inline)) MF_AVX2 void q6k_finish(const mf_block_q6_Kx8 *xb,
+                                                                     const mf_block_q8_K *const *y, int64_t b,
+                                                                     const __m256i sv[4], const __m256i *isum,
+                                                                     __m256 *acc, const int NA) {
+    __m256i corr[4];
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) corr[j] = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+        const __m256i sp = lane_s8_pair(sv[t / 2], 2 * (t % 2), 2 * (t % 2) + 1);
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+            corr[j] = _mm256_add_epi32(corr[j], _mm256_madd_epi16(sp, bsum_pair(y[j][b].bsums + 2 * t)));
+            PIN(corr[j]);
+        }
+    }
+    const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)xb->d));
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+        const __m256i q = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(corr[j], 5));
+        const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(y[j][b].d));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, acc[j]);
+    }
 }
 
 #endif
