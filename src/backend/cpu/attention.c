@@ -60,6 +60,7 @@ static int64_t group_of(const mf_graph *g, const mf_node *n) {
 #define TB_PLAIN 8
 #define ROWS_X16 64    /* (token, head) rows a token block aims for on the AVX-512 path: its K block
                         * transposition is shared by all of them */
+#define X16_MIN_ROWS 8 /* below this many rows in a run the AVX-512 path scores key by key */
 #define ROWS_SHARED 16 /* (token, head) rows a token block aims for */
 #define SCORES_BUDGET ((size_t)4 << 20) /* bytes of scores per thread a token block may take */
 /* rows per run: tb * grp <= ROWS_SHARED when tb > 1, else one token's heads <= HB_MAX */
@@ -208,7 +209,28 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
         mx[r] = -INFINITY;
     }
     int64_t r0 = 0; /* the first row whose window reaches the block */
-    for (int64_t jb = 0; jb < cnt; jb += 16) {
+    /* Few rows (decode: one token's heads) do not pay for transposing K blocks: dot_rows per key instead,
+     * the same bits (both are the F32/F16 vec_dot order). */
+    const bool per_key = rows < X16_MIN_ROWS && a->dot_rows;
+    for (int64_t j = 0; per_key && j < cnt; j++) {
+        while (cols[r0 / nh][0] <= j) r0 += nh;
+        if (j + KV_PREFETCH_AHEAD < cnt)
+            prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice,
+                           kbytes);
+        const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
+        const float *kf = (const float *)kr;
+        if (a->k->type == MF_TYPE_F16) {
+            a->vec->f16_to_f32((const uint16_t *)kr, a->kf, hd);
+            kf = a->kf;
+        }
+        a->dot_rows(hd, kf, a->qf + r0 * hd, (size_t)hd, (int)(rows - r0), a->sk);
+        for (int64_t r = r0; r < rows; r++) {
+            const float s = a->sk[r - r0] * a->scale;
+            scores[r * nw + j] = s;
+            mx[r] = s > mx[r] ? s : mx[r];
+        }
+    }
+    for (int64_t jb = 0; !per_key && jb < cnt; jb += 16) {
         const int64_t nk = MF_MIN((int64_t)16, cnt - jb);
         while (cols[r0 / nh][0] <= jb) r0 += nh;
         /* the next block's K slices (decode reads the cache cold, right after streaming the weights) */
