@@ -135,8 +135,7 @@ typedef struct {
     float *scores, *mx, *buf, *acc; /* this thread's scratch */
     float *qf, *kf, *sk;            /* dot_rows path: queries, one K row as f32; sk: one key's dots */
     mf_dot_rows_fn dot_rows;        /* NULL: one vec_dot per (row, key) */
-    bool x16;                       /* the AVX-512 path: */
-    float *kt, *s16, *inv;          /* K block [hd][16], its scores [rows][16], 1 / sum [rows] */
+    float *kt, *s16, *inv;          /* AVX-512 path: K block [hd][16], its scores [rows][16], 1 / sum [rows] */
     uint8_t *qc;
 } att_ctx;
 
@@ -175,12 +174,6 @@ static float *out_row(const att_ctx *a, int64_t t, int64_t h) {
     return (float *)((char *)a->n->data + (size_t)t * a->n->nb[1]) + h * a->hd;
 }
 
-/* Heads h0..h0+nh-1 of tokens t0..t0+nt-1, whose windows cols[] are nested (each starts with the
- * previous one, none empty).  Row r = (token i, head g) = i * nh + g.  Key j of the longest window is
- * visited once; the rows of the tokens whose windows reach j (a suffix of the run, the counts grow) use
- * its K row and its V row converted once.  Each row still gets exactly the single-token sequence: its
- * scores by vec_dot in its window order, its own max, exp_sub over its own scores, then sum and axpy in
- * its window order, the same final scaling - so a run of any length gives every row the same bits. */
 /* query row r = (token t, head h) converted once to K's vec_dot type (llama.cpp's kq = mul_mat(k, q): an
  * f16 cache takes an f16 query) into qc, and for the f32 paths back to f32 into qf (exact) */
 static void convert_query(const att_ctx *a, int64_t r, int64_t t, int64_t h, bool to_f32) {
@@ -194,43 +187,46 @@ static void convert_query(const att_ctx *a, int64_t r, int64_t t, int64_t h, boo
         memcpy(a->qf + r * hd, a->qc + (size_t)r * a->qrs, (size_t)hd * sizeof(float));
 }
 
-/* The AVX-512 path over the same run (see attend_run for the run): scores of 16 keys at a time from a
- * transposed K block shared by every row, then softmax per row as there, then the values per token. */
-static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
-                           int64_t h0, int64_t nh) {
-    const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1][0];
-    const int32_t *cell = cols[nt - 1] + 1;
+/* Scores of the run's rows key by key, as llama.cpp's kq = mul_mat(k, q): key j's cache row dotted with
+ * rows r0.. (those whose window reaches it) by the K type's vec_dot on the converted queries, or by
+ * dot_rows on f32 copies (the same bits); scaled into scores[r][j], with each row's max in mx[r]. */
+static void score_keys(const att_ctx *a, const int32_t *const *cols, int64_t nh, int64_t rows, int64_t kvh) {
+    const int64_t hd = a->hd, nw = a->nw, e0 = kvh * hd, cnt = cols[rows / nh - 1][0];
+    const int32_t *cell = cols[rows / nh - 1] + 1;
     const size_t kslice = mf_row_size(a->k->type, e0), kbytes = mf_row_size(a->k->type, hd);
-    float *scores = a->scores, *mx = a->mx;
-    for (int64_t j = 0; j < MF_MIN(cnt, (int64_t)16); j++)
-        prefetch_slice((const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice, kbytes);
-    for (int64_t r = 0; r < rows; r++) {
-        convert_query(a, r, t0 + r / nh, h0 + r % nh, true);
-        mx[r] = -INFINITY;
-    }
-    int64_t r0 = 0; /* the first row whose window reaches the block */
-    /* Few rows (decode: one token's heads) do not pay for transposing K blocks: dot_rows per key instead,
-     * the same bits (both are the F32/F16 vec_dot order). */
-    const bool per_key = rows < X16_MIN_ROWS && a->dot_rows;
-    for (int64_t j = 0; per_key && j < cnt; j++) {
+    for (int64_t r = 0; r < rows; r++) a->mx[r] = -INFINITY;
+    int64_t r0 = 0; /* the first row whose window reaches key j */
+    for (int64_t j = 0; j < cnt; j++) {
         while (cols[r0 / nh][0] <= j) r0 += nh;
         if (j + KV_PREFETCH_AHEAD < cnt)
             prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice,
                            kbytes);
-        const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
-        const float *kf = (const float *)kr;
-        if (a->k->type == MF_TYPE_F16) {
-            a->vec->f16_to_f32((const uint16_t *)kr, a->kf, hd);
-            kf = a->kf;
+        if (a->dot_rows) {
+            const float *kf = kv_row(a->vec, a->k, cell[j], e0, hd, a->kf);
+            a->dot_rows(hd, kf, a->qf + r0 * hd, (size_t)hd, (int)(rows - r0), a->sk);
+        } else {
+            const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
+            for (int64_t r = r0; r < rows; r++) a->kk->vec_dot(hd, &a->sk[r - r0], kr, a->qc + (size_t)r * a->qrs);
         }
-        a->dot_rows(hd, kf, a->qf + r0 * hd, (size_t)hd, (int)(rows - r0), a->sk);
         for (int64_t r = r0; r < rows; r++) {
             const float s = a->sk[r - r0] * a->scale;
-            scores[r * nw + j] = s;
-            mx[r] = s > mx[r] ? s : mx[r];
+            a->scores[r * nw + j] = s;
+            a->mx[r] = s > a->mx[r] ? s : a->mx[r];
         }
     }
-    for (int64_t jb = 0; !per_key && jb < cnt; jb += 16) {
+}
+
+/* The same scores 16 keys at a time (AVX-512 path): each block's K slices transposed into lanes once for
+ * every row (mf_cpu_att_scores16, the vec_dot order lane for lane). */
+static void score_blocks(const att_ctx *a, const int32_t *const *cols, int64_t nh, int64_t rows, int64_t kvh) {
+    const int64_t hd = a->hd, nw = a->nw, e0 = kvh * hd, cnt = cols[rows / nh - 1][0];
+    const int32_t *cell = cols[rows / nh - 1] + 1;
+    const size_t kslice = mf_row_size(a->k->type, e0), kbytes = mf_row_size(a->k->type, hd);
+    for (int64_t j = 0; j < MF_MIN(cnt, (int64_t)16); j++)
+        prefetch_slice((const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice, kbytes);
+    for (int64_t r = 0; r < rows; r++) a->mx[r] = -INFINITY;
+    int64_t r0 = 0; /* the first row whose window reaches the block */
+    for (int64_t jb = 0; jb < cnt; jb += 16) {
         const int64_t nk = MF_MIN((int64_t)16, cnt - jb);
         while (cols[r0 / nh][0] <= jb) r0 += nh;
         /* the next block's K slices (decode reads the cache cold, right after streaming the weights) */
@@ -241,12 +237,7 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
                 for (int64_t d = 0; d < hd; d++) a->kt[d * 16 + i] = 0.0f;
                 continue;
             }
-            const char *kr = (const char *)a->k->data + (size_t)cell[jb + i] * a->k->nb[1] + kslice;
-            const float *kf = (const float *)kr;
-            if (a->k->type == MF_TYPE_F16) {
-                a->vec->f16_to_f32((const uint16_t *)kr, a->kf, hd);
-                kf = a->kf;
-            }
+            const float *kf = kv_row(a->vec, a->k, cell[jb + i], e0, hd, a->kf);
             for (int64_t d = 0; d < hd; d++) a->kt[d * 16 + i] = kf[d];
         }
         mf_cpu_att_scores16(hd, a->kt, a->qf + r0 * hd, (int)(rows - r0), a->s16);
@@ -254,11 +245,23 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
             const int64_t lim = MF_MIN((int64_t)16, cols[r / nh][0] - jb);
             for (int64_t i = 0; i < lim; i++) {
                 const float s = a->s16[(r - r0) * 16 + i] * a->scale;
-                scores[r * nw + jb + i] = s;
-                mx[r] = s > mx[r] ? s : mx[r];
+                a->scores[r * nw + jb + i] = s;
+                a->mx[r] = s > a->mx[r] ? s : a->mx[r];
             }
         }
     }
+}
+
+/* The AVX-512 path over the same run (see attend_run for the run): the scores (by blocks; key by key when
+ * the run has fewer than X16_MIN_ROWS rows, e.g. one decode token's heads, which do not pay for the
+ * transposition - the same bits either way), softmax per row as there, then the values per token. */
+static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
+                           int64_t h0, int64_t nh) {
+    const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd;
+    const int32_t *cell = cols[nt - 1] + 1;
+    float *scores = a->scores, *mx = a->mx;
+    for (int64_t r = 0; r < rows; r++) convert_query(a, r, t0 + r / nh, h0 + r % nh, true);
+    (rows < X16_MIN_ROWS ? score_keys : score_blocks)(a, cols, nh, rows, kvh);
     for (int64_t r = 0; r < rows; r++) {
         const int64_t cr = cols[r / nh][0];
         a->vec->exp_sub(cr, scores + r * nw, mx[r], scores + r * nw);
@@ -283,46 +286,25 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
     }
 }
 
+/* Heads h0..h0+nh-1 of tokens t0..t0+nt-1, whose windows cols[] are nested (each starts with the
+ * previous one, none empty).  Row r = (token i, head g) = i * nh + g.  Key j of the longest window is
+ * visited once; the rows of the tokens whose windows reach j (a suffix of the run, the counts grow) use
+ * its K row and its V row converted once.  Each row still gets exactly the single-token sequence: its
+ * scores by vec_dot in its window order, its own max, exp_sub over its own scores, then sum and axpy in
+ * its window order, the same final scaling - so a run of any length gives every row the same bits. */
 static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
                        int64_t h0, int64_t nh) {
     const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1][0];
     const int32_t *cell = cols[nt - 1] + 1;
-    const size_t kslice = mf_row_size(a->k->type, e0);
     float *scores = a->scores, *mx = a->mx, *acc = a->acc;
     double sum[HB_MAX];
     for (int64_t r = 0; r < rows; r++) {
-        mx[r] = -INFINITY;
         sum[r] = 0.0;
-        /* scores as llama.cpp's kq = mul_mat(k, q), dotted with the raw cache row by the matmul kernel of
-         * the K type (or dot_rows: the same bits from f32 copies) */
         convert_query(a, r, t0 + r / nh, h0 + r % nh, a->dot_rows != NULL);
     }
-    const size_t kbytes = mf_row_size(a->k->type, hd), vslice = mf_row_size(a->v->type, e0),
-                 vbytes = mf_row_size(a->v->type, hd);
+    score_keys(a, cols, nh, rows, kvh);
+    const size_t vslice = mf_row_size(a->v->type, e0), vbytes = mf_row_size(a->v->type, hd);
     int64_t r0 = 0; /* the first row whose window reaches key j */
-    for (int64_t j = 0; j < cnt; j++) {
-        while (cols[r0 / nh][0] <= j) r0 += nh;
-        if (j + KV_PREFETCH_AHEAD < cnt)
-            prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice,
-                           kbytes);
-        const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
-        /* the dots of key j with rows r0.. (same bits either way) into sk, then scale and max */
-        if (a->dot_rows) {
-            const float *kf = (const float *)kr;
-            if (a->k->type == MF_TYPE_F16) {
-                a->vec->f16_to_f32((const uint16_t *)kr, a->kf, hd);
-                kf = a->kf;
-            }
-            a->dot_rows(hd, kf, a->qf + r0 * hd, (size_t)hd, (int)(rows - r0), a->sk);
-        } else {
-            for (int64_t r = r0; r < rows; r++) a->kk->vec_dot(hd, &a->sk[r - r0], kr, a->qc + (size_t)r * a->qrs);
-        }
-        for (int64_t r = r0; r < rows; r++) {
-            const float s = a->sk[r - r0] * a->scale;
-            scores[r * nw + j] = s;
-            mx[r] = s > mx[r] ? s : mx[r];
-        }
-    }
     for (int64_t r = 0; r < rows; r++)
         a->vec->exp_sub(cols[r / nh][0], scores + r * nw, mx[r], scores + r * nw);
     memset(acc, 0, (size_t)(rows * hd) * sizeof(float));
@@ -387,7 +369,6 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
     a.qf = align64f((float *)a.qc + rows * hd);
     a.kf = align64f(a.qf + rows * hd);
     a.sk = align64f(a.kf + hd);
-    a.x16 = x16;
     a.kt = align64f(a.sk + rows);
     a.s16 = align64f(a.kt + 16 * hd);
     a.inv = align64f(a.s16 + 16 * rows);
@@ -413,7 +394,7 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
             }
             int64_t e = i + 1;
             while (e < nt && cols[e] && extends(cols[e - 1], cols[e])) e++;
-            (a.x16 ? attend_run_x16 : attend_run)(&a, cols + i, t0 + i, e - i, kvh, h0, nh);
+            (x16 ? attend_run_x16 : attend_run)(&a, cols + i, t0 + i, e - i, kvh, h0, nh);
             i = e;
         }
     }
