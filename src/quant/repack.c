@@ -113,7 +113,8 @@ static void q5_qh_from_x8(const uint8_t in[4], uint8_t qh[4]) {
     for (int i = 0; i < 4; i++) qh[i] = (uint8_t)(h >> (8 * i));
 }
 
-/* The Q*_0 layouts for R = 8 or 16 rows (quant.h): a block is d[R], for q5_0 qh[4R], then qs[nq R]. */
+/* The Q*_0 layouts for R = 8 or 16 rows (quant.h): a block is d[R], for q5_0 qh[4R], then qs[nq R]; the
+ * file's own block is the same with R = 1. */
 static size_t q0_qs_off(uint32_t base, int R) {
     return (base == MF_TYPE_Q5_0 ? 6 : 2) * (size_t)R;
 }
@@ -124,8 +125,8 @@ static int q0_nqs(uint32_t base) { /* quant bytes per row and block */
 
 /* The pack functions interleave the rows of one group (row i at rows + i * rs) block by block. */
 static void pack_q0(uint32_t base, int R, const char *rows, size_t rs, uint8_t *dst, int64_t nb) {
-    const size_t bs = mf_type_get(base)->type_size, qo = q0_qs_off(base, R);
-    const int nq = q0_nqs(base), sqo = base == MF_TYPE_Q5_0 ? 6 : 2; /* quants' offset in the file block */
+    const size_t bs = mf_type_get(base)->type_size, qo = q0_qs_off(base, R), sqo = q0_qs_off(base, 1);
+    const int nq = q0_nqs(base);
     for (int r = 0; r < R; r++) {
         const uint8_t *src = (const uint8_t *)rows + (size_t)r * rs;
         for (int64_t b = 0; b < nb; b++) {
@@ -139,8 +140,8 @@ static void pack_q0(uint32_t base, int R, const char *rows, size_t rs, uint8_t *
 }
 
 static void unpack_q0(uint32_t base, int R, const uint8_t *grp, int r, uint8_t *row, int64_t nb) {
-    const size_t bs = mf_type_get(base)->type_size, qo = q0_qs_off(base, R);
-    const int nq = q0_nqs(base), sqo = base == MF_TYPE_Q5_0 ? 6 : 2;
+    const size_t bs = mf_type_get(base)->type_size, qo = q0_qs_off(base, R), sqo = q0_qs_off(base, 1);
+    const int nq = q0_nqs(base);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = grp + (size_t)b * bs * R;
         uint8_t *ob = row + (size_t)b * bs;
