@@ -48,6 +48,10 @@ GEN := $(BUILD)/mf-genmodel
 .PHONY: all test test-full asan clean format
 all: $(LIB) $(BIN) $(GEN) $(TEST_BIN)
 
+# The generator's default tokenizer is the repository's own copy, by absolute path, so it runs from any
+# working directory (a clone needs nothing outside itself).
+$(GEN_OBJ): CFLAGS += -DMF_TOKENIZER_DEFAULT='"$(CURDIR)/tokenizers/qwen3"'
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs minfer's build dependencies on Debian 12 (apt) and builds everything.
-#   sudo ./scripts/setup.sh        (CI runs it as root)
+#   ./scripts/setup.sh     as root (CI; fresh machines without sudo), or as a user who may sudo: then only
+#                          apt-get runs through sudo, and the build stays the user's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS="build-essential clang pkg-config python3 libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends $missing
+    as_root=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || {
+            echo "setup.sh: missing packages:$missing; run this as root, or install sudo" >&2; exit 1; }
+        as_root="sudo"
+    fi
+    $as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
 fi
 make -j"$(nproc)"

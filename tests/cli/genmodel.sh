@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mf-genmodel: tiny qwen2/qwen3 files, byte-identical for a seed, different for another seed, refusals
-# naming the bad value and the allowed set.  Runs from the repo root (../shared/tokenizers/qwen3).
+# naming the bad value and the allowed set.  Runs from the repo root; the tokenizer is the repository's tokenizers/qwen3.
 cd "$(dirname "$0")/../.."
 source tests/cli/lib.bash
 D="$TMP/genmodel"

@@ -31,7 +31,7 @@ static void usage(FILE *f) {
             "  --tied          no output.weight: the output reuses token_embd (default of the 0.5B/0.6B presets)\n"
             "  --untied        a separate output.weight (default of tiny)\n"
             "  --tokenizer DIR folder with tokenizer.json and tokenizer_config.json (default $MF_TOKENIZER_DIR,\n"
-            "                  else ../shared/tokenizers/qwen3)\n"
+            "                  else the repository's tokenizers/qwen3: " MF_TOKENIZER_DEFAULT ")\n"
             "  --layers N      override the preset's layer count (1..512)\n"
             "  --ctx N         override the preset's context_length (1..16777216)\n"
             "  -o, --output F  the file to write (required)\n"
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     const char *arch = NULL, *preset = "tiny", *type = "f16", *layers = NULL, *ctx = NULL, *seed = NULL;
     int tied = -1;
     c.tokenizer_dir = getenv("MF_TOKENIZER_DIR");
-    if (!c.tokenizer_dir || !*c.tokenizer_dir) c.tokenizer_dir = "../shared/tokenizers/qwen3";
+    if (!c.tokenizer_dir || !*c.tokenizer_dir) c.tokenizer_dir = MF_TOKENIZER_DEFAULT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **dst = NULL;

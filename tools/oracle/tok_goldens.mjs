@@ -204,7 +204,7 @@ process.stderr.write(`tokenize.json: ${cases.length} strings, llama.cpp differs 
 
 // ---------------------------------------------------------------- chat templates
 const {Template} = await import("@huggingface/jinja");
-const qwen3Tmpl = JSON.parse(readFileSync("/work/shared/tokenizers/qwen3/tokenizer_config.json", "utf8")).chat_template;
+const qwen3Tmpl = JSON.parse(readFileSync(new URL("../../tokenizers/qwen3/tokenizer_config.json", import.meta.url), "utf8")).chat_template;
 const qwen25Tmpl = readFileSync(join(outDir, "qwen2.5.jinja"), "utf8");
 const chatmlTmpl = "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endfor %}" +
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
