@@ -176,6 +176,36 @@ static void the_cuda_probe_honours_the_disable_flag(void) {
 #endif
 }
 
+/* The CPU entry's compute hook runs exactly the node range it is given, in place (the scheduler hands it
+ * one split at a time), and refuses a range outside the graph naming it. */
+static void the_cpu_entry_computes_only_its_node_range(void) {
+    const mf_backend_entry *e = mf_backend_entry_get(MF_BACKEND_CPU);
+    REQUIRE(e && e->compute && e->enable && e->release, "cpu entry hooks");
+    mf_error err = {0};
+    mf_backend_opts o = {.n_threads = 2};
+    void *pool = NULL;
+    REQUIRE_OK(e->enable(&o, &pool, &err), "%s", err.msg);
+    mf_graph *g = mf_graph_new();
+    int64_t ne[1] = {4};
+    int32_t x = mf_g_input(g, "x", MF_TYPE_F32, 1, ne);
+    int32_t y = mf_g_scale(g, x, 2.0f);
+    int32_t z = mf_g_scale(g, y, 10.0f);
+    mf_g_set_output(g, y);
+    mf_g_set_output(g, z);
+    REQUIRE_OK(mf_graph_alloc(g, &err), "%s", err.msg);
+    float *xd = mf_graph_node(g, x)->data, *yd = mf_graph_node(g, y)->data, *zd = mf_graph_node(g, z)->data;
+    for (int i = 0; i < 4; i++) xd[i] = (float)(i + 1), yd[i] = zd[i] = -7.0f;
+    REQUIRE_OK(e->compute(pool, g, 0, 2, &err), "%s", err.msg);
+    CHECK(yd[0] == 2.0f && yd[3] == 8.0f, "node 1 inside the range not computed: %g %g", yd[0], yd[3]);
+    CHECK(zd[0] == -7.0f && zd[3] == -7.0f, "node 2 outside the range [0, 2) was computed: %g", zd[0]);
+    REQUIRE_OK(e->compute(pool, g, 2, 3, &err), "%s", err.msg);
+    CHECK(zd[0] == 20.0f && zd[3] == 80.0f, "node 2 of range [2, 3): %g %g", zd[0], zd[3]);
+    CHECK(e->compute(pool, g, 1, 9, &err) == MF_E_RANGE, "range past the graph accepted");
+    CHECK(!strcmp(err.msg, "CPU node range [1, 9) is outside the graph's 3 nodes"), "msg: %s", err.msg);
+    mf_graph_free(g);
+    e->release(pool);
+}
+
 /* Runs last: installs the process-wide fence (once) and checks that assignment reads it. */
 static void a_fresh_assignment_inherits_the_runs_fence(void) {
     mf_error err = {0};
@@ -213,6 +243,7 @@ int main(void) {
     RUN(registry_caps_match_the_backend_module);
     RUN(the_name_surface_fences_devices_and_keeps_cpu);
     RUN(the_cuda_probe_honours_the_disable_flag);
+    RUN(the_cpu_entry_computes_only_its_node_range);
     RUN(a_fresh_assignment_inherits_the_runs_fence);
     return mf_test_done();
 }

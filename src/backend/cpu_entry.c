@@ -8,45 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <stdlib.h>
-
-/* TEMPORARY (until backend/cpu/cpu.h declares a range executor): a weak reference to it.  Without it, a
- * range runs through mf_cpu_compute with every node outside the range masked as a memoryless no-op
- * alias for the duration of the call (op, view_src and data restored after) - correct, but it touches
- * the whole graph; the range executor replaces it. */
-int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, mf_error *err) __attribute__((weak));
-
-typedef struct {
-    mf_op op;
-    int32_t view_src;
-    void *data;
-} masked_node;
-
-static int cpu_compute_masked(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, mf_error *err) {
-    int32_t nn = mf_graph_n_nodes(g);
-    masked_node *saved = malloc((size_t)nn * sizeof *saved);
-    if (!saved) return mf_err(err, MF_E_NOMEM, "out of memory masking a %d-node graph for a CPU range", nn);
-    static char dummy[64];
-    for (int32_t i = 0; i < nn; i++) {
-        mf_node *n = mf_graph_node(g, i);
-        saved[i] = (masked_node){n->op, n->view_src, n->data};
-        if (i >= first && i < last) continue;
-        n->op = MF_OP_VIEW;
-        n->view_src = -1;
-        if (!n->data) n->data = dummy;
-    }
-    int rc = mf_cpu_compute(cpu, g, err);
-    for (int32_t i = 0; i < nn; i++) {
-        if (i >= first && i < last) continue;
-        mf_node *n = mf_graph_node(g, i);
-        n->op = saved[i].op;
-        n->view_src = saved[i].view_src;
-        n->data = saved[i].data;
-    }
-    free(saved);
-    return rc;
-}
-
 static const char *cpu_unavailable(void) { return NULL; }
 
 static int cpu_enable(const mf_backend_opts *opts, void **pool, mf_error *err) {
@@ -61,8 +22,6 @@ static int cpu_enable(const mf_backend_opts *opts, void **pool, mf_error *err) {
 static void cpu_release(void *pool) { mf_cpu_free(pool); }
 
 static int cpu_compute(void *pool, mf_graph *g, int32_t first, int32_t last, mf_error *err) {
-    if (first == 0 && last == mf_graph_n_nodes(g)) return mf_cpu_compute(pool, g, err);
-    if (!mf_cpu_compute_range) return cpu_compute_masked(pool, g, first, last, err);
     return mf_cpu_compute_range(pool, g, first, last, err);
 }
 
