@@ -391,24 +391,37 @@ static void test_output_never_reused(void) {
 }
 
 /* ---- cache ---- */
+static bool io_eq(const mf_graph_io *a, const mf_graph_io *b) {
+    return a->tokens == b->tokens && a->pos == b->pos && a->cells == b->cells && a->window == b->window &&
+           a->out_ids == b->out_ids && a->logits == b->logits;
+}
+
 static void test_cache_mru_lru(void) {
     mf_graph_cache *c = mf_graph_cache_new(2);
     mf_graph_key k1 = {1, 1, 0}, k7 = {7, 1, 0}, k7all = {7, 7, 0}, k1f = {1, 1, 1};
     mf_graph *g1 = mf_graph_new(), *g7 = mf_graph_new(), *g7all = mf_graph_new();
-    CHECK(mf_graph_cache_get(c, &k1) == NULL, "empty hit");
-    mf_graph_cache_put(c, &k1, g1);
-    mf_graph_cache_put(c, &k7, g7);
-    CHECK(mf_graph_cache_get(c, &k1) == g1, "k1 miss"); /* k1 is now MRU, k7 LRU */
-    CHECK(mf_graph_cache_get(c, &k1f) == NULL, "flags ignored in the key");
-    mf_graph_cache_put(c, &k7all, g7all); /* evicts k7 (and frees it) */
-    CHECK(mf_graph_cache_get(c, &k7) == NULL, "LRU entry not evicted");
-    CHECK(mf_graph_cache_get(c, &k1) == g1, "MRU entry evicted");
-    CHECK(mf_graph_cache_get(c, &k7all) == g7all, "new entry missing");
-    CHECK(mf_graph_cache_hits(c) == 3 && mf_graph_cache_misses(c) == 3, "hits %d misses %d",
+    /* each graph's input and logits ids come back with it, never another entry's */
+    const mf_graph_io io1 = {0, 1, 2, 3, -1, 40}, io7 = {0, 1, 2, 3, 4, 70}, io7all = {5, 6, 7, 8, -1, 99};
+    mf_graph_io io = {0};
+    CHECK(mf_graph_cache_get(c, &k1, &io) == NULL, "empty hit");
+    mf_graph_cache_put(c, &k1, g1, &io1);
+    mf_graph_cache_put(c, &k7, g7, &io7);
+    CHECK(mf_graph_cache_get(c, &k1, &io) == g1 && io_eq(&io, &io1), "k1 miss or its ids lost (logits %d)",
+          io.logits); /* k1 is now MRU, k7 LRU */
+    CHECK(mf_graph_cache_get(c, &k7, &io) == g7 && io_eq(&io, &io7), "k7 ids: logits %d out_ids %d", io.logits,
+          io.out_ids);
+    CHECK(mf_graph_cache_get(c, &k1, NULL) == g1, "k1 without ids"); /* k1 MRU again */
+    CHECK(mf_graph_cache_get(c, &k1f, &io) == NULL, "flags ignored in the key");
+    mf_graph_cache_put(c, &k7all, g7all, &io7all); /* evicts k7 (and frees it) */
+    CHECK(mf_graph_cache_get(c, &k7, &io) == NULL, "LRU entry not evicted");
+    CHECK(mf_graph_cache_get(c, &k1, &io) == g1 && io_eq(&io, &io1), "MRU entry evicted or its ids moved");
+    CHECK(mf_graph_cache_get(c, &k7all, &io) == g7all && io_eq(&io, &io7all), "new entry missing or its ids");
+    CHECK(mf_graph_cache_hits(c) == 5 && mf_graph_cache_misses(c) == 3, "hits %d misses %d",
           mf_graph_cache_hits(c), mf_graph_cache_misses(c));
     mf_graph *g1b = mf_graph_new();
-    mf_graph_cache_put(c, &k1, g1b); /* replaces (frees) g1 */
-    CHECK(mf_graph_cache_get(c, &k1) == g1b, "replacement not returned");
+    const mf_graph_io io1b = {10, 11, 12, 13, 14, 15};
+    mf_graph_cache_put(c, &k1, g1b, &io1b); /* replaces (frees) g1 */
+    CHECK(mf_graph_cache_get(c, &k1, &io) == g1b && io_eq(&io, &io1b), "replacement or its ids not returned");
     mf_graph_cache_free(c);
 }
 

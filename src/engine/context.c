@@ -177,7 +177,7 @@ void mf_context_get_stats(const mf_context *ctx, mf_context_stats *st) {
 }
 
 int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, mf_graph **out,
-                          mf_error *err) {
+                          mf_graph_io *io_out, mf_error *err) {
     *out = NULL;
     mf_graph *g = mf_graph_new();
     if (!g) return mf_err(err, MF_E_NOMEM, "out of memory for a graph");
@@ -189,7 +189,7 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
         .k_cache = ctx->k_ptr,
         .v_cache = ctx->v_ptr,
     };
-    mf_build_io io;
+    mf_graph_io io;
     int rc = mf_model_build(ctx->model, &bp, g, &io, err);
     /* backend assignment is topology: decided once per graph, under the process-wide fence */
     if (!rc) rc = mf_sched_assign(g, NULL, err);
@@ -197,6 +197,7 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
         mf_graph_free(g);
         return rc;
     }
+    if (io_out) *io_out = io;
     *out = g;
     return 0;
 }
@@ -209,7 +210,7 @@ int mf_context_write_graph(mf_context *ctx, int32_t n_tokens, const char *format
         return mf_err(err, MF_E_RANGE, "graph token count %d must be in [1, %d] (the context size)", n_tokens,
                       ctx->n_ctx);
     mf_graph *g = NULL;
-    int rc = mf_engine_build_graph(ctx, n_tokens, n_tokens, &g, err);
+    int rc = mf_engine_build_graph(ctx, n_tokens, n_tokens, &g, NULL, err);
     if (rc) return rc;
     rc = json ? mf_graph_write_json(g, f) : mf_graph_write_dot(g, f);
     mf_graph_free(g);

@@ -47,20 +47,21 @@ int mf_batch_add(mf_batch *b, mf_token token, mf_pos pos, mf_seq_id seq, bool wa
 }
 
 /* ---------------- decode ---------------- */
-static void *input_data(mf_graph *g, const char *name) {
-    int32_t id = mf_graph_find(g, name);
-    return id < 0 ? NULL : mf_graph_node(g, id)->data;
+static void *node_data(mf_graph *g, int32_t id) {
+    return id < 0 || id >= mf_graph_n_nodes(g) ? NULL : mf_graph_node(g, id)->data;
 }
 
-static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf_error *err) {
+/* The graph for nt rows with no output rows and the ids of its inputs and logits (kept with it in the
+ * cache, so a reuse costs no search). */
+static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf_graph_io *io, mf_error *err) {
     mf_graph_key key = {.n_tokens = nt, .n_outputs = no, .flags = 0};
-    mf_graph *g = mf_graph_cache_get(ctx->cache, &key);
+    mf_graph *g = mf_graph_cache_get(ctx->cache, &key, io);
     if (g) {
         ctx->reuses++;
         *out = g;
         return 0;
     }
-    int rc = mf_engine_build_graph(ctx, nt, no, &g, err);
+    int rc = mf_engine_build_graph(ctx, nt, no, &g, io, err);
     if (rc) return rc;
     if ((rc = mf_graph_alloc(g, err))) {
         mf_graph_free(g);
@@ -68,7 +69,7 @@ static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf
     }
     size_t peak = mf_graph_peak_bytes(g);
     if (peak > ctx->peak_bytes) ctx->peak_bytes = peak;
-    mf_graph_cache_put(ctx->cache, &key, g);
+    mf_graph_cache_put(ctx->cache, &key, g, io);
     ctx->builds++;
     *out = g;
     return 0;
@@ -85,13 +86,15 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
     const bool fake = no == 0;
     if (fake) no = 1;
     mf_graph *g = NULL;
-    int rc = get_graph(ctx, nt, no, &g, err);
+    mf_graph_io io;
+    int rc = get_graph(ctx, nt, no, &g, &io, err);
     if (rc) return rc;
-    int32_t *tokens = input_data(g, "inp_tokens"), *pos = input_data(g, "inp_pos"),
-            *cells = input_data(g, "inp_cells"), *win = input_data(g, "inp_window");
-    int32_t *out_ids = no < nt ? input_data(g, "inp_out_ids") : NULL;
-    if (!tokens || !pos || !cells || !win || (no < nt && !out_ids))
-        return mf_err(err, MF_E_INTERNAL, "graph for %d tokens lacks an input node (or it is unallocated)",
+    int32_t *tokens = node_data(g, io.tokens), *pos = node_data(g, io.pos), *cells = node_data(g, io.cells),
+            *win = node_data(g, io.window);
+    int32_t *out_ids = no < nt ? node_data(g, io.out_ids) : NULL;
+    const float *logits = node_data(g, io.logits);
+    if (!tokens || !pos || !cells || !win || (no < nt && !out_ids) || !logits)
+        return mf_err(err, MF_E_INTERNAL, "graph for %d tokens lacks an input or its logits node (or it is unallocated)",
                       nt);
     rc = mf_kv_prepare(ctx->kv, nt, b->pos + r0, b->seq_id + r0, ctx->cells + r0, win, ctx->n_ctx + 1, err);
     if (rc) return rc;
@@ -112,9 +115,7 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
         return mf_err_prefix(err, "forward over %d tokens", nt);
     }
     if (fake) return 0;
-    const mf_node *lg = mf_graph_node_c(g, mf_graph_find(g, "result_output"));
-    memcpy(ctx->logits + (size_t)*n_out_done * (size_t)n_vocab, lg->data,
-           sizeof(float) * (size_t)n_vocab * (size_t)no);
+    memcpy(ctx->logits + (size_t)*n_out_done * (size_t)n_vocab, logits, sizeof(float) * (size_t)n_vocab * (size_t)no);
     for (int32_t i = 0; i < nt; i++)
         if (b->logits[r0 + i]) ctx->out_row[r0 + i] = (*n_out_done)++;
     return 0;

@@ -33,9 +33,10 @@ struct mf_context {
     double t_last;
 };
 
-/* Build (not allocate) the graph for n_tokens rows with n_outputs output rows. */
+/* Build (not allocate) the graph for n_tokens rows with n_outputs output rows; *io gets the ids of its
+ * inputs and logits (io may be NULL). */
 int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, mf_graph **out,
-                          mf_error *err);
+                          mf_graph_io *io, mf_error *err);
 
 /* Tests: run the sampler chain up to (not including) the draw; the surviving candidates in the order
  * the chain left them, with their softmax probabilities.  Returns the count (<= cap). */

@@ -7,6 +7,7 @@
 typedef struct {
     mf_graph_key key;
     mf_graph *g;
+    mf_graph_io io;
 } cache_entry;
 
 struct mf_graph_cache {
@@ -51,7 +52,7 @@ static void to_front(mf_graph_cache *c, int i) {
     c->e[0] = t;
 }
 
-mf_graph *mf_graph_cache_get(mf_graph_cache *c, const mf_graph_key *key) {
+mf_graph *mf_graph_cache_get(mf_graph_cache *c, const mf_graph_key *key, mf_graph_io *io) {
     if (!c || !key) return NULL;
     int i = find(c, key);
     if (i < 0) {
@@ -60,18 +61,21 @@ mf_graph *mf_graph_cache_get(mf_graph_cache *c, const mf_graph_key *key) {
     }
     c->hits++;
     to_front(c, i);
+    if (io) *io = c->e[0].io;
     return c->e[0].g;
 }
 
-void mf_graph_cache_put(mf_graph_cache *c, const mf_graph_key *key, mf_graph *g) {
+void mf_graph_cache_put(mf_graph_cache *c, const mf_graph_key *key, mf_graph *g, const mf_graph_io *io) {
     if (!c || !key) {
         mf_graph_free(g);
         return;
     }
+    const mf_graph_io none = {-1, -1, -1, -1, -1, -1};
     int i = find(c, key);
     if (i >= 0) {
         if (c->e[i].g != g) mf_graph_free(c->e[i].g);
         c->e[i].g = g;
+        c->e[i].io = io ? *io : none;
         to_front(c, i);
         return;
     }
@@ -82,6 +86,7 @@ void mf_graph_cache_put(mf_graph_cache *c, const mf_graph_key *key, mf_graph *g)
     memmove(&c->e[1], &c->e[0], (size_t)c->n * sizeof c->e[0]);
     c->e[0].key = *key;
     c->e[0].g = g;
+    c->e[0].io = io ? *io : none;
     c->n++;
 }
 

@@ -133,11 +133,20 @@ typedef struct {
     uint32_t flags;    /* anything else that changes topology */
 } mf_graph_key;
 
+/* The nodes a forward binds and reads, as the builder returned their ids: kept with the cached graph so
+ * that a forward never looks them up by name. */
+typedef struct {
+    int32_t tokens, pos, cells, window, out_ids; /* INPUT node ids (out_ids -1 when every row is an output) */
+    int32_t logits;                              /* f32 [n_vocab, n_outputs] */
+} mf_graph_io;
+
 typedef struct mf_graph_cache mf_graph_cache;
 mf_graph_cache *mf_graph_cache_new(int capacity);
-void mf_graph_cache_free(mf_graph_cache *c);          /* frees the graphs it holds */
-mf_graph *mf_graph_cache_get(mf_graph_cache *c, const mf_graph_key *key); /* NULL on miss; hit -> MRU */
-void mf_graph_cache_put(mf_graph_cache *c, const mf_graph_key *key, mf_graph *g); /* owns g; evicts LRU */
+void mf_graph_cache_free(mf_graph_cache *c); /* frees the graphs it holds */
+/* NULL on miss; a hit becomes the most recently used and *io (when non-NULL) gets the ids put with it */
+mf_graph *mf_graph_cache_get(mf_graph_cache *c, const mf_graph_key *key, mf_graph_io *io);
+/* Owns g (and keeps a copy of *io, which may be NULL); evicts the least recently used. */
+void mf_graph_cache_put(mf_graph_cache *c, const mf_graph_key *key, mf_graph *g, const mf_graph_io *io);
 int mf_graph_cache_hits(const mf_graph_cache *c);
 int mf_graph_cache_misses(const mf_graph_cache *c);
 

@@ -69,11 +69,7 @@ typedef struct {
     void **k_cache, **v_cache; /* per layer region pointers (EXTERNAL data) */
 } mf_build_params;
 
-typedef struct {
-    int32_t tokens, pos, cells, window, out_ids; /* INPUT node ids (out_ids -1 when n_outputs == n_tokens) */
-    int32_t logits;                              /* f32 [n_vocab, n_outputs] */
-} mf_build_io;
-
-int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_build_io *io, mf_error *err);
+/* Builds into g and returns the ids of its inputs and logits in *io. */
+int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_graph_io *io, mf_error *err);
 
 #endif

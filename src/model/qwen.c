@@ -36,7 +36,7 @@ static int32_t named(mf_graph *g, int32_t id, int layer, const char *name) {
     return mf_g_layer(g, id, layer);
 }
 
-int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_build_io *io, mf_error *err) {
+int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_graph_io *io, mf_error *err) {
     const mf_hparams *hp = &m->hp;
     const int64_t nt = p->n_tokens, no = p->n_outputs;
     if (nt <= 0 || no < 0 || no > nt)
