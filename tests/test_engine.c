@@ -295,8 +295,16 @@ static void test_model_info_and_progress(void) {
     CHECK(!strcmp(info.arch, "qwen3") && info.qk_norm && !info.qkv_bias, "arch %s", info.arch);
     CHECK(info.n_vocab == 151936 && info.n_layer == 2 && info.head_dim == 64, "vocab %d layers %d hd %d",
           info.n_vocab, info.n_layer, info.head_dim);
-    CHECK(mf_model_is_eog(m, 151645) && mf_model_is_eog(m, 151643),
-          "<|im_end|>/<|endoftext|> not end-of-generation");
+    /* the one end-of-generation list (src/model): eos first, then llama.cpp's by-text set in id order -
+     * <|endoftext|>, and the FIM pad / repo name / file separator tokens */
+    const int32_t want_eog[] = {151645, 151643, 151662, 151663, 151664};
+    bool eog_ok = info.n_eog == 5;
+    for (int i = 0; eog_ok && i < 5; i++) eog_ok = info.eog[i] == want_eog[i];
+    CHECK(eog_ok, "eog list: %d ids, first %d", info.n_eog, info.n_eog ? info.eog[0] : -1);
+    CHECK(mf_model_is_eog(m, 151645) && mf_model_is_eog(m, 151643) && mf_model_is_eog(m, 151664) &&
+              !mf_model_is_eog(m, 151644) && !mf_model_is_eog(m, 151667) && !mf_model_is_eog(m, -1) &&
+              !mf_model_is_eog(m, 9707),
+          "mf_model_is_eog disagrees with the list");
     mf_model_free(m);
 }
 

@@ -2,7 +2,6 @@
 #include "engine/engine_impl.h"
 
 #include "quant/quant.h"
-#include "tok/tok.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,41 +13,21 @@ mf_model_params mf_model_default_params(void) {
     return p;
 }
 
+/* Loading is the model module's (src/model); the engine only turns the public params into its own. */
 int mf_model_load(const char *path, const mf_model_params *params, mf_model **out, mf_error *err) {
     *out = NULL;
     if (!path || !*path) return mf_err(err, MF_E_INVAL, "no model path given (-m FILE.gguf)");
     mf_model_params p = params ? *params : mf_model_default_params();
-    mf_model *m = NULL;
-    int rc = mf_model_open(path, p.progress, p.progress_user, &m, err);
-    if (rc) return rc;
     const char *env = getenv("MINFER_REPACK");
-    if (!p.no_repack && !(env && strcmp(env, "0") == 0) && (rc = mf_model_repack(m, err))) {
-        mf_err_prefix(err, "cannot load model '%s'", path);
-        mf_model_close(m);
-        return rc;
-    }
-    /* The tokenizer is optional for the engine (ids can be given directly); its absence is reported
-     * when a text is tokenized. */
-    if (mf_gguf_find_key(m->gguf, "tokenizer.ggml.tokens") >= 0) {
-        mf_tok *t = NULL;
-        mf_error terr = {0};
-        if (mf_tok_load_gguf(m->gguf, &t, &terr) == 0) {
-            m->tok = t;
-            for (int32_t id = 0; id < m->hp.n_vocab && id < mf_tok_n_vocab(t); id++)
-                if (mf_tok_is_eog(t, id) && !mf_model_token_is_eog(m, id) && m->n_eog < MF_MAX_EOG)
-                    m->eog[m->n_eog++] = id;
-        } else {
-            mf_log(MF_LOG_WARN, "model '%s': tokenizer not usable: %s", path, terr.msg);
-        }
-    }
-    *out = m;
-    return 0;
+    const mf_model_open_params op = {
+        .progress = p.progress,
+        .progress_user = p.progress_user,
+        .repack = !p.no_repack && !(env && strcmp(env, "0") == 0),
+    };
+    return mf_model_open(path, &op, out, err);
 }
 
 void mf_model_free(mf_model *model) {
-    if (!model) return;
-    mf_tok_free(model->tok);
-    model->tok = NULL;
     mf_model_close(model);
 }
 

@@ -8,10 +8,8 @@
 
 static int need_tok(const mf_model *m, mf_error *err) {
     if (m->tok) return 0;
-    return mf_err(
-        err, MF_E_UNSUPPORTED,
-        "model '%s' has no usable tokenizer (see the warning at load); give token ids instead (--tokens)",
-        m->path);
+    return mf_err(err, MF_E_UNSUPPORTED, "model '%s' has no usable tokenizer: %s; give token ids instead (--tokens)",
+                  m->path, m->tok_why);
 }
 
 int mf_tokenize(const mf_model *model, const char *text, size_t len, bool add_special, bool parse_special,

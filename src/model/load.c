@@ -1,6 +1,6 @@
-/* Model loading: open the GGUF (mmap), read hparams, bind weights in place (shape/type checked),
- * find the end-of-generation tokens. */
-#include "model/model.h"
+/* Model loading: open the GGUF (mmap), read hparams, bind weights in place (shape/type checked), the
+ * vocabulary (vocab.c), repack the matmul weights. */
+#include "model/model_impl.h"
 
 #include "quant/quant.h"
 
@@ -65,99 +65,49 @@ static int bind_layer(mf_model *m, int il, mf_error *err) {
     return 0;
 }
 
-static bool is_eog_text(mf_str s) {
-    static const char *const k[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>",
-                                    "<|end|>",    "<end_of_turn>", "<|return|>", "<|call|>"};
-    for (size_t i = 0; i < MF_ARRAY_LEN(k); i++)
-        if (mf_str_eq(s, k[i])) return true;
-    return false;
-}
-
-static void add_eog(mf_model *m, int64_t id) {
-    if (id < 0 || id >= m->hp.n_vocab) return;
-    for (int i = 0; i < m->n_eog; i++)
-        if (m->eog[i] == id) return;
-    if (m->n_eog < MF_MAX_EOG) m->eog[m->n_eog++] = (int32_t)id;
-}
-
-static int64_t opt_id(const mf_gguf *g, const char *key) {
-    if (mf_gguf_find_key(g, key) < 0) return -1;
-    uint32_t v;
-    if (mf_gguf_get_u32(g, key, &v, NULL)) return -1;
-    return v;
-}
-
-static int find_eog(mf_model *m, mf_error *err) {
-    m->bos = (int32_t)opt_id(m->gguf, "tokenizer.ggml.bos_token_id");
-    m->eos = (int32_t)opt_id(m->gguf, "tokenizer.ggml.eos_token_id");
-    add_eog(m, m->eos);
-    add_eog(m, opt_id(m->gguf, "tokenizer.ggml.eot_token_id"));
-    add_eog(m, opt_id(m->gguf, "tokenizer.ggml.eom_token_id"));
-    /* llama.cpp also treats these texts as end-of-generation (Qwen: <|im_end|> and <|endoftext|>) */
-    if (mf_gguf_find_key(m->gguf, "tokenizer.ggml.tokens") >= 0) {
-        mf_str *toks = NULL;
-        uint64_t n = 0;
-        int rc = mf_gguf_get_str_array(m->gguf, "tokenizer.ggml.tokens", &toks, &n, err);
-        if (rc) return rc;
-        if ((int64_t)n != m->hp.n_vocab)
-            mf_log(MF_LOG_WARN, "tokenizer has %llu tokens, token_embd has %d rows", (unsigned long long)n,
-                   m->hp.n_vocab);
-        for (uint64_t i = 0; i < n; i++)
-            if (toks[i].len > 2 && toks[i].ptr[0] == '<' && is_eog_text(toks[i])) add_eog(m, (int64_t)i);
-        free(toks);
-    }
-    return 0;
-}
-
-int mf_model_open(const char *path, mf_load_progress_fn progress, void *user, mf_model **out, mf_error *err) {
-    *out = NULL;
-    mf_model *m = calloc(1, sizeof *m);
-    if (!m) return mf_err(err, MF_E_NOMEM, "out of memory");
-    snprintf(m->path, sizeof m->path, "%s", path);
-    int rc = mf_gguf_open(path, &m->gguf, err);
-    if (rc) goto fail;
-    if (progress) progress(0.0f, user);
-    if ((rc = mf_hparams_read(m->gguf, &m->hp, err))) goto fail;
+/* Every weight, bound in place with its shape and type checked; progress per layer. */
+static int bind_weights(mf_model *m, const mf_model_open_params *p, mf_error *err) {
     mf_hparams *hp = &m->hp;
-    m->tok_embd = mf_gguf_find_tensor(m->gguf, "token_embd.weight");
-    if (!m->tok_embd) {
-        rc = mf_err(err, MF_E_FORMAT, "model lacks tensor 'token_embd.weight'");
-        goto fail;
-    }
-    if (m->tok_embd->ne[1] <= 0 || m->tok_embd->ne[1] > INT32_MAX) {
-        rc = mf_err(err, MF_E_FORMAT, "token_embd.weight has %lld rows", (long long)m->tok_embd->ne[1]);
-        goto fail;
-    }
-    hp->n_vocab = (int32_t)m->tok_embd->ne[1];
+    int rc;
     if ((rc = bind(m->gguf, "token_embd.weight", true, 2, hp->n_embd, hp->n_vocab, &m->tok_embd, err)) ||
         (rc = bind(m->gguf, "output_norm.weight", true, 1, hp->n_embd, 1, &m->output_norm, err)) ||
         (rc = bind(m->gguf, "output.weight", false, 2, hp->n_embd, hp->n_vocab, &m->output, err)))
-        goto fail;
+        return rc;
     if (!m->output) {
         m->output = m->tok_embd; /* tied embeddings */
         hp->tied_output = true;
     }
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
-    if (!m->layers) {
-        rc = mf_err(err, MF_E_NOMEM, "out of memory for %d layers", hp->n_layer);
-        goto fail;
-    }
+    if (!m->layers) return mf_err(err, MF_E_NOMEM, "out of memory for %d layers", hp->n_layer);
     for (int il = 0; il < hp->n_layer; il++) {
-        if ((rc = bind_layer(m, il, err))) goto fail;
-        if (progress) progress((float)(il + 1) / (float)(hp->n_layer + 1), user);
+        if ((rc = bind_layer(m, il, err))) return rc;
+        if (p->progress) p->progress((float)(il + 1) / (float)(hp->n_layer + 1), p->progress_user);
     }
     hp->qkv_bias = m->layers[0].bq != NULL;
     for (int il = 0; il < hp->n_layer; il++) {
         const mf_layer_w *L = &m->layers[il];
-        if ((L->bq != NULL) != hp->qkv_bias || (L->bk != NULL) != hp->qkv_bias ||
-            (L->bv != NULL) != hp->qkv_bias) {
-            rc =
-                mf_err(err, MF_E_FORMAT, "layer %d: attn_q/k/v biases must be all present or all absent", il);
-            goto fail;
-        }
+        if ((L->bq != NULL) != hp->qkv_bias || (L->bk != NULL) != hp->qkv_bias || (L->bv != NULL) != hp->qkv_bias)
+            return mf_err(err, MF_E_FORMAT, "layer %d: attn_q/k/v biases must be all present or all absent", il);
     }
-    if ((rc = find_eog(m, err))) goto fail;
-    if (progress) progress(1.0f, user);
+    return 0;
+}
+
+static int repack(mf_model *m, mf_error *err);
+
+int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **out, mf_error *err) {
+    *out = NULL;
+    const mf_model_open_params none = {0};
+    if (!p) p = &none;
+    mf_model *m = calloc(1, sizeof *m);
+    if (!m) return mf_err(err, MF_E_NOMEM, "out of memory loading model '%s'", path);
+    snprintf(m->path, sizeof m->path, "%s", path);
+    int rc = mf_gguf_open(path, &m->gguf, err);
+    if (rc) goto fail;
+    if (p->progress) p->progress(0.0f, p->progress_user);
+    if ((rc = mf_hparams_read(m->gguf, &m->hp, err)) || (rc = mf_model_vocab_size(m->gguf, &m->hp.n_vocab, err)) ||
+        (rc = bind_weights(m, p, err)) || (rc = mf_model_load_vocab(m, err)) || (p->repack && (rc = repack(m, err))))
+        goto fail;
+    if (p->progress) p->progress(1.0f, p->progress_user);
     *out = m;
     return 0;
 fail:
@@ -201,7 +151,10 @@ static int repack_streaming(const mf_gguf_tensor *t, uint32_t to, void *dst) {
     return 0;
 }
 
-int mf_model_repack(mf_model *m, mf_error *err) {
+/* Repack the matmul weights that have an x8 layout (quant/repack.c) into one buffer and point the layers
+ * at the copies; the file pages of the originals are released.  Not the token embedding (GET_ROWS reads
+ * its rows; a tied output stays with it, as in llama.cpp).  Logs what it did. */
+static int repack(mf_model *m, mf_error *err) {
     const mf_hparams *hp = &m->hp;
     const int per_layer = 7;
     const int cap = hp->n_layer * per_layer + 1;
@@ -260,15 +213,10 @@ int mf_model_repack(mf_model *m, mf_error *err) {
 
 void mf_model_close(mf_model *m) {
     if (!m) return;
+    mf_tok_free(m->tok);
     free(m->repacked);
     mf_aligned_free(m->repack_buf);
     free(m->layers);
     mf_gguf_close(m->gguf);
     free(m);
-}
-
-bool mf_model_token_is_eog(const mf_model *m, int32_t tok) {
-    for (int i = 0; i < m->n_eog; i++)
-        if (m->eog[i] == tok) return true;
-    return false;
 }

@@ -1,11 +1,14 @@
-/* model: hyper-parameters from GGUF, weights bound into the mmap (no copy), and the graph builder for
- * the Qwen family (qwen2 = QKV bias, qwen3 = per-head q/k RMS norm; one builder, llama.cpp's order). */
+/* model: everything a GGUF file says about the model - hyper-parameters, weights bound into the mmap
+ * (no copy; optionally repacked), the tokenizer and the one end-of-generation list - and the graph
+ * builder for the Qwen family (qwen2 = QKV bias, qwen3 = per-head q/k RMS norm; llama.cpp's order).
+ * The engine consumes the loaded model; it loads nothing itself. */
 #ifndef MF_MODEL_H
 #define MF_MODEL_H
 
 #include "core/core.h"
 #include "gguf/gguf.h"
 #include "graph/graph.h"
+#include "tok/tok.h"
 
 typedef enum { MF_ARCH_QWEN2 = 0, MF_ARCH_QWEN3 = 1, MF_ARCH_COUNT } mf_arch;
 
@@ -27,18 +30,17 @@ typedef struct {
 
 #define MF_MAX_EOG 16
 
-struct mf_tok; /* src/tok (opaque here) */
-
 /* The loaded model (the public API's mf_model). */
 struct mf_model {
     mf_gguf *gguf;
     mf_hparams hp;
     const mf_gguf_tensor *tok_embd, *output_norm, *output;
     mf_layer_w *layers;
-    int32_t bos, eos;
-    int32_t eog[MF_MAX_EOG];
+    int32_t bos, eos;        /* -1 when the file names none */
+    int32_t eog[MF_MAX_EOG]; /* end of generation: eos, eot, eom, then the tokens llama.cpp knows by text */
     int32_t n_eog;
-    void *tok; /* tokenizer handle when the tok module provides one */
+    mf_tok *tok;          /* NULL when the file's tokenizer cannot be built ... */
+    char tok_why[1024];   /* ... and then why (reported when text is tokenized) */
     mf_gguf_tensor *repacked; /* copies of the repacked weights' descriptors (layers point at them) */
     int n_repacked;
     void *repack_buf;         /* their data, one aligned allocation */
@@ -49,14 +51,19 @@ typedef struct mf_model mf_model;
 
 typedef void (*mf_load_progress_fn)(float progress, void *user);
 
+typedef struct {
+    mf_load_progress_fn progress; /* 0 .. 1, never backwards; may be NULL */
+    void *progress_user;
+    /* Repack the matmul weights that have an x8/x16 layout (quant/repack.c) into one buffer, releasing
+     * the file pages of the originals.  Not the token embedding (GET_ROWS reads its rows in place). */
+    bool repack;
+} mf_model_open_params;
+
 /* Read <arch>.* keys.  Unsupported architecture -> MF_E_UNSUPPORTED naming it and the supported ones. */
 int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err);
-/* Open, read hparams, bind every weight (shape and type checked), find eos/eog ids. */
-int mf_model_open(const char *path, mf_load_progress_fn progress, void *user, mf_model **out, mf_error *err);
-/* Repack the matmul weights that have an x8 layout (quant/repack.c) into one buffer and point the layers
- * at the copies; the file pages of the originals are released.  Not the token embedding (GET_ROWS reads
- * its rows; a tied output stays with it, as in llama.cpp).  Logs what it did. */
-int mf_model_repack(mf_model *m, mf_error *err);
+/* The whole load: open (mmap), hparams, vocabulary size, every weight bound (shape and type checked),
+ * tokenizer and end-of-generation list, repacking.  Errors say "cannot load model 'PATH': ...". */
+int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **out, mf_error *err);
 void mf_model_close(mf_model *m);
 bool mf_model_token_is_eog(const mf_model *m, int32_t tok);
 

@@ -59,9 +59,6 @@ int32_t mf_tok_eos(const mf_tok *t);
 int32_t mf_tok_eot(const mf_tok *t);
 int32_t mf_tok_pad(const mf_tok *t);
 bool mf_tok_add_bos(const mf_tok *t);
-/* end of generation, the set llama.cpp uses: eos, eot, <|endoftext|>, <|im_end|>, <|fim_pad|>,
- * <|repo_name|>, <|file_sep|> (those present) */
-bool mf_tok_is_eog(const mf_tok *t, int32_t id);
 mf_tok_type mf_tok_type_of(const mf_tok *t, int32_t id); /* MF_TOKT_UNDEFINED for an id out of range */
 /* The token's text as stored in the vocabulary (byte-level mapped, "Ġhello"); NULL if out of range. */
 const char *mf_tok_text(const mf_tok *t, int32_t id, size_t *len);

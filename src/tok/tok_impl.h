@@ -36,7 +36,6 @@ struct mf_tok {
     int32_t added_first[257]; /* added[added_first[b] .. added_first[b+1]) start with byte b */
 
     int32_t bos, eos, eot, pad, im_end;
-    int32_t eog[8]; /* end-of-generation ids, -1 padded */
     bool add_bos;
     pcre2_code *re;
     char *chat_template;

@@ -321,18 +321,6 @@ int mf_tok_new(const mf_tok_spec *spec, mf_tok **out, mf_error *err) {
     t->pad = spec->pad;
     t->im_end = mf_tok_find(t, "<|im_end|>", 10);
     t->eot = spec->eot >= 0 ? spec->eot : t->im_end;
-    /* end of generation as llama.cpp decides it for these vocabularies: eos, eot and the tokens it
-     * recognises by text (<|endoftext|>, <|im_end|>, and Qwen's FIM pad/repo/file-separator tokens) */
-    {
-        static const char *const eog_text[] = {"<|endoftext|>", "<|im_end|>", "<|fim_pad|>", "<|repo_name|>",
-                                               "<|file_sep|>"};
-        int k = 0;
-        for (int i = 0; i < 8; i++) t->eog[i] = -1;
-        t->eog[k++] = t->eos;
-        t->eog[k++] = t->eot;
-        for (size_t i = 0; i < MF_ARRAY_LEN(eog_text); i++)
-            t->eog[k++] = mf_tok_find(t, eog_text[i], strlen(eog_text[i]));
-    }
     t->add_bos = spec->add_bos;
     if (spec->add_bos && spec->bos < 0) {
         rc = mf_err(err, MF_E_FORMAT, "tokenizer: add_bos_token is true but the model has no bos token id");
@@ -481,13 +469,6 @@ int32_t mf_tok_eot(const mf_tok *t) { return t->eot; }
 int32_t mf_tok_pad(const mf_tok *t) { return t->pad; }
 bool mf_tok_add_bos(const mf_tok *t) { return t->add_bos; }
 const char *mf_tok_chat_template(const mf_tok *t) { return t->chat_template; }
-
-bool mf_tok_is_eog(const mf_tok *t, int32_t id) {
-    if (id < 0) return false;
-    for (int i = 0; i < 8; i++)
-        if (t->eog[i] == id) return true;
-    return false;
-}
 
 mf_tok_type mf_tok_type_of(const mf_tok *t, int32_t id) {
     if (id < 0 || id >= t->n_vocab) return MF_TOKT_UNDEFINED;
