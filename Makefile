@@ -80,6 +80,9 @@ $(BUILD)/tests/%: tests/%.c $(HELP_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(HELP_OBJ) $(LIB) $(LDLIBS)
 
+# test_model makes every allocation of a model load fail in turn (out-of-memory reporting).
+$(BUILD)/tests/test_model: LDLIBS += -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
+
 # The CI suite: tiny shapes, every golden, every CLI test.
 test: all
 	BUILD=$(BUILD) bash tests/run.sh

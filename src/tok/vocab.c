@@ -166,13 +166,16 @@ static int build_pieces(mf_tok *t, mf_error *err) {
     return 0;
 }
 
-static int valid_utf8(const unsigned char *s, size_t n) {
+/* *ok: s is valid UTF-8 (its sanitized copy is itself).  The copy can run out of memory, which is an
+ * error of its own, never "not valid". */
+static int check_utf8(const unsigned char *s, size_t n, bool *ok, mf_error *err) {
     char *tmp = NULL;
     size_t tl = 0;
-    if (mf_tok_utf8_sanitize((const char *)s, n, &tmp, &tl, NULL)) return 0;
-    int ok = tl == n && !memcmp(tmp, s, n);
+    int rc = mf_tok_utf8_sanitize((const char *)s, n, &tmp, &tl, err);
+    if (rc) return rc;
+    *ok = tl == n && !memcmp(tmp, s, n);
     free(tmp);
-    return ok;
+    return 0;
 }
 
 int mf_tok_new(const mf_tok_spec *spec, mf_tok **out, mf_error *err) {
@@ -299,12 +302,16 @@ int mf_tok_new(const mf_tok_spec *spec, mf_tok **out, mf_error *err) {
         }
     }
 
-    for (int32_t i = 0; i < n; i++)
-        if ((t->type[i] == MF_TOKT_CONTROL || t->type[i] == MF_TOKT_USER_DEFINED) &&
-            !valid_utf8((const unsigned char *)t->text_blob + t->text_off[i], t->text_len[i])) {
+    for (int32_t i = 0; i < n; i++) {
+        if (t->type[i] != MF_TOKT_CONTROL && t->type[i] != MF_TOKT_USER_DEFINED) continue;
+        bool ok = false;
+        if ((rc = check_utf8((const unsigned char *)t->text_blob + t->text_off[i], t->text_len[i], &ok, err)))
+            goto fail;
+        if (!ok) {
             rc = mf_err(err, MF_E_FORMAT, "tokenizer: added token %d is not valid UTF-8", i);
             goto fail;
         }
+    }
     if ((rc = set_added_tokens(t, err))) goto fail;
     if ((rc = build_pieces(t, err))) goto fail;
 

@@ -1,0 +1,244 @@
+/* Model loading (src/model) through the public API, on tiny qwen2 files written here with the GGUF
+ * writer (1 layer, n_embd 8, a 300-token byte-level vocabulary):
+ *   a token_embd / output row count that disagrees with the vocabulary names the tensor at fault and
+ *   both numbers; a tokenizer that cannot be built leaves a loadable model whose refusal to tokenize
+ *   states the real reason; running out of memory anywhere in a load is reported as out of memory
+ *   (every allocation made to fail in turn through the linker's --wrap, see the Makefile). */
+#include "harness.h"
+
+#include "minfer.h"
+
+#include "core/core.h"
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- allocation failure injection: the k-th malloc/calloc/realloc after arming returns NULL ---- */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+static long g_fail_at = 0, g_allocs = 0; /* g_fail_at 0 = disarmed */
+static bool g_failed;
+
+static bool fail_now(void) {
+    if (!g_fail_at) return false;
+    if (++g_allocs != g_fail_at) return false;
+    g_failed = true;
+    return true;
+}
+void *__wrap_malloc(size_t n) { return fail_now() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t size) { return fail_now() ? NULL : __real_calloc(n, size); }
+void *__wrap_realloc(void *p, size_t n) { return fail_now() ? NULL : __real_realloc(p, n); }
+
+/* ---- tiny files ---- */
+#define N_EMBD 8
+#define N_FF 16
+#define N_VOCAB 300 /* 256 byte tokens, "ab", <|endoftext|>, <|im_end|>, pads */
+
+typedef struct {
+    int64_t embd_rows;   /* token_embd rows */
+    int64_t output_rows; /* output.weight rows; 0 = tied (no output.weight) */
+    bool tokenizer;      /* write tokenizer.ggml.* (N_VOCAB tokens) */
+    const char *pre;     /* tokenizer.ggml.pre */
+} spec;
+
+static void byte_text(int b, char *out) {
+    /* GPT-2's bytes_to_unicode: printable bytes stand for themselves, the other 68 map to U+0100.. */
+    bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+    unsigned cp = printable ? (unsigned)b : b <= 32 ? 256u + (unsigned)b : b <= 160 ? 256u + 33u + (unsigned)(b - 127) : 256u + 67u;
+    if (cp < 0x80) {
+        out[0] = (char)cp, out[1] = 0;
+    } else {
+        out[0] = (char)(0xC0 | (cp >> 6)), out[1] = (char)(0x80 | (cp & 0x3F)), out[2] = 0;
+    }
+}
+
+static bool add_f32(mf_gguf_writer *w, const char *name, int64_t ne0, int64_t ne1, mf_error *err) {
+    int64_t ne[2] = {ne0, ne1};
+    return mf_gguf_writer_add_tensor(w, name, MF_TYPE_F32, ne1 ? 2 : 1, ne, err) == 0;
+}
+
+static bool write_model(const char *path, const spec *s, mf_error *err) {
+    mf_gguf_writer *w = mf_gguf_writer_new();
+    if (!w) return false;
+    mf_gguf_writer_set_str(w, "general.architecture", "qwen2");
+    mf_gguf_writer_set_u32(w, "qwen2.context_length", 64);
+    mf_gguf_writer_set_u32(w, "qwen2.embedding_length", N_EMBD);
+    mf_gguf_writer_set_u32(w, "qwen2.block_count", 1);
+    mf_gguf_writer_set_u32(w, "qwen2.feed_forward_length", N_FF);
+    mf_gguf_writer_set_u32(w, "qwen2.attention.head_count", 2);
+    mf_gguf_writer_set_u32(w, "qwen2.attention.head_count_kv", 1);
+    mf_gguf_writer_set_f32(w, "qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+    char texts[N_VOCAB][16];
+    const char *tokens[N_VOCAB];
+    int32_t types[N_VOCAB];
+    for (int i = 0; i < N_VOCAB; i++) {
+        if (i < 256)
+            byte_text(i, texts[i]);
+        else
+            snprintf(texts[i], sizeof texts[i], "[PAD%d]", i);
+        types[i] = 1;
+    }
+    snprintf(texts[256], sizeof texts[256], "ab");
+    snprintf(texts[257], sizeof texts[257], "<|endoftext|>");
+    snprintf(texts[258], sizeof texts[258], "<|im_end|>");
+    types[257] = types[258] = 3;
+    for (int i = 0; i < N_VOCAB; i++) tokens[i] = texts[i];
+    const char *merges[] = {"a b"};
+    if (s->tokenizer) {
+        mf_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
+        mf_gguf_writer_set_str(w, "tokenizer.ggml.pre", s->pre ? s->pre : "qwen2");
+        mf_gguf_writer_set_str_arr(w, "tokenizer.ggml.tokens", tokens, N_VOCAB);
+        mf_gguf_writer_set_arr(w, "tokenizer.ggml.token_type", MF_GGUF_INT32, types, N_VOCAB);
+        mf_gguf_writer_set_str_arr(w, "tokenizer.ggml.merges", merges, 1);
+        mf_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 258);
+    }
+    bool ok = add_f32(w, "token_embd.weight", N_EMBD, s->embd_rows, err) &&
+              add_f32(w, "output_norm.weight", N_EMBD, 0, err) &&
+              (!s->output_rows || add_f32(w, "output.weight", N_EMBD, s->output_rows, err)) &&
+              add_f32(w, "blk.0.attn_norm.weight", N_EMBD, 0, err) && add_f32(w, "blk.0.attn_q.weight", N_EMBD, 8, err) &&
+              add_f32(w, "blk.0.attn_k.weight", N_EMBD, 4, err) && add_f32(w, "blk.0.attn_v.weight", N_EMBD, 4, err) &&
+              add_f32(w, "blk.0.attn_output.weight", 8, N_EMBD, err) && add_f32(w, "blk.0.ffn_norm.weight", N_EMBD, 0, err) &&
+              add_f32(w, "blk.0.ffn_gate.weight", N_EMBD, N_FF, err) && add_f32(w, "blk.0.ffn_up.weight", N_EMBD, N_FF, err) &&
+              add_f32(w, "blk.0.ffn_down.weight", N_FF, N_EMBD, err);
+    /* tensor sizes in declaration order; zeros are a valid (if dull) model */
+    const int64_t sizes[] = {N_EMBD * s->embd_rows, N_EMBD, N_EMBD * s->output_rows, N_EMBD, N_EMBD * 8, N_EMBD * 4,
+                             N_EMBD * 4, 8 * N_EMBD, N_EMBD, N_EMBD * N_FF, N_EMBD * N_FF, N_FF * N_EMBD};
+    float *zeros = calloc((size_t)N_EMBD * (size_t)(s->embd_rows > N_VOCAB ? s->embd_rows : N_VOCAB) + 1024, sizeof(float));
+    ok = ok && zeros && mf_gguf_writer_begin(w, path, err) == 0;
+    for (size_t i = 0; ok && i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (i == 2 && !s->output_rows) continue;
+        ok = mf_gguf_writer_write_tensor(w, zeros, (uint64_t)sizes[i] * sizeof(float), err) == 0;
+    }
+    ok = ok && mf_gguf_writer_end(w, err) == 0;
+    free(zeros);
+    mf_gguf_writer_free(w);
+    return ok;
+}
+
+static char g_path[512];
+
+static int load(const spec *s, mf_model **m, mf_error *err) {
+    *m = NULL;
+    if (!write_model(g_path, s, err)) {
+        printf("  writing %s failed: %s\n", g_path, err->msg);
+        return -100;
+    }
+    return mf_model_load(g_path, NULL, m, err);
+}
+
+static void test_a_wrong_token_embd_row_count_names_token_embd(void) {
+    mf_model *m = NULL;
+    mf_error err = {0};
+    /* untied: output.weight has the right count, so only token_embd is at fault */
+    spec s = {.embd_rows = 290, .output_rows = N_VOCAB, .tokenizer = true};
+    CHECK(load(&s, &m, &err) == MF_E_FORMAT && !m, "loaded");
+    CHECK(strstr(err.msg, "tensor 'token_embd.weight' has 290 rows, but the vocabulary has 300 tokens "
+                          "(tokenizer.ggml.tokens)") &&
+              !strstr(err.msg, "output.weight") && strstr(err.msg, "cannot load model"),
+          "msg: %s", err.msg);
+    /* tied: no output.weight; used to load with a warning and tokens 290..299 outside the embedding */
+    s.output_rows = 0;
+    CHECK(load(&s, &m, &err) == MF_E_FORMAT && !m, "tied loaded");
+    CHECK(strstr(err.msg, "tensor 'token_embd.weight' has 290 rows, but the vocabulary has 300 tokens"), "msg: %s",
+          err.msg);
+    /* the output at fault */
+    s = (spec){.embd_rows = N_VOCAB, .output_rows = 310, .tokenizer = true};
+    CHECK(load(&s, &m, &err) == MF_E_FORMAT && !m, "bad output loaded");
+    CHECK(strstr(err.msg, "tensor 'output.weight' has 310 rows, but the vocabulary has 300 tokens") &&
+              !strstr(err.msg, "token_embd"),
+          "msg: %s", err.msg);
+    /* no tokenizer to tell which one is wrong: both are named */
+    s = (spec){.embd_rows = N_VOCAB, .output_rows = 310, .tokenizer = false};
+    CHECK(load(&s, &m, &err) == MF_E_FORMAT && !m, "mismatch without tokenizer loaded");
+    CHECK(strstr(err.msg, "tensor 'output.weight' has 310 rows but 'token_embd.weight' has 300"), "msg: %s", err.msg);
+    mf_model_free(m);
+}
+
+static void test_a_model_without_a_usable_tokenizer_says_why(void) {
+    mf_model *m = NULL;
+    mf_error err = {0};
+    mf_token *ids = NULL;
+    int32_t n = 0;
+    spec s = {.embd_rows = N_VOCAB, .output_rows = N_VOCAB, .tokenizer = true, .pre = "llama-bpe"};
+    REQUIRE(load(&s, &m, &err) == 0, "a broken tokenizer must not stop the load: %s", err.msg);
+    CHECK(mf_tokenize(m, "ab", 2, false, false, &ids, &n, &err) == MF_E_UNSUPPORTED, "tokenized");
+    CHECK(strstr(err.msg, "has no usable tokenizer: tokenizer pre-tokenizer 'llama-bpe' is not supported") &&
+              strstr(err.msg, "give token ids instead (--tokens)") && !strstr(err.msg, "see the warning"),
+          "msg: %s", err.msg);
+    char *text = NULL;
+    size_t len = 0;
+    CHECK(mf_detokenize(m, (mf_token[]){1}, 1, &text, &len, &err) == MF_E_UNSUPPORTED &&
+              strstr(err.msg, "'llama-bpe' is not supported"),
+          "detokenize: %s", err.msg);
+    mf_model_free(m);
+
+    s = (spec){.embd_rows = N_VOCAB, .output_rows = N_VOCAB, .tokenizer = false};
+    REQUIRE(load(&s, &m, &err) == 0, "%s", err.msg);
+    CHECK(mf_tokenize(m, "ab", 2, false, false, &ids, &n, &err) == MF_E_UNSUPPORTED, "tokenized without a tokenizer");
+    CHECK(strstr(err.msg, "has no usable tokenizer: the file has no tokenizer (no tokenizer.ggml.tokens metadata); "
+                          "give token ids instead (--tokens)"),
+          "msg: %s", err.msg);
+    mf_model_free(m);
+
+    /* the control: the same file with a good tokenizer tokenizes, and its eog list is the model's */
+    s.tokenizer = true;
+    REQUIRE(load(&s, &m, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_tokenize(m, "ab", 2, false, false, &ids, &n, &err) == 0, "%s", err.msg);
+    CHECK(n == 1 && ids[0] == 256, "'ab' -> %d ids, first %d", n, n ? ids[0] : -1);
+    free(ids);
+    mf_model_info info;
+    mf_model_get_info(m, &info);
+    CHECK(info.n_vocab == N_VOCAB && info.eos == 258 && info.n_eog == 2 && info.eog[0] == 258 && info.eog[1] == 257,
+          "vocab %d eos %d eog %d ids", info.n_vocab, info.eos, info.n_eog);
+    mf_model_free(m);
+}
+
+static void test_out_of_memory_while_loading_is_reported_as_such(void) {
+    spec s = {.embd_rows = N_VOCAB, .output_rows = N_VOCAB, .tokenizer = true};
+    mf_error err = {0};
+    REQUIRE(write_model(g_path, &s, &err), "%s", err.msg);
+    int n_nomem = 0, n_bad = 0;
+    long k;
+    for (k = 1; k < 100000; k++) {
+        mf_model *m = NULL;
+        g_allocs = 0;
+        g_failed = false;
+        g_fail_at = k;
+        int rc = mf_model_load(g_path, NULL, &m, &err);
+        g_fail_at = 0;
+        if (!g_failed) { /* every allocation of a load was failed once */
+            CHECK(rc == 0, "the unhindered load failed: %s", err.msg);
+            mf_model_free(m);
+            break;
+        }
+        if (rc) {
+            n_nomem++;
+            if ((rc != MF_E_NOMEM || !strstr(err.msg, "out of memory")) && n_bad++ < 5)
+                CHECK(false, "allocation %ld failed: rc %d (%s), msg: %s", k, rc, mf_err_code_name(rc), err.msg);
+            continue;
+        }
+        /* a load that survived the failure must have everything: above all the tokenizer */
+        mf_token *ids = NULL;
+        int32_t n = 0;
+        rc = mf_tokenize(m, "ab", 2, false, false, &ids, &n, &err);
+        if (rc && n_bad++ < 5) CHECK(false, "allocation %ld failed, the load succeeded without a tokenizer: %s", k, err.msg);
+        free(ids);
+        mf_model_free(m);
+    }
+    printf("  %ld allocations in a load, each failed once: %d loads refused as out of memory\n", k - 1, n_nomem);
+    CHECK(k > 10 && n_nomem > 10, "the injection did not reach the load (%ld allocations)", k - 1);
+}
+
+int main(void) {
+    snprintf(g_path, sizeof g_path, "%s/model-tiny.gguf", mf_test_tmpdir());
+    mf_log_set_level(MF_LOG_ERROR); /* the broken-tokenizer warning is expected */
+    RUN(test_a_wrong_token_embd_row_count_names_token_embd);
+    RUN(test_a_model_without_a_usable_tokenizer_says_why);
+    RUN(test_out_of_memory_while_loading_is_reported_as_such);
+    remove(g_path);
+    return mf_test_done();
+}
