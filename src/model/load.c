@@ -104,8 +104,11 @@ int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **ou
     int rc = mf_gguf_open(path, &m->gguf, err);
     if (rc) goto fail;
     if (p->progress) p->progress(0.0f, p->progress_user);
-    if ((rc = mf_hparams_read(m->gguf, &m->hp, err)) || (rc = mf_model_vocab_size(m->gguf, &m->hp.n_vocab, err)) ||
-        (rc = bind_weights(m, p, err)) || (rc = mf_model_load_vocab(m, err)) || (p->repack && (rc = repack(m, err))))
+    if ((rc = mf_hparams_read(m->gguf, &m->hp, err)) ||                 /* <arch>.* keys */
+        (rc = mf_model_vocab_size(m->gguf, &m->hp.n_vocab, err)) ||     /* vocab.c */
+        (rc = bind_weights(m, p, err)) ||                               /* progress per layer */
+        (rc = mf_model_load_vocab(m, err)) ||                           /* tokenizer, eog list */
+        (p->repack && (rc = repack(m, err))))
         goto fail;
     if (p->progress) p->progress(1.0f, p->progress_user);
     *out = m;
