@@ -1,5 +1,6 @@
 /* sched: assignment, splits and the two-phase staging copies (see sched.h for the contract). */
 #include "backend/sched.h"
+#include "core/env.h"
 
 #include "quant/quant.h"
 
@@ -110,10 +111,13 @@ struct mf_sched {
 };
 
 int mf_sched_new(const mf_backend_opts *opts, mf_sched **out, mf_error *err) {
+    bool sync_copies = false;
+    int rc = mf_env_flag("MINFER_SYNC_COPIES", &sync_copies, err);
+    if (rc) return rc;
     mf_sched *s = calloc(1, sizeof *s);
     if (!s) return mf_err(err, MF_E_NOMEM, "cannot allocate a scheduler context (%zu bytes)", sizeof *s);
     if (opts) s->opts = *opts;
-    s->sync_copies = getenv("MINFER_SYNC_COPIES") != NULL;
+    s->sync_copies = sync_copies;
     *out = s;
     return 0;
 }

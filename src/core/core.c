@@ -1,5 +1,6 @@
 /* core: error messages, the log sink, aligned allocation, the clock. */
 #include "core/core.h"
+#include "core/env.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,13 +57,11 @@ const char *mf_err_code_name(int code) {
 
 static int g_log_level = -1;
 
+/* A bad MINFER_LOG leaves the default here (the log sink cannot fail); mf_model_load and the CLI refuse it. */
 static mf_log_level log_level_from_env(void) {
-    const char *v = getenv("MINFER_LOG");
-    if (!v) return MF_LOG_WARN;
-    if (!strcmp(v, "error")) return MF_LOG_ERROR;
-    if (!strcmp(v, "info")) return MF_LOG_INFO;
-    if (!strcmp(v, "debug")) return MF_LOG_DEBUG;
-    return MF_LOG_WARN;
+    int w = MF_LOG_WARN;
+    if (mf_env_word("MINFER_LOG", &w, NULL) || w < 0) return MF_LOG_WARN;
+    return (mf_log_level)w;
 }
 
 mf_log_level mf_log_get_level(void) {

@@ -1,6 +1,7 @@
 /* Public API: model load/info and the context (KV store, graph cache, CPU backend). */
 #include "engine/engine_impl.h"
 
+#include "core/env.h"
 #include "quant/quant.h"
 #include "tok/tok.h"
 
@@ -18,11 +19,17 @@ int mf_model_load(const char *path, const mf_model_params *params, mf_model **ou
     *out = NULL;
     if (!path || !*path) return mf_err(err, MF_E_INVAL, "no model path given (-m FILE.gguf)");
     mf_model_params p = params ? *params : mf_model_default_params();
-    mf_model *m = NULL;
-    int rc = mf_model_open(path, p.progress, p.progress_user, &m, err);
+    /* Every MINFER_* variable is checked before the file is touched: a bad one refuses the load (an embedder
+     * has no startup check of its own), and MINFER_ISA picks the repacked layouts below. */
+    bool repack = true;
+    int rc = mf_env_check(err);
+    if (!rc) rc = mf_quant_isa_check(err);
+    if (!rc) rc = mf_env_bool("MINFER_REPACK", &repack, err);
     if (rc) return rc;
-    const char *env = getenv("MINFER_REPACK");
-    if (!p.no_repack && !(env && strcmp(env, "0") == 0) && (rc = mf_model_repack(m, err))) {
+    mf_model *m = NULL;
+    rc = mf_model_open(path, p.progress, p.progress_user, &m, err);
+    if (rc) return rc;
+    if (!p.no_repack && repack && (rc = mf_model_repack(m, err))) {
         mf_err_prefix(err, "cannot load model '%s'", path);
         mf_model_close(m);
         return rc;
