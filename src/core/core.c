@@ -18,8 +18,8 @@ int mf_err(mf_error *err, int code, const char *fmt, ...) {
     return code;
 }
 
-int mf_err_prefix(mf_error *err, const char *fmt, ...) {
-    if (!err) return MF_E_INTERNAL;
+int mf_err_prefix(mf_error *err, int code, const char *fmt, ...) {
+    if (!err) return code;
     char prefix[512], old[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
@@ -35,7 +35,8 @@ int mf_err_prefix(mf_error *err, const char *fmt, ...) {
     if (no > cap - at) no = cap - at;
     memcpy(err->msg + at, old, no);
     err->msg[at + no] = 0;
-    return err->code;
+    err->code = code;
+    return code;
 }
 
 const char *mf_err_code_name(int code) {

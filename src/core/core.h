@@ -32,8 +32,10 @@ typedef struct mf_error {
 
 /* Sets err (if non-NULL) and returns code, so `return mf_err(err, MF_E_FORMAT, "...", ...)` works. */
 int mf_err(mf_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Prepends "prefix: " to an existing message (context added on the way up). Returns err->code. */
-int mf_err_prefix(mf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepends "prefix: " to the message of the failure `code` (context added on the way up) and returns code,
+ * so `return mf_err_prefix(err, rc, "...")` works.  The code comes from the caller, not from err, because
+ * err may be NULL (then only the code is returned). */
+int mf_err_prefix(mf_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *mf_err_code_name(int code);
 
 /* Logging: one sink (stderr by default), level from MINFER_LOG=error|warn|info|debug. */

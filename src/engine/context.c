@@ -30,7 +30,7 @@ int mf_model_load(const char *path, const mf_model_params *params, mf_model **ou
     rc = mf_model_open(path, p.progress, p.progress_user, &m, err);
     if (rc) return rc;
     if (!p.no_repack && repack && (rc = mf_model_repack(m, err))) {
-        mf_err_prefix(err, "cannot load model '%s'", path);
+        mf_err_prefix(err, rc, "cannot load model '%s'", path);
         mf_model_close(m);
         return rc;
     }

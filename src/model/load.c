@@ -161,7 +161,7 @@ int mf_model_open(const char *path, mf_load_progress_fn progress, void *user, mf
     *out = m;
     return 0;
 fail:
-    mf_err_prefix(err, "cannot load model '%s'", path);
+    mf_err_prefix(err, rc, "cannot load model '%s'", path);
     mf_model_close(m);
     return rc;
 }
