@@ -3,6 +3,8 @@
 
 #include "core/env.h"
 #include "quant/quant.h"
+
+_Static_assert((int)MF_KV_TYPE_F32 == (int)MF_TYPE_F32 && (int)MF_KV_TYPE_F16 == (int)MF_TYPE_F16, "public KV type ids are ggml's");
 #include "tok/tok.h"
 
 #include <stdlib.h>
