@@ -148,10 +148,10 @@ static void isa_init(void) {
     int w = -1;
     if (mf_env_word("MINFER_ISA", &w, &g_isa_err) || w < 0) return;
     if (!g_has[w]) {
-        char shown[300], can[32] = "scalar";
+        char can[32] = "scalar";
         if (g_has[MF_ISA_AVX2]) strcat(can, " or avx2");
-        mf_err(&g_isa_err, MF_E_INVAL, "MINFER_ISA='%s': this CPU lacks %s (the best it has is %s); unset MINFER_ISA or pick %s",
-               mf_env_show(getenv("MINFER_ISA"), shown, sizeof shown), mf_isa_name((mf_isa)w), mf_isa_name(g_best), can);
+        mf_err(&g_isa_err, MF_E_INVAL, "MINFER_ISA=%s: this CPU lacks %s (the best it has is %s); unset MINFER_ISA or pick %s",
+               mf_isa_name((mf_isa)w), mf_isa_name((mf_isa)w), mf_isa_name(g_best), can);
         return;
     }
     g_active = (mf_isa)w;
