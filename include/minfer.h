@@ -1,12 +1,14 @@
 /* minfer: the public C API (what the CLI, the server and embedding programs use).
  *
- * Conventions: a function that can fail returns int (0 = ok, negative MF_E_* code from core/core.h) and
- * takes `mf_error *err` last (may be NULL); err->msg names the actual values and the way out.
- * Objects come in new/free pairs; every free accepts NULL.  See docs/API.md for a walk-through. */
+ * Conventions: a function that can fail returns int (0 = ok, negative MF_E_* code below) and takes
+ * `mf_error *err` last (may be NULL); err->msg names the actual values and the way out.
+ * Objects come in new/free pairs; every free accepts NULL.  See docs/API.md for a walk-through.
+ *
+ * Self-contained: this header defines everything it exposes and includes no internal header, so an
+ * embedder compiles with -Iinclude alone (tests/cli/public_header.sh).  The library's internals take the
+ * error struct and codes from here, so there is one definition. */
 #ifndef MINFER_H
 #define MINFER_H
-
-#include "core/core.h" /* mf_error, MF_E_* codes */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,6 +18,32 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---------------- errors ---------------- */
+enum {
+    MF_OK = 0,
+    MF_E_IO = -1,          /* open/read/write/mmap failed */
+    MF_E_FORMAT = -2,      /* malformed input file or data */
+    MF_E_NOMEM = -3,       /* allocation failed */
+    MF_E_INVAL = -4,       /* bad argument from the caller or the user (a bad MINFER_* value included) */
+    MF_E_UNSUPPORTED = -5, /* valid request this build/model cannot honour */
+    MF_E_RANGE = -6,       /* a value outside its allowed range (context full, id too big) */
+    MF_E_NOTFOUND = -7,    /* key, tensor, file or name not present */
+    MF_E_TYPE = -8,        /* value present but of another type */
+    MF_E_BACKEND = -9,     /* backend refused or failed */
+    MF_E_INTERNAL = -10,   /* a bug: an invariant did not hold */
+};
+
+typedef struct mf_error {
+    int code;
+    char msg[1024];
+} mf_error;
+
+/* "format error", "out of memory", ... for an MF_E_* code ("unknown error" for anything else). */
+const char *mf_err_code_name(int code);
+
+/* KV cache element types for mf_context_params.kv_type (the ggml type ids, which the internals use). */
+enum { MF_KV_TYPE_F32 = 0, MF_KV_TYPE_F16 = 1 };
 
 typedef int32_t mf_token;
 typedef int32_t mf_pos;
@@ -101,7 +129,7 @@ typedef struct {
     int32_t n_ctx;     /* KV cells (all sequences together); 0 = min(n_ctx_train, 4096) */
     int32_t n_threads; /* 0 = all online CPUs, at most 16 */
     int32_t n_ubatch;  /* largest forward; mf_decode splits bigger batches; 0 = 512 */
-    uint32_t kv_type;  /* MF_TYPE_F32 (0, default) or MF_TYPE_F16 (1) */
+    uint32_t kv_type;  /* MF_KV_TYPE_F32 (default) or MF_KV_TYPE_F16; anything else is refused */
 } mf_context_params;
 
 mf_context_params mf_context_default_params(void);

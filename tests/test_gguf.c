@@ -579,6 +579,14 @@ static void test_open_errors(void) {
     CHECK(rc == MF_E_FORMAT && strstr(err.msg, "gguf_empty.gguf") && strstr(err.msg, "magic"), "empty: %s", err.msg);
     rc = mf_gguf_open_memory("GGUF", 4, &g, &err);
     CHECK(rc == MF_E_FORMAT && strstr(err.msg, "version"), "4 bytes: %s", err.msg);
+    /* err is optional: a refusal that passes through mf_err_prefix keeps its own code without one */
+    rc = mf_gguf_open(empty, &g, NULL);
+    CHECK(rc == MF_E_FORMAT && g == NULL, "empty file, err NULL: rc %d (%s), want %d", rc, mf_err_code_name(rc),
+          MF_E_FORMAT);
+    CHECK(mf_err_prefix(NULL, MF_E_NOMEM, "ctx") == MF_E_NOMEM, "mf_err_prefix(NULL) keeps the caller's code");
+    mf_err(&err, MF_E_IO, "inner %d", 7);
+    rc = mf_err_prefix(&err, MF_E_IO, "outer '%s'", "x");
+    CHECK(rc == MF_E_IO && err.code == MF_E_IO && !strcmp(err.msg, "outer 'x': inner 7"), "prefix: %d '%s'", rc, err.msg);
 }
 
 /* ---------- versions ---------- */
@@ -863,9 +871,12 @@ static void test_malformed_fields(void) {
     s = base_spec(); s.toff = 8;
     expect_refused("misaligned offset", &s, MF_E_FORMAT, "tensor 'w' data offset 8 is not a multiple of the alignment 32", NULL);
     s = base_spec(); s.toff = 1ull << 40;
-    expect_refused("offset past end", &s, MF_E_FORMAT, "tensor 'w' data [offset", "ends past the file");
+    expect_refused("offset past end", &s, MF_E_FORMAT, "tensor 'w' data [offset 1099511627776, 32 bytes] ends past the file",
+                   "(192 bytes; the data section starts at byte 128)");
+    /* offset + data start wraps past 2^64: the message shows the offset read, not the wrapped sum */
     s = base_spec(); s.toff = UINT64_MAX - 31;
-    expect_refused("offset overflow", &s, MF_E_FORMAT, "ends past the file", NULL);
+    expect_refused("offset overflow", &s, MF_E_FORMAT,
+                   "tensor 'w' data [offset 18446744073709551584, 32 bytes] ends past the file", NULL);
     s = base_spec(); s.ne1 = 1000;
     expect_refused("extent past end", &s, MF_E_FORMAT, "16000 bytes] ends past the file", NULL);
     s = base_spec(); s.n_t = 2; s.tname2 = "w";

@@ -1,5 +1,6 @@
 /* sched: assignment, splits and the two-phase staging copies (see sched.h for the contract). */
 #include "backend/sched.h"
+#include "core/env.h"
 
 #include "quant/quant.h"
 
@@ -110,10 +111,13 @@ struct mf_sched {
 };
 
 int mf_sched_new(const mf_backend_opts *opts, mf_sched **out, mf_error *err) {
+    bool sync_copies = false;
+    int rc = mf_env_flag("MINFER_SYNC_COPIES", &sync_copies, err);
+    if (rc) return rc;
     mf_sched *s = calloc(1, sizeof *s);
     if (!s) return mf_err(err, MF_E_NOMEM, "cannot allocate a scheduler context (%zu bytes)", sizeof *s);
     if (opts) s->opts = *opts;
-    s->sync_copies = getenv("MINFER_SYNC_COPIES") != NULL;
+    s->sync_copies = sync_copies;
     *out = s;
     return 0;
 }
@@ -165,7 +169,7 @@ int mf_sched_pool(mf_sched *s, mf_backend b, void **pool, mf_error *err) {
         if (!e->enable) return mf_err(err, MF_E_BACKEND, "backend '%s' cannot be enabled (no enable hook)", e->name);
         void *p = NULL;
         int rc = e->enable(&s->opts, &p, err);
-        if (rc) return mf_err_prefix(err, "enabling backend '%s'", e->name);
+        if (rc) return mf_err_prefix(err, rc, "enabling backend '%s'", e->name);
         s->pool[b.id] = p;
         s->owned[b.id] = true;
     }
@@ -320,7 +324,7 @@ int mf_sched_copy_across(mf_sched *s, mf_graph *g, int32_t node, mf_backend dst,
     void *ticket = NULL;
     if (!s->sync_copies && e->copy_cross) {
         rc = e->copy_cross(pool, n, st->buf, st->nbytes, dst, &ticket, &issued, err);
-        if (rc) return mf_err_prefix(err, "staging '%s' from %s to %s", nm(n), e->name, mf_backend_name(dst));
+        if (rc) return mf_err_prefix(err, rc, "staging '%s' from %s to %s", nm(n), e->name, mf_backend_name(dst));
     }
     if (!issued) {
         /* declined (or sync mode): the blocking host round trip */
@@ -328,7 +332,7 @@ int mf_sched_copy_across(mf_sched *s, mf_graph *g, int32_t node, mf_backend dst,
             return mf_err(err, MF_E_BACKEND, "backend '%s' can neither copy '%s' to %s nor read it to the host", e->name,
                           nm(n), mf_backend_name(dst));
         rc = e->host_read(pool, n, 0, st->buf, st->nbytes, err);
-        if (rc) return mf_err_prefix(err, "staging '%s' from %s to %s (blocking)", nm(n), e->name, mf_backend_name(dst));
+        if (rc) return mf_err_prefix(err, rc, "staging '%s' from %s to %s (blocking)", nm(n), e->name, mf_backend_name(dst));
         s->stats.blocking_copies++;
     }
     st->issued = issued;
@@ -353,7 +357,7 @@ int mf_sched_await_cross(mf_sched *s, int32_t node, mf_backend dst, mf_error *er
         st->pending = false; /* the ticket is spent either way */
         st->ticket = NULL;
         s->stats.waits++;
-        if (rc) return mf_err_prefix(err, "waiting for '%s' -> %s", nm(mf_graph_node_c(s->g, node)), mf_backend_name(dst));
+        if (rc) return mf_err_prefix(err, rc, "waiting for '%s' -> %s", nm(mf_graph_node_c(s->g, node)), mf_backend_name(dst));
         return 0;
     }
     st->pending = false;
@@ -461,7 +465,7 @@ static int run_split(mf_sched *s, mf_graph *g, const mf_split *sp, mf_error *err
     }
     if (e->synchronize) {
         rc = e->synchronize(pool, err);
-        if (rc) return mf_err_prefix(err, "retiring backend '%s'", e->name);
+        if (rc) return mf_err_prefix(err, rc, "retiring backend '%s'", e->name);
     }
     return 0;
 }

@@ -287,7 +287,7 @@ static int run_test(mf_model *model, const model_meta *mm, const bench_opts *o, 
         if (o->progress) fprintf(stderr, "minfer bench: %s%ld: warm-up\n", what, cnt);
         mf_kv_clear_all(r.ctx);
         rc = n_prompt > 0 ? run_prompt(&r, 0, (int32_t)n_prompt, err) : run_gen(&r, 0, 1, err);
-        if (rc) mf_err_prefix(err, "warm-up run");
+        if (rc) mf_err_prefix(err, rc, "warm-up run");
     }
     for (long i = 0; !rc && i < o->reps; i++) {
         mf_kv_clear_all(r.ctx);
@@ -295,7 +295,7 @@ static int run_test(mf_model *model, const model_meta *mm, const bench_opts *o, 
             if (o->progress) fprintf(stderr, "minfer bench: %s%ld: depth %ld prefill %ld/%ld\n", what, cnt, o->depth,
                                      i + 1, o->reps);
             if ((rc = run_prompt(&r, 0, (int32_t)o->depth, err))) {
-                mf_err_prefix(err, "prefilling depth %ld", o->depth);
+                mf_err_prefix(err, rc, "prefilling depth %ld", o->depth);
                 break;
             }
         }

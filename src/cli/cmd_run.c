@@ -1,5 +1,6 @@
 /* minfer run: generate text from a prompt (streamed to stdout), or print the generated ids (--ids). */
 #include "cli/cli.h"
+#include "core/core.h" /* mf_time_now */
 
 #include "minfer.h"
 

@@ -1,6 +1,8 @@
 /* minfer: take the backend fence out of argv, install it, then dispatch to one subcommand. */
 #include "backend/registry.h"
 #include "cli/cli.h"
+#include "core/env.h"
+#include "quant/quant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,34 @@ static const mf_subcommand k_cmds[] = {
     {"backends", mf_cmd_backends, "list the known backends and whether they are usable here"},
 };
 
+/* Every variable from the one table the parsers use (src/core/env.c), so the list cannot go stale. */
+static void env_usage(FILE *f) {
+    fprintf(f, "\nenvironment (checked before any command runs; a bad value is refused, exit 2):\n");
+    size_t n;
+    const mf_env_var *v = mf_env_vars(&n);
+    for (size_t i = 0; i < n; i++) {
+        char allowed[96], dflt[64];
+        switch (v[i].kind) {
+        case MF_ENV_BOOL: snprintf(allowed, sizeof allowed, "boolean"); break;
+        case MF_ENV_UINT:
+            snprintf(allowed, sizeof allowed, "%llu..%llu %s", (unsigned long long)v[i].min, (unsigned long long)v[i].max,
+                     v[i].allowed);
+            break;
+        case MF_ENV_WORD: snprintf(allowed, sizeof allowed, "%s", v[i].words); break;
+        default: snprintf(allowed, sizeof allowed, "%s", v[i].allowed); break;
+        }
+        if (v[i].dflt_text) snprintf(dflt, sizeof dflt, "%s", v[i].dflt_text);
+        else if (v[i].kind == MF_ENV_WORD) {
+            const char *w = v[i].words;
+            for (uint64_t k = 0; k < v[i].dflt; k++) w = strchr(w, '|') + 1;
+            snprintf(dflt, sizeof dflt, "%.*s", (int)strcspn(w, "|"), w);
+        } else snprintf(dflt, sizeof dflt, "%llu", (unsigned long long)v[i].dflt);
+        fprintf(f, "  %-20s %s (default: %s)\n  %-20s   %s\n", v[i].name, allowed, dflt, "", v[i].help);
+    }
+    fprintf(f, "  booleans are 1|0, true|false, on|off, yes|no; words match case-insensitively; surrounding\n"
+               "  blanks are ignored; an empty value is unset (the presence-checked ones: set)\n");
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: minfer [--backend NAME[,NAME...]] <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++)
@@ -31,11 +61,8 @@ static void usage(FILE *f) {
                "                   comma-separated, case-insensitive; a fence: it removes backends and\n"
                "                   never adds one, cpu is always allowed; also MINFER_BACKENDS=<csv>\n"
                "                   (the flag wins); `minfer backends` lists what this build can use\n"
-               "  -h, --help       this help; `minfer <command> --help` documents each command\n"
-               "\nenvironment: MINFER_LOG=error|warn|info|debug, MINFER_ISA=scalar|avx2|avx512,\n"
-               "             MINFER_BACKENDS=<csv>, MINFER_DISABLE_CUDA (set: do not use the device),\n"
-               "             MINFER_SPIN=N (pause iterations before a waiting thread yields, default 256),\n"
-               "             MINFER_SPIN_US=N (then yield-spin this long before sleeping, default 3000)\n");
+               "  -h, --help       this help; `minfer <command> --help` documents each command\n");
+    env_usage(f);
 }
 
 /* Removes every `--backend NAME` / `--backend=NAME` before a `--` terminator from argv (compacting it, so
@@ -94,6 +121,17 @@ static int setup_fence(int *argc, char **argv) {
     return 0;
 }
 
+/* Every MINFER_* value (MINFER_BACKENDS by the fence above) before any command does work; help still
+ * prints with a bad value, since it is where the allowed values are listed. */
+static int check_env(void) {
+    mf_error err = {0};
+    if (mf_env_check(&err) || mf_quant_isa_check(&err)) {
+        fprintf(stderr, "Error: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int frc = setup_fence(&argc, argv);
     if (frc) return frc;
@@ -105,6 +143,8 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    int erc = check_env();
+    if (erc) return erc;
     for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++)
         if (!strcmp(argv[1], k_cmds[i].name)) return k_cmds[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "Error: unknown command '%s'\n", argv[1]);

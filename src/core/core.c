@@ -1,5 +1,6 @@
 /* core: error messages, the log sink, aligned allocation, the clock. */
 #include "core/core.h"
+#include "core/env.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,8 @@ int mf_err(mf_error *err, int code, const char *fmt, ...) {
     return code;
 }
 
-int mf_err_prefix(mf_error *err, const char *fmt, ...) {
-    if (!err) return MF_E_INTERNAL;
+int mf_err_prefix(mf_error *err, int code, const char *fmt, ...) {
+    if (!err) return code;
     char prefix[512], old[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
@@ -34,7 +35,8 @@ int mf_err_prefix(mf_error *err, const char *fmt, ...) {
     if (no > cap - at) no = cap - at;
     memcpy(err->msg + at, old, no);
     err->msg[at + no] = 0;
-    return err->code;
+    err->code = code;
+    return code;
 }
 
 const char *mf_err_code_name(int code) {
@@ -56,13 +58,11 @@ const char *mf_err_code_name(int code) {
 
 static int g_log_level = -1;
 
+/* A bad MINFER_LOG leaves the default here (the log sink cannot fail); mf_model_load and the CLI refuse it. */
 static mf_log_level log_level_from_env(void) {
-    const char *v = getenv("MINFER_LOG");
-    if (!v) return MF_LOG_WARN;
-    if (!strcmp(v, "error")) return MF_LOG_ERROR;
-    if (!strcmp(v, "info")) return MF_LOG_INFO;
-    if (!strcmp(v, "debug")) return MF_LOG_DEBUG;
-    return MF_LOG_WARN;
+    int w = MF_LOG_WARN;
+    if (mf_env_word("MINFER_LOG", &w, NULL) || w < 0) return MF_LOG_WARN;
+    return (mf_log_level)w;
 }
 
 mf_log_level mf_log_get_level(void) {

@@ -11,30 +11,14 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-enum {
-    MF_OK = 0,
-    MF_E_IO = -1,          /* open/read/write/mmap failed */
-    MF_E_FORMAT = -2,      /* malformed input file or data */
-    MF_E_NOMEM = -3,       /* allocation failed */
-    MF_E_INVAL = -4,       /* bad argument from the caller or the user */
-    MF_E_UNSUPPORTED = -5, /* valid request this build/model cannot honour */
-    MF_E_RANGE = -6,       /* a value outside its allowed range (context full, id too big) */
-    MF_E_NOTFOUND = -7,    /* key, tensor, file or name not present */
-    MF_E_TYPE = -8,        /* value present but of another type */
-    MF_E_BACKEND = -9,     /* backend refused or failed */
-    MF_E_INTERNAL = -10,   /* a bug: an invariant did not hold */
-};
-
-typedef struct mf_error {
-    int code;
-    char msg[1024];
-} mf_error;
+#include "minfer.h" /* mf_error, the MF_E_* codes, mf_err_code_name: defined once, in the public header */
 
 /* Sets err (if non-NULL) and returns code, so `return mf_err(err, MF_E_FORMAT, "...", ...)` works. */
 int mf_err(mf_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Prepends "prefix: " to an existing message (context added on the way up). Returns err->code. */
-int mf_err_prefix(mf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-const char *mf_err_code_name(int code);
+/* Prepends "prefix: " to the message of the failure `code` (context added on the way up) and returns code,
+ * so `return mf_err_prefix(err, rc, "...")` works.  The code comes from the caller, not from err, because
+ * err may be NULL (then only the code is returned). */
+int mf_err_prefix(mf_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Logging: one sink (stderr by default), level from MINFER_LOG=error|warn|info|debug. */
 typedef enum { MF_LOG_ERROR = 0, MF_LOG_WARN = 1, MF_LOG_INFO = 2, MF_LOG_DEBUG = 3 } mf_log_level;

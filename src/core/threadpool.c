@@ -3,6 +3,8 @@
  * counters themselves, and a waker only issues the wake syscall when someone is actually asleep. */
 #include "core/threadpool.h"
 
+#include "core/env.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -159,16 +161,16 @@ int mf_threadpool_new(int n_threads, mf_threadpool **out, mf_error *err) {
     *out = NULL;
     if (n_threads < 1 || n_threads > 1024)
         return mf_err(err, MF_E_INVAL, "thread count %d is out of range 1..1024 (--threads)", n_threads);
+    uint64_t spin = 0, spin_us = 0; /* the table's ranges keep both far inside int / int64 nanoseconds */
+    int rc = mf_env_uint("MINFER_SPIN", &spin, err);
+    if (!rc) rc = mf_env_uint("MINFER_SPIN_US", &spin_us, err);
+    if (rc) return rc;
     mf_threadpool *tp = mf_aligned_alloc(64, sizeof *tp);
     if (!tp) return mf_err(err, MF_E_NOMEM, "out of memory creating a threadpool");
     memset(tp, 0, sizeof *tp);
     tp->n_threads = n_threads;
-    atomic_init(&tp->spin, 256);
-    const char *s = getenv("MINFER_SPIN");
-    if (s && *s) atomic_store(&tp->spin, atoi(s) < 0 ? 0 : atoi(s));
-    tp->spin_ns = 3 * 1000 * 1000;
-    const char *su = getenv("MINFER_SPIN_US");
-    if (su && *su) tp->spin_ns = atoll(su) < 0 ? 0 : atoll(su) * 1000;
+    atomic_init(&tp->spin, (int)spin);
+    tp->spin_ns = (int64_t)spin_us * 1000;
     tp->nth = 1;
     if (n_threads > 1) {
         tp->threads = calloc((size_t)n_threads - 1, sizeof *tp->threads);

@@ -1,7 +1,10 @@
 /* Public API: model load/info and the context (KV store, graph cache, CPU backend). */
 #include "engine/engine_impl.h"
 
+#include "core/env.h"
 #include "quant/quant.h"
+
+_Static_assert((int)MF_KV_TYPE_F32 == (int)MF_TYPE_F32 && (int)MF_KV_TYPE_F16 == (int)MF_TYPE_F16, "public KV type ids are ggml's");
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +21,17 @@ int mf_model_load(const char *path, const mf_model_params *params, mf_model **ou
     *out = NULL;
     if (!path || !*path) return mf_err(err, MF_E_INVAL, "no model path given (-m FILE.gguf)");
     mf_model_params p = params ? *params : mf_model_default_params();
-    const char *env = getenv("MINFER_REPACK");
+    /* Every MINFER_* variable is checked before the file is touched: a bad one refuses the load (an embedder
+     * has no startup check of its own), and MINFER_ISA picks the repacked layouts. */
+    bool repack = true;
+    int rc = mf_env_check(err);
+    if (!rc) rc = mf_quant_isa_check(err);
+    if (!rc) rc = mf_env_bool("MINFER_REPACK", &repack, err);
+    if (rc) return rc;
     const mf_model_open_params op = {
         .progress = p.progress,
         .progress_user = p.progress_user,
-        .repack = !p.no_repack && !(env && strcmp(env, "0") == 0),
+        .repack = !p.no_repack && repack,
     };
     return mf_model_open(path, &op, out, err);
 }

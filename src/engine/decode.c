@@ -65,7 +65,7 @@ static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf
     if (rc) return rc;
     if ((rc = mf_graph_alloc(g, err))) {
         mf_graph_free(g);
-        return mf_err_prefix(err, "allocating the graph for %d tokens", nt);
+        return mf_err_prefix(err, rc, "allocating the graph for %d tokens", nt);
     }
     size_t peak = mf_graph_peak_bytes(g);
     if (peak > ctx->peak_bytes) ctx->peak_bytes = peak;
@@ -112,7 +112,7 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
     rc = mf_sched_compute(ctx->sched, g, err);
     if (rc) {
         mf_kv_unprepare(ctx->kv, nt, ctx->cells + r0);
-        return mf_err_prefix(err, "forward over %d tokens", nt);
+        return mf_err_prefix(err, rc, "forward over %d tokens", nt);
     }
     if (fake) return 0;
     memcpy(ctx->logits + (size_t)*n_out_done * (size_t)n_vocab, logits, sizeof(float) * (size_t)n_vocab * (size_t)no);

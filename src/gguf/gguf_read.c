@@ -118,7 +118,7 @@ static int skip_array(cursor *c, uint32_t et, uint64_t n, int depth, mf_error *e
             if (!rc) rc = rd_u64(c, &inner_n, "nested array length", err);
             if (!rc) rc = skip_array(c, inner, inner_n, depth + 1, err);
         }
-        if (rc) return mf_err_prefix(err, "element %llu of %llu", (unsigned long long)i, (unsigned long long)n);
+        if (rc) return mf_err_prefix(err, rc, "element %llu of %llu", (unsigned long long)i, (unsigned long long)n);
     }
     return 0;
 }
@@ -245,7 +245,7 @@ static int read_kvs(mf_gguf *g, cursor *c, uint64_t n, mf_error *err) {
         char shown[96];
         uint64_t slot = 0;
         if ((rc = rd_str(c, &kv->key, "key length", err)))
-            return mf_err_prefix(err, "metadata key %llu of %llu", (unsigned long long)i, (unsigned long long)n);
+            return mf_err_prefix(err, rc, "metadata key %llu of %llu", (unsigned long long)i, (unsigned long long)n);
         if (kv->key.len == 0)
             return mf_err(err, MF_E_FORMAT, "metadata key %llu of %llu is empty (offset %llu)", (unsigned long long)i,
                           (unsigned long long)n, (unsigned long long)(c->pos - 8));
@@ -254,7 +254,7 @@ static int read_kvs(mf_gguf *g, cursor *c, uint64_t n, mf_error *err) {
             return mf_err(err, MF_E_FORMAT, "metadata key '%s' appears twice (entries %lld and %llu)",
                           mf_gguf_show(kv->key, shown, sizeof shown), (long long)dup, (unsigned long long)i);
         if ((rc = read_value(c, kv, err)))
-            return mf_err_prefix(err, "metadata key %llu '%s'", (unsigned long long)i, mf_gguf_show(kv->key, shown, sizeof shown));
+            return mf_err_prefix(err, rc, "metadata key %llu '%s'", (unsigned long long)i, mf_gguf_show(kv->key, shown, sizeof shown));
         g->kv_table.slots[slot] = (int64_t)i + 1;
         g->n_kv = (int64_t)i + 1;
     }
@@ -332,7 +332,7 @@ static int read_tensor_index(mf_gguf *g, cursor *c, uint64_t n, mf_error *err) {
         char shown[96];
         uint64_t slot = 0;
         if ((rc = rd_str(c, &t->name, "name length", err)))
-            return mf_err_prefix(err, "tensor index entry %llu of %llu", (unsigned long long)i, (unsigned long long)n);
+            return mf_err_prefix(err, rc, "tensor index entry %llu of %llu", (unsigned long long)i, (unsigned long long)n);
         if (t->name.len >= MF_GGUF_MAX_NAME)
             return mf_err(err, MF_E_FORMAT, "tensor index entry %llu: name '%s' is %llu bytes, GGUF tensor names are at most %d",
                           (unsigned long long)i, mf_gguf_show(t->name, shown, sizeof shown), (unsigned long long)t->name.len,
@@ -342,7 +342,7 @@ static int read_tensor_index(mf_gguf *g, cursor *c, uint64_t n, mf_error *err) {
             return mf_err(err, MF_E_FORMAT, "tensor name '%s' appears twice (entries %lld and %llu)",
                           mf_gguf_show(t->name, shown, sizeof shown), (long long)dup, (unsigned long long)i);
         if ((rc = read_tensor_shape(c, t, err)))
-            return mf_err_prefix(err, "tensor '%s' (index entry %llu)", mf_gguf_show(t->name, shown, sizeof shown),
+            return mf_err_prefix(err, rc, "tensor '%s' (index entry %llu)", mf_gguf_show(t->name, shown, sizeof shown),
                                  (unsigned long long)i);
         g->t_table.slots[slot] = (int64_t)i + 1;
         g->n_t = (int64_t)i + 1;
@@ -371,9 +371,13 @@ static int place_tensors(mf_gguf *g, uint64_t header_end, mf_error *err) {
         if (t->offset % g->alignment)
             return mf_err(err, MF_E_FORMAT, "tensor '%s' data offset %llu is not a multiple of the alignment %llu", shown,
                           (unsigned long long)t->offset, (unsigned long long)g->alignment);
+        /* the offset as the file gives it (relative to the data section), never the sum, which may have wrapped */
         if (!mf_add_u64(start, t->offset, &abs) || !mf_add_u64(abs, t->nbytes, &end) || end > g->size)
-            return mf_err(err, MF_E_FORMAT, "tensor '%s' data [offset %llu, %llu bytes] ends past the file (%llu bytes)", shown,
-                          (unsigned long long)abs, (unsigned long long)t->nbytes, (unsigned long long)g->size);
+            return mf_err(err, MF_E_FORMAT,
+                          "tensor '%s' data [offset %llu, %llu bytes] ends past the file (%llu bytes; the data section "
+                          "starts at byte %llu)",
+                          shown, (unsigned long long)t->offset, (unsigned long long)t->nbytes,
+                          (unsigned long long)g->size, (unsigned long long)start);
         t->data = g->base + abs;
     }
     return 0;
@@ -383,7 +387,7 @@ static int parse(mf_gguf *g, mf_error *err) {
     cursor c = {g->base, g->size, 0};
     uint64_t n_t = 0, n_kv = 0;
     int rc = read_header(g, &c, &n_t, &n_kv, err);
-    if (rc) return mf_err_prefix(err, "header");
+    if (rc) return mf_err_prefix(err, rc, "header");
     if ((rc = read_kvs(g, &c, n_kv, err))) return rc;
     if ((rc = resolve_alignment(g, err))) return rc;
     if ((rc = read_tensor_index(g, &c, n_t, err))) return rc;
@@ -438,7 +442,7 @@ int mf_gguf_open(const char *path, mf_gguf **out, mf_error *err) {
     int rc = open_buffer(map ? map : empty, size, out, err);
     if (rc) {
         if (map) munmap(map, size);
-        return mf_err_prefix(err, "'%s'", path);
+        return mf_err_prefix(err, rc, "'%s'", path);
     }
     (*out)->map = map;
     (*out)->map_len = size;

@@ -43,7 +43,7 @@ int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
     memset(hp, 0, sizeof *hp);
     mf_str a;
     int rc = mf_gguf_get_str(g, "general.architecture", &a, err);
-    if (rc) return mf_err_prefix(err, "cannot tell the model architecture");
+    if (rc) return mf_err_prefix(err, rc, "cannot tell the model architecture");
     int arch = -1;
     for (int i = 0; i < MF_ARCH_COUNT; i++)
         if (mf_str_eq(a, k_arch_names[i])) arch = i;

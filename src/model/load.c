@@ -114,7 +114,7 @@ int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **ou
     *out = m;
     return 0;
 fail:
-    mf_err_prefix(err, "cannot load model '%s'", path);
+    mf_err_prefix(err, rc, "cannot load model '%s'", path);
     mf_model_close(m);
     return rc;
 }

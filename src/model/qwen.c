@@ -116,6 +116,6 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
     mf_g_set_output(g, logits);
     io->logits = logits;
     int rc = mf_graph_error(g, err);
-    if (rc) return mf_err_prefix(err, "building the %s graph for %lld tokens", hp->arch_name, (long long)nt);
+    if (rc) return mf_err_prefix(err, rc, "building the %s graph for %lld tokens", hp->arch_name, (long long)nt);
     return 0;
 }

@@ -59,7 +59,7 @@ static int load_tokenizer(mf_model *m, mf_error *err) {
     int rc = mf_tok_load_gguf(m->gguf, &m->tok, &terr);
     if (rc == MF_E_NOMEM) {
         if (err) *err = terr;
-        return mf_err_prefix(err, "building the tokenizer");
+        return mf_err_prefix(err, rc, "building the tokenizer");
     }
     if (rc) {
         m->tok = NULL;
@@ -105,7 +105,7 @@ static int find_eog(mf_model *m, mf_error *err) {
     mf_str *toks = NULL;
     uint64_t n = 0;
     int rc = mf_gguf_get_str_array(m->gguf, "tokenizer.ggml.tokens", &toks, &n, err);
-    if (rc) return mf_err_prefix(err, "reading the end-of-generation tokens");
+    if (rc) return mf_err_prefix(err, rc, "reading the end-of-generation tokens");
     for (uint64_t i = 0; i < n; i++)
         if (toks[i].len > 2 && toks[i].ptr[0] == '<' && is_eog_text(toks[i])) add_eog(m, (int64_t)i);
     free(toks);

@@ -1,10 +1,11 @@
 /* quant: kernel tables per ISA and the runtime choice between them (cpuid, MINFER_ISA). */
 #include "quant/quant_x86.h"
 
+#include "core/env.h"
+
 #include <cpuid.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <strings.h>
 
 /* Tiles for kernels without a specialized one: loop vec_dot over the pairs (trivially bitwise equal). */
 #define MF_TILE_LOOP(dot)                                                                                      \
@@ -135,25 +136,32 @@ static bool cpu_has(mf_isa isa) {
 
 static mf_isa g_best, g_active;
 static bool g_has[3];
+static mf_error g_isa_err; /* MINFER_ISA's refusal (code 0: none), reported by mf_quant_isa_check */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* A refused MINFER_ISA leaves the best ISA active for callers that never ask (tests, tools); mf_model_load
+ * and the CLI ask first, so no model runs past the refusal. */
 static void isa_init(void) {
     for (int i = 0; i < 3; i++) g_has[i] = cpu_has((mf_isa)i);
     g_best = g_has[MF_ISA_AVX512] ? MF_ISA_AVX512 : g_has[MF_ISA_AVX2] ? MF_ISA_AVX2 : MF_ISA_SCALAR;
     g_active = g_best;
-    const char *env = getenv("MINFER_ISA");
-    if (!env || !*env) return;
-    for (int i = 0; i < 3; i++) {
-        if (strcasecmp(env, mf_isa_name((mf_isa)i)) != 0) continue;
-        if (g_has[i]) {
-            g_active = (mf_isa)i;
-        } else {
-            mf_log(MF_LOG_WARN, "MINFER_ISA=%s: this CPU lacks %s, using %s (unset MINFER_ISA or pick scalar/avx2)",
-                   env, mf_isa_name((mf_isa)i), mf_isa_name(g_best));
-        }
+    int w = -1;
+    if (mf_env_word("MINFER_ISA", &w, &g_isa_err) || w < 0) return;
+    if (!g_has[w]) {
+        char can[32] = "scalar";
+        if (g_has[MF_ISA_AVX2]) strcat(can, " or avx2");
+        mf_err(&g_isa_err, MF_E_INVAL, "MINFER_ISA=%s: this CPU lacks %s (the best it has is %s); unset MINFER_ISA or pick %s",
+               mf_isa_name((mf_isa)w), mf_isa_name((mf_isa)w), mf_isa_name(g_best), can);
         return;
     }
-    mf_log(MF_LOG_WARN, "MINFER_ISA=%s is not one of scalar|avx2|avx512; using %s", env, mf_isa_name(g_best));
+    g_active = (mf_isa)w;
+}
+
+int mf_quant_isa_check(mf_error *err) {
+    pthread_once(&g_once, isa_init);
+    if (!g_isa_err.code) return 0;
+    if (err) *err = g_isa_err;
+    return g_isa_err.code;
 }
 
 mf_isa mf_cpu_best_isa(void) {

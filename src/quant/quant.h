@@ -251,8 +251,11 @@ const mf_quant_kernels *mf_quant_kernels_get(uint32_t type);
 const mf_quant_kernels *mf_quant_kernels_get_isa(uint32_t type, mf_isa isa);
 mf_isa mf_cpu_best_isa(void);
 /* The ISA mf_quant_kernels_get picks from: mf_cpu_best_isa() unless MINFER_ISA forces another one the CPU
- * has (a forced ISA it lacks, or an unknown name, is logged as a warning and ignored). */
+ * has.  A forced ISA it lacks, or an unknown name, is refused by mf_quant_isa_check (mf_model_load and the
+ * CLI call it first); until then the best ISA stays active. */
 mf_isa mf_quant_active_isa(void);
+/* 0, or MINFER_ISA's refusal (not a known ISA, or one this CPU lacks) with its message. */
+int mf_quant_isa_check(mf_error *err);
 const char *mf_isa_name(mf_isa isa);
 
 #endif

@@ -462,7 +462,7 @@ int mf_tok_load_file(const char *path, mf_tok **out, mf_error *err) {
     int rc = mf_gguf_open(path, &g, err);
     if (rc) return rc;
     rc = mf_tok_load_gguf(g, out, err);
-    if (rc) mf_err_prefix(err, "%s", path);
+    if (rc) mf_err_prefix(err, rc, "%s", path);
     mf_gguf_close(g);
     return rc;
 }

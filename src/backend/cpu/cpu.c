@@ -2,6 +2,8 @@
  * then runs every node in order inside ONE threadpool dispatch (a barrier between nodes that compute). */
 #include "backend/cpu/cpu_impl.h"
 
+#include "core/env.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +20,20 @@ int mf_cpu_new(int n_threads, mf_cpu **out, mf_error *err) {
     *out = NULL;
     if (n_threads < 1 || n_threads > 1024)
         return mf_err(err, MF_E_INVAL, "CPU thread count %d is out of range 1..1024 (--threads)", n_threads);
+    bool profile = false;
+    int rc = mf_env_bool("MINFER_PROFILE", &profile, err);
+    if (rc) return rc;
     mf_cpu *cpu = calloc(1, sizeof *cpu);
     if (!cpu) return mf_err(err, MF_E_NOMEM, "out of memory creating the CPU backend");
     cpu->n_threads = n_threads;
     mf_cpu_vec_init(&cpu->vec);
-    const char *prof = getenv("MINFER_PROFILE");
-    cpu->profile = prof && *prof && strcmp(prof, "0") != 0;
+    cpu->profile = profile;
     cpu->faults = calloc((size_t)n_threads, sizeof *cpu->faults);
     if (!cpu->faults) {
         free(cpu);
         return mf_err(err, MF_E_NOMEM, "out of memory creating the CPU backend");
     }
-    int rc = mf_threadpool_new(n_threads, &cpu->tp, err);
+    rc = mf_threadpool_new(n_threads, &cpu->tp, err);
     if (rc) {
         free(cpu->faults);
         free(cpu);

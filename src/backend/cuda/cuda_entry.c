@@ -1,6 +1,7 @@
 /* The CUDA backend's registration entry (only with make CUDA=1; empty otherwise).  It claims no op yet,
  * so its compute/copy hooks are never reached; they refuse loudly if they ever are. */
 #include "backend/cuda/cuda.h"
+#include "core/env.h"
 
 #include <stdlib.h>
 
@@ -17,7 +18,9 @@ bool mf_cuda_supports(mf_op op, uint32_t type) {
 #define NO_CUDA "no CUDA device is available, or CUDA is disabled (MINFER_DISABLE_CUDA)"
 
 const char *mf_cuda_unavailable(void) {
-    if (getenv("MINFER_DISABLE_CUDA")) return NO_CUDA; /* presence-checked */
+    /* presence-checked; a value other than empty or 1 still disables here (the CLI and model load refuse it) */
+    bool off = false;
+    if (mf_env_flag("MINFER_DISABLE_CUDA", &off, NULL) || off) return NO_CUDA;
     int n = 0;
     if (mf_cuda_device_count(&n) != 0 || n <= 0) return NO_CUDA;
     return NULL;

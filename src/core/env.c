@@ -1,0 +1,196 @@
+/* core/env: the MINFER_* table and its strict parsers (rules in env.h). */
+#include "core/env.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Ranges: the spin count is an int in the pool (1e8 pause instructions is already seconds of spinning); the
+ * spin time is held in nanoseconds (60 s fits easily, and nobody wants a thread spinning for longer). */
+static const mf_env_var k_vars[] = {
+    {"MINFER_LOG", MF_ENV_WORD, "error|warn|info|debug", 0, 0, 1, NULL, NULL,
+     "messages on stderr at this level and above"},
+    {"MINFER_ISA", MF_ENV_WORD, "scalar|avx2|avx512", 0, 0, MF_ENV_NO_DEFAULT, "the best this CPU has", NULL,
+     "force a lower kernel set (one this CPU lacks is refused)"},
+    {"MINFER_REPACK", MF_ENV_BOOL, NULL, 0, 0, 1, NULL, NULL,
+     "0: keep Q4_0/Q5_0/Q8_0/Q4_K/Q6_K weights in the file's layout (slower)"},
+    {"MINFER_PROFILE", MF_ENV_BOOL, NULL, 0, 0, 0, NULL, NULL, "1: print the CPU time per op kind per forward"},
+    {"MINFER_SPIN", MF_ENV_UINT, NULL, 0, 100000000, 256, NULL, "pause iterations",
+     "how long a waiting thread pauses before it yields"},
+    {"MINFER_SPIN_US", MF_ENV_UINT, NULL, 0, 60000000, 3000, NULL, "microseconds",
+     "how long it then yield-spins before it sleeps"},
+    {"MINFER_BACKENDS", MF_ENV_LIST, NULL, 0, 0, MF_ENV_NO_DEFAULT, "every usable backend",
+     "cpu,metal,cuda", "the backend fence, as --backend (the flag wins; names case-insensitive; blank = unset)"},
+    {"MINFER_DISABLE_CUDA", MF_ENV_FLAG, NULL, 0, 0, 0, "unset", "set (empty or 1)",
+     "never use the CUDA device (presence-checked)"},
+    {"MINFER_SYNC_COPIES", MF_ENV_FLAG, NULL, 0, 0, 0, "unset", "set (empty or 1)",
+     "blocking cross-backend copies (the bitwise reference; presence-checked)"},
+};
+
+const mf_env_var *mf_env_vars(size_t *n) {
+    *n = MF_ARRAY_LEN(k_vars);
+    return k_vars;
+}
+
+static const mf_env_var *find(const char *name, mf_env_kind kind, mf_error *err) {
+    for (size_t i = 0; i < MF_ARRAY_LEN(k_vars); i++)
+        if (!strcmp(k_vars[i].name, name)) {
+            if (k_vars[i].kind == kind) return &k_vars[i];
+            break;
+        }
+    mf_err(err, MF_E_INTERNAL, "environment variable %s is read as kind %d but the table (src/core/env.c) says otherwise",
+           name, (int)kind);
+    return NULL;
+}
+
+const char *mf_env_show(const char *v, char *buf, size_t cap) {
+    size_t at = 0, i = 0;
+    for (; v[i] && i < 64 && at + 5 < cap; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') buf[at++] = (char)c;
+        else at += (size_t)snprintf(buf + at, cap - at, "\\x%02x", c);
+    }
+    if (v[i] && at + 4 < cap) memcpy(buf + at, "...", 3), at += 3;
+    buf[at] = 0;
+    return buf;
+}
+
+/* The value with surrounding blanks removed: [*b, *b + *n). */
+static void trimmed(const char *v, const char **b, size_t *n) {
+    size_t s = 0, e = strlen(v);
+    while (s < e && (v[s] == ' ' || v[s] == '\t')) s++;
+    while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t')) e--;
+    *b = v + s;
+    *n = e - s;
+}
+
+/* Index of the word (case-insensitive) in "a|b|c", or -1. */
+static int word_index(const char *words, const char *w, size_t n) {
+    int idx = 0;
+    for (const char *p = words;; idx++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncasecmp(p, w, n)) return idx;
+        if (!bar) return -1;
+        p = bar + 1;
+    }
+}
+
+static const char *word_at(const char *words, int idx, char *buf, size_t cap) {
+    const char *p = words;
+    for (int i = 0; i < idx; i++) p = strchr(p, '|') + 1;
+    const char *bar = strchr(p, '|');
+    size_t len = bar ? (size_t)(bar - p) : strlen(p);
+    if (len >= cap) len = cap - 1;
+    memcpy(buf, p, len);
+    buf[len] = 0;
+    return buf;
+}
+
+/* getenv, and whether the variable is set to a non-blank value. */
+static bool value_of(const char *name, const char **v, const char **b, size_t *n) {
+    *v = getenv(name);
+    if (!*v) return false;
+    trimmed(*v, b, n);
+    return *n > 0;
+}
+
+int mf_env_bool(const char *name, bool *out, mf_error *err) {
+    const mf_env_var *e = find(name, MF_ENV_BOOL, err);
+    if (!e) return MF_E_INTERNAL;
+    *out = e->dflt != 0;
+    const char *v, *b;
+    size_t n;
+    if (!value_of(name, &v, &b, &n)) return 0;
+    int w = word_index("0|1|false|true|off|on|no|yes", b, n);
+    if (w >= 0) {
+        *out = (w & 1) != 0;
+        return 0;
+    }
+    char shown[300];
+    return mf_err(err, MF_E_INVAL,
+                  "%s='%s' is not a boolean: allowed 1|0, true|false, on|off, yes|no (case-insensitive; default: %d); "
+                  "unset it or pick one of those",
+                  name, mf_env_show(v, shown, sizeof shown), (int)e->dflt);
+}
+
+int mf_env_uint(const char *name, uint64_t *out, mf_error *err) {
+    const mf_env_var *e = find(name, MF_ENV_UINT, err);
+    if (!e) return MF_E_INTERNAL;
+    *out = e->dflt;
+    const char *v, *b;
+    size_t n;
+    if (!value_of(name, &v, &b, &n)) return 0;
+    char shown[300];
+    uint64_t x = 0;
+    bool over = false;
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] < '0' || b[i] > '9')
+            return mf_err(err, MF_E_INVAL,
+                          "%s='%s' is not a whole number: allowed %llu..%llu %s (decimal digits only; default: %llu); "
+                          "unset it or pick a value in range",
+                          name, mf_env_show(v, shown, sizeof shown), (unsigned long long)e->min,
+                          (unsigned long long)e->max, e->allowed, (unsigned long long)e->dflt);
+        /* keep scanning after an overflow, so "999...9x" is named as not a number */
+        if (!over && (!mf_mul_u64(x, 10, &x) || !mf_add_u64(x, (uint64_t)(b[i] - '0'), &x))) over = true;
+    }
+    if (over || x < e->min || x > e->max)
+        return mf_err(err, MF_E_INVAL,
+                      "%s='%s' is out of range: allowed %llu..%llu %s (default: %llu); unset it or pick a value in range",
+                      name, mf_env_show(v, shown, sizeof shown), (unsigned long long)e->min,
+                      (unsigned long long)e->max, e->allowed, (unsigned long long)e->dflt);
+    *out = x;
+    return 0;
+}
+
+int mf_env_word(const char *name, int *out, mf_error *err) {
+    const mf_env_var *e = find(name, MF_ENV_WORD, err);
+    if (!e) return MF_E_INTERNAL;
+    *out = e->dflt == MF_ENV_NO_DEFAULT ? -1 : (int)e->dflt;
+    const char *v, *b;
+    size_t n;
+    if (!value_of(name, &v, &b, &n)) return 0;
+    int w = word_index(e->words, b, n);
+    if (w >= 0) {
+        *out = w;
+        return 0;
+    }
+    char shown[300], dw[32];
+    return mf_err(err, MF_E_INVAL, "%s='%s' is not one of %s (case-insensitive; default: %s); unset it or pick one of those",
+                  name, mf_env_show(v, shown, sizeof shown), e->words,
+                  e->dflt == MF_ENV_NO_DEFAULT ? e->dflt_text : word_at(e->words, (int)e->dflt, dw, sizeof dw));
+}
+
+int mf_env_flag(const char *name, bool *out, mf_error *err) {
+    if (!find(name, MF_ENV_FLAG, err)) return MF_E_INTERNAL;
+    const char *v = getenv(name), *b;
+    size_t n;
+    *out = v != NULL;
+    if (!v) return 0;
+    trimmed(v, &b, &n);
+    if (n == 0 || (n == 1 && *b == '1')) return 0;
+    char shown[300];
+    return mf_err(err, MF_E_INVAL,
+                  "%s='%s' is refused: the variable is presence-checked (set means on, whatever the value, so this "
+                  "would not turn it off); allowed: empty or 1; unset it to turn it off",
+                  name, mf_env_show(v, shown, sizeof shown));
+}
+
+int mf_env_check(mf_error *err) {
+    for (size_t i = 0; i < MF_ARRAY_LEN(k_vars); i++) {
+        const mf_env_var *e = &k_vars[i];
+        int rc = 0, w;
+        bool bv;
+        uint64_t u;
+        switch (e->kind) {
+        case MF_ENV_BOOL: rc = mf_env_bool(e->name, &bv, err); break;
+        case MF_ENV_UINT: rc = mf_env_uint(e->name, &u, err); break;
+        case MF_ENV_WORD: rc = mf_env_word(e->name, &w, err); break;
+        case MF_ENV_FLAG: rc = mf_env_flag(e->name, &bv, err); break;
+        case MF_ENV_LIST: break;
+        }
+        if (rc) return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# MINFER_* at the command line: a bad value of any variable is refused before any command runs (exit 2,
+# "Error: NAME='VALUE' ..." naming what is allowed; nothing on stdout, no model touched), good values still
+# run, --help lists every variable (and still prints with a bad value), and README lists every variable the
+# sources mention.
+cd "$(dirname "$0")/../.." || exit 1
+source tests/cli/lib.bash
+for v in MINFER_LOG MINFER_ISA MINFER_REPACK MINFER_PROFILE MINFER_SPIN MINFER_SPIN_US MINFER_BACKENDS \
+    MINFER_DISABLE_CUDA MINFER_SYNC_COPIES; do unset "$v"; done
+
+M="$TMP/cli-env-q8_0.gguf"
+if ! "$GEN" --arch qwen2 --preset tiny --type q8_0 --seed 1 -q -o "$M"; then
+    bad genmodel "mf-genmodel failed"
+    finish
+    exit 1
+fi
+
+# refuse NAME VALUE WANT_STDERR: exit 2, the exact message, nothing on stdout - for `run` (which would
+# load the model) and for `backends` (which loads nothing, so the check is the startup one).
+refuse() {
+    local name=$1 value=$2 want=$3 out err rc
+    for cmd in "run -m $M -p hi -n 1 --temp 0" "backends"; do
+        out=$(env "$name=$value" "$MINFER" $cmd 2>"$TMP/_err"); rc=$?
+        err=$(cat "$TMP/_err")
+        local t="${name}=${value}:${cmd%% *}"
+        if [ "$rc" -ne 2 ]; then bad "$t" "exit $rc, wanted 2; stderr: $err"; continue; fi
+        if [ "$err" != "$want" ]; then bad "$t" "stderr '$err', wanted '$want'"; continue; fi
+        if [ -n "$out" ]; then bad "$t" "stdout not empty: $out"; continue; fi
+        ok "$t"
+    done
+}
+refuse MINFER_SPIN_US 99999999999999999999 \
+    "Error: MINFER_SPIN_US='99999999999999999999' is out of range: allowed 0..60000000 microseconds (default: 3000); unset it or pick a value in range"
+refuse MINFER_SPIN_US 60000001 \
+    "Error: MINFER_SPIN_US='60000001' is out of range: allowed 0..60000000 microseconds (default: 3000); unset it or pick a value in range"
+refuse MINFER_SPIN_US -5 \
+    "Error: MINFER_SPIN_US='-5' is not a whole number: allowed 0..60000000 microseconds (decimal digits only; default: 3000); unset it or pick a value in range"
+refuse MINFER_SPIN 12abc \
+    "Error: MINFER_SPIN='12abc' is not a whole number: allowed 0..100000000 pause iterations (decimal digits only; default: 256); unset it or pick a value in range"
+refuse MINFER_SPIN 100000001 \
+    "Error: MINFER_SPIN='100000001' is out of range: allowed 0..100000000 pause iterations (default: 256); unset it or pick a value in range"
+refuse MINFER_REPACK abc \
+    "Error: MINFER_REPACK='abc' is not a boolean: allowed 1|0, true|false, on|off, yes|no (case-insensitive; default: 1); unset it or pick one of those"
+refuse MINFER_PROFILE 2 \
+    "Error: MINFER_PROFILE='2' is not a boolean: allowed 1|0, true|false, on|off, yes|no (case-insensitive; default: 0); unset it or pick one of those"
+refuse MINFER_LOG bogus \
+    "Error: MINFER_LOG='bogus' is not one of error|warn|info|debug (case-insensitive; default: warn); unset it or pick one of those"
+refuse MINFER_ISA avx3 \
+    "Error: MINFER_ISA='avx3' is not one of scalar|avx2|avx512 (case-insensitive; default: the best this CPU has); unset it or pick one of those"
+refuse MINFER_DISABLE_CUDA 0 \
+    "Error: MINFER_DISABLE_CUDA='0' is refused: the variable is presence-checked (set means on, whatever the value, so this would not turn it off); allowed: empty or 1; unset it to turn it off"
+refuse MINFER_SYNC_COPIES yes \
+    "Error: MINFER_SYNC_COPIES='yes' is refused: the variable is presence-checked (set means on, whatever the value, so this would not turn it off); allowed: empty or 1; unset it to turn it off"
+# MINFER_BACKENDS keeps the fence's own refusal (tests/cli/backends.sh has the rest)
+expect backends_env_unknown 1 "Error: unknown backend 'gpu2'" -- env MINFER_BACKENDS=gpu2 "$MINFER" backends
+
+# good values run, and the same greedy ids come out whatever the spin/log/profile settings
+want=$("$MINFER" run -m "$M" -p hi -n 3 --temp 0 --ids -t 2 2>"$TMP/_err")
+[ -n "$want" ] && ok baseline || bad baseline "no ids: $(cat "$TMP/_err")"
+for kv in "MINFER_LOG=DEBUG" "MINFER_LOG= Error " "MINFER_LOG=" "MINFER_SPIN_US=0" "MINFER_SPIN_US=60000000" \
+    "MINFER_SPIN=0" "MINFER_SPIN= 100 " "MINFER_PROFILE=off" "MINFER_PROFILE=1" "MINFER_DISABLE_CUDA=" \
+    "MINFER_DISABLE_CUDA=1" "MINFER_SYNC_COPIES=1" "MINFER_ISA=scalar" "MINFER_ISA=AVX2"; do
+    out=$(env "$kv" "$MINFER" run -m "$M" -p hi -n 3 --temp 0 --ids -t 2 2>"$TMP/_err"); rc=$?
+    # scalar sums in another order: same shape, ids may differ in principle, so only the exit is compared there
+    if [ "$rc" -ne 0 ]; then bad "good:$kv" "exit $rc: $(cat "$TMP/_err")"
+    elif [ "$kv" != MINFER_ISA=scalar ] && [ "$out" != "$want" ]; then bad "good:$kv" "ids $out, wanted $want"
+    else ok "good:$kv"; fi
+done
+# MINFER_LOG=DEBUG is debug, not ignored: debug lines appear (MINFER_LOG=error: none of them)
+env MINFER_LOG=DEBUG "$MINFER" run -m "$M" -p hi -n 1 --temp 0 2>"$TMP/_dbg" >/dev/null
+env MINFER_LOG=error "$MINFER" run -m "$M" -p hi -n 1 --temp 0 2>"$TMP/_err" >/dev/null
+if grep -q "minfer debug:" "$TMP/_dbg" && ! grep -q "minfer debug:" "$TMP/_err"; then ok log_debug_uppercase
+else bad log_debug_uppercase "no debug line with MINFER_LOG=DEBUG: $(head -c 300 "$TMP/_dbg")"; fi
+# MINFER_REPACK=off is off (the file layout: no repacked matrices in the load line), =ON on
+env MINFER_REPACK=off MINFER_LOG=info "$MINFER" run -m "$M" -p hi -n 1 --temp 0 2>"$TMP/_off" >/dev/null
+env MINFER_REPACK=ON MINFER_LOG=info "$MINFER" run -m "$M" -p hi -n 1 --temp 0 2>"$TMP/_on" >/dev/null
+if grep -q "repacked 15 weight matrices" "$TMP/_on" && ! grep -q "repacked" "$TMP/_off"; then ok repack_words
+else bad repack_words "MINFER_REPACK=ON: $(head -c 300 "$TMP/_on"); =off: $(head -c 300 "$TMP/_off")"; fi
+
+# --help lists every variable of the table (and prints with a bad value: it is where the values are)
+help=$(env MINFER_LOG=bogus "$MINFER" --help 2>&1); rc=$?
+[ "$rc" -eq 0 ] && ok help_with_bad_env || bad help_with_bad_env "exit $rc"
+names=$(grep -rhoE 'MINFER_[A-Z0-9_]+' src | grep -v '^MINFER_H$' | sort -u)
+[ "$(wc -l <<<"$names")" -ge 9 ] && ok names_found || bad names_found "$names"
+for n in $names; do
+    grep -qE "^  $n " <<<"$help" || bad "help_lists_$n" "minfer --help has no line for $n"
+    grep -q "| \`$n\` |" README.md || bad "readme_lists_$n" "README.md's environment table has no row for $n"
+done
+ok names_listed
+finish
