@@ -157,7 +157,10 @@ bool mf_arg_token_ids(const char *flag, const char *s, int32_t **out, int32_t *n
     *out = NULL;
     *n = 0;
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(s, &end, true);
+    /* cJSON skips every byte <= 0x20 as a blank; JSON allows only space, tab, CR and LF there */
+    for (const char *c = s; *c && !end; c++)
+        if ((unsigned char)*c < 0x20 && !strchr("\t\r\n", *c)) end = c;
+    cJSON *root = end ? NULL : cJSON_ParseWithOpts(s, &end, true);
     if (!root) {
         size_t at = end && end >= s ? (size_t)(end - s) : 0;
         fprintf(stderr,

@@ -185,6 +185,7 @@ expect tokens_huge 2 "--tokens element 0 is 99999999999999999999, outside the to
     "$MINFER" eval -m "$M" --tokens '[99999999999999999999]'
 expect tokens_trailing_comma 2 "not valid JSON" -- "$MINFER" run -m "$M" --tokens '[1,]'
 expect tokens_trailing_text 2 "not valid JSON" -- "$MINFER" run -m "$M" --tokens '[1] x'
+expect tokens_control_byte 2 "not valid JSON at byte 3" -- "$MINFER" run -m "$M" --tokens $'[1]\x01'
 expect tokens_nested 2 "--tokens element 0 is not a number" -- "$MINFER" run -m "$M" --tokens '[[1]]'
 expect tokens_string 2 "--tokens element 1 is not a number" -- "$MINFER" run -m "$M" --tokens '[1, "2"]'
 expect tokens_object 2 "expects a JSON array of token ids" -- "$MINFER" run -m "$M" --tokens '{"a": 1}'
