@@ -149,6 +149,16 @@ if [ "$rc" -eq 1 ] && [ -z "$msg" ] && ! grep -qi nan "$TMP/_eval" &&
     ok eval_nan_logits_refused_stdout_json
 else bad eval_nan_logits_refused_stdout_json "exit $rc, json: $msg, stderr: $(cat "$TMP/_err")"; fi
 expect bench_nan_logits_refused 1 "are not finite (nan at vocab id 1000)" -- "$MINFER" bench -m "$N" -p 8 -n 0 -r 1
+# an infinite scale on row 2000 instead: inf logits (the first one of that row, whose first quant is not 0)
+cp "$M" "$N"
+python3 - "$N" "$((data + off + 2000 * 272))" <<'PY'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    f.write(struct.pack("<H", 0x7C00))
+PY
+expect eval_inf_logits_refused 1 "the logits at position 0 (sequence 0, batch row 0) are not finite (inf at vocab id 2000)" -- \
+    "$MINFER" eval -m "$N" --tokens "[785, 6722, 315]"
 rm -f "$N"
 # the clean model's eval output is JSON, line by line
 "$MINFER" eval -m "$M" --tokens "[785, 6722, 315]" >"$TMP/_eval" 2>/dev/null
