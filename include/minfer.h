@@ -113,8 +113,9 @@ typedef struct {
 
 typedef struct {
     bool add_generation_prompt; /* append the assistant header (default true) */
-    const char *template_name;  /* NULL or "auto": the model's; or "chatml", "qwen2.5", "qwen3" */
-    int enable_thinking;        /* Qwen3's switch: -1 = template default, 0 = off, 1 = on */
+    const char *template_name;  /* NULL or "auto": the model's; or "chatml", "qwen2.5", "qwen3" ("" refused) */
+    int enable_thinking;        /* Qwen3's switch: -1 = template default, 0 = off, 1 = on (refused with a
+                                   template that has no switch) */
 } mf_chat_params;
 
 mf_chat_params mf_chat_default_params(void);
@@ -161,7 +162,8 @@ int mf_batch_add(mf_batch *b, mf_token token, mf_pos pos, mf_seq_id seq, bool wa
 
 /* Runs the batch through the model: each token's K/V goes to a free cell of its sequence, each row
  * attends to its own sequence's rows with pos <= its pos.  Logits are kept for rows that asked.
- * A refused batch (context full, a position already cached, a bad token id) changes nothing. */
+ * A refused batch (context full, a position already cached, a bad token id) changes nothing; logits that
+ * come out NaN/Inf refuse the batch too (MF_E_FORMAT, naming the position). */
 int mf_decode(mf_context *ctx, const mf_batch *batch, mf_error *err);
 /* Logits of batch row i of the last mf_decode (i = -1: the last row that asked); NULL if row i did
  * not ask for logits.  n_vocab floats, valid until the next mf_decode. */

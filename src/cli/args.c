@@ -1,34 +1,76 @@
-/* Argument helpers shared by the subcommands: strict number parsing with messages that name the flag. */
+/* Argument helpers shared by the subcommands: strict number parsing with messages that name the flag,
+ * the value and the allowed range; the one rule for repeated options; checked writes to stdout. */
 #include "cli/cli.h"
 
+#include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Only an optional '-' then decimal digits: no leading blanks, no '+', so what is printed back in a
+ * message is exactly what the number was. */
+static bool plain_integer(const char *s, bool allow_minus) {
+    if (allow_minus && *s == '-') s++;
+    if (!isdigit((unsigned char)*s)) return false;
+    while (isdigit((unsigned char)*s)) s++;
+    return *s == 0;
+}
+
 bool mf_arg_int(const char *flag, const char *val, long min, long max, long *out) {
-    char *end = NULL;
+    if (!plain_integer(val, true)) {
+        fprintf(stderr, "Error: %s expects an integer in [%ld, %ld], got '%s'\n", flag, min, max, val);
+        return false;
+    }
     errno = 0;
-    long v = strtol(val, &end, 10);
-    if (errno || end == val || *end) {
-        fprintf(stderr, "Error: %s expects an integer, got '%s'\n", flag, val);
+    long long v = strtoll(val, NULL, 10);
+    if (errno == ERANGE || v < min || v > max) {
+        fprintf(stderr, "Error: %s must be in [%ld, %ld], got %s%s\n", flag, min, max, val,
+                errno == ERANGE ? " (out of range)" : "");
         return false;
     }
-    if (v < min || v > max) {
-        fprintf(stderr, "Error: %s must be in [%ld, %ld], got %ld\n", flag, min, max, v);
-        return false;
-    }
-    *out = v;
+    *out = (long)v;
     return true;
 }
 
+bool mf_arg_u64(const char *flag, const char *val, uint64_t *out) {
+    if (!plain_integer(val, false)) {
+        fprintf(stderr, "Error: %s expects an unsigned decimal integer in [0, %" PRIu64 "], got '%s'\n", flag,
+                UINT64_MAX, val);
+        return false;
+    }
+    errno = 0;
+    unsigned long long v = strtoull(val, NULL, 10);
+    if (errno == ERANGE) {
+        fprintf(stderr, "Error: %s must be in [0, %" PRIu64 "], got %s (out of range)\n", flag, UINT64_MAX,
+                val);
+        return false;
+    }
+    *out = (uint64_t)v;
+    return true;
+}
+
+/* Every float flag ends up in a float: refuse what is not a finite float (nan, inf, 1e39) here. */
 bool mf_arg_float(const char *flag, const char *val, double *out) {
     char *end = NULL;
     errno = 0;
     double v = strtod(val, &end);
-    if (errno || end == val || *end) {
+    if (end == val || *end || isspace((unsigned char)*val)) {
         fprintf(stderr, "Error: %s expects a number, got '%s'\n", flag, val);
+        return false;
+    }
+    if (isnan(v) || isinf(v)) {
+        fprintf(stderr, "Error: %s must be a finite number, got '%s'\n", flag, val);
+        return false;
+    }
+    if (errno == ERANGE || fabs(v) > FLT_MAX) {
+        fprintf(stderr, "Error: %s must be a finite number within +-%g, got '%s' (out of range)\n", flag,
+                (double)FLT_MAX, val);
         return false;
     }
     *out = v;
@@ -42,6 +84,37 @@ const char *mf_arg_value(int argc, char **argv, int *i) {
     }
     *i += 1;
     return argv[*i];
+}
+
+/* Marks a switch (an option without a value) in the seen-table. */
+static const char k_switch[] = "";
+
+bool mf_arg_once(mf_arg_seen *s, const char *name, const char *value) {
+    for (int k = 0; k < s->n; k++) {
+        if (strcmp(s->name[k], name)) continue;
+        const char *a = s->value[k];
+        if (a == k_switch || !value)
+            fprintf(stderr, "Error: %s given twice; give it once\n", name);
+        else
+            fprintf(stderr, "Error: %s given twice ('%.60s%s', then '%.60s%s'); give it once\n", name, a,
+                    strlen(a) > 60 ? "..." : "", value, strlen(value) > 60 ? "..." : "");
+        return false;
+    }
+    if (s->n == MF_ARG_MAX_SEEN) { /* more distinct options than any command has: a programming error */
+        fprintf(stderr, "Error: too many options (more than %d)\n", MF_ARG_MAX_SEEN);
+        return false;
+    }
+    s->name[s->n] = name;
+    s->value[s->n++] = value ? value : k_switch;
+    return true;
+}
+
+bool mf_out_check(FILE *f, const char *what) {
+    errno = 0;
+    if (fflush(f) == 0 && !ferror(f)) return true;
+    int e = errno;
+    fprintf(stderr, "Error: writing to %s failed: %s; stopping\n", what, e ? strerror(e) : "I/O error");
+    return false;
 }
 
 char *mf_read_file(const char *path, size_t *len) {
@@ -77,49 +150,77 @@ char *mf_read_file(const char *path, size_t *len) {
     return buf;
 }
 
-/* A JSON array of token ids such as "[9707, 11, 1879]" (whitespace allowed): *out malloc'd. */
+/* --tokens: JSON (cJSON checks the syntax), an array whose elements are numbers written as plain
+ * integers.  cJSON reads numbers with strtod, which takes "01" and "1e2"; so once the structure is known
+ * to be [number, ...], the number texts are re-read from s and held to 0|[1-9][0-9]* in [0, INT32_MAX]. */
 bool mf_arg_token_ids(const char *flag, const char *s, int32_t **out, int32_t *n) {
     *out = NULL;
     *n = 0;
-    size_t cap = 64, k = 0;
-    int32_t *ids = malloc(cap * sizeof *ids);
-    if (!ids) return false;
-    const char *p = s;
-    while (*p == ' ' || *p == '\n' || *p == '\t') p++;
-    if (*p++ != '[') goto bad;
-    for (;;) {
-        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
-        if (*p == ']' && k == 0) {
-            p++;
-            break;
-        }
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > INT32_MAX) goto bad;
-        if (k == cap) {
-            int32_t *ni = realloc(ids, 2 * cap * sizeof *ids);
-            if (!ni) goto bad;
-            ids = ni;
-            cap *= 2;
-        }
-        ids[k++] = (int32_t)v;
-        p = end;
-        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
-        if (*p == ',') {
-            p++;
-            continue;
-        }
-        if (*p++ == ']') break;
-        goto bad;
+    const char *end = NULL;
+    /* cJSON skips every byte <= 0x20 as a blank; JSON allows only space, tab, CR and LF there */
+    for (const char *c = s; *c && !end; c++)
+        if ((unsigned char)*c < 0x20 && !strchr("\t\r\n", *c)) end = c;
+    cJSON *root = end ? NULL : cJSON_ParseWithOpts(s, &end, true);
+    if (!root) {
+        size_t at = end && end >= s ? (size_t)(end - s) : 0;
+        fprintf(stderr,
+                "Error: %s expects a JSON array of token ids such as '[9707, 11, 1879]', got '%.60s%s' "
+                "(not valid JSON at byte %zu)\n",
+                flag, s, strlen(s) > 60 ? "..." : "", at);
+        return false;
     }
-    while (*p == ' ' || *p == '\n' || *p == '\t') p++;
-    if (*p) goto bad;
+    if (!cJSON_IsArray(root)) {
+        fprintf(stderr,
+                "Error: %s expects a JSON array of token ids such as '[9707, 11, 1879]', got '%.60s%s'\n",
+                flag, s, strlen(s) > 60 ? "..." : "");
+        cJSON_Delete(root);
+        return false;
+    }
+    int count = cJSON_GetArraySize(root), k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, root) {
+        if (!cJSON_IsNumber(it)) {
+            fprintf(stderr, "Error: %s element %d is not a number; token ids are integers in [0, %d]\n", flag,
+                    k, INT32_MAX);
+            cJSON_Delete(root);
+            return false;
+        }
+        k++;
+    }
+    cJSON_Delete(root);
+    int32_t *ids = malloc(sizeof *ids * (size_t)(count > 0 ? count : 1));
+    if (!ids) {
+        fprintf(stderr, "Error: out of memory for %d token ids\n", count);
+        return false;
+    }
+    /* Valid JSON holding only numbers: the text is blanks, '[', ']', ',' and the number texts, in order. */
+    const char *p = s;
+    for (k = 0; k < count; k++) {
+        while (*p && strchr(" \t\r\n[,", *p)) p++;
+        size_t len = strcspn(p, " \t\r\n,]");
+        int shown = (int)(len > 40 ? 40 : len);
+        bool digits = true;
+        for (size_t j = 0; j < len; j++) digits = digits && isdigit((unsigned char)p[j]);
+        if (!digits || (p[0] == '0' && len > 1)) {
+            fprintf(
+                stderr,
+                "Error: %s element %d is '%.*s'; token ids are plain decimal integers in [0, %d] (no sign, "
+                "leading zero, fraction or exponent)\n",
+                flag, k, shown, p, INT32_MAX);
+            free(ids);
+            return false;
+        }
+        long long v = len > 10 ? INT64_MAX : strtoll(p, NULL, 10);
+        if (v > INT32_MAX) {
+            fprintf(stderr, "Error: %s element %d is %.*s%s, outside the token id range [0, %d]\n", flag, k,
+                    shown, p, (size_t)shown < len ? "..." : "", INT32_MAX);
+            free(ids);
+            return false;
+        }
+        ids[k] = (int32_t)v;
+        p += len;
+    }
     *out = ids;
-    *n = (int32_t)k;
+    *n = count;
     return true;
-bad:
-    free(ids);
-    fprintf(stderr, "Error: %s expects a JSON array of non-negative integers, got '%.60s'\n", flag, s);
-    return false;
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 int mf_cmd_info(int argc, char **argv);
 int mf_cmd_tokenize(int argc, char **argv);
@@ -15,14 +16,39 @@ int mf_cmd_viz(int argc, char **argv);
 int mf_cmd_bench(int argc, char **argv);
 int mf_cmd_backends(int argc, char **argv);
 
-/* Shared argument helpers: print "Error: ..." naming the flag and value, return false on bad input. */
+/* Shared argument helpers: print "Error: ..." naming the flag, the value and the allowed range, and
+ * return false on bad input. */
+/* A decimal integer in [min, max]; "99999999999999999999" is refused as out of range, not as "not an
+ * integer". */
 bool mf_arg_int(const char *flag, const char *val, long min, long max, long *out);
+/* An unsigned 64-bit decimal integer (seeds): digits only, refused past UINT64_MAX. */
+bool mf_arg_u64(const char *flag, const char *val, uint64_t *out);
+/* A finite number that fits a float (nan, inf and 1e39 are refused). */
 bool mf_arg_float(const char *flag, const char *val, double *out);
 /* argv[*i] is `flag`; fetch its value (argv[*i+1]) or print "Error: FLAG needs a value". */
 const char *mf_arg_value(int argc, char **argv, int *i);
-/* --tokens: a JSON array of non-negative int32 ids; *out malloc'd (free() it).  Prints the error. */
+
+/* The one rule for repeated options, in every subcommand: an option is given at most once (a second
+ * -p, or -p then --prompt, is refused naming both values); the only repeatable flag is the global
+ * --backend, whose values accumulate.  name is the option's spellings ("-p/--prompt"), value NULL for a
+ * switch. */
+enum { MF_ARG_MAX_SEEN = 48 };
+typedef struct {
+    const char *name[MF_ARG_MAX_SEEN], *value[MF_ARG_MAX_SEEN];
+    int n;
+} mf_arg_seen;
+bool mf_arg_once(mf_arg_seen *s, const char *name, const char *value);
+
+/* Flushes f and checks its error flag; on a failed write prints "Error: writing to WHAT failed: ..."
+ * and returns false, so a command stops at the first write that did not happen (a full disk, a reader
+ * that went away with SIGPIPE ignored). */
+bool mf_out_check(FILE *f, const char *what);
+
+/* --tokens: a JSON array of token ids, each a plain integer in [0, INT32_MAX]; *out malloc'd (free() it).
+ * Prints the error.  Depends on nothing else in the CLI (a fuzzer links it alone). */
 bool mf_arg_token_ids(const char *flag, const char *s, int32_t **out, int32_t *n);
-/* Reads a whole file (binary-exact). Returns malloc'd buffer (NUL-terminated) or NULL with an error printed. */
+/* Reads a whole file (binary-exact). Returns malloc'd buffer (NUL-terminated) or NULL with an error printed.
+ */
 char *mf_read_file(const char *path, size_t *len);
 
 #endif

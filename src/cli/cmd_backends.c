@@ -13,7 +13,7 @@ int mf_cmd_backends(int argc, char **argv) {
                    "Lists every known backend: id (a file-format contract), name, priority (placement\n"
                    "preference: higher wins), whether this build has it, whether this machine can use it\n"
                    "(and why not), and whether the fence (--backend / MINFER_BACKENDS) allows it.\n");
-            return 0;
+            return mf_out_check(stdout, "stdout") ? 0 : 1;
         }
         fprintf(stderr, "Error: minfer backends takes no arguments, got '%s'\n", argv[i]);
         return 2;
@@ -39,5 +39,5 @@ int mf_cmd_backends(int argc, char **argv) {
     printf("assignment order:");
     for (int i = 0; i < n; i++) printf("%s%s", i ? " > " : " ", mf_backend_name(order[i]));
     printf("\n");
-    return 0;
+    return mf_out_check(stdout, "stdout") ? 0 : 1;
 }

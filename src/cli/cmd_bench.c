@@ -73,8 +73,9 @@ static void usage(FILE *f) {
             "  --no-warmup              skip the uncounted warm-up run\n"
             "  --progress               report each run on stderr\n"
             "  -h, --help               this help\n\n"
+            "Every option is given at most once (llama-bench's comma lists are not taken).\n"
             "The whole run's context for a test holds depth + tokens cells (-d + -p for pp, -d + -n for tg).\n"
-            "exit status: 0 ok, 1 the model or a decode failed, 2 bad usage\n");
+            "exit status: 0 ok, 1 the model or a decode failed or a write to stdout failed, 2 bad usage\n");
 }
 
 /* ---------------- helpers ---------------- */
@@ -503,29 +504,33 @@ static bool is(const char *a, const char *s1, const char *s2) { return !strcmp(a
 static int parse(int argc, char **argv, bench_opts *o) {
     *o = (bench_opts){.n_prompt = 512, .n_gen = 128, .threads = 2, .reps = 5, .ubatch = 512, .fmt = FMT_MD,
                       .kv_type = MF_TYPE_F32, .seed = 42, .warmup = true};
+    mf_arg_seen seen = {0};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
+        const char *a = argv[i], *v = NULL, *name = NULL;
         long *num = NULL, lo = 0, hi = 0;
         if (is(a, "-h", "--help")) {
             usage(stdout);
             return -1;
         } else if (is(a, "--no-warmup", NULL)) {
+            if (!mf_arg_once(&seen, a, NULL)) return 2;
             o->warmup = false;
             continue;
         } else if (is(a, "--progress", NULL)) {
+            if (!mf_arg_once(&seen, a, NULL)) return 2;
             o->progress = true;
             continue;
         } else if (is(a, "-m", "--model")) {
-            if (!(o->model = mf_arg_value(argc, argv, &i))) return 2;
+            if (!(o->model = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-m/--model", o->model)) return 2;
             continue;
-        } else if (is(a, "-p", "--n-prompt")) num = &o->n_prompt, lo = 0, hi = 1 << 20;
-        else if (is(a, "-n", "--n-gen")) num = &o->n_gen, lo = 0, hi = 1 << 20;
-        else if (is(a, "-t", "--threads")) num = &o->threads, lo = 1, hi = 1024;
-        else if (is(a, "-r", "--repetitions")) num = &o->reps, lo = 1, hi = 100000;
-        else if (is(a, "-d", "--depth") || is(a, "--n-depth", NULL)) num = &o->depth, lo = 0, hi = 1 << 20;
-        else if (is(a, "-ub", "--ubatch-size")) num = &o->ubatch, lo = 1, hi = 1 << 16;
+        } else if (is(a, "-p", "--n-prompt")) num = &o->n_prompt, lo = 0, hi = 1 << 20, name = "-p/--n-prompt";
+        else if (is(a, "-n", "--n-gen")) num = &o->n_gen, lo = 0, hi = 1 << 20, name = "-n/--n-gen";
+        else if (is(a, "-t", "--threads")) num = &o->threads, lo = 1, hi = 1024, name = "-t/--threads";
+        else if (is(a, "-r", "--repetitions")) num = &o->reps, lo = 1, hi = 100000, name = "-r/--repetitions";
+        else if (is(a, "-d", "--depth") || is(a, "--n-depth", NULL))
+            num = &o->depth, lo = 0, hi = 1 << 20, name = "-d/--depth/--n-depth";
+        else if (is(a, "-ub", "--ubatch-size")) num = &o->ubatch, lo = 1, hi = 1 << 16, name = "-ub/--ubatch-size";
         else if (is(a, "-o", "--output")) {
-            if (!(v = mf_arg_value(argc, argv, &i))) return 2;
+            if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-o/--output", v)) return 2;
             if (!strcmp(v, "md")) o->fmt = FMT_MD;
             else if (!strcmp(v, "json")) o->fmt = FMT_JSON;
             else if (!strcmp(v, "csv")) o->fmt = FMT_CSV;
@@ -535,7 +540,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
             }
             continue;
         } else if (is(a, "-ctk", "--cache-type")) {
-            if (!(v = mf_arg_value(argc, argv, &i))) return 2;
+            if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-ctk/--cache-type", v)) return 2;
             if (!strcmp(v, "f32")) o->kv_type = MF_TYPE_F32;
             else if (!strcmp(v, "f16")) o->kv_type = MF_TYPE_F16;
             else {
@@ -544,20 +549,14 @@ static int parse(int argc, char **argv, bench_opts *o) {
             }
             continue;
         } else if (is(a, "--seed", NULL)) {
-            if (!(v = mf_arg_value(argc, argv, &i))) return 2;
-            char *end = NULL;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (!*v || *end || *v == '-') {
-                fprintf(stderr, "Error: --seed expects an unsigned decimal integer, got '%s'\n", v);
+            if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, a, v) || !mf_arg_u64(a, v, &o->seed))
                 return 2;
-            }
-            o->seed = s;
             continue;
         } else {
             fprintf(stderr, "Error: unknown option '%s' (see minfer bench --help)\n", a);
             return 2;
         }
-        if (!(v = mf_arg_value(argc, argv, &i))) return 2;
+        if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;
         if (!mf_arg_int(a, v, lo, hi, num)) return 2;
     }
     if (!o->model) {
@@ -578,7 +577,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
 int mf_cmd_bench(int argc, char **argv) {
     bench_opts o;
     int prc = parse(argc, argv, &o);
-    if (prc) return prc < 0 ? 0 : prc;
+    if (prc < 0) return mf_out_check(stdout, "stdout") ? 0 : 1;
+    if (prc) return prc;
 
     mf_error err = {0};
     mf_model *model = NULL;
@@ -603,18 +603,18 @@ int mf_cmd_bench(int argc, char **argv) {
     if (o.fmt == FMT_MD) md_header(&o);
     else if (o.fmt == FMT_JSON) printf("[\n");
     else csv_header();
-    fflush(stdout);
+    int rc = mf_out_check(stdout, "stdout") ? 0 : 1;
 
     uint64_t rng = o.seed;
-    int rc = 0;
-    for (int k = 0; k < n_tests; k++) {
+    bool wrote = !rc; /* a failed write stops the run; it is reported once, by mf_out_check */
+    for (int k = 0; wrote && k < n_tests; k++) {
         test_result t = {0};
         rc = run_test(model, &mm, &o, tests[k][0], tests[k][1], &rng, &t, &err);
         if (!rc) {
             if (o.fmt == FMT_MD) md_row(&o, &mm, &t);
             else if (o.fmt == FMT_JSON) json_test(&o, &mm, &t, k == 0);
             else csv_row(&o, &mm, &t);
-            fflush(stdout);
+            wrote = mf_out_check(stdout, "stdout");
         }
         free(t.ns);
         free(t.ts);
@@ -624,15 +624,12 @@ int mf_cmd_bench(int argc, char **argv) {
             break;
         }
     }
-    if (!rc) {
+    if (!rc && wrote) {
         if (o.fmt == FMT_MD) printf("\nbuild: minfer (kernels %s)\n", mf_isa_name(mf_quant_active_isa()));
         else if (o.fmt == FMT_JSON) printf("\n]\n");
+        wrote = mf_out_check(stdout, "stdout");
     }
     free(mm.ordinary);
     mf_model_free(model);
-    if (fflush(stdout) || ferror(stdout)) {
-        fprintf(stderr, "Error: writing the results to stdout failed\n");
-        return 1;
-    }
-    return rc ? 1 : 0;
+    return rc || !wrote ? 1 : 0;
 }

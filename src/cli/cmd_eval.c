@@ -20,11 +20,16 @@ static void usage(FILE *f) {
             "  -p, --prompt TEXT     text to tokenize (special tokens parsed, BOS as the model asks)\n"
             "      --tokens JSON     token ids, e.g. '[9707, 11, 1879]'\n"
             "      --top K           logits per position (default 5)\n"
-            "  -c, --ctx-size N      context size (default: the token count)\n"
+            "  -c, --ctx-size N      context size (default: the token count); --n-ctx N is the same\n"
             "  -t, --threads N       CPU threads (default: online CPUs, at most 16)\n"
-            "  -h, --help            this help\n");
+            "  -h, --help            this help\n"
+            "\n"
+            "Every option is given at most once.  stdout is JSON lines only: a model whose logits come out "
+            "NaN or\n"
+            "infinite is refused (exit 1, the error names the position) before any line is printed, and a "
+            "failed\n"
+            "write to stdout stops with exit status 1.\n");
 }
-
 
 typedef struct {
     int32_t id;
@@ -49,21 +54,28 @@ static int32_t top_k(const float *l, int32_t n, int32_t k, top_ent *out) {
 int mf_cmd_eval(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *tokens_json = NULL;
     long k = 5, n_ctx = 0, n_threads = 0;
+    mf_arg_seen seen = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
-            return 0;
+            return mf_out_check(stdout, "stdout") ? 0 : 1;
         }
         bool m = !strcmp(a, "-m") || !strcmp(a, "--model"), p = !strcmp(a, "-p") || !strcmp(a, "--prompt"),
              t = !strcmp(a, "--tokens"), top = !strcmp(a, "--top"),
-             c = !strcmp(a, "-c") || !strcmp(a, "--ctx-size"),
+             c = !strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--n-ctx"),
              th = !strcmp(a, "-t") || !strcmp(a, "--threads");
         if (!(m || p || t || top || c || th)) {
             fprintf(stderr, "Error: unknown flag '%s' for 'minfer eval' (see minfer eval --help)\n", a);
             return 2;
         }
-        if (!(v = mf_arg_value(argc, argv, &i))) return 2;
+        const char *name = m     ? "-m/--model"
+                           : p   ? "-p/--prompt"
+                           : t   ? "--tokens"
+                           : top ? "--top"
+                           : c   ? "-c/--ctx-size/--n-ctx"
+                                 : "-t/--threads";
+        if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;
         if (m) model_path = v;
         if (p) prompt = v;
         if (t) tokens_json = v;
@@ -116,8 +128,9 @@ int mf_cmd_eval(int argc, char **argv) {
         printf("{\"pos\": %d, \"token\": %d, \"top\": [", i, ids[i]);
         for (int32_t j = 0; j < m; j++) printf("%s[%d, %.9g]", j ? ", " : "", tops[j].id, tops[j].v);
         printf("]}\n");
+        if (ferror(stdout)) break; /* mf_out_check below says why */
     }
-    fflush(stdout);
+    if (!mf_out_check(stdout, "stdout")) goto out;
     ret = 0;
     goto out;
 fail:

@@ -27,35 +27,54 @@ static void usage(FILE *f) {
                "  --no-metadata        skip the metadata listing\n"
                "  --no-tensors         skip the tensor table (totals are still printed)\n"
                "  -h, --help           this help\n\n"
-               "exit status: 0 ok, 1 the file was refused or unreadable, 2 bad usage\n");
+               "Every option is given at most once (--full does not mix with --max-elems/--max-str).\n"
+               "exit status: 0 ok, 1 the file was refused or unreadable or a write to stdout failed, 2 bad usage\n");
 }
 
 /* 0 = ok, 1 = help printed, 2 = usage error (message printed) */
 static int parse_args(int argc, char **argv, info_opts *o) {
     *o = (info_opts){NULL, 8, 120, true, true};
+    mf_arg_seen seen = {0};
+    const char *full = NULL, *limit = NULL; /* --full sets both limits: it does not mix with either */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(v = mf_arg_value(argc, argv, &i))) return 2;
+            if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-m/--model", v)) return 2;
             o->model = v;
         } else if (!strcmp(a, "--max-elems")) {
-            if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_int(a, v, 0, 1000000000L, &o->max_elems)) return 2;
+            if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, a, v) ||
+                !mf_arg_int(a, v, 0, 1000000000L, &o->max_elems))
+                return 2;
+            limit = a;
         } else if (!strcmp(a, "--max-str")) {
-            if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_int(a, v, 0, 1000000000L, &o->max_str)) return 2;
+            if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, a, v) ||
+                !mf_arg_int(a, v, 0, 1000000000L, &o->max_str))
+                return 2;
+            limit = a;
         } else if (!strcmp(a, "--full")) {
-            o->max_elems = o->max_str = 0;
+            if (!mf_arg_once(&seen, a, NULL)) return 2;
+            full = a;
         } else if (!strcmp(a, "--no-tensors")) {
+            if (!mf_arg_once(&seen, a, NULL)) return 2;
             o->tensors = false;
         } else if (!strcmp(a, "--no-metadata")) {
+            if (!mf_arg_once(&seen, a, NULL)) return 2;
             o->metadata = false;
         } else {
             fprintf(stderr, "Error: unknown option '%s' for minfer info (see minfer info --help)\n", a);
             return 2;
         }
     }
+    if (full && limit) {
+        fprintf(stderr,
+                "Error: --full and %s both given; --full means --max-elems 0 --max-str 0, give one or the other\n",
+                limit);
+        return 2;
+    }
+    if (full) o->max_elems = o->max_str = 0;
     if (!o->model) {
         fprintf(stderr, "Error: minfer info needs -m FILE (see minfer info --help)\n");
         return 2;
@@ -101,7 +120,7 @@ static int print_metadata(const mf_gguf *g, const info_opts *o) {
         fprintf(stderr, "Error: out of memory formatting metadata\n");
         return 1;
     }
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n && !ferror(stdout); i++) {
         size_t need = mf_gguf_kv_format(g, i, (size_t)o->max_elems, (size_t)o->max_str, buf, cap);
         if (need >= cap) { /* --full on a long value: grow once to the exact size */
             char *nb = realloc(buf, need + 1);
@@ -147,7 +166,7 @@ static void print_tensors(const mf_gguf *g, const info_opts *o) {
         for (int d = 0; d < MF_GGUF_MAX_DIMS; d++) elems *= (uint64_t)t->ne[d]; /* validated: fits 63 bits */
         total_elems += elems;
         total_bytes += t->nbytes; /* validated: every tensor lies inside the file */
-        if (!o->tensors) continue;
+        if (!o->tensors || ferror(stdout)) continue;
         char shape[96];
         shape_str(t, shape, sizeof shape);
         printf("  %-5lld ", (long long)i);
@@ -164,7 +183,8 @@ static void print_tensors(const mf_gguf *g, const info_opts *o) {
 int mf_cmd_info(int argc, char **argv) {
     info_opts o;
     int rc = parse_args(argc, argv, &o);
-    if (rc) return rc == 1 ? 0 : 2;
+    if (rc == 1) return mf_out_check(stdout, "stdout") ? 0 : 1;
+    if (rc) return 2;
     mf_gguf *g = NULL;
     mf_error err = {0};
     if (mf_gguf_open(o.model, &g, &err)) {
@@ -180,5 +200,6 @@ int mf_cmd_info(int argc, char **argv) {
     rc = o.metadata ? print_metadata(g, &o) : 0;
     if (!rc) print_tensors(g, &o);
     mf_gguf_close(g);
+    if (!rc && !mf_out_check(stdout, "stdout")) rc = 1;
     return rc;
 }

@@ -20,16 +20,19 @@ static void usage(FILE *f) {
         "\n"
         "  -m, --model FILE         GGUF model (qwen2, qwen3 architectures)\n"
         "  -p, --prompt TEXT        prompt text\n"
-        "  -f, --file FILE          read the prompt text from FILE\n"
+        "  -f, --file FILE          read the prompt from FILE: its bytes exactly, as tokenize -f reads them\n"
         "      --tokens JSON_IDS    prompt as token ids, e.g. '[9707, 11, 1879]' (no tokenizer involved)\n"
         "  -n, --n-predict N        tokens to generate (default 128)\n"
         "      --chat               render the prompt as a user turn with the model's chat template\n"
         "      --system TEXT        system message for --chat\n"
         "      --chat-template NAME chat format for --chat: auto (default: recognise the model's template),\n"
         "                           chatml, qwen2.5, qwen3\n"
-        "      --think on|off       Qwen3 thinking switch for --chat (default: the template's, i.e. on)\n"
+        "      --think on|off       Qwen3 thinking switch for --chat (default: the template's, i.e. on);\n"
+        "                           refused with a template that has no switch (chatml, qwen2.5)\n"
         "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
-        "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096))\n"
+        "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096)); it must\n"
+        "                           hold the prompt plus one generated token\n"
+        "      --n-ctx N            the same as -c\n"
         "      --temp X             temperature (default 0.8; 0 = greedy)\n"
         "      --top-k N            top-k (default 40; 0 = off)\n"
         "      --top-p X            top-p (default 0.95; 1 = off)\n"
@@ -39,15 +42,19 @@ static void usage(FILE *f) {
         "      --repeat-last-n N    penalty window in tokens (default 64; 0 = off, -1 = all)\n"
         "      --presence-penalty X presence penalty (default 0)\n"
         "      --frequency-penalty X frequency penalty (default 0)\n"
-        "      --seed N             sampling seed (default 24301; same seed, same output)\n"
+        "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n"
         "      --ignore-eos         keep generating past end-of-generation tokens\n"
         "      --ids                print one JSON array of the generated ids on stdout instead of text\n"
         "  -h, --help               this help\n"
         "\n"
         "Sampler order (llama.cpp's default): penalties -> top-k -> typical -> top-p -> min-p -> temperature "
-        "-> draw.\n");
+        "-> draw.\n"
+        "Numbers must be finite and in range; every option is given at most once.  A write to stdout that\n"
+        "fails (a full disk, a closed pipe) stops the run with exit status 1, as does a model whose logits\n"
+        "come out NaN or infinite (the error names the position).\n"
+        "Short form: minfer MODEL.gguf [PROMPT] [options] is minfer run -m MODEL.gguf [-p PROMPT] "
+        "[options].\n");
 }
-
 
 static void progress(float p, void *user) {
     (void)user;
@@ -56,44 +63,57 @@ static void progress(float p, void *user) {
 
 int mf_cmd_run(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *file = NULL, *tokens_json = NULL, *system = NULL;
-    long n_predict = 128, n_threads = 0, n_ctx = 0, seed = 24301;
+    long n_predict = 128, n_threads = 0, n_ctx = 0;
+    uint64_t seed = 24301;
     bool chat = false, ids_only = false, ignore_eos = false;
     const char *chat_template = NULL;
     int think = -1;
     mf_sampler_params sp = mf_sampler_default_params();
+    mf_arg_seen seen = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         double d;
         long l;
-#define VAL()                                                                                                \
+/* a value option / a switch, each at most once (mf_arg_once) */
+#define VAL(name)                                                                                            \
     do {                                                                                                     \
-        if (!(v = mf_arg_value(argc, argv, &i))) return 2;                                                   \
+        if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;                   \
+    } while (0)
+#define ONCE(name)                                                                                           \
+    do {                                                                                                     \
+        if (!mf_arg_once(&seen, name, NULL)) return 2;                                                       \
     } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
-            return 0;
+            return mf_out_check(stdout, "stdout") ? 0 : 1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            VAL();
+            VAL("-m/--model");
             model_path = v;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            VAL();
+            VAL("-p/--prompt");
             prompt = v;
         } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            VAL();
+            VAL("-f/--file");
             file = v;
         } else if (!strcmp(a, "--tokens")) {
-            VAL();
+            VAL("--tokens");
             tokens_json = v;
         } else if (!strcmp(a, "--system")) {
-            VAL();
+            VAL("--system");
             system = v;
         } else if (!strcmp(a, "--chat")) {
+            ONCE("--chat");
             chat = true;
         } else if (!strcmp(a, "--chat-template")) {
-            VAL();
+            VAL("--chat-template");
+            if (!*v) {
+                fprintf(stderr,
+                        "Error: --chat-template needs a name (auto, chatml, qwen2.5, qwen3), got ''\n");
+                return 2;
+            }
             chat_template = v;
         } else if (!strcmp(a, "--think")) {
-            VAL();
+            VAL("--think");
             if (!strcmp(v, "on"))
                 think = 1;
             else if (!strcmp(v, "off"))
@@ -103,33 +123,35 @@ int mf_cmd_run(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(a, "--ids")) {
+            ONCE("--ids");
             ids_only = true;
         } else if (!strcmp(a, "--ignore-eos")) {
+            ONCE("--ignore-eos");
             ignore_eos = true;
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            VAL();
+            VAL("-n/--n-predict");
             if (!mf_arg_int(a, v, 0, 1 << 30, &n_predict)) return 2;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            VAL();
+            VAL("-t/--threads");
             if (!mf_arg_int(a, v, 1, 1024, &n_threads)) return 2;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            VAL();
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--n-ctx")) {
+            VAL("-c/--ctx-size/--n-ctx");
             if (!mf_arg_int(a, v, 0, 1 << 24, &n_ctx)) return 2;
         } else if (!strcmp(a, "--seed")) {
-            VAL();
-            if (!mf_arg_int(a, v, 0, 0x7fffffffL, &seed)) return 2;
+            VAL("--seed");
+            if (!mf_arg_u64(a, v, &seed)) return 2;
         } else if (!strcmp(a, "--top-k")) {
-            VAL();
+            VAL("--top-k");
             if (!mf_arg_int(a, v, 0, 1 << 30, &l)) return 2;
             sp.top_k = (int32_t)l;
         } else if (!strcmp(a, "--repeat-last-n")) {
-            VAL();
+            VAL("--repeat-last-n");
             if (!mf_arg_int(a, v, -1, 1 << 20, &l)) return 2;
             sp.penalty_last_n = (int32_t)l;
         } else if (!strcmp(a, "--temp") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
                    !strcmp(a, "--typical") || !strcmp(a, "--repeat-penalty") ||
                    !strcmp(a, "--presence-penalty") || !strcmp(a, "--frequency-penalty")) {
-            VAL();
+            VAL(a);
             if (!mf_arg_float(a, v, &d)) return 2;
             if (d < 0 && strcmp(a, "--presence-penalty") && strcmp(a, "--frequency-penalty")) {
                 fprintf(stderr, "Error: %s must be >= 0, got %s\n", a, v);
@@ -158,17 +180,22 @@ int mf_cmd_run(int argc, char **argv) {
             return 2;
         }
 #undef VAL
+#undef ONCE
     }
-    sp.seed = (uint64_t)seed;
+    sp.seed = seed;
     if (!model_path) {
         fprintf(stderr, "Error: no model given: minfer run -m MODEL.gguf -p PROMPT\n");
         return 2;
     }
     int n_src = (prompt != NULL) + (file != NULL) + (tokens_json != NULL);
     if (n_src != 1) {
-        fprintf(stderr,
-                "Error: give exactly one prompt source: -p TEXT, -f FILE or --tokens JSON_IDS (got %d)\n",
-                n_src);
+        char given[64] = "no prompt given";
+        if (n_src > 1)
+            snprintf(given, sizeof given, "%s%s%s%s%s both given", prompt ? "-p" : "", prompt ? " and " : "",
+                     file ? "-f" : "", file && tokens_json ? " and " : "", tokens_json ? "--tokens" : "");
+        if (n_src == 3) snprintf(given, sizeof given, "-p, -f and --tokens all given");
+        fprintf(stderr, "Error: %s; give exactly one prompt source: -p TEXT, -f FILE or --tokens JSON_IDS\n",
+                given);
         return 2;
     }
     if (chat && tokens_json) {
@@ -182,8 +209,19 @@ int mf_cmd_run(int argc, char **argv) {
     mf_token *ids = NULL;
     int32_t n_ids = 0;
     if (tokens_json && !mf_arg_token_ids("--tokens", tokens_json, &ids, &n_ids)) return 2;
+    /* the file's bytes exactly, as `minfer tokenize -f` reads them: a NUL byte is text, not the end */
     char *file_text = NULL;
-    if (file && !(file_text = mf_read_file(file, NULL))) return 1;
+    size_t file_len = 0;
+    if (file && !(file_text = mf_read_file(file, &file_len))) return 1;
+    if (file && chat && memchr(file_text, 0, file_len)) {
+        size_t at = (size_t)((const char *)memchr(file_text, 0, file_len) - file_text);
+        fprintf(stderr,
+                "Error: '%s' holds a NUL byte at offset %zu; --chat renders the text into the chat template, "
+                "which cannot carry it (remove the byte, or drop --chat to tokenize the bytes as they are)\n",
+                file, at);
+        free(file_text);
+        return 2;
+    }
 
     int ret = 1;
     mf_error err = {0};
@@ -205,6 +243,7 @@ int mf_cmd_run(int argc, char **argv) {
 
     if (!ids) {
         const char *text = prompt ? prompt : file_text;
+        size_t text_len = prompt ? strlen(prompt) : file_len;
         if (chat) {
             mf_chat_message msgs[2];
             int nm = 0;
@@ -215,8 +254,9 @@ int mf_cmd_run(int argc, char **argv) {
             cp.enable_thinking = think;
             if (mf_chat_apply_with(model, msgs, nm, &cp, &rendered, &err)) goto fail;
             text = rendered;
+            text_len = strlen(rendered);
         }
-        if (mf_tokenize(model, text, strlen(text), true, true, &ids, &n_ids, &err)) goto fail;
+        if (mf_tokenize(model, text, text_len, true, true, &ids, &n_ids, &err)) goto fail;
     }
     if (n_ids == 0) {
         fprintf(stderr, "Error: the prompt is empty (0 tokens)\n");
@@ -230,14 +270,17 @@ int mf_cmd_run(int argc, char **argv) {
     int32_t nc = mf_context_n_ctx(ctx);
     if (n_ids >= nc) {
         fprintf(stderr,
-                "Error: the prompt has %d tokens but the context holds %d (raise -c/--ctx-size above %d)\n",
-                n_ids, nc, n_ids);
+                "Error: the prompt has %d token%s and the context holds %d: it must hold the prompt plus at "
+                "least "
+                "one generated token (raise -c/--ctx-size to at least %d, or shorten the prompt)\n",
+                n_ids, n_ids == 1 ? "" : "s", nc, n_ids + 1);
         goto out;
     }
     if (mf_sampler_new(&sp, info.n_vocab, &smp, &err)) goto fail;
     if (!ids_only && mf_detok_stream_new(model, &ds, &err)) goto fail;
     if (mf_batch_init(&batch, n_ids, &err)) goto fail;
-    gen = malloc(sizeof(mf_token) * (size_t)(n_predict + 1));
+    /* generation stops when the context is full, so a huge -n never needs more than nc ids */
+    gen = malloc(sizeof(mf_token) * (size_t)(MF_MIN(n_predict, nc) + 1));
     if (!gen) goto fail;
     for (int32_t i = 0; i < n_ids; i++) {
         mf_batch_add(&batch, ids[i], i, 0, i == n_ids - 1);
@@ -264,7 +307,7 @@ int mf_cmd_run(int argc, char **argv) {
             size_t len;
             if (mf_detok_stream_push(ds, t, &piece, &len, &err)) goto fail;
             fwrite(piece, 1, len, stdout);
-            fflush(stdout);
+            if (!mf_out_check(stdout, "stdout")) goto out; /* stop at the first write that failed */
         }
         if (n_gen == n_predict) break;
         if (pos >= nc) {
@@ -289,7 +332,7 @@ int mf_cmd_run(int argc, char **argv) {
         for (int32_t i = 0; i < n_gen; i++) fprintf(stdout, "%s%d", i ? ", " : "", gen[i]);
         fputs("]\n", stdout);
     }
-    fflush(stdout);
+    if (!mf_out_check(stdout, "stdout")) goto out;
     int32_t n_dec = n_gen > 0 ? n_gen - 1 : 0; /* the first token comes from the prefill's logits */
     fprintf(stderr, "prefill: %d tokens in %.3f s (%.2f tok/s)\n", n_ids, t_prefill,
             t_prefill > 0 ? n_ids / t_prefill : 0.0);

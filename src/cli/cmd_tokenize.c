@@ -23,7 +23,8 @@ static void usage(FILE *f) {
                "\n"
                "Without --ids: one line per token, the id and the bytes it decodes to as a JSON-style string\n"
                "(control characters escaped, bytes that are not a whole UTF-8 character as \\xNN).\n"
-               "Invalid UTF-8 in the input is tokenized as U+FFFD, one per maximal ill-formed sequence.\n");
+               "Invalid UTF-8 in the input is tokenized as U+FFFD, one per maximal ill-formed sequence.\n"
+               "Every option is given at most once; a failed write to stdout exits with status 1.\n");
 }
 
 static void print_piece(const unsigned char *s, size_t n) {
@@ -58,20 +59,23 @@ static void print_piece(const unsigned char *s, size_t n) {
 int mf_cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL;
     bool ids_only = false, no_special = false;
+    mf_arg_seen seen = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
-            return 0;
+            return mf_out_check(stdout, "stdout") ? 0 : 1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(model = mf_arg_value(argc, argv, &i))) return 2;
+            if (!(model = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-m/--model", model)) return 2;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            if (!(prompt = mf_arg_value(argc, argv, &i))) return 2;
+            if (!(prompt = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-p/--prompt", prompt)) return 2;
         } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            if (!(file = mf_arg_value(argc, argv, &i))) return 2;
+            if (!(file = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-f/--file", file)) return 2;
         } else if (!strcmp(a, "--ids")) {
+            if (!mf_arg_once(&seen, "--ids", NULL)) return 2;
             ids_only = true;
         } else if (!strcmp(a, "--no-special")) {
+            if (!mf_arg_once(&seen, "--no-special", NULL)) return 2;
             no_special = true;
         } else {
             fprintf(stderr, "Error: unknown option '%s' (see minfer tokenize --help)\n", a);
@@ -106,10 +110,10 @@ int mf_cmd_tokenize(int argc, char **argv) {
         fprintf(stderr, "Error: %s\n", err.msg);
     } else if (ids_only) {
         putchar('[');
-        for (size_t i = 0; i < ids.n; i++) printf(i ? ", %d" : "%d", ids.ids[i]);
+        for (size_t i = 0; i < ids.n && !ferror(stdout); i++) printf(i ? ", %d" : "%d", ids.ids[i]);
         puts("]");
     } else {
-        for (size_t i = 0; i < ids.n; i++) {
+        for (size_t i = 0; i < ids.n && !ferror(stdout); i++) { /* stop at the first failed write */
             size_t pl = 0;
             const char *p = mf_tok_piece(tok, ids.ids[i], &pl);
             printf("%6d ", ids.ids[i]);
@@ -117,6 +121,7 @@ int mf_cmd_tokenize(int argc, char **argv) {
             putchar('\n');
         }
     }
+    if (!rc && !mf_out_check(stdout, "stdout")) rc = 1;
     free(ids.ids);
     mf_tok_free(tok);
     free(text);

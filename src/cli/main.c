@@ -53,7 +53,13 @@ static void env_usage(FILE *f) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: minfer [--backend NAME[,NAME...]] <command> [options]\n\ncommands:\n");
+    fprintf(
+        f,
+        "usage: minfer [--backend NAME[,NAME...]] <command> [options]\n"
+        "       minfer [--backend NAME[,NAME...]] MODEL.gguf [PROMPT] [run options]\n"
+        "              (a first argument ending in .gguf: the same as minfer run -m MODEL.gguf -p PROMPT;\n"
+        "              a PROMPT that starts with '-' has to be given as -p PROMPT)\n"
+        "\ncommands:\n");
     for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++)
         fprintf(f, "  %-10s %s\n", k_cmds[i].name, k_cmds[i].help);
     fprintf(f, "\nglobal options:\n"
@@ -61,7 +67,10 @@ static void usage(FILE *f) {
                "                   comma-separated, case-insensitive; a fence: it removes backends and\n"
                "                   never adds one, cpu is always allowed; also MINFER_BACKENDS=<csv>\n"
                "                   (the flag wins); `minfer backends` lists what this build can use\n"
-               "  -h, --help       this help; `minfer <command> --help` documents each command\n");
+               "  -h, --help       this help; `minfer <command> --help` documents each command\n"
+               "\nEvery option of a command is given at most once (a second -p is refused, not taken); --backend\n"
+               "is the one repeatable flag.  Numbers are refused when out of range or not finite, a failed write\n"
+               "to stdout ends a command with exit status 1.  `run`, `eval` and `viz` take --n-ctx N for -c N.\n");
     env_usage(f);
 }
 
@@ -132,6 +141,34 @@ static int check_env(void) {
     return 0;
 }
 
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && !strcmp(s + n - k, suffix);
+}
+
+/* The reference design's short form: `minfer MODEL.gguf [PROMPT] [options]` is
+ * `minfer run -m MODEL.gguf [-p PROMPT] [options]` (a PROMPT is the second argument unless it starts
+ * with '-', which makes it an option).  A path that does not open is refused by run, naming it. */
+static int run_short_form(int argc, char **argv) {
+    char **av = calloc((size_t)argc + 4, sizeof *av);
+    if (!av) {
+        fprintf(stderr, "Error: out of memory parsing the command line\n");
+        return 1;
+    }
+    int n = 0, i = 2;
+    av[n++] = "run";
+    av[n++] = "-m";
+    av[n++] = argv[1];
+    if (i < argc && argv[i][0] != '-') {
+        av[n++] = "-p";
+        av[n++] = argv[i++];
+    }
+    while (i < argc) av[n++] = argv[i++];
+    int rc = mf_cmd_run(n, av);
+    free(av);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     int frc = setup_fence(&argc, argv);
     if (frc) return frc;
@@ -141,10 +178,11 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return 0;
+        return mf_out_check(stdout, "stdout") ? 0 : 1;
     }
     int erc = check_env();
     if (erc) return erc;
+    if (ends_with(argv[1], ".gguf")) return run_short_form(argc, argv);
     for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++)
         if (!strcmp(argv[1], k_cmds[i].name)) return k_cmds[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "Error: unknown command '%s'\n", argv[1]);

@@ -75,6 +75,27 @@ static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf
     return 0;
 }
 
+/* First non-finite value of a logits row, or -1.  A float is NaN/Inf exactly when its bits without the
+ * sign are >= 0x7f800000, so a max over those bits finds out; the fixed 16-wide inner loop is what gcc
+ * -O2 vectorises, so the scan costs a fraction of the LM head that wrote the row.  Only a bad row is
+ * searched a second time, for the id. */
+static int32_t first_non_finite(const float *row, int32_t n) {
+    const uint32_t *u = (const uint32_t *)(const void *)row;
+    uint32_t acc[16] = {0}, mx = 0;
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            uint32_t a = u[i + j] & 0x7fffffffu;
+            acc[j] = a > acc[j] ? a : acc[j];
+        }
+    for (int j = 0; j < 16; j++) mx = acc[j] > mx ? acc[j] : mx;
+    for (; i < n; i++) mx = (u[i] & 0x7fffffffu) > mx ? (u[i] & 0x7fffffffu) : mx;
+    if (mx < 0x7f800000u) return -1;
+    for (i = 0; i < n; i++)
+        if ((u[i] & 0x7fffffffu) >= 0x7f800000u) return i;
+    return -1;
+}
+
 /* One forward over rows [r0, r0 + nt) of the batch; cells are resolved into ctx->cells[r0..]. */
 static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t nt, int32_t *n_out_done,
                         mf_error *err) {
@@ -115,6 +136,20 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
         return mf_err_prefix(err, rc, "forward over %d tokens", nt);
     }
     if (fake) return 0;
+    /* NaN/Inf logits (broken weights, an overflowing activation) would sample garbage and print "nan":
+     * refuse the batch instead, naming where it went wrong. */
+    for (int32_t i = 0, k = 0; i < nt; i++) {
+        if (!b->logits[r0 + i]) continue;
+        const float *row = logits + (size_t)k++ * (size_t)n_vocab;
+        int32_t bad = first_non_finite(row, n_vocab);
+        if (bad < 0) continue;
+        mf_kv_unprepare(ctx->kv, nt, ctx->cells + r0);
+        return mf_err(
+            err, MF_E_FORMAT,
+            "the logits at position %d (sequence %d, batch row %d) are not finite (%s at vocab id %d): "
+            "the model's weights hold NaN/Inf or its activations overflow; check the model file",
+            b->pos[r0 + i], b->seq_id[r0 + i], r0 + i, row[bad] != row[bad] ? "nan" : "inf", bad);
+    }
     memcpy(ctx->logits + (size_t)*n_out_done * (size_t)n_vocab, logits, sizeof(float) * (size_t)n_vocab * (size_t)no);
     for (int32_t i = 0; i < nt; i++)
         if (b->logits[r0 + i]) ctx->out_row[r0 + i] = (*n_out_done)++;

@@ -78,8 +78,8 @@ mf_chat_params mf_chat_default_params(void) {
 /* The format to render with: the caller's explicit choice, else the model's recognised template. */
 static int resolve_chat_format(const mf_model *model, const char *name, mf_chat_format *fmt, mf_error *err) {
     int rc;
-    if (name && *name && (rc = mf_chat_format_parse(name, fmt, err))) return rc;
-    if (name && *name && *fmt != MF_CHAT_AUTO) return 0;
+    if (name && (rc = mf_chat_format_parse(name, fmt, err))) return rc; /* "" is no name: refused */
+    if (name && *fmt != MF_CHAT_AUTO) return 0;
     const char *tmpl = mf_tok_chat_template(model->tok);
     if (!tmpl || !*tmpl)
         return mf_err(err, MF_E_UNSUPPORTED,
@@ -97,6 +97,12 @@ int mf_chat_apply_with(const mf_model *model, const mf_chat_message *msgs, int32
     mf_chat_params p = params ? *params : mf_chat_default_params();
     mf_chat_format fmt = MF_CHAT_AUTO;
     if ((rc = resolve_chat_format(model, p.template_name, &fmt, err))) return rc;
+    /* only Qwen3's template reads enable_thinking: a switch the template ignores is refused, not dropped */
+    if (p.enable_thinking >= 0 && fmt != MF_CHAT_QWEN3)
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "--think %s given but the chat template '%s' has no thinking switch (only qwen3 has; omit "
+                      "--think)",
+                      p.enable_thinking ? "on" : "off", mf_chat_format_name(fmt));
     mf_chat_msg *m = calloc((size_t)MF_MAX(n_msgs, 1), sizeof *m);
     if (!m) return mf_err(err, MF_E_NOMEM, "out of memory");
     for (int32_t i = 0; i < n_msgs; i++) {

@@ -83,7 +83,7 @@ grep -q "digraph" "$TMP/_g.dot" && grep -q "blk.0.kqv_out" "$TMP/_g.dot" && ok v
 
 # refusals
 expect run_missing_model 1 "nope.gguf" -- "$MINFER" run -m "$TMP/nope.gguf" -p hi
-expect run_prompt_longer_than_context 1 "the prompt has 5 tokens but the context holds 4" -- \
+expect run_prompt_longer_than_context 1 "the prompt has 5 tokens and the context holds 4: it must hold the prompt plus at least one generated token (raise -c/--ctx-size to at least 6" -- \
     "$MINFER" run -m "$M" --tokens "[785, 6722, 315, 9625, 374]" -c 4
 expect run_unknown_flag 2 "unknown flag '--frobnicate'" -- "$MINFER" run -m "$M" -p hi --frobnicate
 expect eval_unknown_flag 2 "unknown flag '--bogus'" -- "$MINFER" eval -m "$M" --bogus 1

@@ -57,6 +57,6 @@ expect missing_file 1 "Error: cannot open '$TMP/no-such-file.gguf': No such file
 # usage errors: exit 2
 expect no_model 2 "Error: minfer info needs -m FILE" -- "$MINFER" info
 expect unknown_flag 2 "unknown option '--bogus'" -- "$MINFER" info -m "$F" --bogus
-expect bad_number 2 "--max-elems expects an integer, got 'many'" -- "$MINFER" info -m "$F" --max-elems many
+expect bad_number 2 "--max-elems expects an integer in [0, 1000000000], got 'many'" -- "$MINFER" info -m "$F" --max-elems many
 expect missing_value 2 "-m needs a value" -- "$MINFER" info -m
 finish
