@@ -109,16 +109,27 @@ fuzz:
 
 fuzz-build: $(FUZZ_BIN)
 
+# Every build also links each harness with tests/fuzz/replay.c instead of libFuzzer (any compiler):
+# tests/cli/fuzz_seeds.sh replays the seed corpora with them in `make test` and `make asan`.
+REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz-replay/%)
+all: $(REPLAY_BIN)
+
 # extra objects a harness needs beyond the library: the CLI's argument parser, the generator's
 # tokenizer.json reader (the tokenizer harness builds the real Qwen3 vocabulary with it)
-$(BUILD)/fuzz/fuzz_args: $(BUILD)/obj/src/cli/args.o
-$(BUILD)/fuzz/fuzz_tok: $(BUILD)/obj/tools/genmodel/tokenizer.o
-$(BUILD)/fuzz/fuzz_tok: CFLAGS += -Itools/genmodel -DMF_FUZZ_TOKENIZER_DIR='"$(CURDIR)/tokenizers/qwen3"'
+$(BUILD)/fuzz/fuzz_args $(BUILD)/fuzz-replay/fuzz_args: $(BUILD)/obj/src/cli/args.o
+$(BUILD)/fuzz/fuzz_tok $(BUILD)/fuzz-replay/fuzz_tok: $(BUILD)/obj/tools/genmodel/tokenizer.o
+$(BUILD)/fuzz/fuzz_tok $(BUILD)/fuzz-replay/fuzz_tok: CFLAGS += -Itools/genmodel \
+    -DMF_FUZZ_TOKENIZER_DIR='"$(CURDIR)/tokenizers/qwen3"'
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(filter %.o,$^) $(LIB) $(LDLIBS)
+
+$(BUILD)/fuzz-replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -o $@ $< tests/fuzz/replay.c $(filter %.o,$^) $(LIB) $(LDLIBS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(FUZZ_BUILD)

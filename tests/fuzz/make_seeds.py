@@ -7,7 +7,7 @@ files it does not write (regress-* inputs a harness once crashed on) are left al
 
 Each seed follows its harness's input format (see the comment at the top of tests/fuzz/fuzz_<name>.c).
 The GGUF seeds are hand-built tiny files: the writer's layout (v3, 32-byte alignment) with every value
-type, nested arrays, a 261-token byte-level BPE vocabulary with merges and added tokens, and a qwen3
+type, nested arrays, a 268-token byte-level BPE vocabulary with merges and added tokens, and a qwen3
 header with small tensors of several block types; one v2 file and one 64-byte-aligned file."""
 import os
 import struct
