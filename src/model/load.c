@@ -119,6 +119,15 @@ int mf_model_open(const char *path, mf_load_progress_fn progress, void *user, mf
     if (progress) progress(0.0f, user);
     if ((rc = mf_hparams_read(m->gguf, &m->hp, err))) goto fail;
     mf_hparams *hp = &m->hp;
+    /* The layer table is sized by block_count, a number the file claims: hold it to the tensors the file
+     * has (9 required per layer) before allocating, as the GGUF reader does with its counts.  Found by
+     * fuzz_gguf (block_count 50000000 asked for 5.6 GB). */
+    if ((int64_t)hp->n_layer * 9 > mf_gguf_n_tensors(m->gguf)) {
+        rc = mf_err(err, MF_E_FORMAT,
+                    "%s.block_count is %d, which needs at least %lld tensors (9 per layer), but the file has %lld",
+                    hp->arch_name, hp->n_layer, (long long)hp->n_layer * 9, (long long)mf_gguf_n_tensors(m->gguf));
+        goto fail;
+    }
     m->tok_embd = mf_gguf_find_tensor(m->gguf, "token_embd.weight");
     if (!m->tok_embd) {
         rc = mf_err(err, MF_E_FORMAT, "model lacks tensor 'token_embd.weight'");
