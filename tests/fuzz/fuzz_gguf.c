@@ -2,9 +2,10 @@
  *
  * The input is a whole file.  mf_gguf_open_memory validates it; when it accepts, every accessor is
  * exercised on every key and tensor (so an extent the validator let through that an accessor then
- * over-reads shows up under ASan), and the two consumers of metadata that take hostile files run on
- * it: the hyper-parameter reader and the tokenizer loader (mf_tok_new on whatever vocabulary the file
- * holds, then a short encode / decode / streaming decode with it).
+ * over-reads shows up under ASan), and the consumers that take hostile files run on it: the
+ * hyper-parameter reader, the tokenizer loader (mf_tok_new on whatever vocabulary the file holds, then
+ * a short encode / decode / streaming decode with it) and the model loader (weights bound, shape and
+ * type checked, end-of-generation ids, then the x8 repack).
  *
  * Checked beyond "no sanitizer report": a tensor's bytes lie inside the input; kv_format's return
  * value is the length the full rendering needs (a second call with that capacity fits exactly). */
@@ -15,8 +16,11 @@
 #include "tok/tok.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -124,6 +128,26 @@ static void exercise_tok(const mf_gguf *g) {
     mf_tok_free(t);
 }
 
+/* The model loader takes a path (it maps the file itself): the input goes to an anonymous memory file,
+ * named through /proc, so no disk is touched.  When the loader accepts, the weights are repacked too. */
+static void exercise_model(const uint8_t *data, size_t size) {
+    static int fd = -1;
+    if (fd < 0 && (fd = memfd_create("fuzz_gguf", 0)) < 0) return;
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size) return;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    mf_model *m = NULL;
+    mf_error err = {0};
+    if (mf_model_open(path, NULL, NULL, &m, &err)) {
+        FAIL_IF(m != NULL || !err.msg[0]);
+        return;
+    }
+    FAIL_IF(m->hp.n_embd_q != m->hp.head_dim * m->hp.n_head);
+    for (int32_t id = -1; id <= m->hp.n_vocab && id < 64; id++) (void)mf_model_token_is_eog(m, id);
+    (void)mf_model_repack(m, &err);
+    mf_model_close(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mf_gguf *g = NULL;
     mf_error err = {0};
@@ -164,5 +188,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)mf_hparams_read(g, &hp, &err);
     exercise_tok(g);
     mf_gguf_close(g);
+    exercise_model(data, size);
     return 0;
 }

@@ -137,7 +137,18 @@ def gguf_seeds():
                ("blk.0.attn_q.weight", "q4_k", [256, 1]), ("blk.0.ffn_down.weight", "q6_k", [256, 1]),
                ("blk.0.attn_k.weight", "f16", [8, 2, 1, 1]), ("blk.0.attn_v.weight", "bf16", [4, 2]),
                ("blk.0.ffn_up.weight", "q4_0", [64])]
+    # a complete 1-layer qwen3 the model loader accepts (n_embd 32, 2 heads of 16, 1 KV head, ff 64, 8 rows)
+    model = [("token_embd.weight", "q8_0", [32, 8]), ("output_norm.weight", "f32", [32]),
+             ("blk.0.attn_norm.weight", "f32", [32]), ("blk.0.attn_q.weight", "q8_0", [32, 32]),
+             ("blk.0.attn_k.weight", "q8_0", [32, 16]), ("blk.0.attn_v.weight", "q8_0", [32, 16]),
+             ("blk.0.attn_q_norm.weight", "f32", [16]), ("blk.0.attn_k_norm.weight", "f32", [16]),
+             ("blk.0.attn_output.weight", "q8_0", [32, 32]), ("blk.0.ffn_norm.weight", "f32", [32]),
+             ("blk.0.ffn_gate.weight", "q8_0", [32, 64]), ("blk.0.ffn_up.weight", "q8_0", [32, 64]),
+             ("blk.0.ffn_down.weight", "q8_0", [64, 32])]
+    model_kvs = qwen3_kvs() + [("tokenizer.ggml.eos_token_id", U32, 3),
+                               ("tokenizer.ggml.tokens", ARR, (STR, ["a", "b", "<|endoftext|>", "<|im_end|>"]))]
     return {
+        "qwen3-model": gguf(model_kvs, model),
         "empty-v3": gguf([]),
         "empty-v2": gguf([], version=2),
         "every-type": gguf(every_type),
