@@ -4,6 +4,7 @@
 #   make asan       the same tests under AddressSanitizer + UBSan (separate build dir)
 #   make CUDA=1     also compile the CUDA backend with nvcc
 #   make BUILD=dir  put every output under dir (parallel work trees share one checkout)
+#   make fuzz       libFuzzer harnesses (clang, ASan + UBSan) in build-fuzz/, each run FUZZ_TIME seconds
 CC      ?= gcc
 BUILD   ?= build
 WERROR  ?= -Werror
@@ -45,7 +46,7 @@ LIB := $(BUILD)/libminfer.a
 BIN := $(BUILD)/minfer
 GEN := $(BUILD)/mf-genmodel
 
-.PHONY: all test test-full asan clean format
+.PHONY: all test test-full asan fuzz fuzz-build clean format
 all: $(LIB) $(BIN) $(GEN) $(TEST_BIN)
 
 # The generator's default tokenizer is the repository's own copy, by absolute path, so it runs from any
@@ -94,8 +95,47 @@ test-full: all
 asan:
 	$(MAKE) BUILD=$(BUILD)-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
+# ---- fuzzing (docs/FUZZING.md) ----
+# The library is rebuilt with clang and the sanitizers in its own build dir (coverage instrumentation
+# without libFuzzer's main); each tests/fuzz/fuzz_<name>.c links the fuzzer's main.  tests/fuzz/run.sh
+# copies the committed seeds into a writable corpus under the build dir and fails on any report.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_TIME  ?= 60
+FUZZ_CC    ?= clang
+FUZZ_SAN   := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-build
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TIME=$(FUZZ_TIME) bash tests/fuzz/run.sh
+
+fuzz-build: $(FUZZ_BIN)
+
+# Every build also links each harness with tests/fuzz/replay.c instead of libFuzzer (any compiler):
+# tests/cli/fuzz_seeds.sh replays the seed corpora with them in `make test` and `make asan`.
+REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz-replay/%)
+all: $(REPLAY_BIN)
+
+# extra objects a harness needs beyond the library: the CLI's argument parser, the generator's
+# tokenizer.json reader (the tokenizer harness builds the real Qwen3 vocabulary with it)
+$(BUILD)/fuzz/fuzz_args $(BUILD)/fuzz-replay/fuzz_args: $(BUILD)/obj/src/cli/args.o
+$(BUILD)/fuzz/fuzz_tok $(BUILD)/fuzz-replay/fuzz_tok: $(BUILD)/obj/tools/genmodel/tokenizer.o
+$(BUILD)/fuzz/fuzz_tok $(BUILD)/fuzz-replay/fuzz_tok: CFLAGS += -Itools/genmodel \
+    -DMF_FUZZ_TOKENIZER_DIR='"$(CURDIR)/tokenizers/qwen3"'
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(filter %.o,$^) $(LIB) $(LDLIBS)
+
+$(BUILD)/fuzz-replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -o $@ $< tests/fuzz/replay.c $(filter %.o,$^) $(LIB) $(LDLIBS)
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan
+	rm -rf $(BUILD) $(BUILD)-asan $(FUZZ_BUILD)
 
 format:
 	clang-format -i $$(find src include tests tools/genmodel -name '*.[ch]')

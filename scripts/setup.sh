@@ -4,7 +4,7 @@
 #                          apt-get runs through sudo, and the build stays the user's
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="build-essential clang pkg-config python3 libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev"
+PKGS="build-essential clang libclang-rt-dev pkg-config python3 libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -270,6 +270,41 @@ static void test_refusals(void) {
     REQUIRE(rc == 0, "%s", err.msg);
     CHECK(mf_model_load(path, NULL, &m, &err) == MF_E_FORMAT && !m, "qwen2 without hparams loaded");
     CHECK(strstr(err.msg, "lacks 'qwen2.embedding_length'"), "msg: %s", err.msg);
+    /* head_dim x n_head past int32 is refused, naming both (it overflowed, found by fuzz_gguf) */
+    w = mf_gguf_writer_new();
+    REQUIRE(w, "writer");
+    mf_gguf_writer_set_str(w, "general.architecture", "qwen3");
+    mf_gguf_writer_set_u32(w, "qwen3.context_length", 128);
+    mf_gguf_writer_set_u32(w, "qwen3.embedding_length", 64);
+    mf_gguf_writer_set_u32(w, "qwen3.block_count", 1);
+    mf_gguf_writer_set_u32(w, "qwen3.feed_forward_length", 128);
+    mf_gguf_writer_set_u32(w, "qwen3.attention.head_count", 16);
+    mf_gguf_writer_set_u32(w, "qwen3.attention.key_length", 587202560);
+    mf_gguf_writer_set_f32(w, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+    rc = mf_gguf_writer_begin(w, path, &err);
+    if (!rc) rc = mf_gguf_writer_end(w, &err);
+    mf_gguf_writer_free(w);
+    REQUIRE(rc == 0, "%s", err.msg);
+    CHECK(mf_model_load(path, NULL, &m, &err) == MF_E_FORMAT && !m, "head_dim x n_head overflow loaded");
+    CHECK(strstr(err.msg, "587202560 x attention.head_count 16 = 9395240960"), "msg: %s", err.msg);
+    /* a block_count the tensors cannot back is refused before the layer table is allocated for it */
+    w = mf_gguf_writer_new();
+    REQUIRE(w, "writer");
+    mf_gguf_writer_set_str(w, "general.architecture", "qwen3");
+    mf_gguf_writer_set_u32(w, "qwen3.context_length", 128);
+    mf_gguf_writer_set_u32(w, "qwen3.embedding_length", 64);
+    mf_gguf_writer_set_u32(w, "qwen3.block_count", 50000000);
+    mf_gguf_writer_set_u32(w, "qwen3.feed_forward_length", 128);
+    mf_gguf_writer_set_u32(w, "qwen3.attention.head_count", 4);
+    mf_gguf_writer_set_f32(w, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+    rc = mf_gguf_writer_begin(w, path, &err);
+    if (!rc) rc = mf_gguf_writer_end(w, &err);
+    mf_gguf_writer_free(w);
+    REQUIRE(rc == 0, "%s", err.msg);
+    CHECK(mf_model_load(path, NULL, &m, &err) == MF_E_FORMAT && !m, "50M layers loaded");
+    CHECK(strstr(err.msg, "block_count is 50000000, which needs at least 450000000 tensors") &&
+              strstr(err.msg, "the file has 0"),
+          "msg: %s", err.msg);
     remove(path);
 }
 

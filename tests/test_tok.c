@@ -526,6 +526,14 @@ static void test_chat_detect(void) {
           "unknown: %s", err.msg);
     CHECK(mf_chat_detect(NULL, 0, &f, &err) == MF_E_UNSUPPORTED && strstr(err.msg, "--chat-template chatml"), "none: %s",
           err.msg);
+    /* the template is (pointer, length), not a C string: the refusal quotes only those bytes (the quote
+     * once read on to the next NUL, past the buffer; fuzz_chat found it) */
+    char unterminated[64];
+    memset(unterminated, 'Z', sizeof unterminated);
+    memcpy(unterminated, "{{x}}", 5);
+    CHECK(mf_chat_detect(unterminated, 5, &f, &err) == MF_E_UNSUPPORTED && strstr(err.msg, "starting '{{x}}'") &&
+              !strchr(err.msg, 'Z'),
+          "unterminated: %s", err.msg);
     CHECK(mf_chat_format_parse("chatml", &f, &err) == 0 && f == MF_CHAT_CHATML, "parse chatml");
     CHECK(mf_chat_format_parse("qwen2.5", &f, &err) == 0 && f == MF_CHAT_QWEN25, "parse qwen2.5");
     CHECK(mf_chat_format_parse("qwen3", &f, &err) == 0 && f == MF_CHAT_QWEN3, "parse qwen3");

@@ -102,6 +102,14 @@ int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
                           (int)MF_MIN(st.len, 32), st.ptr);
         }
     }
+    /* head_dim and the head counts are the file's: their product must fit the int32 the graph uses
+     * (n_head_kv divides n_head, so it is no larger).  Found by fuzz_gguf (signed overflow). */
+    int64_t n_embd_q = (int64_t)hp->head_dim * hp->n_head;
+    if (n_embd_q > INT32_MAX)
+        return mf_err(err, MF_E_FORMAT,
+                      "head dimension %d x attention.head_count %d = %lld is larger than %d: the file's %s.attention.* "
+                      "values are corrupt (re-convert the model)",
+                      hp->head_dim, hp->n_head, (long long)n_embd_q, INT32_MAX, an);
     hp->n_embd_q = hp->head_dim * hp->n_head;
     hp->n_embd_kv = hp->head_dim * hp->n_head_kv;
     hp->qk_norm = hp->arch == MF_ARCH_QWEN3;

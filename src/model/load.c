@@ -65,6 +65,17 @@ static int bind_layer(mf_model *m, int il, mf_error *err) {
     return 0;
 }
 
+/* The layer table is sized by block_count, a number the file claims: hold it to the tensors the file has
+ * (9 required per layer) before anything is sized by it, as the GGUF reader does with its counts.  Found by
+ * fuzz_gguf (block_count 50000000 asked for 5.6 GB). */
+static int check_block_count(const mf_model *m, mf_error *err) {
+    const mf_hparams *hp = &m->hp;
+    if ((int64_t)hp->n_layer * 9 <= mf_gguf_n_tensors(m->gguf)) return 0;
+    return mf_err(err, MF_E_FORMAT,
+                  "%s.block_count is %d, which needs at least %lld tensors (9 per layer), but the file has %lld",
+                  hp->arch_name, hp->n_layer, (long long)hp->n_layer * 9, (long long)mf_gguf_n_tensors(m->gguf));
+}
+
 /* Every weight, bound in place with its shape and type checked; progress per layer. */
 static int bind_weights(mf_model *m, const mf_model_open_params *p, mf_error *err) {
     mf_hparams *hp = &m->hp;
@@ -105,6 +116,7 @@ int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **ou
     if (rc) goto fail;
     if (p->progress) p->progress(0.0f, p->progress_user);
     if ((rc = mf_hparams_read(m->gguf, &m->hp, err)) ||                 /* <arch>.* keys */
+        (rc = check_block_count(m, err)) ||
         (rc = mf_model_vocab_size(m->gguf, &m->hp.n_vocab, err)) ||     /* vocab.c */
         (rc = bind_weights(m, p, err)) ||                               /* progress per layer */
         (rc = mf_model_load_vocab(m, err)) ||                           /* tokenizer, eog list */

@@ -131,10 +131,11 @@ int mf_chat_detect(const char *tmpl, size_t len, mf_chat_format *out, mf_error *
         *out = MF_CHAT_QWEN25;
         return 0;
     }
+    /* the template is len bytes, not a C string: quote at most that many (found by fuzz_chat) */
     return mf_err(err, MF_E_UNSUPPORTED,
-                  "the model's chat template (%zu bytes, starting '%.40s') is not one this build recognises (known: "
+                  "the model's chat template (%zu bytes, starting '%.*s') is not one this build recognises (known: "
                   "the Qwen3 and Qwen2.5 templates); pass --chat-template chatml to use plain ChatML",
-                  len, tmpl);
+                  len, (int)MF_MIN(len, 40), tmpl);
 }
 
 static void tool_turn(sbuf *b, const mf_chat_msg *m, size_t i, size_t n) {

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Writes the committed seed corpora of the fuzz harnesses (tests/fuzz/corpus/<name>/).
+
+Run from anywhere: `python3 tests/fuzz/make_seeds.py`.  The output is a pure function of this file
+(plus the byte-level ids of the Qwen3 vocabulary, written out below), so rerunning it changes nothing;
+files it does not write (regress-* inputs a harness once crashed on) are left alone.
+
+Each seed follows its harness's input format (see the comment at the top of tests/fuzz/fuzz_<name>.c).
+The GGUF seeds are hand-built tiny files: the writer's layout (v3, 32-byte alignment) with every value
+type, nested arrays, a 268-token byte-level BPE vocabulary with merges and added tokens, and a qwen3
+header with small tensors of several block types; one v2 file and one 64-byte-aligned file."""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+# ---------------------------------------------------------------- GGUF
+U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
+SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f", BOOL: "<?",
+          U64: "<Q", I64: "<q", F64: "<d"}
+# ggml types: (id, elements per block, bytes per block)
+GT = {"f32": (0, 1, 4), "f16": (1, 1, 2), "q4_0": (2, 32, 18), "q8_0": (8, 32, 34), "q4_k": (12, 256, 144),
+      "q6_k": (14, 256, 210), "bf16": (30, 1, 2)}
+
+
+def gstr(s):
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+def gval(t, v):
+    if t == STR:
+        return gstr(v)
+    if t == ARR:
+        et, items = v
+        body = struct.pack("<IQ", et, len(items))
+        return body + b"".join(gval(et, x) for x in items)
+    return struct.pack(SCALAR[t], v)
+
+
+def gguf(kvs, tensors=(), version=3, alignment=32):
+    """kvs: [(key, type, value)]; tensors: [(name, ggml type name, ne list)] with deterministic data."""
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
+    for k, t, v in kvs:
+        out += gstr(k) + struct.pack("<I", t) + gval(t, v)
+    offset, datas = 0, []
+    for name, tname, ne in tensors:
+        tid, blk, bb = GT[tname]
+        n = 1
+        for d in ne:
+            n *= d
+        nbytes = n // blk * bb
+        offset = (offset + alignment - 1) // alignment * alignment
+        out += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<q", d) for d in ne)
+        out += struct.pack("<IQ", tid, offset)
+        datas.append((offset, bytes((i * 37 + len(name)) & 0xFF for i in range(nbytes))))
+        offset += nbytes
+    if tensors:
+        out += b"\0" * (-len(out) % alignment)
+        base = len(out)
+        for off, d in datas:
+            out += b"\0" * (base + off - len(out)) + d
+    return out
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> printable character map (what byte-level BPE vocabularies store)."""
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def tiny_vocab_kvs():
+    b2u = bytes_to_unicode()
+    toks = [b2u[b] for b in sorted(b2u)]  # 256 byte tokens, ids = byte values
+    merges = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("l", "l"), ("he", "ll"), ("hell", "o"), ("Ġ", "w")]
+    for a, b in merges:
+        toks.append(a + b)
+    types = [1] * len(toks)
+    added = [("<|endoftext|>", 3), ("<|im_start|>", 3), ("<|im_end|>", 3), ("<think>", 4), ("</think>", 4)]
+    for t, ty in added:
+        toks.append(t)
+        types.append(ty)
+    ids = {t: i for i, t in enumerate(toks)}
+    return [
+        ("tokenizer.ggml.model", STR, "gpt2"),
+        ("tokenizer.ggml.pre", STR, "qwen2"),
+        ("tokenizer.ggml.tokens", ARR, (STR, toks)),
+        ("tokenizer.ggml.token_type", ARR, (I32, types)),
+        ("tokenizer.ggml.merges", ARR, (STR, [a + " " + b for a, b in merges])),
+        ("tokenizer.ggml.eos_token_id", U32, ids["<|im_end|>"]),
+        ("tokenizer.ggml.padding_token_id", U32, ids["<|endoftext|>"]),
+        ("tokenizer.ggml.bos_token_id", U32, ids["<|endoftext|>"]),
+        ("tokenizer.ggml.add_bos_token", BOOL, False),
+        ("tokenizer.chat_template", STR, "{%- for message in messages %}<|im_start|>{{ message.role }}{% endfor %}"),
+    ]
+
+
+def qwen3_kvs(arch="qwen3"):
+    return [
+        ("general.architecture", STR, arch),
+        ("general.name", STR, "fuzz-seed"),
+        (arch + ".context_length", U32, 64),
+        (arch + ".embedding_length", U32, 32),
+        (arch + ".block_count", U32, 1),
+        (arch + ".feed_forward_length", U32, 64),
+        (arch + ".attention.head_count", U32, 2),
+        (arch + ".attention.head_count_kv", U32, 1),
+        (arch + ".attention.key_length", U32, 16),
+        (arch + ".attention.value_length", U32, 16),
+        (arch + ".attention.layer_norm_rms_epsilon", F32, 1e-6),
+        (arch + ".rope.freq_base", F32, 1000000.0),
+    ]
+
+
+def gguf_seeds():
+    every_type = [
+        ("k.u8", U8, 7), ("k.i8", I8, -7), ("k.u16", U16, 65535), ("k.i16", I16, -32768),
+        ("k.u32", U32, 4294967295), ("k.i32", I32, -1), ("k.f32", F32, 0.5), ("k.bool", BOOL, True),
+        ("k.str", STR, "h\u00e9llo \"quoted\"\n"), ("k.u64", U64, 2**64 - 1), ("k.i64", I64, -(2**63)),
+        ("k.f64", F64, 1e300),
+        ("k.arr.u8", ARR, (U8, [1, 2, 3])), ("k.arr.i32", ARR, (I32, [-1, 0, 2**31 - 1])),
+        ("k.arr.f32", ARR, (F32, [1.0, -2.5])), ("k.arr.f64", ARR, (F64, [3.25])),
+        ("k.arr.bool", ARR, (BOOL, [True, False])), ("k.arr.str", ARR, (STR, ["a", "", "c\u00ff"])),
+        ("k.arr.empty", ARR, (U64, [])),
+        ("k.arr.nested", ARR, (ARR, [(U16, [1, 2]), (STR, ["x"]), (ARR, [(I8, [-1])])])),
+        ("general.alignment", U32, 32),
+    ]
+    tensors = [("token_embd.weight", "q8_0", [32, 4]), ("output_norm.weight", "f32", [32]),
+               ("blk.0.attn_q.weight", "q4_k", [256, 1]), ("blk.0.ffn_down.weight", "q6_k", [256, 1]),
+               ("blk.0.attn_k.weight", "f16", [8, 2, 1, 1]), ("blk.0.attn_v.weight", "bf16", [4, 2]),
+               ("blk.0.ffn_up.weight", "q4_0", [64])]
+    # a complete 1-layer qwen3 the model loader accepts (n_embd 32, 2 heads of 16, 1 KV head, ff 64, 8 rows)
+    model = [("token_embd.weight", "q8_0", [32, 8]), ("output_norm.weight", "f32", [32]),
+             ("blk.0.attn_norm.weight", "f32", [32]), ("blk.0.attn_q.weight", "q8_0", [32, 32]),
+             ("blk.0.attn_k.weight", "q8_0", [32, 16]), ("blk.0.attn_v.weight", "q8_0", [32, 16]),
+             ("blk.0.attn_q_norm.weight", "f32", [16]), ("blk.0.attn_k_norm.weight", "f32", [16]),
+             ("blk.0.attn_output.weight", "q8_0", [32, 32]), ("blk.0.ffn_norm.weight", "f32", [32]),
+             ("blk.0.ffn_gate.weight", "q8_0", [32, 64]), ("blk.0.ffn_up.weight", "q8_0", [32, 64]),
+             ("blk.0.ffn_down.weight", "q8_0", [64, 32])]
+    model_kvs = qwen3_kvs() + [("tokenizer.ggml.eos_token_id", U32, 3),
+                               ("tokenizer.ggml.tokens", ARR, (STR, ["a", "b", "<|endoftext|>", "<|im_end|>"]))]
+    return {
+        "qwen3-model": gguf(model_kvs, model),
+        "empty-v3": gguf([]),
+        "empty-v2": gguf([], version=2),
+        "every-type": gguf(every_type),
+        "vocab": gguf(tiny_vocab_kvs()),
+        "qwen3-tensors": gguf(qwen3_kvs() + tiny_vocab_kvs()[:2], tensors),
+        "qwen2-align64": gguf(qwen3_kvs("qwen2") + [("general.alignment", U32, 64)], tensors[:3], alignment=64),
+    }
+
+
+# ---------------------------------------------------------------- tokenizer
+def ids3(ids):
+    """fuzz_tok's id encoding: 3 bytes little-endian of id + 8 (so -8 .. n_vocab+7 are reachable)."""
+    return b"".join(struct.pack("<I", i + 8)[:3] for i in ids)
+
+
+def tok_seeds():
+    b2u = bytes_to_unicode()
+    order = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    order += [b for b in range(256) if b not in order]
+    byte_id = {b: i for i, b in enumerate(order)}  # Qwen's ids 0..255 are the byte tokens in this order
+    emoji = [byte_id[b] for b in "\U0001F600".encode()]
+    assert b2u[0xF0] == "\u00f0" and byte_id[0xF0] == 172
+    return {
+        "text-plain": b"\x00Hello world, this is a test.",
+        "text-special": b"\x04<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+        "text-special-as-plain": b"\x00<|im_start|>user<tool_call>x</tool_call><|endoftext|>",
+        "text-cjk": b"\x01" + "你好，世界！こんにちは 안녕하세요".encode(),
+        "text-combining": b"\x03" + "caf\u00e9 cafe\u0301 \u212b A\u030a \U0001F600\U0001F44D\U0001F3FD \u0338>".encode(),
+        "text-invalid-utf8": b"\x00\xff\xfe\xc0\x80\xed\xa0\x80abc\xe2\x82 \xf0\x9f\x98",
+        "text-contractions": b"\x13I'm don't they'll WE'VE 'S  \t\n\n  123456 3.14\r\n\xc2\xa0",
+        "text-code": b"\x17def f(x):\n    return x**2  # comment\r\n\t}}\n",
+        "ids-chat": b"\x06" + ids3([151644, 872, 198, 9707, 151645, 198, 151667, 151668]),
+        "ids-split-emoji": b"\x02" + ids3([9707, emoji[0], emoji[1], emoji[2], emoji[3], emoji[0], 1879]),
+        "ids-out-of-range": b"\x02" + ids3([-8, -1, 0, 151935, 151936, 151943, 9707]),
+    }
+
+
+# ---------------------------------------------------------------- chat
+def chat(opts, msgs):
+    """msgs: [(role index 0..5 or a role name, content, reasoning or None)]"""
+    parts = []
+    for role, content, reasoning in msgs:
+        head = bytes([role]) if isinstance(role, int) else b"\x04" + role.encode() + b"\x1d"
+        body = head + content.encode()
+        if reasoning is not None:
+            body += b"\x1f" + reasoning.encode()
+        parts.append(body)
+    return bytes([opts]) + b"\x1e".join(parts)
+
+
+def chat_seeds():
+    S, U, A, T = 0, 1, 2, 3
+    convo = [(S, "You are terse.", None), (U, "Hi", None), (A, "<think>\nhmm\n</think>\n\nHello!", None),
+             (U, "Weather?", None), (T, "{\"temp\": 20}", None), (T, "<tool_response>x</tool_response>", None),
+             (A, "It is 20.", "checked the tool")]
+    return {
+        "chatml": chat(0x04, convo),
+        "qwen25": chat(0x05, convo),
+        "qwen3-think-default": chat(0x06, convo),
+        "qwen3-think-off": chat(0x0E, convo),
+        "qwen3-think-on-nogen": chat(0x12, convo[:3]),
+        "qwen3-null-opts": chat(0x22, [(U, "<tool_response>q</tool_response>", None), (A, "a</think>b", None)]),
+        "custom-role": chat(0x06, [("narrator", "Once", None), (U, "upon", None)]),
+        "no-role": chat(0x04, [(5, "nobody", None)]),
+        "auto-refused": chat(0x07, [(U, "x", None)]),
+        "detect-qwen3-marks": bytes([0x46]) + b"<|im_start|>ns.last_query_index reasoning_content "
+        b"message.content.split('</think>')[-1].lstrip('\\n') enable_thinking is defined and enable_thinking is false",
+        "detect-name": bytes([0x40]) + b"qwen2.5",
+    }
+
+
+# ---------------------------------------------------------------- --tokens
+def args_seeds():
+    cases = ["[9707, 11, 1879]", "[]", " [ 1 ,2 ]\n", "[2147483647]", "[2147483648]", "[-1]", "[1,]", "[1e3]",
+             "[\"1\"]", "[1, 2] x", "[0x10]", "[99999999999999999999]", "[\t0\n]", "", "[", "[[1]]", "+5", "3.5"]
+    return {"case-%02d" % i: c.encode() for i, c in enumerate(cases)}
+
+
+def main():
+    for name, seeds in (("gguf", gguf_seeds()), ("tok", tok_seeds()), ("chat", chat_seeds()),
+                        ("args", args_seeds())):
+        d = os.path.join(CORPUS, name)
+        os.makedirs(d, exist_ok=True)
+        for fname, data in seeds.items():
+            with open(os.path.join(d, fname), "wb") as f:
+                f.write(data)
+        total = sum(len(v) for v in seeds.values())
+        print("%-5s %2d seeds, %6d bytes" % (name, len(seeds), total))
+
+
+if __name__ == "__main__":
+    main()
