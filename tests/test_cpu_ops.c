@@ -327,9 +327,6 @@ static float *run_unary(build_fn build, const int64_t *nea, const float *a, cons
     return first;
 }
 
-static int32_t b_rms(mf_graph *g, int32_t a, int32_t b) {
-    return mf_g_rms_norm(g, a, 1e-6f);
-}
 static int32_t b_add(mf_graph *g, int32_t a, int32_t b) {
     return mf_g_add(g, a, b);
 }
@@ -403,27 +400,58 @@ static void test_matmul_dynamic_chunks(void) {
     free(x);
 }
 
+/* eps is only visible where the mean square is near it: rows scaled to RMS 1e-4 .. 3 (eps = 1e-6 is
+ * 1e6 .. 1e-7 of their mean square), each against the double-precision formula with the same eps,
+ * relative to the output's size; and eps = 0 and eps = 1e-5 must give answers that differ from
+ * eps = 1e-6 where eps matters (a kernel that ignores or hard-codes eps fails one of these). */
+static float rms_eps_now;
+static int32_t b_rms_eps(mf_graph *g, int32_t a, int32_t b) {
+    return mf_g_rms_norm(g, a, rms_eps_now);
+}
+
 static void test_rms_norm(void) {
-    const int64_t ne[4] = {896, 5, 2, 1};
-    int64_t n = 896 * 10, no = 0;
-    float *a = malloc((size_t)n * sizeof(float));
+    enum { C = 896, R = 10 }; /* 896 = 112 x 8: no SIMD tail; the op matrix has odd widths */
+    const int64_t ne[4] = {C, 5, 2, 1};
+    static const float amp[R] = {1e-4f, 3e-4f, 1e-3f, 1e-3f, 2e-3f, 1e-2f, 0.1f, 1.0f, 3.0f, 1e-3f};
+    static const float epss[3] = {1e-6f, 0.0f, 1e-5f};
+    static float a[C * R];
+    float *o[3] = {NULL, NULL, NULL};
     seed(7);
-    fill(a, n, 3.0f);
-    float *o = run_unary(b_rms, ne, a, NULL, NULL, &no);
-    REQUIRE(o && no == n, "no output");
-    double worst = 0;
-    for (int64_t r = 0; r < 10; r++) {
+    for (int r = 0; r < R; r++) {
         double s = 0;
-        for (int64_t i = 0; i < 896; i++) s += (double)a[r * 896 + i] * a[r * 896 + i];
-        double sc = 1.0 / sqrt(s / 896 + 1e-6);
-        for (int64_t i = 0; i < 896; i++) {
-            double e = fabs(o[r * 896 + i] - a[r * 896 + i] * sc);
-            if (e > worst) worst = e;
-        }
+        fill(a + r * C, C, 1.0f);
+        for (int i = 0; i < C; i++) s += (double)a[r * C + i] * a[r * C + i];
+        const float k = amp[r] / (float)sqrt(s / C); /* the row's RMS becomes amp[r] */
+        for (int i = 0; i < C; i++) a[r * C + i] *= k;
     }
-    CHECK(worst < 1e-5, "rms_norm worst abs error %g (tolerance 1e-5)", worst);
-    free(a);
-    free(o);
+    for (int e = 0; e < 3; e++) {
+        int64_t no = 0;
+        rms_eps_now = epss[e];
+        o[e] = run_unary(b_rms_eps, ne, a, NULL, NULL, &no);
+        REQUIRE(o[e] && no == C * R, "no output for eps %g", (double)epss[e]);
+        double worst = 0;
+        int wr = 0;
+        for (int r = 0; r < R; r++) {
+            double s = 0;
+            for (int i = 0; i < C; i++) s += (double)a[r * C + i] * a[r * C + i];
+            const double sc = 1.0 / sqrt(s / C + epss[e]);
+            for (int i = 0; i < C; i++) {
+                /* outputs are O(1) for rows well above eps, smaller below: relative to the row's scale */
+                const double want = a[r * C + i] * sc, err = fabs(o[e][r * C + i] - want) / (amp[r] * sc);
+                if (err > worst) worst = err, wr = r;
+            }
+        }
+        CHECK(worst < 2e-6, "eps %g: worst error %g of the row's output scale (row %d, RMS %g; tolerance 2e-6)",
+              (double)epss[e], worst, wr, (double)amp[wr]);
+    }
+    /* RMS 1e-3: mean square 1e-6 = eps, so eps = 0 scales by sqrt(2) more; RMS 1.0: eps is 1e-6 of the
+     * mean square, below f32 resolution of the sum's effect on most outputs */
+    const int r1 = 2;
+    double ratio0 = o[1][r1 * C] / o[0][r1 * C], ratio5 = o[2][r1 * C] / o[0][r1 * C];
+    CHECK(fabs(ratio0 - sqrt(2.0)) < 1e-5, "RMS 1e-3 row: eps 0 / eps 1e-6 = %.7f, want sqrt(2) = 1.4142136", ratio0);
+    CHECK(fabs(ratio5 - sqrt(2e-6 / 11e-6)) < 1e-5, "RMS 1e-3 row: eps 1e-5 / eps 1e-6 = %.7f, want sqrt(2/11) = %.7f",
+          ratio5, sqrt(2e-6 / 11e-6));
+    for (int e = 0; e < 3; e++) free(o[e]);
 }
 
 static void test_add_mul_broadcast(void) {

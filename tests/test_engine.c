@@ -9,6 +9,10 @@
 #include "minfer.h"
 
 #include "gguf/gguf.h"
+#include "model/model.h"
+#include "quant/quant.h"
+
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +347,71 @@ static void test_model_info_and_progress(void) {
     mf_model_free(m);
 }
 
+/* The built graph carries the file's numbers, read here from the GGUF keys themselves: every RMS norm
+ * the file's layer_norm_rms_epsilon, every RoPE its rope.freq_base (scale 1), every attention
+ * 1/sqrt(key_length, or embedding_length / head_count).  These are invisible to most goldens at tiny shapes (eps 1e-6 against activations
+ * of RMS ~1), so they are pinned exactly. */
+static void graph_params(const char *path, const char *arch, int want_norms) {
+    mf_model *m = NULL;
+    mf_error err = {0};
+    REQUIRE(mf_model_open(path, NULL, &m, &err) == 0, "%s", err.msg);
+    char key[96];
+    float eps = -1, base = -1;
+    uint32_t hd = 0;
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+    REQUIRE(mf_gguf_get_f32(m->gguf, key, &eps, &err) == 0, "%s", err.msg);
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    REQUIRE(mf_gguf_get_f32(m->gguf, key, &base, &err) == 0, "%s", err.msg);
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    if (mf_gguf_find_key(m->gguf, key) >= 0) {
+        REQUIRE(mf_gguf_get_u32(m->gguf, key, &hd, &err) == 0, "%s", err.msg);
+    } else { /* llama.cpp's default: embedding_length / head_count */
+        uint32_t ne = 0, nh = 0;
+        snprintf(key, sizeof key, "%s.embedding_length", arch);
+        REQUIRE(mf_gguf_get_u32(m->gguf, key, &ne, &err) == 0, "%s", err.msg);
+        snprintf(key, sizeof key, "%s.attention.head_count", arch);
+        REQUIRE(mf_gguf_get_u32(m->gguf, key, &nh, &err) == 0 && nh > 0, "%s", err.msg);
+        hd = ne / nh;
+    }
+    CHECK(eps == 1e-6f && base == 1e6f && hd == 64, "the generator's eps %g base %g key_length %u changed", (double)eps,
+          (double)base, hd);
+    static float cache[4096];
+    void *kc[2] = {cache, cache}, *vc[2] = {cache, cache};
+    REQUIRE(m->hp.n_layer == 2, "layers %d", m->hp.n_layer);
+    mf_build_params bp = {.n_tokens = 3, .n_outputs = 1, .n_cells = 8, .kv_type = MF_TYPE_F32, .k_cache = kc, .v_cache = vc};
+    mf_graph_io io;
+    mf_graph *g = mf_graph_new();
+    REQUIRE(mf_model_build(m, &bp, g, &io, &err) == 0, "%s", err.msg);
+    int norms = 0, ropes = 0, atts = 0;
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (int32_t i = 0; i < mf_graph_n_nodes(g); i++) {
+        const mf_node *n = mf_graph_node(g, i);
+        if (n->op == MF_OP_RMS_NORM) {
+            norms++;
+            CHECK(n->fparams[0] == eps, "%s node %d (%s): eps %.9g, the file says %.9g", arch, i, n->name,
+                  (double)n->fparams[0], (double)eps);
+        } else if (n->op == MF_OP_ROPE) {
+            ropes++;
+            CHECK(n->fparams[0] == base && n->fparams[1] == 1.0f && n->iparams[0] == (int32_t)hd,
+                  "%s node %d (%s): rope base %.9g scale %g dims %d, the file says %.9g, 1, %u", arch, i, n->name,
+                  (double)n->fparams[0], (double)n->fparams[1], (int)n->iparams[0], (double)base, hd);
+        } else if (n->op == MF_OP_ATTENTION) {
+            atts++;
+            CHECK(n->fparams[0] == scale, "%s node %d (%s): attention scale %.9g, want 1/sqrt(%u) = %.9g", arch, i,
+                  n->name, (double)n->fparams[0], hd, (double)scale);
+        }
+    }
+    CHECK(norms == want_norms && ropes == 4 && atts == 2, "%s: %d rms norms (want %d), %d ropes, %d attentions", arch,
+          norms, want_norms, ropes, atts);
+    mf_graph_free(g);
+    mf_model_close(m);
+}
+
+static void test_graph_carries_the_files_hyperparameters(void) {
+    graph_params(q2_path, "qwen2", 2 * 2 + 1); /* attn + ffn per layer, output */
+    graph_params(q3_path, "qwen3", 4 * 2 + 1); /* + q and k norms */
+}
+
 int main(void) {
     if (!gen_model("qwen2", "q8_0", q2_path, sizeof q2_path) ||
         !gen_model("qwen3", "q4_0", q3_path, sizeof q3_path)) {
@@ -356,6 +425,7 @@ int main(void) {
     RUN(test_a_batch_without_outputs_fills_the_cache);
     RUN(test_refusals);
     RUN(test_model_info_and_progress);
+    RUN(test_graph_carries_the_files_hyperparameters);
     remove(q2_path);
     remove(q3_path);
     return mf_test_done();

@@ -718,6 +718,68 @@ static void test_byte_flips(void) {
     free(file);
 }
 
+static size_t find_bytes(const uint8_t *h, size_t n, const char *s) {
+    const size_t k = strlen(s);
+    for (size_t i = 0; i + k <= n; i++)
+        if (!memcmp(h + i, s, k)) return i;
+    return (size_t)-1;
+}
+
+/* Single flips in known fields: each refusal names the field, where it is and the value it read (not
+ * only "some message"): the counts, a value type, and every field of a tensor's index entry. */
+static void test_byte_flips_name_the_field(void) {
+    size_t len = 0;
+    uint8_t *file = sample_bytes(&len);
+    REQUIRE(file, "sample");
+    mf_error err = {0};
+    mf_gguf *g = NULL;
+    uint8_t *copy = NULL;
+    REQUIRE_OK(open_copy(file, len, &g, &copy, &err), "full: %s", err.msg);
+    const uint64_t data_off = mf_gguf_data_offset(g);
+    mf_gguf_close(g);
+    free(copy);
+    /* token_embd.weight's entry: name, n_dims u32, ne[2] u64, type u32 (1 = f16), offset u64 (0) */
+    const size_t arch = find_bytes(file, len, "general.architecture"), te = find_bytes(file, len, "token_embd.weight");
+    REQUIRE(arch == 32 && te != (size_t)-1 && te < data_off, "sample layout: arch key at %zu, token_embd at %zu", arch,
+            te);
+    const size_t dims = te + 17, ne0 = dims + 4, type = ne0 + 16, offs = type + 4;
+    char past[192], ty[96], vt[128];
+    snprintf(past, sizeof past,
+             "tensor 'token_embd.weight' data [offset 0, 12800 bytes] ends past the file (%zu bytes; the data section "
+             "starts at byte %llu)",
+             len, (unsigned long long)data_off);
+    snprintf(ty, sizeof ty, "tensor type 65 (offset %zu) is not a known ggml type", type);
+    snprintf(vt, sizeof vt, "metadata key 0 'general.architecture': value type at offset %zu is 247, not a GGUF value type (0..12)",
+             arch + 20);
+    struct {
+        size_t off;
+        uint8_t x;
+        const char *want;
+    } cases[] = {
+        {15, 0x80, "header claims 9223372036854775811 tensors, but the"},   /* tensor count's top bit */
+        {23, 0x80, "header claims 9223372036854775817 metadata keys, but"}, /* key count's top bit */
+        {arch + 20, 0xff, vt},                                             /* the first value's type 8 -> 247 */
+        {dims, 0x0c, "tensor 'token_embd.weight' (index entry 0): n_dims is 14, must be 1..4"},
+        {ne0 + 7, 0x40, "shape [4611686018427387936, 40, 1, 1] has more than 2^63 elements"},
+        {ne0, 0x80, past}, /* ne[0] 32 -> 160 */
+        {type, 0x40, ty},  /* f16 -> 65 */
+        {offs, 0x63, "tensor 'token_embd.weight' data offset 99 is not a multiple of the alignment 32"},
+    };
+    for (size_t i = 0; i < MF_ARRAY_LEN(cases); i++) {
+        const uint8_t keep = file[cases[i].off];
+        file[cases[i].off] ^= cases[i].x;
+        err.msg[0] = 0;
+        g = NULL;
+        const int rc = open_copy(file, len, &g, &copy, &err);
+        CHECK(rc == MF_E_FORMAT && g == NULL && strstr(err.msg, cases[i].want),
+              "byte %zu ^ 0x%02x: rc %d, message '%s', want '%s'", cases[i].off, cases[i].x, rc, err.msg, cases[i].want);
+        if (!rc) mf_gguf_close(g);
+        free(copy);
+        file[cases[i].off] = keep;
+    }
+    free(file);
+}
+
 /* Builds small files field by field so each case corrupts exactly one thing. */
 typedef struct {
     uint64_t n_t, n_kv;
@@ -905,6 +967,7 @@ int main(int argc, char **argv) {
     RUN(test_versions);
     RUN(test_truncation);
     RUN(test_byte_flips);
+    RUN(test_byte_flips_name_the_field);
     RUN(test_malformed_fields);
     return mf_test_done();
 }

@@ -126,8 +126,12 @@ static void test_seq_cp_copies_rows_into_new_cells(void) {
     CHECK(mf_kv_seq_n_cells(kv, 3) == 2 && mf_kv_seq_pos_max(kv, 3) == 1, "dst cells %d max %d",
           mf_kv_seq_n_cells(kv, 3), mf_kv_seq_pos_max(kv, 3));
     for (int c = 3; c < 5; c++) {
-        CHECK(mf_kv_cell_seq(kv, c) == 3, "cell %d seq %d", c, mf_kv_cell_seq(kv, c));
-        int src = mf_kv_cell_pos(kv, c);
+        /* source cells in cell order to the lowest free cells: cell 3 <- cell 0 (pos 0), 4 <- 1 (pos 1) */
+        const int src = c - 3;
+        CHECK(mf_kv_cell_seq(kv, c) == 3 && mf_kv_cell_pos(kv, c) == src, "cell %d: seq %d pos %d, want seq 3 pos %d",
+              c, mf_kv_cell_seq(kv, c), mf_kv_cell_pos(kv, c), src);
+        CHECK(mf_kv_cell_seq(kv, src) == 0 && mf_kv_cell_pos(kv, src) == src, "source cell %d now seq %d pos %d", src,
+              mf_kv_cell_seq(kv, src), mf_kv_cell_pos(kv, src));
         for (int l = 0; l < 2; l++)
             CHECK(((float *)mf_kv_k(kv, l))[c * 8 + 5] == (float)(100 * l + 10 * src + 5) &&
                       ((float *)mf_kv_v(kv, l))[c * 8 + 5] == (float)-(100 * l + 10 * src + 5),
@@ -138,6 +142,12 @@ static void test_seq_cp_copies_rows_into_new_cells(void) {
     REQUIRE(mf_kv_prepare(kv, 1, &p, &s, &c, w, WS, &err) == 0, "%s", err.msg);
     CHECK(c == 5 && w[0] == 3 && w[1] == 3 && w[2] == 4 && w[3] == 5, "cell %d window %d: %d %d %d", c, w[0],
           w[1], w[2], w[3]);
+    /* a range that starts inside: positions 1 and 2 keep their positions (cells 6, 7) */
+    REQUIRE(mf_kv_seq_cp(kv, 0, 4, 1, 3, &err) == 0, "%s", err.msg);
+    CHECK(mf_kv_seq_n_cells(kv, 4) == 2 && mf_kv_cell_seq(kv, 6) == 4 && mf_kv_cell_pos(kv, 6) == 1 &&
+              mf_kv_cell_seq(kv, 7) == 4 && mf_kv_cell_pos(kv, 7) == 2,
+          "seq 4: %d cells, cell 6 seq %d pos %d, cell 7 seq %d pos %d (want pos 1, 2)", mf_kv_seq_n_cells(kv, 4),
+          mf_kv_cell_seq(kv, 6), mf_kv_cell_pos(kv, 6), mf_kv_cell_seq(kv, 7), mf_kv_cell_pos(kv, 7));
     /* clear */
     mf_kv_seq_rm(kv, -1, -1, -1);
     CHECK(mf_kv_n_used(kv) == 0, "used %d", mf_kv_n_used(kv));

@@ -112,6 +112,42 @@ static void test_typical_keeps_the_typical_set(void) {
     mf_sampler_free(s);
 }
 
+/* The typical set is ordered by |-ln p - H|, not by p: here the most likely token is the least typical
+ * after the 0.1 one, so a sampler that keeps probability order keeps {0} instead of {1, 2}. */
+static void test_typical_orders_by_typicality_not_probability(void) {
+    mf_sampler_params p = off();
+    p.typ_p = 0.3f;
+    mf_sampler *s = mk(&p, 4);
+    REQUIRE(s, "new");
+    /* p = 0.5, 0.2, 0.2, 0.1: H = 1.2206; |-ln p - H| = 0.527, 0.389, 0.389, 1.082 -> order 1, 2, 0, 3;
+     * cum 0.2, 0.4 > 0.3 -> keep {1, 2} -> 0.5 each (probability order would stop at {0}: 0.5 > 0.3) */
+    float l[4] = {logf(0.5f), logf(0.2f), logf(0.2f), logf(0.1f)};
+    int32_t ids[4];
+    float pr[4];
+    int n = mf_sampler_candidates(s, l, ids, pr, 4);
+    CHECK(n == 2 && ((ids[0] == 1 && ids[1] == 2) || (ids[0] == 2 && ids[1] == 1)), "n %d ids %d %d (want 1 and 2)",
+          n, ids[0], n > 1 ? ids[1] : -1);
+    CHECK(n == 2 && NEAR(pr[0], 0.5) && NEAR(pr[1], 0.5), "p %f %f", pr[0], n > 1 ? pr[1] : -1);
+    mf_sampler_free(s);
+}
+
+/* Softmax subtracts the maximum: logits near 1000 (exp overflows f32 beyond 88) give the same
+ * probabilities as the same logits shifted to 0. */
+static void test_softmax_is_shift_invariant(void) {
+    mf_sampler_params p = off();
+    mf_sampler *s = mk(&p, 3);
+    REQUIRE(s, "new");
+    float l[3] = {1000.0f, 999.0f, 997.0f};
+    int32_t ids[3];
+    float pr[3];
+    int n = mf_sampler_candidates(s, l, ids, pr, 3);
+    /* softmax([0, -1, -3]) = 0.7053845, 0.2594965, 0.0351190 */
+    CHECK(n == 3 && ids[0] == 0 && ids[1] == 1 && ids[2] == 2, "n %d ids %d %d %d", n, ids[0], ids[1], ids[2]);
+    CHECK(NEAR(pr[0], 0.7053845) && NEAR(pr[1], 0.2594965) && NEAR(pr[2], 0.0351190), "p %f %f %f", pr[0], pr[1],
+          pr[2]);
+    mf_sampler_free(s);
+}
+
 static void test_penalties_follow_llama_cpp(void) {
     mf_sampler_params p = off();
     p.penalty_repeat = 2.0f;
@@ -227,6 +263,8 @@ int main(void) {
     RUN(test_min_p_is_relative_to_the_best);
     RUN(test_temperature_scales_logits);
     RUN(test_typical_keeps_the_typical_set);
+    RUN(test_typical_orders_by_typicality_not_probability);
+    RUN(test_softmax_is_shift_invariant);
     RUN(test_penalties_follow_llama_cpp);
     RUN(test_penalty_window_forgets_old_tokens);
     RUN(test_chain_order_penalties_before_top_k);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# minfer tokenize: --ids output against the HF/llama.cpp goldens (tests/golden/tok/tokenize.json), -p and
+# minfer tokenize: --ids output against the HF/llama.cpp goldens (tests/golden/tok/tokenize.json) and fixed
+# HF ids for invalid UTF-8, -p and
 # -f (bytes exact, trailing newlines kept), --no-special, the per-token listing, and the refusals.
 source "$(dirname "$0")/lib.bash"
 
@@ -40,10 +41,20 @@ ids file-plain '[9707, 11, 1879, 0]' -- -f "$TMP/tok_plain.txt"
 : >"$TMP/tok_empty.txt"
 ids file-empty '[]' -- -f "$TMP/tok_empty.txt"
 
-# invalid UTF-8 in a file: each maximal ill-formed sequence is one U+FFFD
-printf 'a\xff\xfeb' >"$TMP/tok_bad.txt"
-want=$("$MINFER" tokenize -m "$MODEL" --ids -p $'a\uFFFD\uFFFDb')
-ids invalid-utf8 "$want" -- -f "$TMP/tok_bad.txt"
+# invalid UTF-8 in a file: each maximal ill-formed subpart is one U+FFFD (Unicode's "best practice", what
+# Python's bytes.decode('utf-8', 'replace') and TextDecoder do); the ids are the HF tokenizer's for that
+# text: byte-level BPE of the pre-tokenizer's pieces over tokenizers/qwen3's merges, fixed here (U+FFFD
+# alone is 5691 as in the golden "\ufffd replacement", two of them 9973, three 57332).
+bad_utf8() { # NAME BYTES WANT
+    printf "$2" >"$TMP/tok_bad.txt"
+    ids "$1" "$3" -- -f "$TMP/tok_bad.txt"
+}
+bad_utf8 invalid-utf8        'a\xff\xfeb'     '[64, 9973, 65]'   # two lone bytes: 'a' + 2 x U+FFFD + 'b'
+bad_utf8 invalid-truncated   'x\xe4\xbd'      '[87, 5691]'       # a cut 3-byte sequence is ONE U+FFFD
+bad_utf8 invalid-overlong    '\xc0\xafz'      '[9973, 89]'       # C0 never starts a sequence: 2 x U+FFFD
+bad_utf8 invalid-surrogate   '\xed\xa0\x80!' '[57332, 0]'       # ED A0 80 (a surrogate): 3 x U+FFFD
+bad_utf8 invalid-cut-emoji   ' \xf0\x9f\x98' '[29333]'          # ' ' + one U+FFFD, one piece
+bad_utf8 invalid-after-cjk   '\xe4\xbd\xa0\xe5' '[56568, 5691]'   # '你' + a cut lead byte
 
 # the listing: one line per token, id then the quoted piece, control characters escaped
 out=$("$MINFER" tokenize -m "$MODEL" -p $'Hi\tthere\n' 2>&1)
