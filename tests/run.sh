@@ -35,6 +35,11 @@ cpu_isa() {
     else echo avx2; fi
 }
 f_cpu=$(cpu_isa)
+# Under a user-mode emulator uname and /proc/cpuinfo are the host's: MF_TEST_CPU_ISA names the guest's.
+if [ -n "${MF_TEST_CPU_ISA:-}" ]; then
+    if [ "$(isa_level "$MF_TEST_CPU_ISA")" -ge 0 ]; then f_cpu=${MF_TEST_CPU_ISA,,}; else
+        echo "FAIL MF_TEST_CPU_ISA='$MF_TEST_CPU_ISA' is not one of scalar|avx2|avx512"; fail=$((fail + 1)); fi
+fi
 f_isa=$f_cpu # MINFER_ISA picks a kernel set the CPU has; anything else leaves the best one
 if [ -n "${MINFER_ISA:-}" ] && [ "$(isa_level "$MINFER_ISA")" -ge 0 ] &&
     [ "$(isa_level "$MINFER_ISA")" -le "$(isa_level "$f_cpu")" ]; then f_isa=${MINFER_ISA,,}; fi

@@ -25,7 +25,7 @@ fake_cli() { cat >"$R/tests/cli/$1"; }
 skips() { cat >"$R/tests/expected-skips.txt"; }
 # run_fake [VAR=value...]: run.sh in the fake tree, none of this run's own settings leaking in
 run_fake() {
-    env -u MF_TESTS -u MINFER_ISA -u MF_TEST_FULL -u MF_TEST_TMP -u MF_BUILD BUILD=build "$@" \
+    env -u MF_TESTS -u MINFER_ISA -u MF_TEST_CPU_ISA -u MF_TEST_FULL -u MF_TEST_TMP -u MF_BUILD BUILD=build "$@" \
         bash "$R/tests/run.sh" >"$R/out" 2>&1
     rc=$?
     last=$(tail -n 1 "$R/out")
@@ -110,6 +110,11 @@ run_fake MINFER_ISA=scalar; want_pass "isa<avx2 holds under MINFER_ISA=scalar" "
 if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
     run_fake MINFER_ISA=avx2; want_fail "isa<avx2 does not hold under MINFER_ISA=avx2" "do not hold here"
 fi
+skips <<'EOF'
+test_a | t1 | cpu<avx2 | an emulated CPU
+EOF
+run_fake MF_TEST_CPU_ISA=scalar; want_pass "MF_TEST_CPU_ISA names the CPU's kernel set" "1 passed, 0 failed, 1 skipped"
+run_fake MF_TEST_CPU_ISA=sse9; want_fail "an unknown MF_TEST_CPU_ISA fails" "MF_TEST_CPU_ISA='sse9' is not one of"
 skips <<'EOF'
 test_a | t1 | full | one line
 test_a | t1 | linux | or another
