@@ -48,8 +48,8 @@ n=$(printf '%s' "${MF_TEST_FULL:-}" | sed -nE '1s/^[[:space:]]*[+-]?0*([0-9]+).*
 [ -n "$n" ] && [ "$n" != 0 ] && f_full=1
 f_cuda_build=0 # the library holds the nvcc objects (make CUDA=1)
 ar t "$BUILD/libminfer.a" 2>/dev/null | grep -q '\.cu\.o$' && f_cuda_build=1
-f_cuda_device=0
-nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && f_cuda_device=1
+f_cuda_device=0 # a GPU, and CUDA not turned off (src/backend/cuda/cuda_entry.c checks the variable's presence)
+[ -z "${MINFER_DISABLE_CUDA+set}" ] && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && f_cuda_device=1
 f_os=$(uname -s | tr '[:upper:]' '[:lower:]')
 echo "run.sh: isa $f_isa (cpu $f_cpu), full $f_full, cuda-build $f_cuda_build, cuda-device $f_cuda_device, $f_os"
 
@@ -120,7 +120,7 @@ if [ -f "$SKIPS" ]; then
     done <"$SKIPS"
 fi
 
-# check_skips NAME LOG SKIPPED: prints the verdict on each skip; echoes nothing, returns the failures in nf.
+# check_skips NAME LOG SKIPPED: prints the verdict on each skip and sets nf to the number of failures.
 check_skips() {
     local name=$1 log=$2 s=$3 line sname i listed holds n=0
     nf=0
