@@ -1,6 +1,6 @@
 # minfer — one library, thin front ends.  See README.md and docs/ARCHITECTURE.md.
 #   make            libminfer.a, minfer, mf-genmodel, test binaries
-#   make test       every test (tests/run.sh prints "N passed, N failed")
+#   make test       every test (tests/run.sh: "N passed, N failed, N skipped"; docs/TESTING.md)
 #   make asan       the same tests under AddressSanitizer + UBSan (separate build dir)
 #   make CUDA=1     also compile the CUDA backend with nvcc
 #   make BUILD=dir  put every output under dir (parallel work trees share one checkout)

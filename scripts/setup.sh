@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS="build-essential clang libclang-rt-dev pkg-config python3 libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev"
 missing=""
-for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+arch=$(dpkg --print-architecture)
+# "$p:$arch" too: with a second architecture's copy installed (a cross-build machine) the bare name is ambiguous
+for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || dpkg -s "$p:$arch" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
     as_root=""
     if [ "$(id -u)" -ne 0 ]; then

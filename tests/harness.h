@@ -1,13 +1,16 @@
 /* A tiny test harness: every test binary prints "PASS name" / "FAIL name: why" per check group and
- * closes with "<binary>: N passed, N failed"; tests/run.sh adds them up.  Exit status 1 on failure.
+ * closes with "RESULT N passed, N failed, N skipped"; tests/run.sh adds them up.  Exit status 1 on failure.
  *
  *   static void test_x(void) { CHECK(a == b, "a=%d b=%d", a, b); }
  *   int main(void) { RUN(test_x); return mf_test_done(); }
  *
- * SKIP(reason) ends the current test as skipped (with the reason printed), never as passed. */
+ * SKIP(reason) ends the current test as skipped (with the reason printed), never as passed;
+ * mf_test_skip(name, reason) counts one named part of a test that did not run (a test that loops over cases).
+ * Every skip prints "SKIP name: reason": tests/run.sh holds them against tests/expected-skips.txt. */
 #ifndef MF_TEST_HARNESS_H
 #define MF_TEST_HARNESS_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +76,18 @@ static const char *mf_t_cur;
         }                                                                                          \
         fflush(stdout);                                                                            \
     } while (0)
+
+/* A part of the current test (one case of its loop) that does not run here, counted as skipped with its own
+ * name, so the run shows it instead of dropping it silently. */
+__attribute__((format(printf, 2, 3))) static inline void mf_test_skip(const char *name, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stdout, "SKIP %s: ", name);
+    vfprintf(stdout, fmt, ap);
+    fputc('\n', stdout);
+    va_end(ap);
+    mf_t_skipped++;
+}
 
 static inline int mf_test_done(void) {
     fprintf(stdout, "RESULT %d passed, %d failed, %d skipped\n", mf_t_passed, mf_t_failed, mf_t_skipped);

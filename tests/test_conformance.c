@@ -417,19 +417,26 @@ static void test_conformance(void) {
     while ((e = readdir(d)) && n < 256) {
         size_t l = strlen(e->d_name);
         if (l < 6 || strcmp(e->d_name + l - 5, ".json")) continue;
-        if (!strncmp(e->d_name, "full-", 5) && !full) continue;
         names[n++] = strdup(e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
     REQUIRE(n > 0, "no goldens in %s", golden_dir);
     double worst = 0;
+    int ran = 0;
     for (int i = 0; i < n; i++) {
-        run_golden(names[i], &worst);
+        if (!strncmp(names[i], "full-", 5) && !full) {
+            /* reported, not dropped: tests/expected-skips.txt lists them for runs without MF_TEST_FULL */
+            names[i][strlen(names[i]) - 5] = '\0'; /* the name without .json */
+            mf_test_skip(names[i], "full-size golden; runs with MF_TEST_FULL=1 (make test-full)");
+        } else {
+            run_golden(names[i], &worst);
+            ran++;
+        }
         fflush(stdout);
         free(names[i]);
     }
-    printf("  measured worst max|dlogit| over %d goldens: %.3e\n", n, worst);
+    printf("  measured worst max|dlogit| over %d goldens: %.3e\n", ran, worst);
 }
 
 int main(void) {

@@ -43,7 +43,7 @@ for f in --arch --preset --type --seed --tied --untied --tokenizer --layers --ct
 done
 if [ -z "$miss" ]; then ok "help lists flags"; else bad "help lists flags" "missing:$miss"; fi
 
-# minfer info reads what the generator wrote (when the info command is there)
+# minfer info reads what the generator wrote (a failing info is a failure, not a skip)
 if "$MINFER" info -m "$D/a.gguf" >"$D/info.txt" 2>&1; then
     if grep -Eq 'general.architecture +string +"qwen2"' "$D/info.txt" && grep -Eq '^tensors: +27$' "$D/info.txt"; then
         ok "minfer info: qwen2, 27 tensors"
@@ -60,7 +60,7 @@ if "$MINFER" info -m "$D/a.gguf" >"$D/info.txt" 2>&1; then
         ok "minfer info: --layers/--tied/--ctx honoured"
     else bad "minfer info q4_k_m" "$(head -c 600 "$D/info3k.txt")"; fi
 else
-    echo "SKIP minfer info: not available ($(head -c 200 "$D/info.txt"))"
+    bad "minfer info reads the generated file" "exit $?: $(head -c 600 "$D/info.txt")"
 fi
 
 rm -f "$D"/*.gguf
