@@ -488,15 +488,27 @@ static void test_add_mul_broadcast(void) {
     free(b);
 }
 
-/* The CPU's own exp: within 2 ulp-ish (3e-7 relative) of exp() over the range softmax and SiLU use, 0
- * below -87.33, NaN kept; the vector kernels of the active ISA give the scalar form's bits, tails included. */
+/* The CPU's exp is llama.cpp's (ggml_v_expf of its AVX2 build): SiLU of 8 inputs (one vector) as
+ * libggml-cpu-haswell.so of node-llama-cpp@3.21.1 (llama.cpp 80fb11a) computes them, each one where it
+ * differs from x / (1 + expf(-x)) with glibc's expf; within ~2 ulp of exp() where the result is normal, 0
+ * below -104, NaN kept; the vector kernels of the active ISA give the scalar form's bits, tails included,
+ * and exp_sub returns the sum in llama.cpp's softmax order. */
 static void test_vec_exp(void) {
     mf_cpu_vec v;
     mf_cpu_vec_init(&v);
+    static const float ggml_silu[8][2] = {
+        {-0x1.8p+3f, -0x1.353f18p-14f}, {-0x1.59cp+3f, -0x1.cc1014p-13f}, {-0x1.338p+3f, -0x1.52042p-11f},
+        {-0x1.0ddp+3f, -0x1.e170b8p-10f}, {-0x1.d04p+2f, -0x1.500ea8p-8f}, {-0x1.84ep+2f, -0x1.c848d4p-7f},
+        {-0x1.33ep+2f, -0x1.3e52b4p-5f}, {-0x1.d1p+1f, -0x1.7f513p-4f}};
+    float gx[8], gy[8];
+    for (int i = 0; i < 8; i++) gx[i] = ggml_silu[i][0];
+    v.swiglu(8, gx, NULL, gy);
+    for (int i = 0; i < 8; i++)
+        CHECK(gy[i] == ggml_silu[i][1], "silu(%a) = %a, llama.cpp's %a", gx[i], gy[i], ggml_silu[i][1]);
     enum { N = 4099 };
     static float x[N], y[N], u[N], z[N];
     seed(21);
-    for (int i = 0; i < N; i++) x[i] = -100.0f + 190.0f * (float)i / (float)(N - 1); /* -100 .. 90 */
+    for (int i = 0; i < N; i++) x[i] = -110.0f + 200.0f * (float)i / (float)(N - 1); /* -110 .. 90 */
     x[5] = NAN, x[6] = -INFINITY, x[7] = INFINITY, x[8] = 0.0f, x[9] = -0.0f, x[10] = 1e-40f, x[11] = -87.3f;
     fill(u, N, 2.0f);
     double worst = 0;
@@ -504,24 +516,44 @@ static void test_vec_exp(void) {
     v.exp_sub(N, x, 0.0f, y);
     for (int i = 0; i < N; i++) {
         const float want = mf_cpu_expf(x[i]);
-        if (memcmp(&want, &y[i], 4) && bad++ < 3) CHECK(0, "exp(%a): vector %a, scalar %a", x[i], y[i], want);
         if (isnan(x[i])) {
-            CHECK(isnan(y[i]), "exp(NaN) is NaN");
+            CHECK(isnan(y[i]) && isnan(want), "exp(NaN) is NaN: vector %g, scalar %g", y[i], want);
             continue;
         }
-        if (x[i] < -87.33654f) {
+        if (memcmp(&want, &y[i], 4) && bad++ < 3) CHECK(0, "exp(%a): vector %a, scalar %a", x[i], y[i], want);
+        if (x[i] < -104.0f) {
             CHECK(y[i] == 0.0f, "exp(%g) = %g, want 0", x[i], y[i]);
             continue;
         }
-        if (x[i] > 88.0f) continue; /* capped */
+        if (x[i] < -87.33f || x[i] > 88.3f) continue; /* denormal results / overflow */
         const double e = fabs(y[i] - exp((double)x[i])) / exp((double)x[i]);
         if (e > worst) worst = e;
     }
+    CHECK(isinf(mf_cpu_expf(INFINITY)) && mf_cpu_expf(-INFINITY) == 0.0f, "exp(+-inf)");
     CHECK(worst <= 3e-7, "exp: worst relative error %g", worst);
+    { /* the sum, in llama.cpp's order: per 8 in float, its horizontal add, then in double */
+        static float w[N];
+        fill(w, N, 4.0f);
+        double ws = 0;
+        for (int i = 0; i < N; i += 8) {
+            float e[8] = {0};
+            for (int l = 0; l < 8 && i + l < N; l++) e[l] = mf_cpu_expf(w[i + l] - 4.0f);
+            ws += (double)(((e[0] + e[4]) + (e[2] + e[6])) + ((e[1] + e[5]) + (e[3] + e[7])));
+        }
+        const double got = v.exp_sub(N, w, 4.0f, z);
+        CHECK(got == ws, "exp_sub's sum %.17g, llama.cpp's order %.17g", got, ws);
+    }
+    x[5] = NAN;
     v.swiglu(N, x, u, y);
     v.swiglu(N, x, NULL, z);
     for (int i = 0; i < N; i++) {
-        const float s = x[i] / (1.0f + mf_cpu_expf(-x[i])), su = s * u[i];
+        /* the elements of the last n % 8 are ggml_silu_f32's (libm expf), the rest ggml_v_silu's */
+        const float e = i < (N & ~7) ? mf_cpu_expf(0.0f - x[i]) : expf(-x[i]);
+        const float s = x[i] / (1.0f + e), su = s * u[i];
+        if (isnan(s)) {
+            CHECK(isnan(y[i]) && isnan(z[i]), "silu(NaN)");
+            continue;
+        }
         if ((memcmp(&su, &y[i], 4) || memcmp(&s, &z[i], 4)) && bad++ < 3)
             CHECK(0, "silu(%a): vector %a / %a, scalar %a / %a", x[i], y[i], z[i], su, s);
     }

@@ -2,7 +2,9 @@
  *
  * The legacy 32-blocks (Q4_0 Q4_1 Q5_0 Q5_1 Q8_0) follow ggml's *_ref functions step for step; the
  * K-quants use a plain min/max (Q4_K, Q5_K) or absmax (Q6_K) scale per sub-block instead of ggml's
- * iterative search: the bit layout is exactly llama.cpp's, the chosen levels need not be.  Only
+ * iterative search: the bit layout is exactly llama.cpp's, the chosen levels need not be; the signs are
+ * llama.cpp's (Q4_0 / Q5_0 d and Q6_K's d and int8 scales take both signs, as ggml's quantizers give
+ * them; before 2026-12-01 Q6_K's were all positive, which hid sign bugs in the kernels).  Only
  * IEEE-exact operations are used (+ - * /, fabsf, comparisons), so the output bytes are the same on
  * every machine. */
 #include "genmodel.h"
@@ -191,21 +193,28 @@ static void q5_k(const float *x, mf_block_q5_K *y, int64_t nb) {
     }
 }
 
+/* Q6_K as quantize_row_q6_K_ref chooses its signs: a sub-block's scale is 1 / (-32 / max) with max its
+ * element of largest magnitude (so that element maps to level -32, the long end of -32..31: the scale has
+ * the opposite sign of max), d = 1 / (-128 / the scale of largest magnitude) (that sub-block gets -128),
+ * and every int8 scale is nearest(-128 / that scale * its scale), at most 127.  Scales and d therefore take
+ * both signs, as in every llama.cpp Q6_K file.  (ggml refines each sub-block scale by a search,
+ * make_qx_quants with rmse_type 1; we keep its first guess.) */
 static void q6_k(const float *x, mf_block_q6_K *y, int64_t nb) {
     uint8_t L[256];
     for (int64_t i = 0; i < nb; i++, x += 256) {
-        float sc[16], max_sc = 0;
+        float sc[16], max_sc = 0, max_abs = 0;
         for (int j = 0; j < 16; j++) {
-            float amax = 0;
-            for (int l = 0; l < 16; l++) amax = amax > gm_absf(x[16 * j + l]) ? amax : gm_absf(x[16 * j + l]);
-            sc[j] = amax / 31.f;
-            if (sc[j] > max_sc) max_sc = sc[j];
+            float amax = 0, max = 0;
+            for (int l = 0; l < 16; l++)
+                if (gm_absf(x[16 * j + l]) > amax) amax = gm_absf(x[16 * j + l]), max = x[16 * j + l];
+            sc[j] = amax > 0 ? 1.0f / (-32.f / max) : 0.0f;
+            if (gm_absf(sc[j]) > max_abs) max_abs = gm_absf(sc[j]), max_sc = sc[j];
         }
-        y[i].d = mf_fp32_to_fp16(max_sc / 127.f);
+        const float iscale = max_sc != 0 ? -128.f / max_sc : 0.0f;
+        y[i].d = mf_fp32_to_fp16(iscale != 0 ? 1.0f / iscale : 0.0f);
         const float d = mf_fp16_to_fp32(y[i].d);
-        const float id = d ? 1.0f / d : 0.0f;
         for (int j = 0; j < 16; j++) {
-            y[i].scales[j] = (int8_t)gm_clampi(gm_nearest(sc[j] * id), 0, 127);
+            y[i].scales[j] = (int8_t)gm_clampi(gm_nearest(iscale * sc[j]), -128, 127);
             const float ds = d * y[i].scales[j];
             for (int l = 0; l < 16; l++)
                 L[16 * j + l] = (uint8_t)(32 + (ds ? gm_clampi(gm_nearest(x[16 * j + l] / ds), -32, 31) : 0));

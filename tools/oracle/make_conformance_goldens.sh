@@ -17,6 +17,10 @@
 #      runs the vec_dot kernels minfer mirrors instead of the repacked q4_0_8x8 / q4_K_8x8 GEMV/GEMM; it changes
 #      nothing for types llama.cpp never repacks on x86. REPACK=1 records llama.cpp's default. The golden's
 #      oracle.repack says which; tests/test_conformance.c applies its tight classes only to repack:false.)
+#      CPU_VARIANT (default haswell): the ggml-cpu library llama_oracle loads (--cpu-variant). The variant
+#      changes the bits (the AVX-512 ones have another vector exp for softmax and SiLU, 16 lanes wide), and
+#      minfer's kernels repeat the AVX2 one; pinning it makes the goldens the same on every x86 machine.
+#      Written to oracle.cpu_variant.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUILD=${BUILD:-build-engine}
@@ -26,6 +30,7 @@ OUT=tests/golden/conformance
 WORK=${WORK:-$BUILD/conformance-work}
 N_GEN=${N_GEN:-40}
 REPACK=${REPACK:-0}
+CPU_VARIANT=${CPU_VARIANT:-haswell}
 repack_flag=--no-repack repack_json=false
 if [ "$REPACK" = 1 ]; then repack_flag='' repack_json=true; fi
 full=0
@@ -54,6 +59,11 @@ models=(
     "qwen3-tiny-q6_k|--arch qwen3 --preset tiny --type q6_k --seed 1 --untied"
     "qwen3-tiny-f16-tied|--arch qwen3 --preset tiny --type f16 --seed 2 --tied"
     "qwen3-tiny-q4_k_m-tied|--arch qwen3 --preset tiny --type q4_k_m --seed 2 --tied"
+    "qwen3-tiny-bf16|--arch qwen3 --preset tiny --type bf16 --seed 1 --untied"
+    "qwen2-tiny-q4_1|--arch qwen2 --preset tiny --type q4_1 --seed 1 --untied"
+    "qwen3-tiny-q5_0|--arch qwen3 --preset tiny --type q5_0 --seed 1 --untied"
+    "qwen2-tiny-q5_1|--arch qwen2 --preset tiny --type q5_1 --seed 1 --untied"
+    "qwen3-tiny-q5_k|--arch qwen3 --preset tiny --type q5_k --seed 1 --untied"
 )
 else
 models=(
@@ -87,19 +97,20 @@ for entry in "${models[@]}"; do
     for p in "${prompts[@]}"; do
         pname=${p%%|*}
         ptext=${p#*|}
-        ids=$("$ORACLE" tokenize --model "$model" --text "$ptext" 2>/dev/null | tr -d ' \n')
-        greedy=$("$ORACLE" greedy --model "$model" --tokens "$ids" -n "$N_GEN" --top 5 --threads 2 ${repack_flag:+"$repack_flag"} 2>/dev/null)
+        ids=$("$ORACLE" tokenize --cpu-variant "$CPU_VARIANT" --model "$model" --text "$ptext" 2>/dev/null | tr -d ' \n')
+        greedy=$("$ORACLE" greedy --cpu-variant "$CPU_VARIANT" --model "$model" --tokens "$ids" -n "$N_GEN" --top 5 --threads 2 ${repack_flag:+"$repack_flag"} 2>/dev/null)
         seq=$(printf '%s' "$greedy" | jq -c '.prompt + .generated')
-        evalj=$("$ORACLE" eval --model "$model" --tokens "$seq" --top 5 --threads 2 ${repack_flag:+"$repack_flag"} 2>/dev/null | jq -s -c '.')
+        evalj=$("$ORACLE" eval --cpu-variant "$CPU_VARIANT" --model "$model" --tokens "$seq" --top 5 --threads 2 ${repack_flag:+"$repack_flag"} 2>/dev/null | jq -s -c '.')
         jq -n -c --arg name "$pname" --arg text "$ptext" --argjson prompt "$ids" --argjson g "$greedy" \
             --argjson e "$evalj" \
             '{name: $name, text: $text, prompt: $prompt, greedy: {generated: $g.generated, steps: $g.steps}, eval: $e}' \
             >>"$cases_file"
     done
     jq -n -c --arg name "$name" --arg args "$args" --arg sha "$sha" --arg commit "$commit" --argjson n_gen "$N_GEN" \
-        --argjson repack "$repack_json" --slurpfile cases "$cases_file" \
+        --argjson repack "$repack_json" --arg cpu_variant "$CPU_VARIANT" --slurpfile cases "$cases_file" \
         '{name: $name, generator: {args: ($args | split(" "))}, sha256: $sha,
-          oracle: {llama_cpp: $commit, kv: "f32", flash_attn: "off", logits: "raw", n_gen: $n_gen, repack: $repack},
+          oracle: {llama_cpp: $commit, kv: "f32", flash_attn: "off", logits: "raw", n_gen: $n_gen, repack: $repack,
+                  cpu_variant: $cpu_variant},
           cases: $cases}' >"$OUT/$name.json"
     rm -f "$model" "$cases_file"
     echo "make_conformance_goldens: $OUT/$name.json ($sha)" >&2

@@ -1,8 +1,8 @@
 /* CPU attention over explicit cell windows, and the KV store.
  *
  * For query t and head h (kv head h / (n_head / n_head_kv)): scores s_c = dot(q, k_c) * scale for the
- * cells c of column t of the window in list order, softmax with max subtraction (sum in double),
- * out = sum_c p_c v_c / sum.  One (t, h) pair is always computed by one thread in one fixed order, so a
+ * cells c of column t of the window in list order, softmax with max subtraction as llama.cpp's
+ * soft_max_ext (see normalize), out = sum_c p_c v_c.  One (t, h) pair is always computed by one thread in one fixed order, so a
  * query's result does not depend on the other queries in the batch or on the thread count. */
 #include "backend/cpu/cpu_impl.h"
 
@@ -95,7 +95,7 @@ size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n) {
     /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [rows][hd], the queries
      * converted to K's vec_dot type (at most f32-sized) [rows][hd], the scores of one key [rows], and for the
      * dot_rows path the queries as f32 [rows][hd] and one K row as f32 [hd]; the AVX-512 path also a K block
-     * [hd][16], its scores [rows][16] and 1 / sum [rows] */
+     * [hd][16], its scores [rows][16] and the pv16 factors [rows] */
     return (rows * (size_t)nw + rows + (size_t)hd + 3 * rows * (size_t)hd + (size_t)hd + rows +
             (x16 ? 16 * (size_t)hd + 17 * rows : 0)) * sizeof(float) +
            12 * 64;
@@ -135,7 +135,7 @@ typedef struct {
     float *scores, *mx, *buf, *acc; /* this thread's scratch */
     float *qf, *kf, *sk;            /* dot_rows path: queries, one K row as f32; sk: one key's dots */
     mf_dot_rows_fn dot_rows;        /* NULL: one vec_dot per (row, key) */
-    float *kt, *s16, *inv;          /* AVX-512 path: K block [hd][16], its scores [rows][16], 1 / sum [rows] */
+    float *kt, *s16, *inv;          /* AVX-512 path: K block [hd][16], its scores [rows][16], pv16 factors [rows] */
     uint8_t *qc;
 } att_ctx;
 
@@ -252,6 +252,16 @@ static void score_blocks(const att_ctx *a, const int32_t *const *cols, int64_t n
     }
 }
 
+/* A row's softmax as llama.cpp's soft_max_ext gives it to kqv = mul_mat(v, kq): e^(s - max) with the sum
+ * in its order (vec.c), then every probability times (float)(1 / sum) BEFORE the values are weighted
+ * (ggml_vec_scale_f32).  Scaling the weighted sum afterwards instead rounds differently, and that last-bit
+ * difference in the attention output, converted to q8 for the output projection, flipped a q8 level at a
+ * position of qwen3-tiny-q8_0 whose K/V then moved 46 eval rows (docs/CONFORMANCE.md). */
+static void normalize(const mf_cpu_vec *vec, int64_t cnt, float *p, float mx) {
+    const float inv = (float)(1.0 / vec->exp_sub(cnt, p, mx, p));
+    for (int64_t j = 0; j < cnt; j++) p[j] *= inv;
+}
+
 /* The AVX-512 path over the same run (see attend_run for the run): the scores (by blocks; key by key when
  * the run has fewer than X16_MIN_ROWS rows, e.g. one decode token's heads, which do not pay for the
  * transposition - the same bits either way), softmax per row as there, then the values per token. */
@@ -264,10 +274,8 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
     (rows < X16_MIN_ROWS ? score_keys : score_blocks)(a, cols, nh, rows, kvh);
     for (int64_t r = 0; r < rows; r++) {
         const int64_t cr = cols[r / nh][0];
-        a->vec->exp_sub(cr, scores + r * nw, mx[r], scores + r * nw);
-        double sum = 0.0;
-        for (int64_t j = 0; j < cr; j++) sum += (double)scores[r * nw + j];
-        a->inv[r] = (float)(1.0 / sum);
+        normalize(a->vec, cr, scores + r * nw, mx[r]);
+        a->inv[r] = 1.0f; /* the probabilities are normalized already */
     }
     for (int64_t i = 0; i < nt; i++) {
         const mf_cpu_att_pv pv = {.hd = hd,
@@ -290,23 +298,20 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
  * previous one, none empty).  Row r = (token i, head g) = i * nh + g.  Key j of the longest window is
  * visited once; the rows of the tokens whose windows reach j (a suffix of the run, the counts grow) use
  * its K row and its V row converted once.  Each row still gets exactly the single-token sequence: its
- * scores by vec_dot in its window order, its own max, exp_sub over its own scores, then sum and axpy in
- * its window order, the same final scaling - so a run of any length gives every row the same bits. */
+ * scores by vec_dot in its window order, its own max, its own normalized probabilities, then axpy in
+ * its window order - so a run of any length gives every row the same bits. */
 static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
                        int64_t h0, int64_t nh) {
     const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1][0];
     const int32_t *cell = cols[nt - 1] + 1;
     float *scores = a->scores, *mx = a->mx, *acc = a->acc;
-    double sum[HB_MAX];
     for (int64_t r = 0; r < rows; r++) {
-        sum[r] = 0.0;
         convert_query(a, r, t0 + r / nh, h0 + r % nh, a->dot_rows != NULL);
     }
     score_keys(a, cols, nh, rows, kvh);
     const size_t vslice = mf_row_size(a->v->type, e0), vbytes = mf_row_size(a->v->type, hd);
     int64_t r0 = 0; /* the first row whose window reaches key j */
-    for (int64_t r = 0; r < rows; r++)
-        a->vec->exp_sub(cols[r / nh][0], scores + r * nw, mx[r], scores + r * nw);
+    for (int64_t r = 0; r < rows; r++) normalize(a->vec, cols[r / nh][0], scores + r * nw, mx[r]);
     memset(acc, 0, (size_t)(rows * hd) * sizeof(float));
     r0 = 0;
     for (int64_t j = 0; j < cnt; j++) {
@@ -317,15 +322,11 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
         const float *vr = kv_row(a->vec, a->v, cell[j], e0, hd, a->buf);
         for (int64_t r = r0; r < rows; r++) {
             const float p = scores[r * nw + j];
-            sum[r] += (double)p;
             a->vec->axpy(hd, p, vr, acc + r * hd);
         }
     }
-    for (int64_t r = 0; r < rows; r++) {
-        const float inv = (float)(1.0 / sum[r]);
-        float *out = out_row(a, t0 + r / nh, h0 + r % nh);
-        for (int64_t d = 0; d < hd; d++) out[d] = acc[r * hd + d] * inv;
-    }
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(out_row(a, t0 + r / nh, h0 + r % nh), acc + r * hd, (size_t)hd * sizeof(float));
 }
 
 /* Work item = (block of tokens, kv head, block of that kv head's query heads).  The tokens of a block

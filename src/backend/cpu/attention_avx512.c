@@ -5,7 +5,8 @@
  * block, so a query row's 16 dots are hd broadcast-fmas, grouped exactly as the AVX2 F32/F16 vec_dot
  * groups one dot (its 32 partial sums and their reduction tree, one lane per key): the same bits as the
  * plain path, fixed per (query row, key) whatever the block, the run or the batch.
- * Values: acc[d] += p_j * v_j[d] (a multiply, then an add) in window order from 0, then * (1 / sum):
+ * Values: acc[d] += p_j * v_j[d] (a multiply, then an add) in window order from 0, then * inv (attention.c
+ * passes 1: its probabilities are normalized already, see normalize there):
  * the same operations as the plain axpy loop, 16 elements at a time, the accumulators in registers for a
  * few heads of one token while its window streams through. */
 #include "backend/cpu/cpu_impl.h"

@@ -25,10 +25,11 @@ typedef struct {
     float (*dot)(const float *a, const float *b, int64_t n);
     void (*axpy)(int64_t n, float p, const float *x, float *y); /* y += p * x */
     void (*f16_to_f32)(const uint16_t *h, float *f, int64_t n);
-    void (*exp_sub)(int64_t n, const float *x, float sub, float *y); /* y = e^(x - sub), y may be x */
+    /* y = e^(x - sub), y may be x; returns their sum as llama.cpp's softmax adds it (vec.c) */
+    double (*exp_sub)(int64_t n, const float *x, float sub, float *y);
     void (*swiglu)(int64_t n, const float *x, const float *u, float *y); /* y = silu(x) * u; u NULL: silu */
 } mf_cpu_vec;
-/* the exp every CPU op uses (scalar form of vec.c's kernels, bitwise equal to them) */
+/* the exp every CPU op uses: one lane of ggml's AVX2 ggml_v_expf (vec.c's kernels give the same bits) */
 float mf_cpu_expf(float x);
 void mf_cpu_vec_init(mf_cpu_vec *v);
 
@@ -163,7 +164,7 @@ typedef struct {
     int nh;
     const float *p;  /* [nh][p_stride] probabilities */
     size_t p_stride;
-    const float *inv; /* [nh] 1 / sum */
+    const float *inv; /* [nh] a factor for each row's sum (attention.c: 1, p is normalized) */
     const char *v;
     size_t v_nb1, voff;
     uint32_t vtype;

@@ -149,9 +149,7 @@ void mf_cpu_op_softmax(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth
         float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
         float max = -INFINITY;
         for (int64_t i = 0; i < ne0; i++) max = x[i] > max ? x[i] : max;
-        ex->cpu->vec.exp_sub(ne0, x, max, y);
-        double sum = 0.0;
-        for (int64_t i = 0; i < ne0; i++) sum += (double)y[i];
+        const double sum = ex->cpu->vec.exp_sub(ne0, x, max, y); /* llama.cpp's order (vec.c) */
         const float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < ne0; i++) y[i] *= inv;
     }

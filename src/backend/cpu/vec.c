@@ -3,10 +3,21 @@
  * is exact either way; exp is the same sequence of correctly rounded operations (fmaf = vfmadd).  So the
  * ISA choice never changes a result.
  *
- * exp: libm's expf one value at a time was ~5% of a prefill (softmax, SiLU).  Here: n = round(x log2 e),
- * r = x - n ln2 (ln2 split in two, Cody-Waite), e^r by Cephes' expf polynomial (about 1 ulp), times 2^n
- * built in the exponent bits; x below -87.33 gives 0 and x is capped at 88 (e^88 = 1.7e38; only the
- * SiLU of x < -88 sees it, as -x / 1.7e38 instead of -0).  llama.cpp also uses its own vector exp there. */
+ * exp, softmax and SiLU repeat llama.cpp's CPU backend as its AVX2 build (ggml-cpu "haswell", the
+ * variant the conformance goldens are recorded with) computes them, operation for operation:
+ *   exp:     ggml_v_expf (ggml-cpu vec.h, MIT; from ARM's optimized-routines expf): n = round(x log2 e)
+ *            by the 1.5 * 2^23 shift, b = x - n ln2 (two fnmadds), a degree-5 polynomial j = e^b - 1 in
+ *            the order written there, e^x = fma(j, 2^n, 2^n), and its own path for |n| > 126 (denormal
+ *            results, 0 below about -104, inf above 88.38).  Max error ~1.5 ulp.
+ *   softmax: ggml_vec_soft_max_f32: e^(x - max) per element, the sum per 8 elements in float as its
+ *            horizontal add ((e0+e4)+(e2+e6)) + ((e1+e5)+(e3+e7)), the 8-sums added in double.  A row
+ *            shorter than a multiple of 8 sums as if padded with zeros (llama.cpp's KQ rows are padded to
+ *            256 cells with -inf, whose exp is 0).
+ *   SiLU:    ggml_v_silu, x / (1 + e^-x) with that exp, 8 elements at a time; the last n % 8 elements as
+ *            ggml_silu_f32 does, with libm's expf (llama.cpp's tail too).
+ * Before (9834f6b .. this change) a Cephes-polynomial exp of about the same accuracy rounded differently
+ * from ggml's in enough elements that the activations converted to q8 after SiLU and attention flipped a
+ * level ~40x as often (docs/CONFORMANCE.md, "exp"). */
 #include <math.h>
 #include "backend/cpu/cpu_impl.h"
 
@@ -15,46 +26,72 @@
 #define MF_CPU_X86 1
 #endif
 
-#define EXP_LO -87.33654f
-#define EXP_HI 88.0f
-#define LOG2E 1.44269504088896341f
-#define LN2_HI 0.693145751953125f
-#define LN2_LO 1.428606765330187e-06f
-#define EP0 1.9875691500e-4f
-#define EP1 1.3981999507e-3f
-#define EP2 8.3334519073e-3f
-#define EP3 4.1665795894e-2f
-#define EP4 1.6666665459e-1f
-#define EP5 5.0000001201e-1f
+/* ggml_v_expf's constants */
+#define EXP_SHIFT 0x1.8p23f
+#define EXP_LOG2E 0x1.715476p+0f
+#define EXP_LN2_HI 0x1.62e4p-1f
+#define EXP_LN2_LO 0x1.7f7d1cp-20f
+#define EXP_C1 0x1.ffffecp-1f
+#define EXP_C2 0x1.fffdb6p-2f
+#define EXP_C3 0x1.555e66p-3f
+#define EXP_C4 0x1.573e2ep-5f
+#define EXP_C5 0x1.0e4020p-7f
 
-float mf_cpu_expf(float x) {
-    if (isnan(x)) return x;
-    if (x < EXP_LO) return 0.0f;
-    if (x > EXP_HI) x = EXP_HI;
-    const float n = rintf(x * LOG2E);
-    float r = fmaf(-n, LN2_HI, x);
-    r = fmaf(-n, LN2_LO, r);
-    float p = fmaf(EP0, r, EP1);
-    p = fmaf(p, r, EP2);
-    p = fmaf(p, r, EP3);
-    p = fmaf(p, r, EP4);
-    p = fmaf(p, r, EP5);
-    const float e = fmaf(p, r * r, r) + 1.0f;
-    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, 4);
-    return e * scale;
+static inline float f_of(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint32_t u_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
 }
 
-static void exp_sub_scalar(int64_t n, const float *x, float sub, float *y) {
-    for (int64_t i = 0; i < n; i++) y[i] = mf_cpu_expf(x[i] - sub);
+/* one lane of ggml_v_expf (AVX2), every operation as there */
+float mf_cpu_expf(float x) {
+    const float z = fmaf(x, EXP_LOG2E, EXP_SHIFT);
+    const float n = z - EXP_SHIFT;
+    const float b = fmaf(-n, EXP_LN2_LO, fmaf(-n, EXP_LN2_HI, x));
+    const uint32_t e = u_of(z) << 23;
+    const float k = f_of(e + u_of(1.0f));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(EXP_C5, b, EXP_C4), u, fmaf(EXP_C3, b, EXP_C2)), u, EXP_C1 * b);
+    if (!(fabsf(n) > 126.0f)) return fmaf(j, k, k); /* NaN too */
+    const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
+    const float s1 = f_of(g + 0x7f000000u), s2 = f_of(e - g);
+    if (fabsf(n) > 192.0f) return s1 * s1;
+    return fmaf(s2, j, s2) * s1;
+}
+
+/* ggml_silu_f32: the tail of ggml_vec_swiglu_f32 (libm's expf) */
+static inline float silu_tail(float x) {
+    return x / (1.0f + expf(-x));
+}
+
+/* the horizontal add of one 8-element group as ggml_vec_soft_max_f32 does it */
+static inline float hsum8(const float *e) {
+    return ((e[0] + e[4]) + (e[2] + e[6])) + ((e[1] + e[5]) + (e[3] + e[7]));
+}
+
+static double exp_sub_scalar(int64_t n, const float *x, float sub, float *y) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i += 8) {
+        float e[8] = {0};
+        for (int64_t l = 0; l < 8 && i + l < n; l++) e[l] = y[i + l] = mf_cpu_expf(x[i + l] - sub);
+        sum += (double)hsum8(e);
+    }
+    return sum;
 }
 
 static void swiglu_scalar(int64_t n, const float *x, const float *u, float *y) {
-    for (int64_t i = 0; i < n; i++) {
-        const float s = x[i] / (1.0f + mf_cpu_expf(-x[i]));
+    const int64_t nv = n & ~(int64_t)7; /* the elements the AVX2 loop takes 8 at a time */
+    int64_t i = 0;
+    for (; i < nv; i++) {
+        const float s = x[i] / (1.0f + mf_cpu_expf(0.0f - x[i]));
         y[i] = u ? s * u[i] : s;
     }
+    for (; i < n; i++) y[i] = u ? silu_tail(x[i]) * u[i] : silu_tail(x[i]);
 }
 
 static float dot_scalar(const float *a, const float *b, int64_t n) {
@@ -91,48 +128,67 @@ __attribute__((target("avx"))) static void axpy_avx(int64_t n, float p, const fl
 }
 
 #define AVX2 __attribute__((target("avx2,fma")))
+/* ggml_v_expf (ggml-cpu vec.h, the __AVX2__ && __FMA__ form), unchanged */
 static inline AVX2 __m256 exp8(__m256 x) {
-    const __m256 lo = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_LT_OQ);
-    x = _mm256_min_ps(x, _mm256_set1_ps(EXP_HI)); /* NaN lanes: the callers put the NaN back */
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(EP0), r, _mm256_set1_ps(EP1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP5));
-    const __m256 e = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(lo, _mm256_mul_ps(e, _mm256_castsi256_ps(bits)));
+    const __m256 r = _mm256_set1_ps(EXP_SHIFT);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(EXP_LOG2E), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1))));
+    const __m256i c =
+        _mm256_castps_si256(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n), _mm256_set1_ps(126), _CMP_GT_OQ));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(EXP_C5), b, _mm256_set1_ps(EXP_C4)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(EXP_C3), b, _mm256_set1_ps(EXP_C2))),
+        u, _mm256_mul_ps(_mm256_set1_ps(EXP_C1), b));
+    if (!_mm256_movemask_ps(_mm256_castsi256_ps(c))) return _mm256_fmadd_ps(j, k, k);
+    const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                       _mm256_set1_epi32((int)0x82000000u));
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
+    const __m256i d =
+        _mm256_castps_si256(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n), _mm256_set1_ps(192), _CMP_GT_OQ));
+    return _mm256_or_ps(
+        _mm256_and_ps(_mm256_castsi256_ps(d), _mm256_mul_ps(s1, s1)),
+        _mm256_andnot_ps(_mm256_castsi256_ps(d),
+                         _mm256_or_ps(_mm256_and_ps(_mm256_castsi256_ps(c), _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1)),
+                                      _mm256_andnot_ps(_mm256_castsi256_ps(c), _mm256_fmadd_ps(k, j, k)))));
 }
 
-static AVX2 void exp_sub_avx2(int64_t n, const float *x, float sub, float *y) {
+/* ggml_vec_soft_max_f32's AVX2 loop; the last n % 8 elements as one zero-padded group (see the top) */
+static AVX2 double exp_sub_avx2(int64_t n, const float *x, float sub, float *y) {
     const __m256 vs = _mm256_set1_ps(sub);
+    double sum = 0.0;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_sub_ps(_mm256_loadu_ps(x + i), vs);
-        const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-        _mm256_storeu_ps(y + i, _mm256_blendv_ps(exp8(v), v, nan));
+        const __m256 val = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+        _mm256_storeu_ps(y + i, val);
+        __m128 v2 = _mm_add_ps(_mm256_extractf128_ps(val, 1), _mm256_castps256_ps128(val));
+        v2 = _mm_add_ps(v2, _mm_movehl_ps(v2, v2));
+        v2 = _mm_add_ss(v2, _mm_movehdup_ps(v2));
+        sum += (double)_mm_cvtss_f32(v2);
     }
-    for (; i < n; i++) y[i] = mf_cpu_expf(x[i] - sub);
+    if (i < n) {
+        float e[8] = {0};
+        for (int64_t l = 0; i + l < n; l++) e[l] = y[i + l] = mf_cpu_expf(x[i + l] - sub);
+        sum += (double)hsum8(e);
+    }
+    return sum;
 }
 
+/* ggml_vec_swiglu_f32's AVX2 loop (ggml_v_silu times u), then ggml_silu_f32 for the tail */
 static AVX2 void swiglu_avx2(int64_t n, const float *x, const float *u, float *y) {
     int64_t i = 0;
     const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i), m = _mm256_sub_ps(zero, v);
-        const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-        const __m256 e = _mm256_blendv_ps(exp8(m), m, nan);
-        __m256 s = _mm256_div_ps(v, _mm256_add_ps(one, e));
+        const __m256 v = _mm256_loadu_ps(x + i);
+        __m256 s = _mm256_div_ps(v, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, v))));
         if (u) s = _mm256_mul_ps(s, _mm256_loadu_ps(u + i));
         _mm256_storeu_ps(y + i, s);
     }
-    for (; i < n; i++) {
-        const float s = x[i] / (1.0f + mf_cpu_expf(-x[i]));
-        y[i] = u ? s * u[i] : s;
-    }
+    for (; i < n; i++) y[i] = u ? silu_tail(x[i]) * u[i] : silu_tail(x[i]);
 }
 
 __attribute__((target("avx,f16c"))) static void f16_f16c(const uint16_t *h, float *f, int64_t n) {
