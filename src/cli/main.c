@@ -32,7 +32,8 @@ static void usage(FILE *f) {
                "                   never adds one, cpu is always allowed; also MINFER_BACKENDS=<csv>\n"
                "                   (the flag wins); `minfer backends` lists what this build can use\n"
                "  -h, --help       this help; `minfer <command> --help` documents each command\n"
-               "\nenvironment: MINFER_LOG=error|warn|info|debug, MINFER_ISA=scalar|avx2|avx512,\n"
+               "\nenvironment: MINFER_LOG=error|warn|info|debug,\n"
+               "             MINFER_ISA=scalar|avx2|avx512 (x86-64 builds), scalar|neon (aarch64 builds),\n"
                "             MINFER_BACKENDS=<csv>, MINFER_DISABLE_CUDA (set: do not use the device),\n"
                "             MINFER_SPIN=N (pause iterations before a waiting thread yields, default 256),\n"
                "             MINFER_SPIN_US=N (then yield-spin this long before sleeping, default 3000)\n");
