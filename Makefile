@@ -5,6 +5,8 @@
 #   make CUDA=1     also compile the CUDA backend with nvcc
 #   make BUILD=dir  put every output under dir (parallel work trees share one checkout)
 #   make fuzz       libFuzzer harnesses (clang, ASan + UBSan) in build-fuzz/, each run FUZZ_TIME seconds
+#   make cross-test build for aarch64 with Debian's cross gcc and run every test under qemu-user
+#                   (scripts/cross-test.sh; installs the toolchain on first use)
 CC      ?= gcc
 BUILD   ?= build
 WERROR  ?= -Werror
@@ -21,7 +23,21 @@ CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Wno-unused-paramet
 CFLAGS  += $(CFLAGS_BASE) $(shell pkg-config --cflags libpcre2-8 libutf8proc libcjson 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs libpcre2-8 libutf8proc libcjson 2>/dev/null) -lm -pthread $(SAN)
 
-LIB_SRC  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
+# SIMD kernel files by target architecture (the compiler's, so CC=aarch64-linux-gnu-gcc cross-builds):
+# the x86 ones (immintrin, cpuid) only for x86-64, the NEON ones only for aarch64, the scalar kernels
+# everywhere (kernels.c lists each architecture's ISAs).
+ARCH     ?= $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
+X86_SRC  := $(addprefix src/quant/,dot_avx2.c dot_avx512.c kernels_x86.c tile_avx2.c tile_avx512.c x16_avx512.c \
+              x8_avx2.c x8_avx512.c)
+NEON_SRC := $(addprefix src/quant/,dot_neon.c kernels_neon.c)
+ifeq ($(ARCH),x86_64)
+ARCH_OFF := $(NEON_SRC)
+else ifeq ($(ARCH),aarch64)
+ARCH_OFF := $(X86_SRC)
+else
+ARCH_OFF := $(X86_SRC) $(NEON_SRC)
+endif
+LIB_SRC  := $(filter-out $(ARCH_OFF),$(shell find src -name '*.c' -not -path 'src/cli/*' | sort))
 CLI_SRC  := $(wildcard src/cli/*.c)
 GEN_SRC  := $(wildcard tools/genmodel/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -46,7 +62,7 @@ LIB := $(BUILD)/libminfer.a
 BIN := $(BUILD)/minfer
 GEN := $(BUILD)/mf-genmodel
 
-.PHONY: all test test-full asan fuzz fuzz-build clean format
+.PHONY: all test test-full asan fuzz fuzz-build cross-test clean format
 all: $(LIB) $(BIN) $(GEN) $(TEST_BIN)
 
 # The generator's default tokenizer is the repository's own copy, by absolute path, so it runs from any
@@ -133,6 +149,10 @@ $(BUILD)/fuzz-replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -o $@ $< tests/fuzz/replay.c $(filter %.o,$^) $(LIB) $(LDLIBS)
+
+# The whole suite for aarch64 under qemu-user (CROSS_BUILD=build-aarch64; see scripts/cross-test.sh).
+cross-test:
+	bash scripts/cross-test.sh
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(FUZZ_BUILD)

@@ -384,8 +384,9 @@ static bool run_layout(const cJSON *j, const char *name, const char *model, bool
     }
     /* The tight classes rest on the x86 SIMD kernels repeating llama.cpp's AVX2 kernels operation for
      * operation; the plain-C reference kernels (MINFER_ISA=scalar, or a CPU without AVX2) sum in their own
-     * order, so there the file layout is held to the loose class too ("scalar-order"). */
-    const bool scalar = mf_quant_active_isa() == MF_ISA_SCALAR;
+     * order, and so do the aarch64 NEON ones (bitwise the scalar ones), so there the file layout is held to
+     * the loose class too ("scalar-order"). */
+    const bool scalar = mf_quant_active_isa() == MF_ISA_SCALAR || mf_quant_active_isa() == MF_ISA_NEON;
     if (scalar) tight = false;
     layout_name = tight ? "file layout"
                         : tight_golden ? (scalar ? "scalar-order" : "x8-order")

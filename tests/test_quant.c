@@ -234,7 +234,7 @@ static void test_from_float_golden(void) {
         char name[64];
         snprintf(name, sizeof name, "act_%s.bin", mf_type_name(pairs[i].act));
         if (!read_golden(name, want, sz)) continue;
-        for (int isa = 0; isa < 3; isa++) {
+        for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(pairs[i].weight, (mf_isa)isa);
             if (!k) continue;
             CHECK(k->vec_dot_type == pairs[i].act, "%s: vec_dot_type %d", name, k->vec_dot_type);
@@ -316,6 +316,24 @@ static void test_kernels_table(void) {
     CHECK(mf_quant_kernels_get(MF_TYPE_Q8_K) == NULL && mf_quant_kernels_get(MF_TYPE_I32) == NULL &&
               mf_quant_kernels_get(1000) == NULL, "non-weight types have no kernels");
     CHECK(mf_quant_kernels_get_isa(MF_TYPE_Q4_0, (mf_isa)7) == NULL, "bad isa");
+    /* the kernel sets of the build's architecture, and none of another's */
+#if defined(__x86_64__)
+    const mf_isa foreign = MF_ISA_NEON;
+#else
+    const mf_isa foreign = MF_ISA_AVX2;
+    CHECK(mf_quant_kernels_get_isa(MF_TYPE_Q4_0, MF_ISA_AVX512) == NULL, "no AVX-512 kernels outside x86-64");
+#endif
+    CHECK(mf_quant_kernels_get_isa(MF_TYPE_Q4_0, foreign) == NULL, "no %s kernels in this build", mf_isa_name(foreign));
+#if defined(__aarch64__)
+    /* every aarch64 CPU has NEON: it is the best set, with its own kernel for each of these types */
+    CHECK(mf_cpu_best_isa() == MF_ISA_NEON, "best isa %s on aarch64", mf_isa_name(mf_cpu_best_isa()));
+    static const uint32_t neon_types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q6_K};
+    for (size_t i = 0; i < sizeof neon_types / sizeof neon_types[0]; i++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(neon_types[i], MF_ISA_NEON),
+                               *ref = mf_quant_kernels_get_isa(neon_types[i], MF_ISA_SCALAR);
+        CHECK(k && ref && k->vec_dot != ref->vec_dot, "%s has a NEON vec_dot", mf_type_name(neon_types[i]));
+    }
+#endif
     printf("  cpu best isa: %s, active: %s\n", mf_isa_name(mf_cpu_best_isa()), mf_isa_name(mf_quant_active_isa()));
 }
 
@@ -352,7 +370,7 @@ static void test_dot_llama_golden(void) {
         char name[64];
         snprintf(name, sizeof name, "dot_%s.bin", mf_type_name(wt));
         if (!read_golden(name, want, sizeof want)) continue;
-        for (int isa = 0; isa < 3; isa++) {
+        for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
             if (!k) continue;
             k->from_float(x, a, QG_DOT_N);
@@ -405,15 +423,17 @@ static void test_dot_llama_exact(void) {
 }
 
 /* Every SIMD kernel against the scalar one, on random weights and on activations from from_float
- * and from random blocks.  Integer block sums are exact on both sides; only the float folding differs
- * (8 lanes + a final horizontal sum, vs one accumulator in block order; lane int32 -> f32 conversions
- * can round above 2^24 for K formats), so allow 2e-6 of sum |w*a|, about 30 f32 ulps of the magnitude. */
+ * and from random blocks.  Integer block sums are exact on both sides.  x86: only the float folding
+ * differs (8 lanes + a final horizontal sum, vs one accumulator in block order; lane int32 -> f32
+ * conversions can round above 2^24 for K formats), so allow 2e-6 of sum |w*a|, about 30 f32 ulps of the
+ * magnitude.  NEON keeps the scalar folding, so there every result must be bitwise the scalar one. */
 static void test_isa_vs_scalar(void) {
     enum { N = 4096, NF = N + 32 }; /* float types also run n = N + 24 (vector leftovers) */
     static uint8_t w[NF * 4], a[NF * 4];
     static float x[NF];
     int tested = 0;
-    for (int isa = MF_ISA_AVX2; isa <= MF_ISA_AVX512; isa++) {
+    for (int isa = MF_ISA_SCALAR + 1; isa < MF_ISA_COUNT; isa++) {
+        const bool bitwise = isa == MF_ISA_NEON;
         for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
             const uint32_t wt = k_weight_types[i];
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
@@ -435,14 +455,18 @@ static void test_isa_vs_scalar(void) {
                     ref->vec_dot(nn, &want, w, a);
                     double mag;
                     dot_reference(wt, k->vec_dot_type, w, a, nn, &mag);
-                    CHECK(fabs((double)got - want) <= 2e-6 * mag + 1e-30, "%s %s seed %llu n %lld: %.9g vs scalar %.9g (mag %.3g)",
-                          mf_type_name(wt), mf_isa_name((mf_isa)isa), (unsigned long long)seed, (long long)nn, got, want, mag);
+                    if (bitwise)
+                        CHECK(fbits(got) == fbits(want), "%s %s seed %llu n %lld: %a, scalar %a (must be bitwise equal)",
+                              mf_type_name(wt), mf_isa_name((mf_isa)isa), (unsigned long long)seed, (long long)nn, got, want);
+                    else
+                        CHECK(fabs((double)got - want) <= 2e-6 * mag + 1e-30, "%s %s seed %llu n %lld: %.9g vs scalar %.9g (mag %.3g)",
+                              mf_type_name(wt), mf_isa_name((mf_isa)isa), (unsigned long long)seed, (long long)nn, got, want, mag);
                     tested++;
                 }
             }
         }
     }
-    if (!tested) SKIP("this CPU has no AVX2");
+    if (!tested) SKIP("this CPU has no SIMD kernel set");
 }
 
 /* SIMD activation converters write the scalar converter's bytes on many float shapes. */
@@ -452,7 +476,7 @@ static void test_from_float_isa(void) {
     static uint8_t got[N * 4], want[N * 4];
     const uint32_t wts[] = {MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0, MF_TYPE_Q4_K};
     int tested = 0;
-    for (int isa = MF_ISA_AVX2; isa <= MF_ISA_AVX512; isa++) {
+    for (int isa = MF_ISA_SCALAR + 1; isa < MF_ISA_COUNT; isa++) {
         for (size_t i = 0; i < sizeof wts / sizeof wts[0]; i++) {
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(wts[i], (mf_isa)isa);
             const mf_quant_kernels *ref = mf_quant_kernels_get_isa(wts[i], MF_ISA_SCALAR);
@@ -476,7 +500,7 @@ static void test_from_float_isa(void) {
             }
         }
     }
-    if (!tested) SKIP("this CPU has no AVX2");
+    if (!tested) SKIP("this CPU has no SIMD kernel set");
 }
 
 /* Tiles must give vec_dot's bits for every pair and every tile shape, on every ISA. */
@@ -484,7 +508,7 @@ static void test_tile_bitwise(void) {
     enum { N = 1024 + 32, NW = 5, NA = 5 };
     static uint8_t w[NW][N * 4], a[NA][N * 4];
     static float x[N];
-    for (int isa = 0; isa <= MF_ISA_AVX512; isa++) {
+    for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
         for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
             const uint32_t wt = k_weight_types[t];
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
@@ -527,7 +551,7 @@ static void test_tile_bitwise_lengths(void) {
     static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
     static uint8_t w[NW][NB * 34], a[NA][NB * 34];
     static float x[NB * QK];
-    for (int isa = 0; isa <= MF_ISA_AVX512; isa++) {
+    for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(types[t], (mf_isa)isa);
             if (!k) continue;
@@ -591,9 +615,14 @@ static void test_x8_repack_and_kernels(void) {
     CHECK(mf_repack_type_rows(MF_TYPE_Q8_0, 64, 24, MF_X16_ROWS) == MF_TYPE_Q8_0, "N %% 16 != 0 has no x16 layout");
     CHECK(mf_repack_type_rows(MF_TYPE_Q4_K, 256, 32, MF_X16_ROWS) == MF_TYPE_Q4_K, "q4_K has no x16 layout");
     CHECK(mf_repack_as(MF_TYPE_Q8_0_X16, MF_TYPE_Q4_0, w, wx, 64, 32) == MF_E_INVAL, "mf_repack_as refuses a foreign layout");
+#if defined(__x86_64__)
     CHECK(mf_repack_type(MF_TYPE_Q8_0, 64, 32) ==
-              (mf_quant_active_isa() >= MF_ISA_AVX512 ? MF_TYPE_Q8_0_X16 : MF_TYPE_Q8_0_X8),
+              (mf_quant_active_isa() == MF_ISA_AVX512 ? MF_TYPE_Q8_0_X16 : MF_TYPE_Q8_0_X8),
           "x16 layouts exactly when AVX-512 is active");
+#else
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        CHECK(mf_repack_type(types[t], 256, 32) == types[t], "%s: only x86-64 builds repack", mf_type_name(types[t]));
+#endif
     for (size_t t = 0; t < 2 * sizeof types / sizeof types[0]; t++) {
         const int R = t < sizeof types / sizeof types[0] ? MF_X8_ROWS : MF_X16_ROWS;
         const uint32_t bt = types[t % (sizeof types / sizeof types[0])], xt = mf_repack_type_rows(bt, KMAX, NR, R);
@@ -643,7 +672,7 @@ static void test_x8_repack_and_kernels(void) {
                             CHECK(0, "%s K=%lld group %d row %d act %d: %g, dequantized dot %g (mag %g)", mf_type_name(xt),
                                   (long long)K, g, r, j, want[r][j], d, mag);
                     }
-                for (int isa = 0; isa <= MF_ISA_AVX512; isa++) {
+                for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
                     const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, (mf_isa)isa);
                     if (!k) continue;
                     for (int na = 1; na <= NA; na++) {

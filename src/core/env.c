@@ -6,12 +6,21 @@
 #include <string.h>
 #include <strings.h>
 
+#if defined(__x86_64__)
+#define MF_ENV_ISA_WORDS "scalar|avx2|avx512"
+#elif defined(__aarch64__)
+#define MF_ENV_ISA_WORDS "scalar|neon"
+#else
+#define MF_ENV_ISA_WORDS "scalar"
+#endif
+
 /* Ranges: the spin count is an int in the pool (1e8 pause instructions is already seconds of spinning); the
  * spin time is held in nanoseconds (60 s fits easily, and nobody wants a thread spinning for longer). */
 static const mf_env_var k_vars[] = {
     {"MINFER_LOG", MF_ENV_WORD, "error|warn|info|debug", 0, 0, 1, NULL, NULL,
      "messages on stderr at this level and above"},
-    {"MINFER_ISA", MF_ENV_WORD, "scalar|avx2|avx512", 0, 0, MF_ENV_NO_DEFAULT, "the best this CPU has", NULL,
+    /* the kernel sets of this build's architecture, in quant/kernels.c's k_levels order */
+    {"MINFER_ISA", MF_ENV_WORD, MF_ENV_ISA_WORDS, 0, 0, MF_ENV_NO_DEFAULT, "the best this CPU has", NULL,
      "force a lower kernel set (one this CPU lacks is refused)"},
     {"MINFER_REPACK", MF_ENV_BOOL, NULL, 0, 0, 1, NULL, NULL,
      "0: keep Q4_0/Q5_0/Q8_0/Q4_K/Q6_K weights in the file's layout (slower)"},

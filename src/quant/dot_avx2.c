@@ -77,43 +77,7 @@ MF_AVX2 void mf_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void
 
 /* ---- 32-element blocks against Q8_0 ---- */
 
-MF_AVX2 void mf_vec_dot_q4_0_avx2(int64_t n, float *s, const void *w, const void *a) {
-    const mf_block_q4_0 *x = w;
-    const mf_block_q8_0 *y = a;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t ib = 0; ib < n / MF_QK8_0; ib++) {
-        const __m256 d = _mm256_set1_ps(MF_H2F(x[ib].d) * MF_H2F(y[ib].d));
-        const __m256i qx = _mm256_sub_epi8(mf_nibbles32(x[ib].qs), _mm256_set1_epi8(8));
-        const __m256i qy = _mm256_loadu_si256((const __m256i *)y[ib].qs);
-        acc = _mm256_fmadd_ps(d, mf_mulsum_i8_avx2(qx, qy), acc);
-    }
-    *s = mf_hsum_f32x8(acc);
-}
-
-MF_AVX2 void mf_vec_dot_q5_0_avx2(int64_t n, float *s, const void *w, const void *a) {
-    const mf_block_q5_0 *x = w;
-    const mf_block_q8_0 *y = a;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t ib = 0; ib < n / MF_QK8_0; ib++) {
-        const __m256 d = _mm256_set1_ps(MF_H2F(x[ib].d) * MF_H2F(y[ib].d));
-        const __m256i qy = _mm256_loadu_si256((const __m256i *)y[ib].qs);
-        acc = _mm256_fmadd_ps(d, mf_mulsum_i8_avx2(mf_q5_0_bytes(&x[ib]), qy), acc);
-    }
-    *s = mf_hsum_f32x8(acc);
-}
-
-MF_AVX2 void mf_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a) {
-    const mf_block_q8_0 *x = w;
-    const mf_block_q8_0 *y = a;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t ib = 0; ib < n / MF_QK8_0; ib++) {
-        const __m256 d = _mm256_set1_ps(MF_H2F(x[ib].d) * MF_H2F(y[ib].d));
-        const __m256i qx = _mm256_loadu_si256((const __m256i *)x[ib].qs);
-        const __m256i qy = _mm256_loadu_si256((const __m256i *)y[ib].qs);
-        acc = _mm256_fmadd_ps(d, mf_mulsum_i8_avx2(qx, qy), acc);
-    }
-    *s = mf_hsum_f32x8(acc);
-}
+MF_DEFINE_Q8_DOTS(avx2, MF_AVX2, mf_mulsum_i8_avx2)
 
 /* ---- K formats against Q8_K ---- */
 

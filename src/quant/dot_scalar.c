@@ -7,6 +7,12 @@
 
 #define H2F mf_fp16_to_fp32
 
+/* The reference order is a multiply, then an add: keep clang from fusing them where the target has FMA
+ * (aarch64 always does); gcc in ISO C mode (-std=c11) never fuses. */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 void mf_vec_dot_f32_scalar(int64_t n, float *s, const void *w, const void *a) {
     const float *x = w, *y = a;
     double acc = 0;
@@ -100,17 +106,7 @@ void mf_vec_dot_q8_0_scalar(int64_t n, float *s, const void *w, const void *a) {
 }
 
 /* Q4_K/Q5_K: 8 sub-blocks of 32 with 6-bit scale sc and min m; value = d*sc*q - dmin*m.  The min
- * term only needs the activation's per-16 sums (bsums), so it is one short integer dot. */
-static inline int k4_min_dot(const uint8_t *scales12, const int16_t *bsums) {
-    int msum = 0;
-    for (int j = 0; j < 8; j++) {
-        uint8_t sc, m;
-        mf_q_scale_min_k4(j, scales12, &sc, &m);
-        msum += m * (bsums[2 * j] + bsums[2 * j + 1]);
-    }
-    return msum;
-}
-
+ * term only needs the activation's per-16 sums (bsums), so it is one short integer dot (mf_k4_min_dot). */
 void mf_vec_dot_q4_K_scalar(int64_t n, float *s, const void *w, const void *a) {
     const mf_block_q4_K *x = w;
     const mf_block_q8_K *y = a;
@@ -130,7 +126,7 @@ void mf_vec_dot_q4_K_scalar(int64_t n, float *s, const void *w, const void *a) {
             }
             isum += sc0 * s0 + sc1 * s1;
         }
-        const int msum = k4_min_dot(x[i].scales, y[i].bsums);
+        const int msum = mf_k4_min_dot(x[i].scales, y[i].bsums);
         acc += (H2F(x[i].d) * y[i].d) * (float)isum - (H2F(x[i].dmin) * y[i].d) * (float)msum;
     }
     *s = acc;
@@ -156,7 +152,7 @@ void mf_vec_dot_q5_K_scalar(int64_t n, float *s, const void *w, const void *a) {
             }
             isum += sc0 * s0 + sc1 * s1;
         }
-        const int msum = k4_min_dot(x[i].scales, y[i].bsums);
+        const int msum = mf_k4_min_dot(x[i].scales, y[i].bsums);
         acc += (H2F(x[i].d) * y[i].d) * (float)isum - (H2F(x[i].dmin) * y[i].d) * (float)msum;
     }
     *s = acc;

@@ -197,10 +197,13 @@ typedef void (*mf_from_float_fn)(const float *x, void *y, int64_t n);
 typedef void (*mf_vec_dot_tile_fn)(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
                                    const void *a, size_t a_stride, int na);
 
-/* AVX2 = AVX2+FMA+F16C (Haswell, Zen 1+); AVX512 = AVX-512 F+BW+VL+VNNI (Ice Lake, Zen 4).  On x86 the
- * AVX2 kernels of F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K give llama.cpp's (AVX2 build) results bit
- * for bit; the AVX512 ones equal the AVX2 ones (VNNI keeps the int32 lanes). */
-typedef enum { MF_ISA_SCALAR = 0, MF_ISA_AVX2 = 1, MF_ISA_AVX512 = 2 } mf_isa;
+/* Kernel sets.  x86-64 builds: AVX2 = AVX2+FMA+F16C (Haswell, Zen 1+); AVX512 = AVX-512 F+BW+VL+VNNI (Ice
+ * Lake, Zen 4).  The AVX2 kernels of F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K give llama.cpp's (AVX2
+ * build) results bit for bit; the AVX512 ones equal the AVX2 ones (VNNI keeps the int32 lanes).  aarch64
+ * builds: NEON (Advanced SIMD, every aarch64 CPU) for Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, bitwise the scalar
+ * kernels (only their exact integer block sums are vectorized).  Scalar exists everywhere.  The values are
+ * ids, not an order: never compare them with < or >. */
+typedef enum { MF_ISA_SCALAR = 0, MF_ISA_AVX2 = 1, MF_ISA_AVX512 = 2, MF_ISA_NEON = 3, MF_ISA_COUNT = 4 } mf_isa;
 
 typedef struct {
     mf_type vec_dot_type;
@@ -228,7 +231,9 @@ mf_dot_rows_fn mf_quant_dot_rows(void);
  * Like every kernel it never depends on how many rows or activations are processed together. */
 /* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
  * (only Q4_0, Q5_0, Q8_0, Q4_K and Q6_K with N % 8 == 0 and K a multiple of their block have one).  With
- * AVX-512 active, Q4_0/Q5_0/Q8_0 with N % 16 == 0 get the x16 layouts, otherwise the x8 ones. */
+ * AVX-512 active, Q4_0/Q5_0/Q8_0 with N % 16 == 0 get the x16 layouts, otherwise the x8 ones.  Only x86-64
+ * builds repack (the layouts are shaped for 256/512-bit lanes, their fast kernels are x86 ones): elsewhere
+ * weights keep the file layout and this returns `type`. */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N);
 /* The same with the group size asked for (8 or 16; 16 exists for Q4_0/Q5_0/Q8_0 only): tests. */
 uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows);
@@ -242,12 +247,13 @@ uint32_t mf_repack_base(uint32_t type);
 /* Row n of a repacked matrix back in the original layout (tests). */
 int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, int64_t n);
 
-/* Kernels for weight type `type` at the best ISA this CPU has (cpuid, cached), or forced by
- * MINFER_ISA=scalar|avx2|avx512; a type without a kernel at that ISA gets the next lower one (Q4_1 and
- * Q5_1 are scalar only).  NULL if the type has no matmul kernel. */
+/* Kernels for weight type `type` at the best ISA this CPU has (cpuid / hwcaps, cached), or forced by
+ * MINFER_ISA (scalar|avx2|avx512 on x86-64, scalar|neon on aarch64); a type without a kernel at that ISA
+ * gets the next lower one of its architecture (Q4_1 and Q5_1 are scalar only).  NULL if the type has no
+ * matmul kernel. */
 const mf_quant_kernels *mf_quant_kernels_get(uint32_t type);
-/* Kernels for an explicit ISA (tests compare each ISA with the scalar reference); NULL if absent or the
- * CPU lacks the ISA. */
+/* Kernels for an explicit ISA (tests compare each ISA with the scalar reference); NULL if absent (this
+ * type has no kernel of its own at that ISA, or this build or CPU lacks the ISA). */
 const mf_quant_kernels *mf_quant_kernels_get_isa(uint32_t type, mf_isa isa);
 mf_isa mf_cpu_best_isa(void);
 /* The ISA mf_quant_kernels_get picks from: mf_cpu_best_isa() unless MINFER_ISA forces another one the CPU

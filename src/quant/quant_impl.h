@@ -31,6 +31,48 @@ static inline void mf_q5_unpack(const uint8_t qs[16], const uint8_t qh_bytes[4],
     }
 }
 
+/* Q4_K/Q5_K min term: sum over the 8 sub-blocks of m * (the activation's two per-16 sums), exact. */
+static inline int mf_k4_min_dot(const uint8_t *scales12, const int16_t *bsums) {
+    int msum = 0;
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        mf_q_scale_min_k4(j, scales12, &sc, &m);
+        msum += m * (bsums[2 * j] + bsums[2 * j + 1]);
+    }
+    return msum;
+}
+
+/* ---- kernel tables (kernels.c: scalar and the choice; kernels_x86.c / kernels_neon.c: the SIMD sets) ---- */
+
+/* Tiles for kernels without a specialized one: loop vec_dot over the pairs (trivially bitwise equal). */
+#define MF_TILE_LOOP(dot)                                                                                      \
+    static void dot##_tile(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a, \
+                           size_t a_stride, int na) {                                                          \
+        for (int i = 0; i < nw; i++)                                                                           \
+            for (int j = 0; j < na; j++)                                                                       \
+                dot(n, &s[i * ldc + j], (const char *)w + i * w_stride, (const char *)a + j * a_stride);        \
+    }
+
+/* a kernel set whose tile just loops vec_dot */
+#define MF_K(vt, dot, ff) {vt, dot, ff, dot##_tile, 1, 1, false}
+/* a kernel set with a specialized tile of shape tw x ta */
+#define MF_KT(vt, dot, ff, tile, tw, ta) {vt, dot, ff, tile, tw, ta, false}
+/* an x8 layout: 8-row groups, activation-major output */
+#define MF_KX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, 4, true}
+/* an x16 layout: 16-row groups, up to 8 activations per pass */
+#define MF_KX16(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, 8, true}
+
+/* What the architecture's file gives kernels.c for a SIMD ISA of its own (never MF_ISA_SCALAR): its
+ * table (MF_TYPE_COUNT entries; a type without a kernel of that ISA has vec_dot_tile NULL), whether this
+ * CPU runs it, and its mf_dot_rows_fn (NULL: none).  Only called for the ISAs kernels.c lists for the
+ * build's architecture. */
+const mf_quant_kernels *mf_quant_arch_table(mf_isa isa);
+bool mf_quant_arch_cpu_has(mf_isa isa);
+mf_dot_rows_fn mf_quant_arch_dot_rows(mf_isa isa);
+
+/* q8_0s rows (repack.c): the Q8_0 bytes the converter q8_0 writes, plus each block's quant sum. */
+void mf_to_q8_0s(mf_from_float_fn q8_0, const float *x, void *y, int64_t n);
+
 /* ---- scalar kernels (dot_scalar.c) ---- */
 void mf_vec_dot_f32_scalar(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_f16_scalar(int64_t n, float *s, const void *w, const void *a);
@@ -44,9 +86,15 @@ void mf_vec_dot_q4_K_scalar(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_K_scalar(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q6_K_scalar(int64_t n, float *s, const void *w, const void *a);
 
+/* ---- NEON kernels (dot_neon.c, aarch64 builds only): bitwise the scalar ones ---- */
+void mf_vec_dot_q4_0_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q5_0_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q8_0_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q4_K_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q6_K_neon(int64_t n, float *s, const void *w, const void *a);
+
 /* ---- reference kernels of the x8 layouts and the q8_0s converters (repack.c) ---- */
 void mf_from_float_q8_0s(const float *x, void *y, int64_t n);
-void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n);
 void mf_tile_q4_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                            size_t a_stride, int na);
 void mf_tile_q5_0x8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,

@@ -51,6 +51,15 @@ static inline MF_AVX2 __m256i mf_q5_0_bytes(const mf_block_q5_0 *b) {
     return _mm256_or_si256(mf_nibbles32(b->qs), hi);
 }
 
+/* Q4_0 weights as signed bytes -8..7 */
+static inline MF_AVX2 __m256i mf_q4_0_bytes(const mf_block_q4_0 *b) {
+    return _mm256_sub_epi8(mf_nibbles32(b->qs), _mm256_set1_epi8(8));
+}
+
+static inline MF_AVX2 __m256i mf_q8_0_bytes(const mf_block_q8_0 *b) {
+    return _mm256_loadu_si256((const __m256i *)b->qs);
+}
+
 /* int8 x int8 dot in groups of 4 adjacent products -> 8 int32 lanes -> float.  The sign trick keeps
  * maddubs (u8 x s8) exact: |x| <= 127 and the pair sums stay below 2^15 for quants in -127..127. */
 static inline MF_AVX2 __m256 mf_mulsum_i8_avx2(__m256i x, __m256i y) {
@@ -65,6 +74,28 @@ static inline MF_AVX512 __m256 mf_mulsum_i8_vnni(__m256i x, __m256i y) {
     const __m256i ax = _mm256_sign_epi8(x, x), sy = _mm256_sign_epi8(y, x);
     return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, sy));
 }
+
+/* The Q8_0-family vec_dot (Q4_0, Q5_0, Q8_0 weights x Q8_0 activations), written once and instantiated per
+ * ISA with its int8 multiply-sum (dot_avx2.c: maddubs + madd, dot_avx512.c: VNNI; both give the same int32
+ * lanes, so the same bits).  llama.cpp's AVX2 order: per block acc = fma(d_w * d_a, MULSUM(w, a), acc) in 8
+ * float lanes, then mf_hsum_f32x8.  UNPACK(b): a weight block's 32 quants as signed bytes. */
+#define MF_DEFINE_Q8_DOT(NAME, TARGET, WBLOCK, UNPACK, MULSUM)                                                    \
+    TARGET void NAME(int64_t n, float *s, const void *w, const void *a) {                                       \
+        const WBLOCK *x = w;                                                                                    \
+        const mf_block_q8_0 *y = a;                                                                             \
+        __m256 acc = _mm256_setzero_ps();                                                                       \
+        for (int64_t ib = 0; ib < n / MF_QK8_0; ib++) {                                                         \
+            const __m256 d = _mm256_set1_ps(MF_H2F(x[ib].d) * MF_H2F(y[ib].d));                                 \
+            const __m256i qy = _mm256_loadu_si256((const __m256i *)y[ib].qs);                                   \
+            acc = _mm256_fmadd_ps(d, MULSUM(UNPACK(&x[ib]), qy), acc);                                          \
+        }                                                                                                       \
+        *s = mf_hsum_f32x8(acc);                                                                                \
+    }
+/* the three kernels mf_vec_dot_{q4_0,q5_0,q8_0}_SUFFIX */
+#define MF_DEFINE_Q8_DOTS(SUFFIX, TARGET, MULSUM)                                                                \
+    MF_DEFINE_Q8_DOT(mf_vec_dot_q4_0_##SUFFIX, TARGET, mf_block_q4_0, mf_q4_0_bytes, MULSUM)                   \
+    MF_DEFINE_Q8_DOT(mf_vec_dot_q5_0_##SUFFIX, TARGET, mf_block_q5_0, mf_q5_0_bytes, MULSUM)                   \
+    MF_DEFINE_Q8_DOT(mf_vec_dot_q8_0_##SUFFIX, TARGET, mf_block_q8_0, mf_q8_0_bytes, MULSUM)
 
 /* ---- K-format pieces ---- */
 
@@ -112,6 +143,7 @@ void mf_vec_dot_q4_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q6_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_from_float_q8_0_avx2(const float *x, void *y, int64_t n);
+void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n); /* kernels_x86.c */
 void mf_from_float_q8_K_avx2(const float *x, void *y, int64_t n);
 void mf_from_float_f16_avx2(const float *x, void *y, int64_t n);
 void mf_from_float_bf16_avx2(const float *x, void *y, int64_t n);

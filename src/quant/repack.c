@@ -8,7 +8,7 @@
  * single forward stream.  The reference below defines the results bit for bit (the SIMD kernels must
  * equal it): per row, per block, the exact integer dot, then acc = fmaf((float)isum, d_w * d_a, acc)
  * (the K layouts: per super-block of 256, see their reference kernels at the end). */
-#include "quant/quant_x86.h"
+#include "quant/quant_impl.h"
 
 #include <math.h>
 
@@ -35,13 +35,20 @@ uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows) {
     }
 }
 
-/* x16 only where its kernels exist (AVX-512): at AVX2 a 512-bit lane per row buys nothing */
+/* x16 only where its kernels exist (AVX-512): at AVX2 a 512-bit lane per row buys nothing.  Not at all
+ * outside x86-64: the layouts are built around x86 lanes, and there the file layout's kernels (NEON) are the
+ * fast ones, so a repack would only trade them for the plain-C reference tiles. */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N) {
-    if (mf_quant_active_isa() >= MF_ISA_AVX512) {
+#if defined(__x86_64__)
+    if (mf_quant_active_isa() == MF_ISA_AVX512) {
         const uint32_t t16 = mf_repack_type_rows(type, K, N, MF_X16_ROWS);
         if (t16 != type) return t16;
     }
     return mf_repack_type_rows(type, K, N, MF_X8_ROWS);
+#else
+    (void)K, (void)N;
+    return type;
+#endif
 }
 
 uint32_t mf_repack_base(uint32_t type) {
@@ -240,7 +247,7 @@ int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, i
 
 /* ---- q8_0s activations: the Q8_0 bytes of the given converter, plus each block's quant sum ---- */
 
-static void to_q8_0s(mf_from_float_fn q8_0, const float *x, void *vy, int64_t n) {
+void mf_to_q8_0s(mf_from_float_fn q8_0, const float *x, void *vy, int64_t n) {
     enum { CHUNK = 64 }; /* blocks per conversion call */
     mf_block_q8_0 tmp[CHUNK];
     mf_block_q8_0s *y = vy;
@@ -258,11 +265,7 @@ static void to_q8_0s(mf_from_float_fn q8_0, const float *x, void *vy, int64_t n)
 }
 
 void mf_from_float_q8_0s(const float *x, void *y, int64_t n) {
-    to_q8_0s(mf_from_float_q8_0, x, y, n);
-}
-
-void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n) {
-    to_q8_0s(mf_from_float_q8_0_avx2, x, y, n);
+    mf_to_q8_0s(mf_from_float_q8_0, x, y, n);
 }
 
 /* ---- reference kernels (the tile contract of quant.h with nw = R rows of one group, act_major output:

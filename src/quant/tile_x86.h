@@ -64,10 +64,6 @@
                 VEC_DOT(n, &s[i * ldc + j], (const char *)w + i * w_stride, (const char *)a + j * a_stride);    \
     }
 
-static inline MF_AVX2 __m256i mf_q4_0_bytes(const mf_block_q4_0 *b) {
-    return _mm256_sub_epi8(mf_nibbles32(b->qs), _mm256_set1_epi8(8));
-}
-
 /* Q4_0 with its unsigned nibbles straight into maddubs (u8 x s8): each int16 pair sum is
  * q0*y0 + q1*y1 - 8*(y0 + y1) = (q0-8)*y0 + (q1-8)*y1 exactly (|sums| < 2^15), so the int32 lanes are the
  * ones mf_mulsum_i8_avx2 gives for the signed quants and the floats are bitwise the same.  The 8*(y0+y1)
@@ -77,10 +73,6 @@ static inline MF_AVX2 __m256i mf_q4_0_nibbles(const mf_block_q4_0 *b) { return m
 static inline MF_AVX2 __m256 mf_mulsum_u4_avx2(__m256i nib, __m256i y) {
     const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(nib, y), _mm256_maddubs_epi16(_mm256_set1_epi8(8), y));
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_set1_epi16(1), p16));
-}
-
-static inline MF_AVX2 __m256i mf_q8_0_bytes(const mf_block_q8_0 *b) {
-    return _mm256_loadu_si256((const __m256i *)b->qs);
 }
 
 #endif

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Proves minfer builds and passes its tests on aarch64 without an ARM machine: cross-compiles with Debian's
+# gcc-aarch64-linux-gnu against the arm64 (multiarch) libraries, then runs the whole suite (tests/run.sh,
+# every test binary and CLI script, golden conformance included) under qemu-user.  That build has the
+# scalar and NEON kernels and no x86 code at all; tests/test_quant.c checks every NEON kernel bitwise
+# against the scalar one.
+#   bash scripts/cross-test.sh      (or make cross-test)   as root (CI) or as a user who may sudo
+# Installs what is missing on first use (Debian 12, apt): the arm64 architecture, the cross compiler,
+# qemu-user and the arm64 -dev packages of the libraries the build links.  Prints run.sh's lines (the
+# summary "N passed, N failed, N skipped" second to last, then the suite's wall time); the exit status is
+# non-zero if anything failed.
+#   CROSS_BUILD=dir   build directory (default build-aarch64; the host build stays in build/)
+#   CROSS_GOLDENS='glob ...'  only these conformance goldens (file names in tests/golden/conformance, e.g.
+#                     '*q4_0* *q8_0* *q4_k_m* *q6_k*': the ones whose matmuls run the NEON kernels); default all.
+#                     Under qemu every float operation is emulated, and the f16/f32 goldens' scalar LM heads
+#                     (151936 x 256 multiply-adds per token) are most of the suite's time.
+#   MF_TEST_THREADS   threads of the conformance and engine tests (default: the number of cores; results do
+#                     not depend on it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${CROSS_BUILD:-build-aarch64}
+CC=aarch64-linux-gnu-gcc
+LIBS="libc6-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libcjson-dev:arm64"
+
+as_root=""
+if [ "$(id -u)" -ne 0 ]; then as_root="sudo"; fi
+apt_install() {
+    [ -z "$as_root" ] || command -v sudo >/dev/null 2>&1 || {
+        echo "cross-test.sh: missing packages: $*; run this as root, or install sudo" >&2; exit 1; }
+    $as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    [ -z "$as_root" ] || command -v sudo >/dev/null 2>&1 || {
+        echo "cross-test.sh: the arm64 architecture is not enabled; run this as root, or install sudo" >&2; exit 1; }
+    $as_root dpkg --add-architecture arm64
+fi
+missing=""
+for p in gcc-aarch64-linux-gnu qemu-user $LIBS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+# shellcheck disable=SC2086
+[ -z "$missing" ] || apt_install $missing
+QEMU=$(command -v qemu-aarch64 || command -v qemu-aarch64-static || true)
+[ -n "$QEMU" ] || { echo "cross-test.sh: no qemu-aarch64 after installing qemu-user" >&2; exit 1; }
+
+# pkg-config must answer for the target: the arm64 .pc files only
+export PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+t0=$(date +%s)
+mkdir -p "$B"
+make CC="$CC" BUILD="$B" -j"$(nproc)" >"$B/build.log" 2>&1 || { tail -n 40 "$B/build.log"; exit 1; }
+file_out=$(file -b "$B/minfer" 2>/dev/null || true)
+t1=$(date +%s)
+echo "cross build: $CC -> $B ($((t1 - t0))s) ${file_out%%,*}"
+
+# The suite runs its binaries directly ($BUILD/tests/test_*, $MF_BUILD/minfer, $MF_BUILD/mf-genmodel).
+# binfmt_misc may not be registered (containers, CI), so $B/qemu mirrors them as scripts that start each
+# one under qemu-aarch64; the arm64 loader and libraries are the multiarch ones installed above.
+R="$B/qemu"
+rm -rf "$R" && mkdir -p "$R/tests"
+wrap() { # BINARY
+    printf '#!/bin/sh\nexec %s %s "$@"\n' "$QEMU" "$(pwd)/$1" >"$R/${1#"$B"/}"
+    chmod +x "$R/${1#"$B"/}"
+}
+wrap "$B/minfer"
+wrap "$B/mf-genmodel"
+for t in "$B"/tests/test_*; do
+    case "$t" in *.d) continue ;; esac
+    [ -x "$t" ] && wrap "$t"
+done
+"$R/minfer" backends >/dev/null || { echo "cross-test.sh: $B/minfer does not start under $QEMU" >&2; exit 1; }
+
+if [ -n "${CROSS_GOLDENS:-}" ]; then
+    G="$B/goldens"
+    rm -rf "$G" && mkdir -p "$G"
+    for pat in $CROSS_GOLDENS; do
+        for f in tests/golden/conformance/$pat; do [ -f "$f" ] && cp "$f" "$G/"; done
+    done
+    echo "cross-test: conformance goldens $(ls "$G" | tr '\n' ' ')"
+    export MF_GOLDEN_DIR="$G"
+fi
+export MF_TEST_THREADS="${MF_TEST_THREADS:-$(nproc)}"
+rc=0
+BUILD="$R" MF_TEST_TMP="$B/test-tmp" bash tests/run.sh || rc=$?
+echo "cross-test: aarch64 under $(basename "$QEMU"), $(($(date +%s) - t1))s for the suite (summary above)"
+exit $rc

@@ -1,0 +1,75 @@
+/* quant: the x86-64 kernel tables (AVX2, AVX-512) and the CPU checks for them (cpuid).  Built for x86-64
+ * targets only (Makefile); kernels.c holds the scalar table and the choice. */
+#include "quant/quant_x86.h"
+
+#include <cpuid.h>
+
+MF_TILE_LOOP(mf_vec_dot_f32_avx2)
+MF_TILE_LOOP(mf_vec_dot_f16_avx2)
+MF_TILE_LOOP(mf_vec_dot_bf16_avx2)
+
+/* AVX2: a type missing here falls back to its scalar kernel in mf_quant_kernels_get.  The activation
+ * converters write the same bytes at every ISA (tested), so mixing levels per type is safe. */
+static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
+    [MF_TYPE_F32] = MF_K(MF_TYPE_F32, mf_vec_dot_f32_avx2, mf_from_float_f32),
+    [MF_TYPE_F16] = MF_K(MF_TYPE_F16, mf_vec_dot_f16_avx2, mf_from_float_f16_avx2),
+    [MF_TYPE_BF16] = MF_K(MF_TYPE_BF16, mf_vec_dot_bf16_avx2, mf_from_float_bf16_avx2),
+    [MF_TYPE_Q4_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q4_0_avx2, mf_from_float_q8_0_avx2, mf_tile_q4_0_avx2, 4, 4),
+    [MF_TYPE_Q5_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q5_0_avx2, mf_from_float_q8_0_avx2, mf_tile_q5_0_avx2, 4, 4),
+    [MF_TYPE_Q8_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q8_0_avx2, mf_from_float_q8_0_avx2, mf_tile_q8_0_avx2, 4, 4),
+    [MF_TYPE_Q4_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q4_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q4_K_avx2, 2, 2),
+    [MF_TYPE_Q5_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q5_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q5_K_avx2, 2, 2),
+    [MF_TYPE_Q6_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
+    [MF_TYPE_Q4_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_avx2, mf_from_float_q8_0s_avx2),
+    [MF_TYPE_Q5_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_avx2, mf_from_float_q8_0s_avx2),
+    [MF_TYPE_Q8_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_avx2, mf_from_float_q8_0s_avx2),
+    [MF_TYPE_Q4_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q6_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx2, mf_from_float_q8_K_avx2),
+};
+
+/* AVX-512: only what differs from AVX2 - VNNI for the Q8_0 family (dot_avx512.c, tile_avx512.c), the x16
+ * layouts (x16_avx512.c) and the K x8 layouts (x8_avx512.c).  Every other type (F32/F16/BF16, Q4_K/Q5_K/
+ * Q6_K, the Q*_0 x8 layouts) falls back to its AVX2 row in mf_quant_kernels_get. */
+static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
+    [MF_TYPE_Q4_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q4_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q4_0_avx512, 4, 4),
+    [MF_TYPE_Q5_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q5_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q5_0_avx512, 4, 4),
+    [MF_TYPE_Q8_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q8_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q8_0_avx512, 4, 4),
+    [MF_TYPE_Q4_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q6_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q4_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q4_0x16_avx512, mf_from_float_q8_0s_avx2),
+    [MF_TYPE_Q5_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q5_0x16_avx512, mf_from_float_q8_0s_avx2),
+    [MF_TYPE_Q8_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q8_0x16_avx512, mf_from_float_q8_0s_avx2),
+};
+
+const mf_quant_kernels *mf_quant_arch_table(mf_isa isa) {
+    return isa == MF_ISA_AVX2 ? k_avx2 : isa == MF_ISA_AVX512 ? k_avx512 : NULL;
+}
+
+/* F16C is not among the names __builtin_cpu_supports knows everywhere: read cpuid leaf 1 directly. */
+static bool cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    return (c & bit_F16C) != 0;
+}
+
+/* AVX2 level = AVX2+FMA+F16C (Haswell, Zen 1); AVX512 level = F+BW+VL+VNNI (Ice Lake, Zen 4). */
+bool mf_quant_arch_cpu_has(mf_isa isa) {
+    __builtin_cpu_init();
+    switch (isa) {
+    case MF_ISA_AVX2:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+    case MF_ISA_AVX512:
+        return mf_quant_arch_cpu_has(MF_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512vnni");
+    default: return false;
+    }
+}
+
+mf_dot_rows_fn mf_quant_arch_dot_rows(mf_isa isa) {
+    return isa == MF_ISA_AVX2 || isa == MF_ISA_AVX512 ? mf_dot_rows_f32_avx2 : NULL;
+}
+
+void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n) {
+    mf_to_q8_0s(mf_from_float_q8_0_avx2, x, y, n);
+}
