@@ -62,16 +62,25 @@ wrap() { # BINARY
 }
 wrap "$B/minfer"
 wrap "$B/mf-genmodel"
-for t in "$B"/tests/test_*; do
+mkdir -p "$R/fuzz-replay"
+for t in "$B"/tests/test_* "$B"/fuzz-replay/fuzz_*; do
     case "$t" in *.d) continue ;; esac
     [ -x "$t" ] && wrap "$t"
 done
+# tests/cli/public_header.sh links an embedder against the library and runs it: the target's compiler
+# and the emulator (MF_TEST_CC / MF_TEST_EXEC)
+ln -s "$(pwd)/$B/libminfer.a" "$R/libminfer.a"
+export MF_TEST_CC="$CC" MF_TEST_EXEC="$QEMU"
+# run.sh's skip conditions: the binaries' architecture, and no x86 kernel set (uname and /proc/cpuinfo
+# are the host's under qemu)
+export MF_TEST_ARCH=aarch64 MF_TEST_CPU_ISA=scalar
 "$R/minfer" backends >/dev/null || { echo "cross-test.sh: $B/minfer does not start under $QEMU" >&2; exit 1; }
 
 if [ -n "${CROSS_GOLDENS:-}" ]; then
     G="$B/goldens"
     rm -rf "$G" && mkdir -p "$G"
-    for pat in $CROSS_GOLDENS; do
+    # the full-size goldens too: run.sh expects them reported as skipped (they run only with MF_TEST_FULL)
+    for pat in $CROSS_GOLDENS 'full-*.json'; do
         for f in tests/golden/conformance/$pat; do [ -f "$f" ] && cp "$f" "$G/"; done
     done
     echo "cross-test: conformance goldens $(ls "$G" | tr '\n' ' ')"

@@ -51,7 +51,10 @@ ar t "$BUILD/libminfer.a" 2>/dev/null | grep -q '\.cu\.o$' && f_cuda_build=1
 f_cuda_device=0 # a GPU, and CUDA not turned off (src/backend/cuda/cuda_entry.c checks the variable's presence)
 [ -z "${MINFER_DISABLE_CUDA+set}" ] && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && f_cuda_device=1
 f_os=$(uname -s | tr '[:upper:]' '[:lower:]')
-echo "run.sh: isa $f_isa (cpu $f_cpu), full $f_full, cuda-build $f_cuda_build, cuda-device $f_cuda_device, $f_os"
+# The architecture the binaries were built for: uname's, or MF_TEST_ARCH under a user-mode emulator.
+f_arch=${MF_TEST_ARCH:-$(uname -m)}
+case $f_arch in amd64) f_arch=x86_64 ;; arm64) f_arch=aarch64 ;; esac
+echo "run.sh: isa $f_isa (cpu $f_cpu), full $f_full, cuda-build $f_cuda_build, cuda-device $f_cuda_device, $f_os, $f_arch"
 
 # cond_holds TOKEN...: 0 when every token holds, 1 when one does not, 2 on a token that names no fact.
 cond_holds() {
@@ -61,6 +64,7 @@ cond_holds() {
         case $t in
         always) v=1 ;;
         linux | darwin) v=0; [ "$f_os" = "$t" ] && v=1 ;;
+        x86_64 | aarch64) v=0; [ "$f_arch" = "$t" ] && v=1 ;;
         full) v=$f_full ;;
         cuda-build) v=$f_cuda_build ;;
         cuda-device) v=$f_cuda_device ;;

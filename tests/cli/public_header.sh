@@ -54,8 +54,9 @@ LIB="${MF_BUILD:-build}/libminfer.a"
 libs=$(pkg-config --libs libpcre2-8 libutf8proc libcjson 2>/dev/null)
 # a sanitizer build's library (make asan) needs the sanitizer runtimes at link time
 if nm "$LIB" 2>/dev/null | grep -q __asan_; then libs="$libs -fsanitize=address,undefined"; fi
-if gcc -std=c11 -Iinclude "$D/embed.c" "$LIB" $libs -lm -pthread -o "$D/embed" 2>"$D/err_link"; then
-    "$D/embed" && ok link_and_run || bad link_and_run "exit $? (want 0)"
+# (a cross build's run: MF_TEST_CC is the target's compiler, MF_TEST_EXEC the emulator; scripts/cross-test.sh)
+if ${MF_TEST_CC:-gcc} -std=c11 -Iinclude "$D/embed.c" "$LIB" $libs -lm -pthread -o "$D/embed" 2>"$D/err_link"; then
+    ${MF_TEST_EXEC:-} "$D/embed" && ok link_and_run || bad link_and_run "exit $? (want 0)"
 else
     bad link "$(head -c 600 "$D/err_link")"
 fi
