@@ -1155,8 +1155,8 @@ static void test_threadpool(void) {
 
 
 /* The AVX-512 attention kernels give the plain path's bits: scores16 lane i = the AVX2 F32 vec_dot of the
- * query row with key i (every head size the path takes, 1..11 rows), pv16 = the axpy loop (mul, add) in
- * window order times 1 / sum, from f32 and f16 caches. */
+ * query row with key i (every head size the path takes, 1..11 rows), pv16 = llama.cpp's tinyBLAS order
+ * (key j into lane j % 8 by fma, then its hsum tree) times the factor, from f32 and f16 caches. */
 static void test_attention_x16_kernels(void) {
     if (mf_quant_active_isa() != MF_ISA_AVX512) SKIP("AVX-512 is not active here");
     const mf_quant_kernels *f32 = mf_quant_kernels_get_isa(MF_TYPE_F32, MF_ISA_AVX2);
@@ -1205,13 +1205,12 @@ static void test_attention_x16_kernels(void) {
             mf_cpu_att_pv16(&pv);
             for (int h = 0; h < nh; h++)
                 for (int64_t d = 0; d < hd; d++) {
-                    float acc = 0;
+                    float l[8] = {0};
                     for (int j = 0; j < CNT; j++) {
                         const float x = vt ? mf_fp16_to_fp32(vh[cell[j]][d]) : v[cell[j]][d];
-                        const float pr = p[h][j] * x;
-                        acc = acc + pr;
+                        l[j % 8] = fmaf(p[h][j], x, l[j % 8]);
                     }
-                    const float want = acc * inv[h];
+                    const float want = (((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))) * inv[h];
                     if (memcmp(&want, &out[h * hd + d], sizeof want) && bad++ < 3)
                         CHECK(0, "pv16 %s hd %lld head %d d %lld: %a, loop %a", vt ? "f16" : "f32", (long long)hd, h, (long long)d,
                               out[h * hd + d], want);

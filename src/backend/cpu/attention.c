@@ -92,11 +92,11 @@ size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n) {
     const int64_t hd = q->ne[0], grp = group_of(g, n), nw = n_win(g, n);
     const bool x16 = use_x16(g, n);
     const size_t rows = (size_t)(tok_block(grp, nw, q->ne[2], x16) * grp);
-    /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [rows][hd], the queries
+    /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [4][rows][hd], the queries
      * converted to K's vec_dot type (at most f32-sized) [rows][hd], the scores of one key [rows], and for the
      * dot_rows path the queries as f32 [rows][hd] and one K row as f32 [hd]; the AVX-512 path also a K block
      * [hd][16], its scores [rows][16] and the pv16 factors [rows] */
-    return (rows * (size_t)nw + rows + (size_t)hd + 3 * rows * (size_t)hd + (size_t)hd + rows +
+    return (rows * (size_t)nw + rows + (size_t)hd + 6 * rows * (size_t)hd + (size_t)hd + rows +
             (x16 ? 16 * (size_t)hd + 17 * rows : 0)) * sizeof(float) +
            12 * 64;
 }
@@ -298,8 +298,8 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
  * previous one, none empty).  Row r = (token i, head g) = i * nh + g.  Key j of the longest window is
  * visited once; the rows of the tokens whose windows reach j (a suffix of the run, the counts grow) use
  * its K row and its V row converted once.  Each row still gets exactly the single-token sequence: its
- * scores by vec_dot in its window order, its own max, its own normalized probabilities, then axpy in
- * its window order - so a run of any length gives every row the same bits. */
+ * scores by vec_dot in its window order, its own max, its own normalized probabilities, then fused axpys
+ * in llama.cpp's lane order over its window - so a run of any length gives every row the same bits. */
 static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
                        int64_t h0, int64_t nh) {
     const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1][0];
@@ -310,23 +310,44 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
     }
     score_keys(a, cols, nh, rows, kvh);
     const size_t vslice = mf_row_size(a->v->type, e0), vbytes = mf_row_size(a->v->type, hd);
-    int64_t r0 = 0; /* the first row whose window reaches key j */
     for (int64_t r = 0; r < rows; r++) normalize(a->vec, cols[r / nh][0], scores + r * nw, mx[r]);
-    memset(acc, 0, (size_t)(rows * hd) * sizeof(float));
-    r0 = 0;
-    for (int64_t j = 0; j < cnt; j++) {
-        while (cols[r0 / nh][0] <= j) r0 += nh;
-        if (j + KV_PREFETCH_AHEAD < cnt)
-            prefetch_slice((const char *)a->v->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->v->nb[1] + vslice,
-                           vbytes);
-        const float *vr = kv_row(a->vec, a->v, cell[j], e0, hd, a->buf);
-        for (int64_t r = r0; r < rows; r++) {
-            const float p = scores[r * nw + j];
-            a->vec->axpy(hd, p, vr, acc + r * hd);
+    /* the values in llama.cpp's order (cpu_impl.h, MF_PV_LANE): one pass per lane over its keys, each pass
+     * merged into the partial sums p0..p2 as soon as its pair of the tree is complete */
+    const size_t n = (size_t)(rows * hd);
+    float *p0 = acc, *p1 = acc + n, *p2 = acc + 2 * n, *cur = acc + 3 * n;
+    for (int k = 0; k < 8; k++) {
+        const int64_t m = MF_PV_LANE(k);
+        float *dst = k == 0 ? p0 : k == 2 || k == 4 ? p1 : k == 6 ? p2 : cur;
+        memset(dst, 0, n * sizeof(float));
+        int64_t r0 = 0; /* the first row whose window reaches key j */
+        for (int64_t j = m; j < cnt; j += 8) {
+            while (cols[r0 / nh][0] <= j) r0 += nh;
+            if (j + 8 * KV_PREFETCH_AHEAD < cnt)
+                prefetch_slice((const char *)a->v->data + (size_t)cell[j + 8 * KV_PREFETCH_AHEAD] * a->v->nb[1] +
+                                   vslice,
+                               vbytes);
+            const float *vr = kv_row(a->vec, a->v, cell[j], e0, hd, a->buf);
+            for (int64_t r = r0; r < rows; r++) a->vec->axpy(hd, scores[r * nw + j], vr, dst + r * hd);
+        }
+        switch (k) {
+        case 1: /* p0 = a0 + a4 */
+            for (size_t i = 0; i < n; i++) p0[i] += cur[i];
+            break;
+        case 3: /* p0 = (a0 + a4) + (a2 + a6) */
+            for (size_t i = 0; i < n; i++) p0[i] += p1[i] + cur[i];
+            break;
+        case 5: /* p1 = a1 + a5 */
+            for (size_t i = 0; i < n; i++) p1[i] += cur[i];
+            break;
+        case 7: /* p0 + ((a1 + a5) + (a3 + a7)) */
+            for (size_t i = 0; i < n; i++) p0[i] += p1[i] + (p2[i] + cur[i]);
+            break;
+        default:
+            break;
         }
     }
     for (int64_t r = 0; r < rows; r++)
-        memcpy(out_row(a, t0 + r / nh, h0 + r % nh), acc + r * hd, (size_t)hd * sizeof(float));
+        memcpy(out_row(a, t0 + r / nh, h0 + r % nh), p0 + r * hd, (size_t)hd * sizeof(float));
 }
 
 /* Work item = (block of tokens, kv head, block of that kv head's query heads).  The tokens of a block
@@ -366,7 +387,7 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
     a.mx = align64f(a.scores + rows * nw);
     a.buf = align64f(a.mx + rows);
     a.acc = align64f(a.buf + hd);
-    a.qc = (uint8_t *)align64f(a.acc + rows * hd);
+    a.qc = (uint8_t *)align64f(a.acc + 4 * rows * hd);
     a.qf = align64f((float *)a.qc + rows * hd);
     a.kf = align64f(a.qf + rows * hd);
     a.sk = align64f(a.kf + hd);

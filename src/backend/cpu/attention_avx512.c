@@ -5,10 +5,10 @@
  * block, so a query row's 16 dots are hd broadcast-fmas, grouped exactly as the AVX2 F32/F16 vec_dot
  * groups one dot (its 32 partial sums and their reduction tree, one lane per key): the same bits as the
  * plain path, fixed per (query row, key) whatever the block, the run or the batch.
- * Values: acc[d] += p_j * v_j[d] (a multiply, then an add) in window order from 0, then * inv (attention.c
- * passes 1: its probabilities are normalized already, see normalize there):
- * the same operations as the plain axpy loop, 16 elements at a time, the accumulators in registers for a
- * few heads of one token while its window streams through. */
+ * Values: llama.cpp's order (cpu_impl.h, MF_PV_LANE: 8 fma chains over the keys j % 8, then its hsum
+ * tree), then * inv (attention.c passes 1: its probabilities are normalized already, see normalize
+ * there): the same operations as the plain path's lane passes, 16 elements at a time, one lane's chains in
+ * registers for a few heads of one token while that lane's keys stream through. */
 #include "backend/cpu/cpu_impl.h"
 
 #if defined(__x86_64__)
@@ -58,30 +58,54 @@ static inline AVX512 __m512 v16(const char *row, uint32_t type, int c) {
     return _mm512_loadu_ps((const float *)row + 16 * c);
 }
 
-/* HB heads of one token against its window: NV = hd / 16 registers per head (a constant at each call) */
+/* HB heads of one token against its window: NV = hd / 16 registers per head (a constant at each call).
+ * One pass per lane of llama.cpp's order (cpu_impl.h, MF_PV_LANE): the registers hold that lane's fma
+ * chain for every output element, the tree's pending halves wait in part[]. */
 static inline __attribute__((always_inline)) AVX512 void pv_block(const mf_cpu_att_pv *pv, int h0, const int HB,
                                                                   const int NV) {
-    __m512 acc[6][16];
-    _Pragma("GCC unroll 16") for (int h = 0; h < HB; h++)
-        _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_setzero_ps();
+    __m512 acc[6][16], part[3][6][16];
     const size_t vbytes = (size_t)NV * 16 * (pv->vtype == MF_TYPE_F16 ? 2 : 4);
-    for (int64_t j = 0; j < pv->cnt; j++) {
-        if (j + 4 < pv->cnt) {
-            const char *nx = pv->v + (size_t)pv->cell[j + 4] * pv->v_nb1 + pv->voff;
-            for (size_t o = 0; o < vbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
+    _Pragma("GCC unroll 16") for (int h = 0; h < HB; h++) /* every pass writes before it reads: for the compiler */
+        _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) part[0][h][c] = part[1][h][c] = part[2][h][c] = _mm512_setzero_ps();
+    for (int k = 0; k < 8; k++) {
+        _Pragma("GCC unroll 16") for (int h = 0; h < HB; h++)
+            _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_setzero_ps();
+        for (int64_t j = MF_PV_LANE(k); j < pv->cnt; j += 8) {
+            if (j + 32 < pv->cnt) {
+                const char *nx = pv->v + (size_t)pv->cell[j + 32] * pv->v_nb1 + pv->voff;
+                for (size_t o = 0; o < vbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
+            }
+            const char *row = pv->v + (size_t)pv->cell[j] * pv->v_nb1 + pv->voff;
+            __m512 v[16];
+            _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) v[c] = v16(row, pv->vtype, c);
+            _Pragma("GCC unroll 16") for (int h = 0; h < HB; h++) {
+                const __m512 p = _mm512_set1_ps(pv->p[(size_t)(h0 + h) * pv->p_stride + j]);
+                _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_fmadd_ps(p, v[c], acc[h][c]);
+            }
         }
-        const char *row = pv->v + (size_t)pv->cell[j] * pv->v_nb1 + pv->voff;
-        __m512 v[16];
-        _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) v[c] = v16(row, pv->vtype, c);
         _Pragma("GCC unroll 16") for (int h = 0; h < HB; h++) {
-            const __m512 p = _mm512_set1_ps(pv->p[(size_t)(h0 + h) * pv->p_stride + j]);
-            _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_add_ps(acc[h][c], _mm512_mul_ps(p, v[c]));
+            const __m512 inv = _mm512_set1_ps(pv->inv[h0 + h]);
+            float *o = pv->out + (size_t)(h0 + h) * (size_t)NV * 16;
+            _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) {
+                const __m512 x = acc[h][c];
+                switch (k) {
+                case 0: part[0][h][c] = x; break;                               /* a0 */
+                case 1: part[0][h][c] = _mm512_add_ps(part[0][h][c], x); break; /* a0 + a4 */
+                case 2: part[1][h][c] = x; break;                               /* a2 */
+                case 3: /* (a0 + a4) + (a2 + a6) */
+                    part[0][h][c] = _mm512_add_ps(part[0][h][c], _mm512_add_ps(part[1][h][c], x));
+                    break;
+                case 4: part[1][h][c] = x; break;                               /* a1 */
+                case 5: part[1][h][c] = _mm512_add_ps(part[1][h][c], x); break; /* a1 + a5 */
+                case 6: part[2][h][c] = x; break;                               /* a3 */
+                default: /* ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) */
+                    _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(_mm512_add_ps(part[0][h][c],
+                                                                             _mm512_add_ps(part[1][h][c], _mm512_add_ps(part[2][h][c], x))),
+                                                               inv));
+                    break;
+                }
+            }
         }
-    }
-    _Pragma("GCC unroll 16") for (int h = 0; h < HB; h++) {
-        const __m512 inv = _mm512_set1_ps(pv->inv[h0 + h]);
-        float *o = pv->out + (size_t)(h0 + h) * (size_t)NV * 16;
-        _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(acc[h][c], inv));
     }
 }
 

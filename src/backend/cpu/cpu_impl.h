@@ -23,7 +23,7 @@ typedef struct {
 /* attention primitives, picked once per backend (bitwise equal across ISAs, see vec.c) */
 typedef struct {
     float (*dot)(const float *a, const float *b, int64_t n);
-    void (*axpy)(int64_t n, float p, const float *x, float *y); /* y += p * x */
+    void (*axpy)(int64_t n, float p, const float *x, float *y); /* y = fma(p, x, y) */
     void (*f16_to_f32)(const uint16_t *h, float *f, int64_t n);
     /* y = e^(x - sub), y may be x; returns their sum as llama.cpp's softmax adds it (vec.c) */
     double (*exp_sub)(int64_t n, const float *x, float sub, float *y);
@@ -157,7 +157,7 @@ bool mf_cpu_kv_type_ok(uint32_t type);
 /* AVX-512 attention kernels (attention_avx512.c).  scores16: out[r * 16 + i] = the dot of query row r
  * (nrows rows, hd floats apart, hd % 32 == 0) with key i of kt = [hd][16] (keys transposed into lanes),
  * bitwise the AVX2 F32 vec_dot of the two rows.  pv16: for the nh heads of one token (window cnt), out row h
- * (hd floats, rows contiguous) = (sum over j in order of p[h][j] * v_j) * inv[h], v_j the f16/f32 cache
+ * (hd floats, rows contiguous) = (sum over j of p[h][j] * v_j, in the MF_PV_LANE order) * inv[h], v_j the f16/f32 cache
  * row slice at v + cell[j] * v_nb1 + voff. */
 typedef struct {
     int64_t hd, cnt;
@@ -171,6 +171,13 @@ typedef struct {
     const int32_t *cell;
     float *out;
 } mf_cpu_att_pv;
+/* The order of the value sum out[d] = sum_j p_j v_j[d] both attention paths keep, llama.cpp's kqv =
+ * mul_mat(v, kq) over an f32 cache (llamafile's tinyBLAS, 8 lanes, as its AVX2 build runs for a batch):
+ * key j (window position) goes to lane j % 8, each lane an fma chain from 0 in window order, then
+ * out = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), tinyBLAS's hsum.  The kernels run one pass
+ * per lane, the k-th pass over lane MF_PV_LANE(k) (3-bit reversal: 0 4 2 6 1 5 3 7), so each pair of
+ * the tree is added as soon as both halves exist. */
+#define MF_PV_LANE(k) ((((k) & 1) << 2) | ((k) & 2) | (((k) >> 2) & 1))
 void mf_cpu_att_scores16(int64_t hd, const float *kt, const float *q, int nrows, float *out);
 void mf_cpu_att_pv16(const mf_cpu_att_pv *pv);
 bool mf_cpu_att_x16_ok(int64_t hd); /* the head sizes the two kernels take */

@@ -98,8 +98,9 @@ static float dot_scalar(const float *a, const float *b, int64_t n) {
     return mf_cpu_dot_f32(a, b, n);
 }
 
+/* fused, as llama.cpp's tinyBLAS accumulates p.V (attention.c): one rounding per term */
 static void axpy_scalar(int64_t n, float p, const float *x, float *y) {
-    for (int64_t i = 0; i < n; i++) y[i] += p * x[i];
+    for (int64_t i = 0; i < n; i++) y[i] = fmaf(p, x[i], y[i]);
 }
 
 static void f16_scalar(const uint16_t *h, float *f, int64_t n) {
@@ -118,16 +119,15 @@ __attribute__((target("avx"))) static float dot_avx(const float *a, const float 
     return ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
 }
 
-__attribute__((target("avx"))) static void axpy_avx(int64_t n, float p, const float *x, float *y) {
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 static void axpy_fma(int64_t n, float p, const float *x, float *y) {
     const __m256 vp = _mm256_set1_ps(p);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i,
-                         _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(vp, _mm256_loadu_ps(x + i))));
-    for (; i < n; i++) y[i] += p * x[i];
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] = fmaf(p, x[i], y[i]);
 }
-
-#define AVX2 __attribute__((target("avx2,fma")))
 /* ggml_v_expf (ggml-cpu vec.h, the __AVX2__ && __FMA__ form), unchanged */
 static inline AVX2 __m256 exp8(__m256 x) {
     const __m256 r = _mm256_set1_ps(EXP_SHIFT);
@@ -209,7 +209,7 @@ void mf_cpu_vec_init(mf_cpu_vec *v) {
     /* quant's AVX2 level implies AVX and F16C (AVX-512 includes it); MINFER_ISA=scalar forces the plain loops */
     if (mf_quant_active_isa() == MF_ISA_AVX2 || mf_quant_active_isa() == MF_ISA_AVX512) {
         v->dot = dot_avx;
-        v->axpy = axpy_avx;
+        v->axpy = axpy_fma;
         v->f16_to_f32 = f16_f16c;
         v->exp_sub = exp_sub_avx2;
         v->swiglu = swiglu_avx2;
