@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "minfer.h" /* mf_error, the MF_E_* codes, mf_err_code_name: defined once, in the public header */
 
@@ -34,6 +35,18 @@ void mf_aligned_free(void *p);
 /* Overflow-checked arithmetic for sizes computed from untrusted input: return false on overflow. */
 static inline bool mf_add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }
 static inline bool mf_mul_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+
+/* A float's bit pattern and back, without breaking aliasing rules (f16/bf16 conversion, the vector exp). */
+static inline uint32_t mf_f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline float mf_bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
 /* Monotonic clock in seconds. */
 double mf_time_now(void);

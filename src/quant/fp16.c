@@ -10,28 +10,16 @@
  *     the truncated pattern (ggml's rule, so NaN payloads survive truncated, not rounded). */
 #include "quant/quant_impl.h"
 
-static inline uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static inline float bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 float mf_fp16_to_fp32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t exp = (h >> 10) & 0x1F, man = h & 0x3FF;
-    if (exp == 0x1F) return bits_f32(sign | 0x7F800000u | (man << 13) | (man ? 0x400000u : 0));
+    if (exp == 0x1F) return mf_bits_f32(sign | 0x7F800000u | (man << 13) | (man ? 0x400000u : 0));
     if (exp == 0) {
         /* zero or subnormal: man * 2^-24 is exact in f32 */
         float v = (float)man * 0x1p-24f;
-        return bits_f32(sign | f32_bits(v));
+        return mf_bits_f32(sign | mf_f32_bits(v));
     }
-    return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+    return mf_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
 }
 
 /* Round the integer m (< 2^25) right by `shift` bits, to nearest even. */
@@ -43,7 +31,7 @@ static inline uint32_t shr_rne(uint32_t m, int shift) {
 }
 
 uint16_t mf_fp32_to_fp16(float f) {
-    uint32_t x = f32_bits(f);
+    uint32_t x = mf_f32_bits(f);
     uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
     x &= 0x7FFFFFFF;
     if (x > 0x7F800000) return sign | 0x7E00; /* NaN */
@@ -63,10 +51,10 @@ uint16_t mf_fp32_to_fp16(float f) {
     return sign | (uint16_t)shr_rne(man | 0x800000, shift);
 }
 
-float mf_bf16_to_fp32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+float mf_bf16_to_fp32(uint16_t h) { return mf_bits_f32((uint32_t)h << 16); }
 
 uint16_t mf_fp32_to_bf16(float f) {
-    uint32_t u = f32_bits(f);
+    uint32_t u = mf_f32_bits(f);
     if ((u & 0x7FFFFFFF) > 0x7F800000) return (uint16_t)((u >> 16) | 64);
     return (uint16_t)((u + (0x7FFF + ((u >> 16) & 1))) >> 16);
 }

@@ -37,29 +37,19 @@
 #define EXP_C4 0x1.573e2ep-5f
 #define EXP_C5 0x1.0e4020p-7f
 
-static inline float f_of(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static inline uint32_t u_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
 
 /* one lane of ggml_v_expf (AVX2), every operation as there */
 float mf_cpu_expf(float x) {
     const float z = fmaf(x, EXP_LOG2E, EXP_SHIFT);
     const float n = z - EXP_SHIFT;
     const float b = fmaf(-n, EXP_LN2_LO, fmaf(-n, EXP_LN2_HI, x));
-    const uint32_t e = u_of(z) << 23;
-    const float k = f_of(e + u_of(1.0f));
+    const uint32_t e = mf_f32_bits(z) << 23;
+    const float k = mf_bits_f32(e + mf_f32_bits(1.0f));
     const float u = b * b;
     const float j = fmaf(fmaf(fmaf(EXP_C5, b, EXP_C4), u, fmaf(EXP_C3, b, EXP_C2)), u, EXP_C1 * b);
     if (!(fabsf(n) > 126.0f)) return fmaf(j, k, k); /* NaN too */
     const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
-    const float s1 = f_of(g + 0x7f000000u), s2 = f_of(e - g);
+    const float s1 = mf_bits_f32(g + 0x7f000000u), s2 = mf_bits_f32(e - g);
     if (fabsf(n) > 192.0f) return s1 * s1;
     return fmaf(s2, j, s2) * s1;
 }
