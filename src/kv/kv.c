@@ -260,3 +260,50 @@ void mf_kv_unprepare(mf_kv *kv, int32_t n_tok, const int32_t *cells) {
         kv->n_used--;
     }
 }
+
+/* ---- session files: one sequence's cells out and in (built on the public cell accessors above) ---- */
+
+/* Sort (pos, cell) pairs by position; a sequence never holds one position twice. */
+static int pair_cmp(const void *a, const void *b) {
+    const int32_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+int32_t mf_kv_seq_export(const mf_kv *kv, int32_t seq, int32_t *pos, int32_t *cells, int32_t cap) {
+    int32_t n = 0, n_cells = mf_kv_n_cells(kv);
+    int32_t *pairs = malloc(sizeof(int32_t) * 2 * (size_t)MF_MAX(cap, 1));
+    if (!pairs) return -1;
+    for (int32_t c = 0; c < n_cells && n < cap; c++) {
+        if (mf_kv_cell_seq(kv, c) != seq) continue;
+        pairs[2 * n] = mf_kv_cell_pos(kv, c);
+        pairs[2 * n + 1] = c;
+        n++;
+    }
+    qsort(pairs, (size_t)n, 2 * sizeof(int32_t), pair_cmp);
+    for (int32_t i = 0; i < n; i++) {
+        pos[i] = pairs[2 * i];
+        cells[i] = pairs[2 * i + 1];
+    }
+    free(pairs);
+    return n;
+}
+
+int mf_kv_seq_import(mf_kv *kv, int32_t seq, int32_t n, const int32_t *pos, int32_t *cells_out, mf_error *err) {
+    if (seq < 0 || n < 0)
+        return mf_err(err, MF_E_INVAL, "importing %d cells into sequence %d: both must be >= 0", n, seq);
+    if (n == 0) return 0;
+    int32_t held = mf_kv_seq_n_cells(kv, seq);
+    if (held > 0)
+        return mf_err(err, MF_E_INVAL, "sequence %d already holds %d cells; remove them before importing", seq, held);
+    for (int32_t i = 1; i < n; i++)
+        if (pos[i] <= pos[i - 1])
+            return mf_err(err, MF_E_INVAL, "imported positions must rise strictly: entry %d is %d after %d", i,
+                          pos[i], pos[i - 1]);
+    int32_t *seqs = malloc(sizeof(int32_t) * (size_t)n);
+    if (!seqs) return mf_err(err, MF_E_NOMEM, "out of memory importing %d cells", n);
+    for (int32_t i = 0; i < n; i++) seqs[i] = seq;
+    /* a batch without a window: prepare takes the free cells (lowest first) and refuses with nothing changed */
+    int rc = mf_kv_prepare(kv, n, pos, seqs, cells_out, NULL, 0, err);
+    free(seqs);
+    return rc;
+}

@@ -54,4 +54,11 @@ int mf_kv_prepare(mf_kv *kv, int32_t n_tok, const int32_t *pos, const int32_t *s
 /* Give back the cells a prepare took (a failed forward): the cells become free again. */
 void mf_kv_unprepare(mf_kv *kv, int32_t n_tok, const int32_t *cells);
 
+/* Session files.  export: the cells of seq in position order (pos[i] at cells[i]), at most cap of them;
+ * the count (-1 when out of memory).  import: take n free cells (lowest first) for seq at the strictly
+ * rising positions pos (cells_out[i] gets pos[i]'s cell; the caller then writes the rows).  Refused with
+ * nothing changed: too few free cells (both numbers), a sequence that already holds cells, bad positions. */
+int32_t mf_kv_seq_export(const mf_kv *kv, int32_t seq, int32_t *pos, int32_t *cells, int32_t cap);
+int mf_kv_seq_import(mf_kv *kv, int32_t seq, int32_t n, const int32_t *pos, int32_t *cells_out, mf_error *err);
+
 #endif
