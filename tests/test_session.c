@@ -19,6 +19,7 @@
 #include "quant/quant.h"
 
 #include <dirent.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -538,7 +539,8 @@ static void test_hostile_files_are_refused_never_crash(void) {
 static int count_temps(const char *dir) {
     DIR *dh = opendir(dir);
     int k = 0;
-    for (struct dirent *e; dh && (e = readdir(dh));) k += strstr(e->d_name, "session-atomic.mfs.tmp-") != NULL;
+    for (struct dirent *e; dh && (e = readdir(dh));)
+        k += strstr(e->d_name, "session-atomic.mfs") && strstr(e->d_name, ".tmp-");
     if (dh) closedir(dh);
     return k;
 }
@@ -555,6 +557,15 @@ static void test_save_is_atomic_and_an_empty_sequence_round_trips(void) {
     CHECK(mf_session_save(c, 0, NULL, 0, NULL, NULL, 0, missing, &err) == MF_E_IO &&
               strstr(err.msg, "cannot create the session file"),
           "save into a missing directory: %s", err.msg);
+    char dir_path[700]; /* a directory where the file should go: the temporary is written, the rename fails */
+    snprintf(dir_path, sizeof dir_path, "%s/session-atomic.mfs.dir", mf_test_tmpdir());
+    char mk[800];
+    snprintf(mk, sizeof mk, "mkdir -p %s", dir_path);
+    REQUIRE(system(mk) == 0, "mkdir");
+    CHECK(mf_session_save(c, 0, NULL, 0, NULL, NULL, 0, dir_path, &err) == MF_E_IO && strstr(err.msg, "cannot rename"),
+          "save over a directory: %s", err.msg);
+    CHECK(count_temps(mf_test_tmpdir()) == 0, "a failed save left its temporary file");
+    rmdir(dir_path);
     mf_token bad_tok = 200000;
     CHECK(mf_session_save(c, 0, &bad_tok, 1, NULL, NULL, 0, path, &err) == MF_E_INVAL, "bad token saved");
     size_t len = 0;
