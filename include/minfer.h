@@ -145,6 +145,12 @@ void mf_kv_clear_all(mf_context *ctx);
 void mf_seq_rm(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1);
 int mf_seq_cp(mf_context *ctx, mf_seq_id src, mf_seq_id dst, mf_pos p0, mf_pos p1, mf_error *err);
 mf_pos mf_seq_pos_max(const mf_context *ctx, mf_seq_id seq); /* -1 when empty */
+/* Context shift (llama_memory_seq_add): the positions of seq in [p0, p1) move by delta and their K rows
+ * are re-roped to the new positions (V rows untouched); a cell whose new position would be < 0 is
+ * removed.  With mf_seq_rm: keep the first n_keep tokens, drop [n_keep, n_keep + n_discard), then
+ * mf_seq_add(ctx, seq, n_keep + n_discard, -1, -n_discard) and decode on from pos_max + 1.  Refused with
+ * nothing changed when seq < 0 or a moved cell would land on a position seq keeps outside the range. */
+int mf_seq_add(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1, mf_pos delta, mf_error *err);
 
 /* ---------------- batch (llama_batch shape: data, not topology) ---------------- */
 typedef struct {

@@ -249,7 +249,7 @@ int mf_session_parse(const void *data, size_t size, mf_session_view *v, mf_error
                       version, HB);
     mf_session_fp *fp = &v->fp;
     memcpy(fp->arch, d + 16, 32);
-    if (fp->arch[31] != 0 || fp->arch[0] == 0 || strlen(fp->arch) != strnlen((const char *)d + 16, 32))
+    if (fp->arch[31] != 0 || fp->arch[0] == 0)
         return mf_err(err, MF_E_FORMAT, "the header's architecture name (offset 16) is empty or not NUL-terminated");
     for (size_t i = strlen(fp->arch); i < 32; i++)
         if (d[16 + i]) return mf_err(err, MF_E_FORMAT, "the architecture name's padding (offset %zu) is not zero", 16 + i);
@@ -413,13 +413,24 @@ static int check_context(mf_context *ctx, mf_seq_id seq, const mf_session_view *
     if (strcmp(f->arch, me.arch) || f->n_layer != me.n_layer || f->n_embd != me.n_embd || f->n_head != me.n_head ||
         f->n_head_kv != me.n_head_kv || f->head_dim != me.head_dim || f->n_ff != me.n_ff || f->n_vocab != me.n_vocab ||
         f->tensor_hash != me.tensor_hash) {
-        char a[256], b[256];
+        char a[256], b[256], diff[160] = "";
         describe(f, a, sizeof a);
         describe(&me, b, sizeof b);
+        const struct {
+            bool differ;
+            const char *name;
+        } fields[] = {{strcmp(f->arch, me.arch) != 0, "architecture"}, {f->n_layer != me.n_layer, "layers"},
+                      {f->n_embd != me.n_embd, "n_embd"},           {f->n_head != me.n_head, "heads"},
+                      {f->n_head_kv != me.n_head_kv, "KV heads"},   {f->head_dim != me.head_dim, "head_dim"},
+                      {f->n_ff != me.n_ff, "n_ff"},                 {f->n_vocab != me.n_vocab, "vocabulary"},
+                      {f->tensor_hash != me.tensor_hash, "tensor index"}};
+        for (size_t i = 0; i < MF_ARRAY_LEN(fields); i++)
+            if (fields[i].differ)
+                snprintf(diff + strlen(diff), sizeof diff - strlen(diff), "%s%s", diff[0] ? ", " : "", fields[i].name);
         return mf_err(err, MF_E_UNSUPPORTED,
-                      "the file was written for a different model (%s); this model is %s: load it with the model "
-                      "that wrote it, or start afresh",
-                      a, b);
+                      "the file was written for a different model (%s); this model is %s; they differ in: %s. Load it "
+                      "with the model that wrote it, or start afresh",
+                      a, b, diff);
     }
     if (f->type_k != me.type_k || f->type_v != me.type_v) {
         if (f->type_k == f->type_v && me.type_k == me.type_v)

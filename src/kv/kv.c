@@ -1,6 +1,7 @@
 /* The KV cell store: cell ownership, sequence operations and per-batch window resolution. */
 #include "kv/kv.h"
 
+#include "core/rope.h"
 #include "quant/quant.h"
 
 #include <stdlib.h>
@@ -138,6 +139,104 @@ int32_t mf_kv_seq_n_cells(const mf_kv *kv, int32_t seq) {
     int32_t n = 0;
     for (int32_t c = 0; c < kv->n_cells; c++) n += kv->seq[c] == seq;
     return n;
+}
+
+/* the rope fits a K row of n_embd elements of this type */
+static int rope_check(uint32_t type, int64_t n_embd, const mf_kv_rope *r, mf_error *err) {
+    if (r->head_dim <= 0 || n_embd % r->head_dim || r->n_rot <= 0 || r->n_rot > r->head_dim || r->n_rot % 2 ||
+        r->n_rot > MF_KV_ROPE_MAX)
+        return mf_err(err, MF_E_INVAL, "rope of %d of %d head elements does not fit a K row of %lld (at most %d)",
+                      r->n_rot, r->head_dim, (long long)n_embd, MF_KV_ROPE_MAX);
+    if (type != MF_TYPE_F32 && type != MF_TYPE_F16 && type != MF_TYPE_Q8_0)
+        return mf_err(err, MF_E_UNSUPPORTED, "cannot re-rope a K row of type %s (f32, f16, q8_0)", mf_type_name(type));
+    if (!mf_row_size(type, n_embd))
+        return mf_err(err, MF_E_INVAL, "a K row of %lld %s elements is not whole blocks", (long long)n_embd,
+                      mf_type_name(type));
+    return 0;
+}
+
+static void rope_row(uint32_t type, void *row, int64_t n_embd, const mf_kv_rope *r, const float *cache, float *tmp) {
+    if (type == MF_TYPE_F32)
+        memcpy(tmp, row, sizeof(float) * (size_t)n_embd);
+    else
+        mf_dequantize_row(type, row, tmp, n_embd);
+    for (int64_t h = 0; h < n_embd / r->head_dim; h++)
+        mf_rope_row(tmp + h * r->head_dim, tmp + h * r->head_dim, r->head_dim, r->n_rot, r->mode, cache);
+    /* back with the converter KV_STORE uses, so a shifted cell holds what a store of that row would */
+    if (type == MF_TYPE_F32)
+        memcpy(row, tmp, sizeof(float) * (size_t)n_embd);
+    else
+        mf_quantize_row_cpu(type, tmp, row, n_embd);
+}
+
+int mf_kv_rope_row(uint32_t type, void *row, int64_t n_embd, int32_t delta, const mf_kv_rope *r, float *tmp,
+                   mf_error *err) {
+    int rc = rope_check(type, n_embd, r, err);
+    if (rc) return rc;
+    float cache[MF_KV_ROPE_MAX];
+    mf_rope_cache(cache, r->n_rot, (float)delta, r->freq_scale, mf_rope_theta_scale(r->freq_base, r->n_rot));
+    rope_row(type, row, n_embd, r, cache, tmp);
+    return 0;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const mf_kv_rope *rope,
+                  mf_error *err) {
+    if (seq < 0) return mf_err(err, MF_E_INVAL, "seq_add needs a sequence id >= 0, got %d", seq);
+    int rc = rope_check(kv->type, kv->n_embd_k, rope, err);
+    if (rc || delta == 0) return rc;
+    /* the new positions of the moved cells, sorted; a kept cell of the sequence may not be among them */
+    int32_t n_mv = 0;
+    for (int32_t c = 0; c < kv->n_cells; c++) n_mv += kv->seq[c] == seq && in_range(kv->pos[c], p0, p1);
+    if (!n_mv) return 0;
+    int32_t *np = malloc(sizeof(int32_t) * (size_t)n_mv);
+    float *tmp = malloc(sizeof(float) * (size_t)kv->n_embd_k);
+    if (!np || !tmp) {
+        free(np);
+        free(tmp);
+        return mf_err(err, MF_E_NOMEM, "out of memory shifting %d cells", n_mv);
+    }
+    int32_t k = 0;
+    for (int32_t c = 0; c < kv->n_cells && !rc; c++) {
+        if (kv->seq[c] != seq || !in_range(kv->pos[c], p0, p1)) continue;
+        const int64_t p = (int64_t)kv->pos[c] + delta;
+        if (p > INT32_MAX)
+            rc = mf_err(err, MF_E_RANGE, "seq_add: position %d of sequence %d + %d overflows", kv->pos[c], seq, delta);
+        np[k++] = (int32_t)p;
+    }
+    qsort(np, (size_t)k, sizeof *np, cmp_i32);
+    for (int32_t c = 0; c < kv->n_cells && !rc; c++) {
+        if (kv->seq[c] != seq || in_range(kv->pos[c], p0, p1) || kv->pos[c] < 0) continue;
+        if (bsearch(&kv->pos[c], np, (size_t)k, sizeof *np, cmp_i32))
+            rc = mf_err(err, MF_E_INVAL,
+                        "seq_add: a cell of sequence %d would move onto position %d, which the sequence keeps "
+                        "outside [%d, %d); remove it first with seq_rm",
+                        seq, kv->pos[c], MF_MAX(p0, 0), p1);
+    }
+    if (!rc) {
+        float cache[MF_KV_ROPE_MAX];
+        mf_rope_cache(cache, rope->n_rot, (float)delta, rope->freq_scale,
+                      mf_rope_theta_scale(rope->freq_base, rope->n_rot));
+        for (int32_t c = 0; c < kv->n_cells; c++) {
+            if (kv->seq[c] != seq || !in_range(kv->pos[c], p0, p1)) continue;
+            if (kv->pos[c] + delta < 0) { /* llama.cpp: shifted before the start = gone */
+                kv->seq[c] = -1;
+                kv->pos[c] = -1;
+                kv->n_used--;
+                continue;
+            }
+            kv->pos[c] += delta;
+            for (int32_t l = 0; l < kv->n_layer; l++)
+                rope_row(kv->type, (uint8_t *)mf_kv_k(kv, l) + (size_t)c * kv->row_k, kv->n_embd_k, rope, cache, tmp);
+        }
+    }
+    free(np);
+    free(tmp);
+    return rc;
 }
 
 static void copy_cell(mf_kv *kv, int32_t dst, int32_t src) {

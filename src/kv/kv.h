@@ -8,7 +8,8 @@
  * The store resolves each batch token to a free cell (lowest index first: deterministic) and produces,
  * for every query token, its window = the cells of the same sequence with pos <= the query's pos, in
  * position order.  Two sequences never see each other's rows.  seq_cp copies rows into new cells (no
- * sharing yet, so a store never writes through a shared cell). */
+ * sharing yet, so a store never writes through a shared cell).  seq_add moves positions and re-ropes the
+ * moved K rows (the context shift). */
 #ifndef MF_KV_H
 #define MF_KV_H
 
@@ -42,6 +43,24 @@ void mf_kv_seq_rm(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1);
 int mf_kv_seq_cp(mf_kv *kv, int32_t src, int32_t dst, int32_t p0, int32_t p1, mf_error *err);
 int32_t mf_kv_seq_pos_max(const mf_kv *kv, int32_t seq); /* -1 when the sequence holds no cell */
 int32_t mf_kv_seq_n_cells(const mf_kv *kv, int32_t seq);
+
+/* The model's rope, for re-roping K rows (core/rope.h): every K row is n_embd_k / head_dim heads. */
+#define MF_KV_ROPE_MAX 1024 /* rotary dimensions a re-rope handles */
+typedef struct {
+    int32_t head_dim, n_rot, mode;
+    float freq_base, freq_scale;
+} mf_kv_rope;
+
+/* Context shift: the cells of seq with p0 <= pos < p1 move to pos + delta, and their K rows are
+ * re-roped by delta (a rotation by p then by delta is one by p + delta, up to rounding; V untouched).
+ * A cell whose new position would be < 0 is removed.  Refused (nothing changed) when a moved cell
+ * would land on a position seq keeps outside the range, or seq < 0. */
+int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const mf_kv_rope *rope,
+                  mf_error *err);
+/* Re-rope one K row of `type` (F32, F16: llama.cpp's cast to f32, rope, cast back; Q8_0: dequantize,
+ * rope, requantize with the bytes KV_STORE writes) in place by delta.  tmp holds n_embd floats. */
+int mf_kv_rope_row(uint32_t type, void *row, int64_t n_embd, int32_t delta, const mf_kv_rope *rope, float *tmp,
+                   mf_error *err);
 
 /* Resolve a batch: for each token t (seq[t], pos[t]) take a free cell (cells_out[t]) and fill the
  * window input: win is [win_stride, n_tok], column t = {count, cell ids in position order}, where
