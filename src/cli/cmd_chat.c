@@ -13,7 +13,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: minfer chat -m MODEL [--system TEXT] [-c N] [-n N] [--stop S] [sampler options]\n"
+            "usage: minfer chat -m MODEL [--system TEXT] [--session FILE] [-c N] [-n N] [--stop S] [sampler options]\n"
             "       (also: minfer run --cnv -m MODEL ...)\n"
             "\n"
             "Interactive chat: each line read from stdin is one user message; the reply is rendered with the\n"
@@ -25,6 +25,12 @@ static void usage(FILE *f) {
             "\n"
             "  -m, --model FILE         GGUF model (qwen2, qwen3 architectures)\n"
             "      --system TEXT        system message (kept when old turns are dropped)\n"
+            "      --session FILE       keep the conversation in FILE: saved after every reply (KV cache, tokens,\n"
+            "                           sampler state, messages) and resumed at start, prefilling nothing and\n"
+            "                           continuing exactly as if the chat had not stopped; a file written for\n"
+            "                           another model, KV type or a larger -c is not loaded into the cache: its\n"
+            "                           conversation is re-rendered from its text instead (a note says why); a\n"
+            "                           missing FILE starts a new conversation; the file's system message wins\n"
             "      --chat-template NAME chat format: auto (default: recognise the model's template), chatml,\n"
             "                           qwen2.5, qwen3\n"
             "      --think on|off       Qwen3 thinking switch (default: the template's, i.e. on); refused with a\n"
@@ -73,7 +79,7 @@ static char *read_line(void) {
 }
 
 int mf_cmd_chat(int argc, char **argv) {
-    const char *model_path = NULL, *system = NULL, *chat_template = NULL;
+    const char *model_path = NULL, *system = NULL, *chat_template = NULL, *session = NULL;
     long n_predict = -1, n_threads = 0, n_ctx = 0;
     int think = -1;
     bool verbose = false;
@@ -97,6 +103,13 @@ int mf_cmd_chat(int argc, char **argv) {
         } else if (!strcmp(a, "--system")) {
             VAL("--system");
             system = v;
+        } else if (!strcmp(a, "--session")) {
+            VAL("--session");
+            if (!*v) {
+                fprintf(stderr, "Error: --session needs a file name, got ''\n");
+                return 2;
+            }
+            session = v;
         } else if (!strcmp(a, "--chat-template")) {
             VAL("--chat-template");
             if (!*v) {
@@ -165,6 +178,25 @@ int mf_cmd_chat(int argc, char **argv) {
     vp.chat.enable_thinking = think;
     if (n_predict > 0) vp.n_reserve = (int32_t)n_predict;
     if (mf_conv_new(gen, &vp, &conv, &err)) goto fail;
+    if (session) {
+        bool rerendered = false;
+        char reason[1024];
+        int rc = mf_conv_load(conv, session, &rerendered, reason, sizeof reason, &err);
+        if (rc == MF_E_NOTFOUND)
+            fprintf(stderr, "session: '%s' does not exist yet: a new conversation, saved there after every turn\n",
+                    session);
+        else if (rc)
+            goto fail;
+        else if (rerendered)
+            fprintf(stderr, "note: the session '%s' does not fit this run (%s); its conversation (%d turns) is "
+                    "re-rendered from its text with the next message\n", session, reason, mf_conv_n_turns(conv));
+        else {
+            mf_gen_stats st;
+            mf_gen_get_stats(gen, &st);
+            fprintf(stderr, "session: resumed %d turn%s from '%s' (%d tokens cached, 0 prefilled)\n",
+                    mf_conv_n_turns(conv), mf_conv_n_turns(conv) == 1 ? "" : "s", session, st.n_cached);
+        }
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -172,7 +204,7 @@ int mf_cmd_chat(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: Ctrl-C at the prompt ends the read */
     bool tty = isatty(0) && isatty(1);
-    int32_t nc = mf_context_n_ctx(ctx), turn = 0;
+    int32_t nc = mf_context_n_ctx(ctx), turn = mf_conv_n_turns(conv); /* a resumed chat counts on */
     for (;;) {
         if (tty) {
             fputs("> ", stdout);
@@ -203,6 +235,7 @@ int mf_cmd_chat(int argc, char **argv) {
         if (o.status == MF_GEN_ABORT) fprintf(stderr, "note: reply interrupted (Ctrl-C)\n");
         if (o.status == MF_GEN_CONTEXT)
             fprintf(stderr, "note: the context (%d tokens) is full: the reply was cut (raise -c/--ctx-size)\n", nc);
+        if (session && mf_conv_save(conv, session, &err)) goto fail;
         if (verbose) {
             mf_gen_stats st;
             mf_gen_get_stats(gen, &st);

@@ -7,6 +7,8 @@
 
 #include "core/core.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +25,7 @@ struct mf_conv {
     msg *m;
     int32_t n_m, cap_m, n_keep; /* n_keep: tokens of the system part, never dropped */
     char *text;                 /* the rendered text the sequence stands for; NULL: unknown */
+    char *reply;                /* a loaded session's last reply (else the generator's turn text) */
 };
 
 mf_conv_params mf_conv_default_params(void) {
@@ -39,6 +42,7 @@ void mf_conv_free(mf_conv *c) {
     free(c->m);
     free(c->system);
     free(c->text);
+    free(c->reply);
     free(c);
 }
 
@@ -150,50 +154,70 @@ static size_t system_part(mf_conv *c, const char *f, mf_error *err) {
     return u ? (size_t)(u - f) : 0;
 }
 
-/* The tokens of a first turn (nothing cached): the system part and the rest tokenized apart, so the
- * system part's token count is exact. */
+/* The tokens of a conversation rendered whole (nothing cached: the first turn, or a session re-rendered
+ * from its text): the system part and each user turn (from its "<|im_start|>") tokenized apart, so the
+ * system part's token count and every turn's start are exact. */
 static int first_turn(mf_conv *c, const char *f, mf_token **ids, int32_t *n, int32_t *n_keep, mf_error *err) {
     mf_error scratch = {0};
     size_t sl = system_part(c, f, &scratch);
-    char *sys = strndup(f, sl);
-    if (!sys) return mf_err(err, MF_E_NOMEM, "conversation: out of memory");
-    int rc = sl ? tok_append(c->model, sys, true, ids, n, err) : 0;
-    free(sys);
-    *n_keep = *n;
-    if (!rc) rc = tok_append(c->model, f + sl, sl == 0, ids, n, err);
-    return rc;
+    int rc = 0;
+    *n_keep = 0;
+    if (sl) {
+        char *sys = strndup(f, sl);
+        if (!sys) return mf_err(err, MF_E_NOMEM, "conversation: out of memory");
+        rc = tok_append(c->model, sys, true, ids, n, err);
+        free(sys);
+        if (rc) return rc;
+        *n_keep = *n;
+    }
+    const char *p = f + sl;
+    int32_t u = 0; /* the user message whose start comes next */
+    while (*p) {
+        const char *next = strstr(p + 1, "<|im_start|>user");
+        size_t len = next ? (size_t)(next - p) : strlen(p);
+        if (starts_with(p, "<|im_start|>user")) {
+            while (u < c->n_m && strcmp(c->m[u].role, "user")) u++;
+            if (u < c->n_m) c->m[u++].start = *n;
+        }
+        char *seg = strndup(p, len);
+        if (!seg) return mf_err(err, MF_E_NOMEM, "conversation: out of memory");
+        rc = tok_append(c->model, seg, *n == 0, ids, n, err);
+        free(seg);
+        if (rc) return rc;
+        p += len;
+    }
+    return 0;
 }
 
-/* The generator's last reply becomes an assistant message; returns the tokens that close it the way
- * the template renders a finished reply (e.g. "<|im_end|>\n", without an end token already sampled). */
-static int record_reply(mf_conv *c, mf_token **close, int32_t *n_close, mf_error *err) {
-    size_t len;
-    const char *reply = mf_gen_turn_text(c->g, &len);
-    int rc = push_msg(c, "assistant", reply, len, err);
-    if (rc || !c->text) return rc;
-    char *r = NULL;
-    if ((rc = render(c, c->n_m, false, &r, err))) return rc;
+/* What a turn adds after the cached text: the rest of the rendering f after c->text and, when the turn
+ * follows a reply, after the reply's text (reply_len bytes of the last assistant message).  The tokens
+ * that close the reply (e.g. "<|im_end|>\n") and those of the new turn (from its "<|im_start|>") are
+ * tokenized apart so *turn_at is the exact token where the new turn starts; an end-of-generation token
+ * the reply already sampled is not fed again.  Returns false when f does not start with what is cached. */
+static bool diff_turn(mf_conv *c, const char *f, const char *reply, mf_token **ids, int32_t *n, int32_t *turn_at,
+                      int *rc, mf_error *err) {
     size_t lt = strlen(c->text);
-    const char *content = c->m[c->n_m - 1].content;
-    if (!starts_with(r, c->text) || !starts_with(r + lt, content)) { /* the template rewrote something */
-        free(r);
-        free(c->text);
-        c->text = NULL;
-        return 0;
+    if (!starts_with(f, c->text) || (reply && !starts_with(f + lt, reply))) return false;
+    const char *rest = f + lt + (reply ? strlen(reply) : 0);
+    const char *turn = strstr(rest, "<|im_start|>");
+    size_t nclose = turn ? (size_t)(turn - rest) : 0;
+    char *closing = strndup(rest, nclose);
+    if (!closing) {
+        *rc = mf_err(err, MF_E_NOMEM, "conversation: out of memory");
+        return true;
     }
-    if ((rc = tok_append(c->model, r + lt + strlen(content), false, close, n_close, err))) {
-        free(r);
-        return rc;
-    }
+    *rc = tok_append(c->model, closing, false, ids, n, err);
+    free(closing);
+    if (*rc) return true;
     int32_t nt;
     const mf_token *t = mf_gen_tokens(c->g, &nt);
-    if (*n_close && nt && t[nt - 1] == (*close)[0] && mf_model_is_eog(c->model, t[nt - 1])) {
-        memmove(*close, *close + 1, sizeof **close * (size_t)(*n_close - 1));
-        (*n_close)--;
+    if (reply && *n && nt && t[nt - 1] == (*ids)[0] && mf_model_is_eog(c->model, t[nt - 1])) {
+        memmove(*ids, *ids + 1, sizeof **ids * (size_t)(*n - 1));
+        (*n)--;
     }
-    free(c->text);
-    c->text = r;
-    return 0;
+    *turn_at = nt + *n;
+    *rc = tok_append(c->model, rest + nclose, false, ids, n, err);
+    return true;
 }
 
 /* Removes messages [a, b) (whole turns). */
@@ -211,35 +235,60 @@ int mf_conv_user(mf_conv *c, const char *text, mf_conv_turn *info, mf_error *err
     if (!info) info = &dummy;
     memset(info, 0, sizeof *info);
     if (!text) return mf_err(err, MF_E_INVAL, "conversation: no user text");
-    mf_token *close = NULL, *ids = NULL, *alt = NULL;
-    int32_t n_close = 0, n_ids = 0, n_alt = 0, keep = c->n_keep;
+    mf_token *ids = NULL, *alt = NULL;
+    int32_t n_ids = 0, n_alt = 0, keep = c->n_keep;
     char *f = NULL, *f2 = NULL;
     int rc = 0;
-    if (c->n_m && !strcmp(c->m[c->n_m - 1].role, "user") && (rc = record_reply(c, &close, &n_close, err)))
-        goto out;
+    /* the generator's last reply becomes an assistant message */
+    bool replied = c->n_m && !strcmp(c->m[c->n_m - 1].role, "user");
+    if (replied) {
+        size_t len;
+        const char *reply = c->reply ? c->reply : mf_gen_turn_text(c->g, &len);
+        if (c->reply) len = strlen(c->reply);
+        if ((rc = push_msg(c, "assistant", reply, len, err))) goto out;
+    }
     if ((rc = push_msg(c, "user", text, strlen(text), err))) goto out;
     int32_t me = c->n_m - 1;
     if ((rc = render(c, c->n_m, true, &f, err))) goto undo;
     int32_t n_tok;
     const mf_token *toks = mf_gen_tokens(c->g, &n_tok);
     int32_t base = n_tok; /* tokens kept before this turn's */
-    bool first = mf_conv_n_turns(c) == 1;
-    if (first) {
-        if ((rc = first_turn(c, f, &ids, &n_ids, &keep, err))) goto undo;
-        c->m[me].start = keep;
-    } else if (c->text && starts_with(f, c->text)) {
-        ids = close;
-        n_ids = n_close;
-        close = NULL;
-        c->m[me].start = n_tok + n_ids;
-        if ((rc = tok_append(c->model, f + strlen(c->text), false, &ids, &n_ids, err))) goto undo;
+    bool first = n_tok == 0;
+    int32_t limit = mf_gen_n_ctx(c->g);
+    int32_t reserve = c->p.n_reserve > 0 ? c->p.n_reserve : limit / 4;
+    reserve = MF_MIN(reserve, limit / 2);
+    if (first) { /* nothing cached: render it all; old turns that do not fit go before anything is fed */
+        int32_t n_whole = -1;
+        for (;;) {
+            for (int32_t i = 0; i < c->n_m; i++) c->m[i].start = -1;
+            if ((rc = first_turn(c, f, &ids, &n_ids, &keep, err))) goto undo;
+            if (n_whole < 0) n_whole = n_ids;
+            info->n_dropped_tokens = n_whole - n_ids; /* what the dropped turns would have taken */
+            if (c->m[me].start < 0) c->m[me].start = keep;
+            if (n_ids + reserve <= limit || mf_conv_n_turns(c) == 1) break;
+            int32_t u0 = 0, u1;
+            while (strcmp(c->m[u0].role, "user")) u0++;
+            for (u1 = u0 + 1; strcmp(c->m[u1].role, "user"); u1++) {}
+            info->n_dropped_turns++;
+            remove_msgs(c, u0, u1);
+            me = c->n_m - 1;
+            free(ids);
+            ids = NULL;
+            n_ids = 0;
+            free(f);
+            f = NULL;
+            if ((rc = render(c, c->n_m, true, &f, err))) goto out;
+        }
+        if (n_ids > limit) goto too_big;
+    } else if (c->text && diff_turn(c, f, replied ? c->m[me - 1].content : NULL, &ids, &n_ids, &c->m[me].start,
+                                    &rc, err)) {
+        if (rc) goto undo;
     } else { /* re-rendered differently: keep the common token prefix, prefill the rest */
         mf_token *all = NULL;
         int32_t n_all = 0;
         if ((rc = tok_append(c->model, f, true, &all, &n_all, err))) goto undo;
         int32_t l = 0;
         while (l < n_all && l < n_tok && all[l] == toks[l]) l++;
-        l = MF_MAX(l, MF_MIN(keep, n_tok));
         if (l > n_all) l = n_all; /* cannot happen with a system part that renders the same */
         n_ids = n_all - l;
         ids = malloc(sizeof *ids * (size_t)MF_MAX(n_ids, 1));
@@ -257,9 +306,6 @@ int mf_conv_user(mf_conv *c, const char *text, mf_conv_turn *info, mf_error *err
         c->m[me].start = l;
     }
     /* room: the new tokens plus the reply's reserve; else drop the oldest whole turns */
-    int32_t limit = mf_gen_n_ctx(c->g);
-    int32_t reserve = c->p.n_reserve > 0 ? c->p.n_reserve : limit / 4;
-    reserve = MF_MIN(reserve, limit / 2);
     mf_gen_stats st;
     mf_gen_get_stats(c->g, &st);
     int32_t cut_to = -1, dropped = 0, n_cached = st.n_cached, u0 = -1;
@@ -321,6 +367,8 @@ int mf_conv_user(mf_conv *c, const char *text, mf_conv_turn *info, mf_error *err
     }
     if ((rc = mf_gen_feed(c->g, ids, n_ids, err))) goto out;
     c->n_keep = keep;
+    free(c->reply);
+    c->reply = NULL;
     free(c->text);
     c->text = f;
     f = NULL;
@@ -334,13 +382,139 @@ too_big:
                 "the message needs %d tokens and the system prompt %d; they do not fit the context of %d "
                 "(raise -c/--ctx-size, or send a shorter message)",
                 first ? n_ids - keep : (n_alt ? n_alt : n_ids), keep, limit);
-undo:
+undo: /* the reply is taken again from the generator by the next call */
     pop_msg(c);
+    if (replied) pop_msg(c);
 out:
-    free(close);
     free(ids);
     free(alt);
     free(f);
     free(f2);
+    return rc;
+}
+
+/* ---------------- session files ---------------- */
+/* The conversation as JSON application bytes: {"format":"minfer-chat","version":1,"n_keep":..,
+ * "text":..|null,"reply":..|null,"messages":[{"role","content","start"}...]}. */
+static char *conv_json(const mf_conv *c) {
+    cJSON *o = cJSON_CreateObject(), *ms = cJSON_CreateArray();
+    if (!o || !ms) {
+        cJSON_Delete(o);
+        cJSON_Delete(ms);
+        return NULL;
+    }
+    cJSON_AddStringToObject(o, "format", "minfer-chat");
+    cJSON_AddNumberToObject(o, "version", 1);
+    cJSON_AddNumberToObject(o, "n_keep", c->n_keep);
+    if (c->text) cJSON_AddStringToObject(o, "text", c->text);
+    else cJSON_AddNullToObject(o, "text");
+    bool pending = c->n_m && !strcmp(c->m[c->n_m - 1].role, "user");
+    size_t len = 0;
+    const char *reply = c->reply ? c->reply : mf_gen_turn_text(c->g, &len);
+    if (pending) cJSON_AddStringToObject(o, "reply", reply);
+    else cJSON_AddNullToObject(o, "reply");
+    for (int32_t i = 0; i < c->n_m; i++) {
+        cJSON *m = cJSON_CreateObject();
+        if (!m) break;
+        cJSON_AddStringToObject(m, "role", c->m[i].role);
+        cJSON_AddStringToObject(m, "content", c->m[i].content);
+        cJSON_AddNumberToObject(m, "start", c->m[i].start);
+        cJSON_AddItemToArray(ms, m);
+    }
+    cJSON_AddItemToObject(o, "messages", ms);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+int mf_conv_save(mf_conv *c, const char *path, mf_error *err) {
+    char *app = conv_json(c);
+    if (!app) return mf_err(err, MF_E_NOMEM, "conversation: out of memory for the session's text");
+    int32_t n;
+    const mf_token *t = mf_gen_tokens(c->g, &n);
+    int rc = mf_session_save(mf_gen_context_of(c->g), mf_gen_seq_of(c->g), t, n, mf_gen_sampler(c->g), app,
+                             strlen(app), path, err);
+    free(app);
+    return rc;
+}
+
+static const char *jstr(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The conversation from its JSON (an empty conversation: messages replaced). */
+static int conv_from_json(mf_conv *c, const char *app, size_t len, const char *path, mf_error *err) {
+    cJSON *o = cJSON_ParseWithLength(app, len);
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(o, "messages"), *m;
+    const char *fmt = jstr(o, "format");
+    if (!o || !fmt || strcmp(fmt, "minfer-chat") || !cJSON_IsArray(ms)) {
+        cJSON_Delete(o);
+        return mf_err(err, MF_E_FORMAT, "the session file '%s' holds no minfer chat conversation (written by "
+                      "another program? give another --session file)", path);
+    }
+    while (c->n_m) pop_msg(c);
+    int rc = 0;
+    cJSON_ArrayForEach(m, ms) {
+        const char *role = jstr(m, "role"), *content = jstr(m, "content");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(m, "start");
+        if (!role || !content || !cJSON_IsNumber(st)) {
+            rc = mf_err(err, MF_E_FORMAT, "the session file '%s': message %d has no role, content or start", path,
+                        c->n_m);
+            break;
+        }
+        if ((rc = push_msg(c, role, content, strlen(content), err))) break;
+        c->m[c->n_m - 1].start = (int32_t)st->valuedouble;
+    }
+    free(c->system); /* the file's system message is the conversation's */
+    c->system = c->n_m && !strcmp(c->m[0].role, "system") ? strdup(c->m[0].content) : NULL;
+    c->p.system = c->system;
+    const cJSON *nk = cJSON_GetObjectItemCaseSensitive(o, "n_keep");
+    c->n_keep = cJSON_IsNumber(nk) ? (int32_t)nk->valuedouble : 0;
+    free(c->text);
+    free(c->reply);
+    c->text = jstr(o, "text") ? strdup(jstr(o, "text")) : NULL;
+    c->reply = jstr(o, "reply") ? strdup(jstr(o, "reply")) : NULL;
+    cJSON_Delete(o);
+    return rc;
+}
+
+int mf_conv_load(mf_conv *c, const char *path, bool *rerendered, char *reason, size_t reason_cap, mf_error *err) {
+    *rerendered = false;
+    if (reason_cap) reason[0] = 0;
+    int32_t n_tok;
+    mf_gen_tokens(c->g, &n_tok);
+    if (n_tok || mf_conv_n_turns(c))
+        return mf_err(err, MF_E_INVAL, "conversation: a session loads into a new conversation (this one has %d "
+                      "turns)", mf_conv_n_turns(c));
+    mf_context *ctx = mf_gen_context_of(c->g);
+    mf_seq_id seq = mf_gen_seq_of(c->g);
+    mf_token *t = NULL;
+    int32_t n = 0;
+    void *app = NULL;
+    size_t alen = 0;
+    mf_error lerr = {0};
+    int rc = mf_session_load(ctx, seq, path, &t, &n, mf_gen_sampler(c->g), &app, &alen, &lerr);
+    if (rc == MF_E_NOTFOUND || rc == MF_E_IO || rc == MF_E_INVAL) {
+        if (err) *err = lerr;
+        return rc;
+    }
+    if (rc) { /* this run cannot take the cache: the conversation's text can still be re-rendered */
+        if (reason_cap) snprintf(reason, reason_cap, "%s", lerr.msg);
+        if ((rc = mf_session_read_app(path, &app, &alen, err))) return rc;
+        rc = conv_from_json(c, app, alen, path, err);
+        free(app);
+        free(c->text); /* nothing is cached: the next turn renders it all */
+        c->text = NULL;
+        if (!rc) *rerendered = true;
+        return rc;
+    }
+    if (!(rc = conv_from_json(c, app, alen, path, err))) {
+        mf_pos pm = mf_seq_pos_max(ctx, seq);
+        rc = mf_gen_restore(c->g, t, n, pm + 1, err);
+    }
+    if (rc) mf_seq_rm(ctx, seq, -1, -1);
+    free(t);
+    free(app);
     return rc;
 }

@@ -44,5 +44,7 @@ int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, 
 
 /* The model a generator's context runs (the conversation renders with it). */
 const mf_model *mf_gen_model_of(const mf_gen *g);
+mf_context *mf_gen_context_of(const mf_gen *g);
+mf_seq_id mf_gen_seq_of(const mf_gen *g);
 
 #endif
