@@ -33,6 +33,7 @@ static void usage(FILE *f) {
         "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096)); it must\n"
         "                           hold the prompt plus one generated token\n"
         "      --n-ctx N            the same as -c\n"
+        MF_ARG_CACHE_HELP
         "      --temp X             temperature (default 0.8; 0 = greedy)\n"
         "      --top-k N            top-k (default 40; 0 = off)\n"
         "      --top-p X            top-p (default 0.95; 1 = off)\n"
@@ -70,10 +71,14 @@ int mf_cmd_run(int argc, char **argv) {
     int think = -1;
     mf_sampler_params sp = mf_sampler_default_params();
     mf_arg_seen seen = {0};
+    mf_arg_cache cache = MF_ARG_CACHE_INIT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         double d;
         long l;
+        const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
+        if (cf < 0) return 2;
+        if (cf > 0) continue;
 /* a value option / a switch, each at most once (mf_arg_once) */
 #define VAL(name)                                                                                            \
     do {                                                                                                     \
@@ -183,6 +188,8 @@ int mf_cmd_run(int argc, char **argv) {
 #undef ONCE
     }
     sp.seed = seed;
+    uint32_t type_k, type_v;
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v)) return 2;
     if (!model_path) {
         fprintf(stderr, "Error: no model given: minfer run -m MODEL.gguf -p PROMPT\n");
         return 2;
@@ -266,6 +273,8 @@ int mf_cmd_run(int argc, char **argv) {
     mf_context_params cp = mf_context_default_params();
     cp.n_ctx = (int32_t)n_ctx;
     cp.n_threads = (int32_t)n_threads;
+    cp.type_k = type_k;
+    cp.type_v = type_v;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
     int32_t nc = mf_context_n_ctx(ctx);
     if (n_ids >= nc) {
@@ -286,8 +295,11 @@ int mf_cmd_run(int argc, char **argv) {
         mf_batch_add(&batch, ids[i], i, 0, i == n_ids - 1);
         mf_sampler_accept(smp, ids[i]);
     }
-    fprintf(stderr, "load: %.1f ms (%s, %d layers, n_vocab %d)\n", t_load * 1e3, info.arch, info.n_layer,
-            info.n_vocab);
+    mf_context_stats st;
+    mf_context_get_stats(ctx, &st);
+    fprintf(stderr, "load: %.1f ms (%s, %d layers, n_vocab %d); KV cache %d cells, K %s V %s, %.2f MiB\n",
+            t_load * 1e3, info.arch, info.n_layer, info.n_vocab, nc, mf_arg_cache_name(type_k),
+            mf_arg_cache_name(type_v), (double)st.kv_bytes / (1 << 20));
     double tp0 = mf_time_now();
     if (mf_decode(ctx, &batch, &err)) goto fail;
     double t_prefill = mf_time_now() - tp0, t_decode = 0;
