@@ -222,10 +222,32 @@ static void test_kv_types_store_and_footprint(void) {
     CHECK(cp.type_k == MF_KV_TYPE_F16 && cp.type_v == MF_KV_TYPE_F16, "default %u/%u", cp.type_k, cp.type_v);
     cp.n_ctx = 32;
     cp.type_v = MF_KV_TYPE_Q8_0;
-    REQUIRE(mf_context_new(m, &cp, &c, &err) == 0, "%s", err.msg);
-    CHECK(mf_kv_type_k(c->kv) == MF_TYPE_F16 && mf_kv_type_v(c->kv) == MF_TYPE_Q8_0, "mixed types");
-    mf_context_free(c);
-    c = NULL;
+    /* both mixes decode (q8_0 V: the flash-attention form with an f16 K; q8_0 K with an f16 V: the plain
+     * form's q8_0 dot) and agree with the all-f16 cache to within the q8_0 rounding */
+    float *ref = NULL;
+    for (int mix = 0; mix < 3; mix++) {
+        cp.type_k = mix == 2 ? MF_KV_TYPE_Q8_0 : MF_KV_TYPE_F16;
+        cp.type_v = mix == 1 ? MF_KV_TYPE_Q8_0 : MF_KV_TYPE_F16;
+        REQUIRE(mf_context_new(m, &cp, &c, &err) == 0, "%s", err.msg);
+        CHECK(mf_kv_type_k(c->kv) == cp.type_k && mf_kv_type_v(c->kv) == cp.type_v, "mixed types");
+        eng e = {.m = m, .c = c};
+        mf_model_info info;
+        mf_model_get_info(m, &info);
+        e.n_vocab = info.n_vocab;
+        float *l = malloc(sizeof(float) * (size_t)e.n_vocab);
+        REQUIRE(l && feed(&e, P0, 0, NP0, 0, l), "decode K %u V %u", cp.type_k, cp.type_v);
+        if (!ref) ref = l;
+        else {
+            double worst = 0, top = 0;
+            for (int i = 0; i < e.n_vocab; i++) worst = fmax(worst, fabs(l[i] - ref[i])), top = fmax(top, fabs(ref[i]));
+            CHECK(worst > 0 && worst < 0.05 * top, "K %u V %u: worst |dlogit| %g against f16 (top %g)", cp.type_k,
+                  cp.type_v, worst, top);
+            free(l);
+        }
+        mf_context_free(c);
+        c = NULL;
+    }
+    free(ref);
     cp.type_k = MF_TYPE_Q4_0;
     CHECK(mf_context_new(m, &cp, &c, &err) == MF_E_UNSUPPORTED && c == NULL && strstr(err.msg, "q4_0"), "q4_0 K: %s",
           err.msg);
