@@ -257,7 +257,7 @@ int mf_arg_cache_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_c
             return 1;
         }
     fprintf(stderr, "Error: %s %s is not a KV cache type (f32, f16, q8_0); refusing rather than silently running with %s\n",
-            a, v, mf_arg_cache_name(CACHE_DEFAULT));
+            a, *v ? v : "''", mf_arg_cache_name(CACHE_DEFAULT));
     return -1;
 }
 

@@ -33,7 +33,7 @@ for cmd in "run -p hi -n 1" "eval --tokens [1,2]" "bench -p 4 -n 0 -r 1"; do
         refuse "$c:ctk_q4" "Error: -ctk q4 $tail_msg" "$MINFER" ${cmd} -m "$M" -ctk q4
         refuse "$c:ctv_q4_0" "Error: --cache-type-v q4_0 $tail_msg" "$MINFER" ${cmd} -m "$M" --cache-type-v q4_0
         refuse "$c:both_bf16" "Error: --cache-type bf16 $tail_msg" "$MINFER" ${cmd} -m "$M" --cache-type bf16
-        refuse "$c:ctk_empty" "Error: -ctk  $tail_msg" "$MINFER" ${cmd} -m "$M" -ctk ''
+        refuse "$c:ctk_empty" "Error: -ctk '' $tail_msg" "$MINFER" ${cmd} -m "$M" -ctk ''
         refuse "$c:env_q4" "Error: MINFER_CACHE_TYPE=q4 $tail_msg" env MINFER_CACHE_TYPE=q4 "$MINFER" ${cmd} -m "$M"
         # a bad variable is refused even when a flag would win over it (strict: no value is ignored)
         refuse "$c:env_bad_flag_good" "Error: MINFER_CACHE_TYPE=int8 $tail_msg" \
