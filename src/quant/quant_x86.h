@@ -138,6 +138,8 @@ void mf_dot_rows_f32_avx2(int64_t n, const float *k, const float *q, size_t q_st
 void mf_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q4_0_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_0_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q4_1_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q5_1_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q4_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void *a);

@@ -180,7 +180,6 @@ void mf_cpu_op_rope(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     float *cache = mf_cpu_thread_scratch(ex, ith);
     int64_t r0, r1, last_i2 = -1;
     mf_cpu_split(ne1 * a->ne[2], ith, nth, &r0, &r1);
-    const int64_t half = mode == MF_ROPE_NEOX ? n_dims / 2 : 1;
     for (int64_t r = r0; r < r1; r++) {
         const int64_t i1 = r % ne1, i2 = r / ne1;
         if (i2 != last_i2) {
@@ -190,13 +189,7 @@ void mf_cpu_op_rope(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
         const float *x =
             (const float *)((const char *)a->data + (size_t)i1 * a->nb[1] + (size_t)i2 * a->nb[2]);
         float *y = (float *)((char *)n->data + (size_t)i1 * n->nb[1] + (size_t)i2 * n->nb[2]);
-        for (int64_t i0 = 0; i0 < n_dims; i0 += 2) {
-            const int64_t ic = mode == MF_ROPE_NEOX ? i0 / 2 : i0;
-            const float c = cache[i0], s = cache[i0 + 1];
-            const float x0 = x[ic], x1 = x[ic + half];
-            y[ic] = x0 * c - x1 * s;
-            y[ic + half] = x0 * s + x1 * c;
-        }
+        ex->cpu->vec.rope(n_dims, mode == MF_ROPE_NEOX, cache, x, y);
         if (y != x && ne0 > n_dims) memcpy(y + n_dims, x + n_dims, (size_t)(ne0 - n_dims) * sizeof(float));
     }
 }
