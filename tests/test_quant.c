@@ -470,6 +470,48 @@ static void test_bf16_llama_order(void) {
     if (!tested) SKIP("this CPU has no AVX2");
 }
 
+/* The Q5_K min term: llama.cpp's AVX2 kernel adds dmin * msum per super-block with one fma (gcc fuses
+ * `summs += dmin * msum`; dmin = -d_a * dmin_w is a full float, so it matters).  Blocks with every scale 0
+ * leave only that term, replayed here; the quant goldens cannot tell (their products are exact). */
+static void test_q5_K_min_term_fused(void) {
+    enum { NB = 4 };
+    static mf_block_q5_K w[NB];
+    static mf_block_q8_K a[NB];
+    static float x[NB * 256];
+    int tested = 0;
+    for (int isa = MF_ISA_AVX2; isa <= MF_ISA_AVX512; isa++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(MF_TYPE_Q5_K, (mf_isa)isa);
+        if (!k) continue;
+        for (int r = 0; r < 16; r++) {
+            uint64_t st = 0x2545F4914F6CDD1Dull * (uint64_t)(r + 1);
+            for (int i = 0; i < NB * 256; i++) {
+                st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                x[i] = (float)((int64_t)(st >> 40) - (1 << 23)) / (float)(1 << 21);
+            }
+            k->from_float(x, a, NB * 256);
+            float summs = 0.f;
+            for (int b = 0; b < NB; b++) {
+                st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                memset(&w[b], 0, sizeof w[b]);
+                w[b].d = mf_fp32_to_fp16(0.5f);
+                w[b].dmin = mf_fp32_to_fp16(0.001f + (float)(st % 1000) * 1.37e-4f);
+                const int m0 = 1 + (int)((st >> 20) % 63), m1 = 1 + (int)((st >> 30) % 15);
+                for (int j = 0; j < 4; j++) w[b].scales[4 + j] = (uint8_t)m0, w[b].scales[8 + j] = (uint8_t)(m1 << 4);
+                for (int j = 0; j < 128; j++) w[b].qs[j] = (uint8_t)(st >> (j % 56)); /* ignored: scales are 0 */
+                int msum = 0;
+                for (int sb = 0; sb < 8; sb++) msum += (sb < 4 ? m0 : m1) * (a[b].bsums[2 * sb] + a[b].bsums[2 * sb + 1]);
+                summs = fmaf(-a[b].d * mf_fp16_to_fp32(w[b].dmin), (float)msum, summs);
+            }
+            float got;
+            k->vec_dot(NB * 256, &got, w, a);
+            CHECK(fbits(got) == fbits(summs), "q5_K %s row %d: %a, llama.cpp's fused min term %a",
+                  mf_isa_name((mf_isa)isa), r, got, summs);
+            tested++;
+        }
+    }
+    if (!tested) SKIP("this CPU has no AVX2");
+}
+
 /* Every SIMD kernel against the scalar one, on random weights and on activations from from_float
  * and from random blocks.  Integer block sums are exact on both sides.  x86: only the float folding
  * differs (8 lanes + a final horizontal sum, vs one accumulator in block order; lane int32 -> f32
@@ -786,6 +828,7 @@ int main(void) {
     RUN(test_dot_llama_golden);
     RUN(test_dot_llama_exact);
     RUN(test_bf16_llama_order);
+    RUN(test_q5_K_min_term_fused);
     RUN(test_isa_vs_scalar);
     RUN(test_from_float_isa);
     RUN(test_tile_bitwise);

@@ -171,6 +171,9 @@ MF_AVX2 void mf_vec_dot_q4_K_avx2(int64_t n, float *s, const void *w, const void
     *s = mf_hsum_f32x8(acc) + _mm_cvtss_f32(acc_m);
 }
 
+/* ggml's AVX2 Q5_K: the min term in one float, summs += dmin * (float)msum, which gcc fuses (vfmadd231ss
+ * in libggml-cpu-haswell.so); dmin = -d_a * dmin_w is a full float, so the unfused product rounds
+ * differently (3.8e-5 on every eval row of qwen3-tiny-q5_k before this was fused). */
 MF_AVX2 void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void *a) {
     const mf_block_q5_K *x = w;
     const mf_block_q8_K *y = a;
@@ -186,7 +189,7 @@ MF_AVX2 void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void
             _mm256_cvtepu8_epi16(_mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]));
         const __m128i prod = mf_k4_min_prod(mins_and_scales, y[i].bsums);
         const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
-        summs += dmin * (float)_mm_extract_epi32(hs, 0);
+        summs = __builtin_fmaf(dmin, (float)_mm_extract_epi32(hs, 0), summs); /* fused, as gcc builds ggml's */
         const uint8_t *sc = (const uint8_t *)utmp;
         const uint8_t *q5 = x[i].qs;
         const int8_t *q8 = y[i].qs;

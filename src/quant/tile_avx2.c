@@ -169,7 +169,7 @@ MF_AVX2 void mf_tile_q5_K_avx2(int64_t n, float *s, size_t ldc, const void *w, s
                 const float dmin = -y[j][ib].d * dxm;
                 const __m128i prod = mf_k4_min_prod(ms, y[j][ib].bsums);
                 const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
-                summs[i][j] += dmin * (float)_mm_extract_epi32(hs, 0);
+                summs[i][j] = __builtin_fmaf(dmin, (float)_mm_extract_epi32(hs, 0), summs[i][j]);
                 sumi[i][j] = _mm256_setzero_si256();
             }
         }
