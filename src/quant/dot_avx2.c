@@ -72,7 +72,9 @@ MF_AVX2 void mf_vec_dot_f16_avx2(int64_t n, float *s, const void *w, const void 
  * k in steps of 8, then hsum.  That is the path of every prefill and eval row, so minfer takes it for
  * every row (a row's bits never depend on its batch); llama.cpp's one-token decode runs
  * ggml_vec_dot_bf16 instead (4 x 8 fma lanes, ((c1 + c3) + (c2 + c4)), hsum, the tail in double), which
- * is what tinyBLAS declines to (k % 8 != 0) and so what this kernel does for such n. */
+ * is what tinyBLAS declines to (k % 8 != 0) and so what this kernel does for such n.  (A bf16 x bf16
+ * product is exact in float, so fused or not never matters here; only the order of the sums does.)
+ * tile_avx2.c runs 4 x 2 outputs at a time in this order, so the single chain's latency overlaps. */
 MF_AVX2 void mf_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void *a) {
     const uint16_t *x = w, *y = a;
     if (n % 8 == 0) {
