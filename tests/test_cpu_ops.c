@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 #include "quant/quant.h"
 #include "harness.h"
+#include "core/rope.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -645,6 +646,44 @@ static void rope_check(int mode, int64_t hd, int n_rot) {
         }
         mf_graph_free(g);
     }
+    /* the KV shift's rope (core/rope.c, scalar fmaf) is the op's rule bit for bit, whatever the op's ISA */
+    int shift_differs = 0;
+    for (int64_t t = 0; t < nt; t++) {
+        float cs[128], row[256];
+        mf_rope_cache(cs, n_rot, (float)pos[t], 1.0f, mf_rope_theta_scale(base, n_rot));
+        for (int64_t h = 0; h < nh; h++) {
+            mf_rope_row(row, x + (t * nh + h) * hd, hd, n_rot, mode, cs);
+            shift_differs += memcmp(row, first + (t * nh + h) * hd, (size_t)hd * sizeof(float)) != 0;
+        }
+    }
+    CHECK(shift_differs == 0, "core/rope.c's mf_rope_row differs from the ROPE op in %d rows", shift_differs);
+    /* bitwise llama.cpp's AVX2 build: its cos/sin cache (theta accumulated in float) and the rotation as
+     * gcc contracts it, one fma per output; count where the unfused products would round otherwise */
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    int fused_bad = 0, unfused_differs = 0;
+    for (int64_t t = 0; t < nt; t++) {
+        float theta = (float)pos[t], cs[64];
+        for (int64_t i0 = 0; i0 < n_rot; i0 += 2, theta *= theta_scale) {
+            cs[i0] = cosf(theta);
+            cs[i0 + 1] = sinf(theta);
+        }
+        for (int64_t h = 0; h < nh; h++) {
+            const float *xr = x + (t * nh + h) * hd, *yr = first + (t * nh + h) * hd;
+            for (int64_t i = 0; i < n_rot / 2; i++) {
+                const int64_t i0 = mode == MF_ROPE_NEOX ? i : 2 * i, i1 = mode == MF_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
+                const float c = cs[2 * i], sn = cs[2 * i + 1], x0 = xr[i0], x1 = xr[i1];
+                const float w0 = fmaf(x0, c, -(x1 * sn));
+                const float w1 = mode == MF_ROPE_NEOX ? fmaf(x0, sn, x1 * c) : fmaf(x1, c, x0 * sn);
+                fused_bad += memcmp(&w0, &yr[i0], 4) != 0;
+                fused_bad += memcmp(&w1, &yr[i1], 4) != 0;
+                volatile float p00 = x0 * c, p11 = x1 * sn, p01 = x0 * sn, p10 = x1 * c; /* no contraction */
+                const float u0 = p00 - p11, u1 = p01 + p10;
+                unfused_differs += (u0 != w0) + (u1 != w1);
+            }
+        }
+    }
+    CHECK(!fused_bad, "rope mode %d: %d outputs differ from llama.cpp's fused rotation", mode, fused_bad);
+    CHECK(unfused_differs > 0, "rope mode %d: the data never tells the fused rotation from the unfused one", mode);
     double worst = 0;
     int pass_bad = 0;
     for (int64_t t = 0; t < nt; t++)

@@ -390,8 +390,8 @@ static void test_dot_llama_golden(void) {
 /* Types whose x86 kernels repeat llama.cpp's AVX2 kernels operation for operation: with the same
  * activation bytes the AVX2 (and the lane-identical VNNI) results must equal llama.cpp's exactly. */
 static bool llama_exact(uint32_t wt) {
-    return wt == MF_TYPE_F32 || wt == MF_TYPE_F16 || wt == MF_TYPE_Q4_0 || wt == MF_TYPE_Q5_0 || wt == MF_TYPE_Q8_0 ||
-           wt == MF_TYPE_Q4_K || wt == MF_TYPE_Q5_K || wt == MF_TYPE_Q6_K;
+    return wt == MF_TYPE_F32 || wt == MF_TYPE_F16 || wt == MF_TYPE_Q4_0 || wt == MF_TYPE_Q4_1 || wt == MF_TYPE_Q5_0 ||
+           wt == MF_TYPE_Q5_1 || wt == MF_TYPE_Q8_0 || wt == MF_TYPE_Q4_K || wt == MF_TYPE_Q5_K || wt == MF_TYPE_Q6_K;
 }
 
 static void test_dot_llama_exact(void) {
@@ -417,6 +417,96 @@ static void test_dot_llama_exact(void) {
                       mf_isa_name((mf_isa)isa), r, s, want[r]);
                 tested++;
             }
+        }
+    }
+    if (!tested) SKIP("this CPU has no AVX2");
+}
+
+/* BF16 x86 kernel: llama.cpp's order for a batch (tinyBLAS<8, __m256>: one 8-lane fma chain, hsum) when
+ * n % 8 == 0, else ggml_vec_dot_bf16's AVX2 order (4 x 8 fma lanes, (c1 + c3) + (c2 + c4), hsum, the tail
+ * in double), both replayed here in C.  Any other float order differs in some row's last bits. */
+static float hsum8(const float *a) {
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+static float bf16_dot_llama(const uint16_t *x, const uint16_t *y, int n) {
+    float acc[4][8] = {{0}};
+    if (n % 8 == 0) {
+        for (int i = 0; i < n; i++) acc[0][i % 8] = fmaf(mf_bf16_to_fp32(x[i]), mf_bf16_to_fp32(y[i]), acc[0][i % 8]);
+        return hsum8(acc[0]);
+    }
+    const int np = n & ~31;
+    for (int i = 0; i < np; i++)
+        acc[(i / 8) % 4][i % 8] = fmaf(mf_bf16_to_fp32(x[i]), mf_bf16_to_fp32(y[i]), acc[(i / 8) % 4][i % 8]);
+    float c[8];
+    for (int l = 0; l < 8; l++) c[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    double sum = hsum8(c);
+    for (int i = np; i < n; i++) sum += (double)(mf_bf16_to_fp32(x[i]) * mf_bf16_to_fp32(y[i]));
+    return (float)sum;
+}
+
+static void test_bf16_llama_order(void) {
+    static uint16_t x[1024], y[1024];
+    int tested = 0;
+    for (int isa = MF_ISA_AVX2; isa <= MF_ISA_AVX512; isa++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(MF_TYPE_BF16, (mf_isa)isa);
+        if (!k) continue;
+        for (int n = 1024; n >= 1000; n -= 3) { /* multiples of 8 and not */
+            for (int r = 0; r < 8; r++) {
+                uint64_t st = 0x9E3779B97F4A7C15ull * (uint64_t)(n * 8 + r + 1);
+                for (int i = 0; i < n; i++) {
+                    st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                    x[i] = (uint16_t)((st & 0x807F) | ((120 + (st >> 20) % 12) << 7));
+                    y[i] = (uint16_t)(((st >> 32) & 0x807F) | ((120 + (st >> 40) % 12) << 7));
+                }
+                float s, want = bf16_dot_llama(x, y, n);
+                k->vec_dot(n, &s, x, y);
+                CHECK(fbits(s) == fbits(want), "bf16 %s n %d row %d: %a, llama.cpp's order %a",
+                      mf_isa_name((mf_isa)isa), n, r, s, want);
+                tested++;
+            }
+        }
+    }
+    if (!tested) SKIP("this CPU has no AVX2");
+}
+
+/* The Q5_K min term: llama.cpp's AVX2 kernel adds dmin * msum per super-block with one fma (gcc fuses
+ * `summs += dmin * msum`; dmin = -d_a * dmin_w is a full float, so it matters).  Blocks with every scale 0
+ * leave only that term, replayed here; the quant goldens cannot tell (their products are exact). */
+static void test_q5_K_min_term_fused(void) {
+    enum { NB = 4 };
+    static mf_block_q5_K w[NB];
+    static mf_block_q8_K a[NB];
+    static float x[NB * 256];
+    int tested = 0;
+    for (int isa = MF_ISA_AVX2; isa <= MF_ISA_AVX512; isa++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(MF_TYPE_Q5_K, (mf_isa)isa);
+        if (!k) continue;
+        for (int r = 0; r < 16; r++) {
+            uint64_t st = 0x2545F4914F6CDD1Dull * (uint64_t)(r + 1);
+            for (int i = 0; i < NB * 256; i++) {
+                st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                x[i] = (float)((int64_t)(st >> 40) - (1 << 23)) / (float)(1 << 21);
+            }
+            k->from_float(x, a, NB * 256);
+            float summs = 0.f;
+            for (int b = 0; b < NB; b++) {
+                st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                memset(&w[b], 0, sizeof w[b]);
+                w[b].d = mf_fp32_to_fp16(0.5f);
+                w[b].dmin = mf_fp32_to_fp16(0.001f + (float)(st % 1000) * 1.37e-4f);
+                const int m0 = 1 + (int)((st >> 20) % 63), m1 = 1 + (int)((st >> 30) % 15);
+                for (int j = 0; j < 4; j++) w[b].scales[4 + j] = (uint8_t)m0, w[b].scales[8 + j] = (uint8_t)(m1 << 4);
+                for (int j = 0; j < 128; j++) w[b].qs[j] = (uint8_t)(st >> (j % 56)); /* ignored: scales are 0 */
+                int msum = 0;
+                for (int sb = 0; sb < 8; sb++) msum += (sb < 4 ? m0 : m1) * (a[b].bsums[2 * sb] + a[b].bsums[2 * sb + 1]);
+                summs = fmaf(-a[b].d * mf_fp16_to_fp32(w[b].dmin), (float)msum, summs);
+            }
+            float got;
+            k->vec_dot(NB * 256, &got, w, a);
+            CHECK(fbits(got) == fbits(summs), "q5_K %s row %d: %a, llama.cpp's fused min term %a",
+                  mf_isa_name((mf_isa)isa), r, got, summs);
+            tested++;
         }
     }
     if (!tested) SKIP("this CPU has no AVX2");
@@ -737,6 +827,8 @@ int main(void) {
     RUN(test_dot_scalar_vs_dequant);
     RUN(test_dot_llama_golden);
     RUN(test_dot_llama_exact);
+    RUN(test_bf16_llama_order);
+    RUN(test_q5_K_min_term_fused);
     RUN(test_isa_vs_scalar);
     RUN(test_from_float_isa);
     RUN(test_tile_bitwise);

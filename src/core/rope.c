@@ -24,8 +24,10 @@ void mf_rope_row(float *y, const float *x, int64_t ne0, int n_dims, int mode, co
         const int64_t ic = mode == MF_ROPE_NEOX ? i0 / 2 : i0;
         const float c = cache[i0], s = cache[i0 + 1];
         const float x0 = x[ic], x1 = x[ic + half];
-        y[ic] = x0 * c - x1 * s;
-        y[ic + half] = x0 * s + x1 * c;
+        /* fused as llama.cpp's build rounds it (gcc contracts its rotate_pairs into one fma per output), the
+         * same bits as the CPU op's vec.rope */
+        y[ic] = fmaf(x0, c, -(x1 * s));
+        y[ic + half] = mode == MF_ROPE_NEOX ? fmaf(x0, s, x1 * c) : fmaf(x1, c, x0 * s);
     }
     if (y != x && ne0 > n_dims) memcpy(y + n_dims, x + n_dims, (size_t)(ne0 - n_dims) * sizeof(float));
 }

@@ -67,10 +67,25 @@ MF_AVX2 void mf_vec_dot_f16_avx2(int64_t n, float *s, const void *w, const void 
     *s = (float)sumf;
 }
 
+/* BF16 in the order of llama.cpp's batched matmul: for n >= 2 rows of activations ggml-cpu hands BF16 x
+ * BF16 to llamafile's tinyBLAS<8, __m256> (sgemm.cpp, AVX2 build): one 8-lane fma chain per output over
+ * k in steps of 8, then hsum.  That is the path of every prefill and eval row, so minfer takes it for
+ * every row (a row's bits never depend on its batch); llama.cpp's one-token decode runs
+ * ggml_vec_dot_bf16 instead (4 x 8 fma lanes, ((c1 + c3) + (c2 + c4)), hsum, the tail in double), which
+ * is what tinyBLAS declines to (k % 8 != 0) and so what this kernel does for such n.  (A bf16 x bf16
+ * product is exact in float, so fused or not never matters here; only the order of the sums does.)
+ * tile_avx2.c runs 4 x 2 outputs at a time in this order, so the single chain's latency overlaps. */
 MF_AVX2 void mf_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void *a) {
     const uint16_t *x = w, *y = a;
+    if (n % 8 == 0) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(bf16x8(x + i), bf16x8(y + i), acc);
+        *s = mf_hsum_f32x8(acc);
+        return;
+    }
     MF_FLOAT_DOT_BODY(bf16x8)
-    double sumf = reduce4(a0, a1, a2, a3);
+    a0 = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+    double sumf = mf_hsum_f32x8(a0);
     for (int64_t i = np; i < n; i++) sumf += (double)(mf_bf16_to_fp32(x[i]) * mf_bf16_to_fp32(y[i]));
     *s = (float)sumf;
 }
@@ -78,6 +93,48 @@ MF_AVX2 void mf_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void
 /* ---- 32-element blocks against Q8_0 ---- */
 
 MF_DEFINE_Q8_DOTS(avx2, MF_AVX2, mf_mulsum_i8_avx2)
+
+/* ---- 32-element blocks with a min against Q8_1 ---- */
+
+/* llama.cpp's AVX2 ggml_vec_dot_q4_1_q8_1 / _q5_1_q8_1 (libggml-cpu-haswell.so, read from its machine
+ * code): the unsigned quants (0..15 / 0..31) times the activations in the same 8 int32 lanes as the
+ * Q8_0 family, acc = fma(d_w * d_a, lanes, acc); the min term apart in one float, summs += m * s (gcc
+ * fuses it; the product of two f16 values is exact in float, so fused or not is the same); the result
+ * hsum(acc) + summs.  The scalar kernels add d*d_a*isum + m*s to one float per block: a few ulps off
+ * llama.cpp per row, enough for 100+ outlier rows in the q4_1/q5_1 goldens before this kernel. */
+static inline MF_AVX2 __m256 mf_mulsum_u8_avx2(__m256i ux, __m256i y) {
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_set1_epi16(1), _mm256_maddubs_epi16(ux, y)));
+}
+
+MF_AVX2 void mf_vec_dot_q4_1_avx2(int64_t n, float *s, const void *w, const void *a) {
+    const mf_block_q4_1 *x = w;
+    const mf_block_q8_1 *y = a;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0.f;
+    for (int64_t ib = 0; ib < n / MF_QK8_1; ib++) {
+        summs += MF_H2F(x[ib].m) * MF_H2F(y[ib].s);
+        const __m256 d = _mm256_set1_ps(MF_H2F(x[ib].d) * MF_H2F(y[ib].d));
+        const __m256i qy = _mm256_loadu_si256((const __m256i *)y[ib].qs);
+        acc = _mm256_fmadd_ps(d, mf_mulsum_u8_avx2(mf_nibbles32(x[ib].qs), qy), acc);
+    }
+    *s = mf_hsum_f32x8(acc) + summs;
+}
+
+MF_AVX2 void mf_vec_dot_q5_1_avx2(int64_t n, float *s, const void *w, const void *a) {
+    const mf_block_q5_1 *x = w;
+    const mf_block_q8_1 *y = a;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0.f;
+    for (int64_t ib = 0; ib < n / MF_QK8_1; ib++) {
+        summs += MF_H2F(x[ib].m) * MF_H2F(y[ib].s);
+        const __m256 d = _mm256_set1_ps(MF_H2F(x[ib].d) * MF_H2F(y[ib].d));
+        const __m256i hi = _mm256_and_si256(mf_bits32(x[ib].qh), _mm256_set1_epi8(0x10));
+        const __m256i qx = _mm256_or_si256(mf_nibbles32(x[ib].qs), hi);
+        const __m256i qy = _mm256_loadu_si256((const __m256i *)y[ib].qs);
+        acc = _mm256_fmadd_ps(d, mf_mulsum_u8_avx2(qx, qy), acc);
+    }
+    *s = mf_hsum_f32x8(acc) + summs;
+}
 
 /* ---- K formats against Q8_K ---- */
 
@@ -116,6 +173,9 @@ MF_AVX2 void mf_vec_dot_q4_K_avx2(int64_t n, float *s, const void *w, const void
     *s = mf_hsum_f32x8(acc) + _mm_cvtss_f32(acc_m);
 }
 
+/* ggml's AVX2 Q5_K: the min term in one float, summs += dmin * (float)msum, which gcc fuses (vfmadd231ss
+ * in libggml-cpu-haswell.so); dmin = -d_a * dmin_w is a full float, so the unfused product rounds
+ * differently (3.8e-5 on every eval row of qwen3-tiny-q5_k before this was fused). */
 MF_AVX2 void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void *a) {
     const mf_block_q5_K *x = w;
     const mf_block_q8_K *y = a;
@@ -131,7 +191,7 @@ MF_AVX2 void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void
             _mm256_cvtepu8_epi16(_mm_set_epi32((int)utmp[3], (int)utmp[2], (int)utmp[1], (int)utmp[0]));
         const __m128i prod = mf_k4_min_prod(mins_and_scales, y[i].bsums);
         const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
-        summs += dmin * (float)_mm_extract_epi32(hs, 0);
+        summs = __builtin_fmaf(dmin, (float)_mm_extract_epi32(hs, 0), summs); /* fused, as gcc builds ggml's */
         const uint8_t *sc = (const uint8_t *)utmp;
         const uint8_t *q5 = x[i].qs;
         const int8_t *q8 = y[i].qs;

@@ -138,6 +138,8 @@ void mf_dot_rows_f32_avx2(int64_t n, const float *k, const float *q, size_t q_st
 void mf_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q4_0_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_0_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q4_1_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q5_1_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q4_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void *a);
@@ -152,6 +154,7 @@ typedef void mf_tile_fn_t(int64_t n, float *s, size_t ldc, const void *w, size_t
                           size_t a_stride, int na);
 mf_tile_fn_t mf_tile_q4_0_avx2, mf_tile_q5_0_avx2, mf_tile_q8_0_avx2;
 mf_tile_fn_t mf_tile_q4_K_avx2, mf_tile_q5_K_avx2, mf_tile_q6_K_avx2;
+mf_tile_fn_t mf_tile_bf16_avx2;
 mf_tile_fn_t mf_tile_q4_0_avx512, mf_tile_q5_0_avx512, mf_tile_q8_0_avx512;
 mf_tile_fn_t mf_tile_q4_0x8_avx2, mf_tile_q5_0x8_avx2, mf_tile_q8_0x8_avx2; /* x8_avx2.c */
 mf_tile_fn_t mf_tile_q4_Kx8_avx2, mf_tile_q6_Kx8_avx2;

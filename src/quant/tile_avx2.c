@@ -169,7 +169,7 @@ MF_AVX2 void mf_tile_q5_K_avx2(int64_t n, float *s, size_t ldc, const void *w, s
                 const float dmin = -y[j][ib].d * dxm;
                 const __m128i prod = mf_k4_min_prod(ms, y[j][ib].bsums);
                 const __m128i hs = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
-                summs[i][j] += dmin * (float)_mm_extract_epi32(hs, 0);
+                summs[i][j] = __builtin_fmaf(dmin, (float)_mm_extract_epi32(hs, 0), summs[i][j]);
                 sumi[i][j] = _mm256_setzero_si256();
             }
         }
@@ -204,4 +204,49 @@ MF_AVX2 void mf_tile_q5_K_avx2(int64_t n, float *s, size_t ldc, const void *w, s
     }
     _Pragma("GCC unroll 2") for (int i = 0; i < KT_W; i++) _Pragma("GCC unroll 2") for (int j = 0; j < KT_A; j++)
         s[i * ldc + j] = mf_hsum_f32x8(acc[i][j]) + summs[i][j];
+}
+
+/* BF16: each output in vec_dot's batched order (one 8-lane fma chain over k, then hsum; dot_avx2.c), with
+ * 4 x TA chains in flight so the fma latency overlaps as in tinyBLAS's own tiles; n % 8 != 0 (vec_dot's
+ * other order) and the shapes left over go to vec_dot. */
+static inline MF_AVX2 __m256 mf_bf16x8_tile(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
+#define MF_BF16_TILE_SHAPE(NAME, TA)                                                                              \
+    static inline MF_AVX2 void NAME(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, const void *a, \
+                                    size_t a_stride) {                                                            \
+        const uint16_t *x[4], *y[TA];                                                                             \
+        __m256 acc[4][TA];                                                                                        \
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) x[i] = (const uint16_t *)((const char *)w + i * w_stride); \
+        _Pragma("GCC unroll 2") for (int j = 0; j < TA; j++) y[j] = (const uint16_t *)((const char *)a + j * a_stride); \
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)                                                       \
+            _Pragma("GCC unroll 2") for (int j = 0; j < TA; j++) acc[i][j] = _mm256_setzero_ps();                 \
+        for (int64_t k = 0; k < n; k += 8) {                                                                      \
+            __m256 yv[TA];                                                                                        \
+            _Pragma("GCC unroll 2") for (int j = 0; j < TA; j++) yv[j] = mf_bf16x8_tile(y[j] + k);                \
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                                                 \
+                const __m256 xv = mf_bf16x8_tile(x[i] + k);                                                       \
+                _Pragma("GCC unroll 2") for (int j = 0; j < TA; j++) acc[i][j] = _mm256_fmadd_ps(xv, yv[j], acc[i][j]); \
+            }                                                                                                     \
+        }                                                                                                         \
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)                                                       \
+            _Pragma("GCC unroll 2") for (int j = 0; j < TA; j++) s[i * ldc + j] = mf_hsum_f32x8(acc[i][j]);       \
+    }
+MF_BF16_TILE_SHAPE(bf16_tile_4x2, 2)
+MF_BF16_TILE_SHAPE(bf16_tile_4x1, 1)
+
+MF_AVX2 void mf_tile_bf16_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                               size_t a_stride, int na) {
+    int i0 = 0;
+    for (; n % 8 == 0 && i0 + 4 <= nw; i0 += 4) {
+        const char *wi = (const char *)w + i0 * w_stride;
+        float *si = s + i0 * ldc;
+        int j = 0;
+        for (; j + 2 <= na; j += 2) bf16_tile_4x2(n, si + j, ldc, wi, w_stride, (const char *)a + j * a_stride, a_stride);
+        if (j < na) bf16_tile_4x1(n, si + j, ldc, wi, w_stride, (const char *)a + j * a_stride, a_stride);
+    }
+    for (int i = i0; i < nw; i++)
+        for (int j = 0; j < na; j++)
+            mf_vec_dot_bf16_avx2(n, &s[i * ldc + j], (const char *)w + i * w_stride, (const char *)a + j * a_stride);
 }

@@ -14,6 +14,8 @@
 //   bench          --model M [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto]
 // Common: --verbose (all llama.cpp logs), --cpu-variant NAME (load only libggml-cpu-NAME.so instead of the
 // best-scoring variant). JSON on stdout, errors on stderr with exit status 1.
+// Debugging: ORACLE_DUMP_DIR=D writes every named contiguous f32 node of each graph run to D/<name>.f32
+// (raw little-endian floats, the last run's values; '/' and ' ' in names become '_').
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -421,6 +423,23 @@ static void detach_threadpool(struct llama_context *ctx, threadpool_t *tp) {
     tp->pool = NULL;
 }
 
+/* debugging aid: ORACLE_DUMP_DIR=D writes every contiguous f32 node's data to D/<name>.f32 (last write wins) */
+static bool dump_cb(struct ggml_tensor *t, bool ask, void *ud) {
+    const char *dir = ud;
+    if (ask) return true;
+    if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || !t->name[0]) return true;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.f32", dir, t->name);
+    for (char *c = path + strlen(dir) + 1; *c; c++)
+        if (*c == '/' || *c == ' ') *c = '_';
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(t->data, 1, ggml_nbytes(t), f);
+        fclose(f);
+    }
+    return true;
+}
+
 static struct llama_context *new_context(struct llama_model *m, const options *o, uint32_t n_ctx, uint32_t n_batch,
                                          uint32_t n_ubatch, enum ggml_type kv, enum llama_flash_attn_type fa) {
     struct llama_context_params cp = llama_context_default_params();
@@ -434,6 +453,10 @@ static struct llama_context *new_context(struct llama_model *m, const options *o
     cp.type_v = kv;
     cp.flash_attn_type = fa;
     cp.no_perf = true;
+    if (getenv("ORACLE_DUMP_DIR")) {
+        cp.cb_eval = dump_cb;
+        cp.cb_eval_user_data = getenv("ORACLE_DUMP_DIR");
+    }
     struct llama_context *ctx = llama_init_from_model(m, cp);
     if (!ctx) die("failed to create a context (n_ctx %u, n_batch %u, n_ubatch %u, kv %s, fa %s); try --verbose",
                   n_ctx, n_batch, n_ubatch, ggml_type_name(kv), llama_flash_attn_type_name(fa));

@@ -31,6 +31,9 @@ typedef struct {
     /* y = e^(x - sub), y may be x; returns their sum as llama.cpp's softmax adds it (vec.c) */
     double (*exp_sub)(int64_t n, const float *x, float sub, float *y);
     void (*swiglu)(int64_t n, const float *x, const float *u, float *y); /* y = silu(x) * u; u NULL: silu */
+    /* the first n_dims of one rope row: pair k = (x[k], x[k + n_dims/2]) (neox) or (x[2k], x[2k+1]),
+     * rotated by cs[2k] = cos, cs[2k+1] = sin, rounded as llama.cpp's (vec.c); y may be x */
+    void (*rope)(int64_t n_dims, bool neox, const float *cs, const float *x, float *y);
 } mf_cpu_vec;
 /* the exp every CPU op uses: one lane of ggml's AVX2 ggml_v_expf (vec.c's kernels give the same bits) */
 float mf_cpu_expf(float x);

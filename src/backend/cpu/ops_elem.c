@@ -178,7 +178,10 @@ void mf_cpu_op_rope(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
         const float *x =
             (const float *)((const char *)a->data + (size_t)i1 * a->nb[1] + (size_t)i2 * a->nb[2]);
         float *y = (float *)((char *)n->data + (size_t)i1 * n->nb[1] + (size_t)i2 * n->nb[2]);
-        mf_rope_row(y, x, ne0, n_dims, mode, cache); /* core/rope.c: the rule the KV shift uses too */
+        /* the fused rotation (vec.rope, one fma per output as llama.cpp's build); core/rope.c's
+         * mf_rope_row is the same rule in scalar fmaf for the KV shift, bitwise equal (test_cpu_ops) */
+        ex->cpu->vec.rope(n_dims, mode == MF_ROPE_NEOX, cache, x, y);
+        if (y != x && ne0 > n_dims) memcpy(y + n_dims, x + n_dims, (size_t)(ne0 - n_dims) * sizeof(float));
     }
 }
 

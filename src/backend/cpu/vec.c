@@ -110,6 +110,23 @@ static void scale_scalar(int64_t n, float s, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] *= s;
 }
 
+/* RoPE's rotation as llama.cpp's AVX2 build rounds it: gcc contracts rotate_pairs (ops.cpp) into one fma
+ * per output (read from libggml-cpu-haswell.so): neox y0 = fma(x0, c, -(x1 s)), y1 = fma(x0, s, x1 c); the
+ * normal mode's vector loop y1 = fma(x1, c, x0 s).  Unfused, about one output in ten was an ulp off,
+ * which flipped q8/bf16 roundings of the attention output at some positions (docs/CONFORMANCE.md). */
+#define ROPE_BODY(FMA)                                                                                  \
+    const int64_t half = neox ? n_dims / 2 : 1;                                                        \
+    for (int64_t i0 = 0; i0 < n_dims; i0 += 2) {                                                       \
+        const int64_t ic = neox ? i0 / 2 : i0;                                                         \
+        const float c = cs[i0], s = cs[i0 + 1], x0 = x[ic], x1 = x[ic + half];                         \
+        y[ic] = FMA(x0, c, -(x1 * s));                                                                 \
+        y[ic + half] = neox ? FMA(x0, s, x1 * c) : FMA(x1, c, x0 * s);                                 \
+    }
+
+static void rope_scalar(int64_t n_dims, bool neox, const float *cs, const float *x, float *y) {
+    ROPE_BODY(fmaf)
+}
+
 static void f16_scalar(const uint16_t *h, float *f, int64_t n) {
     for (int64_t i = 0; i < n; i++) f[i] = mf_fp16_to_fp32(h[i]);
 }
@@ -127,6 +144,11 @@ __attribute__((target("avx"))) static float dot_avx(const float *a, const float 
 }
 
 #define AVX2 __attribute__((target("avx2,fma")))
+
+/* the same operations; with FMA enabled gcc and clang inline fmaf as vfmadd */
+AVX2 static void rope_fma(int64_t n_dims, bool neox, const float *cs, const float *x, float *y) {
+    ROPE_BODY(__builtin_fmaf)
+}
 
 AVX2 static void axpy_fma(int64_t n, float p, const float *x, float *y) {
     const __m256 vp = _mm256_set1_ps(p);
@@ -250,6 +272,7 @@ void mf_cpu_vec_init_isa(mf_cpu_vec *v, mf_isa isa) {
     v->f16_to_f32 = f16_scalar;
     v->exp_sub = exp_sub_scalar;
     v->swiglu = swiglu_scalar;
+    v->rope = rope_scalar;
 #ifdef MF_CPU_X86
     /* quant's AVX2 level implies AVX and F16C (AVX-512 includes it); MINFER_ISA=scalar forces the plain loops */
     if (isa == MF_ISA_AVX2 || isa == MF_ISA_AVX512) {
@@ -260,6 +283,7 @@ void mf_cpu_vec_init_isa(mf_cpu_vec *v, mf_isa isa) {
         v->f16_to_f32 = f16_f16c;
         v->exp_sub = exp_sub_avx2;
         v->swiglu = swiglu_avx2;
+        v->rope = rope_fma;
     }
 #else
     (void)isa;
