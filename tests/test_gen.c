@@ -495,6 +495,67 @@ static void test_conversation_prefills_only_the_new_turn(void) {
     mf_context_free(ctx);
 }
 
+
+/* Context shift in a conversation: when a turn does not fit, the oldest whole turn after the system
+ * part leaves the sequence (its tokens exactly), the kept ones move down to contiguous positions, and
+ * the next turn is queued after them. */
+static void test_conversation_drops_the_oldest_turns(void) {
+    mf_context *ctx = new_ctx(64);
+    REQUIRE(ctx, "context");
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = greedy();
+    gp.n_predict = 8;
+    mf_gen *g = NULL;
+    mf_conv *c = NULL;
+    mf_conv_params vp = mf_conv_default_params();
+    vp.system = "Be brief.";
+    vp.chat.template_name = "chatml";
+    vp.n_reserve = 8;
+    REQUIRE_OK(mf_gen_new(ctx, &gp, &g, NULL), "gen");
+    REQUIRE_OK(mf_conv_new(g, &vp, &c, NULL), "conv");
+    const char *msgs[] = {"Hello there", "How are you?", "Third one here", "Fourth message"};
+    mf_token before[64];
+    int32_t n_before = 0, shifted = 0;
+    for (int k = 0; k < 4; k++) {
+        mf_conv_turn t;
+        mf_error err = {0};
+        int32_t n;
+        const mf_token *all = mf_gen_tokens(g, &n);
+        memcpy(before, all, sizeof *all * (size_t)n);
+        n_before = n;
+        REQUIRE_OK(mf_conv_user(c, msgs[k], &t, &err), "turn %d: %s", k + 1, err.msg);
+        if (t.n_dropped_turns) {
+            shifted++;
+            all = mf_gen_tokens(g, &n);
+            /* the sequence is: the system part, the kept turns (moved down), then this turn's tokens */
+            int32_t kept = n - t.n_new;
+            CHECK(kept == n_before - t.n_dropped_tokens, "turn %d: %d kept, %d before, %d dropped", k + 1, kept,
+                  n_before, t.n_dropped_tokens);
+            /* one span [p0, p0 + dropped) of the old tokens is gone, everything else is in order */
+            int32_t tail = n_before - t.n_dropped_tokens; /* tokens kept from before */
+            int32_t p0 = -1;
+            for (int32_t i = 0; i + t.n_dropped_tokens <= n_before; i++)
+                if (!memcmp(all, before, sizeof *all * (size_t)i) &&
+                    !memcmp(all + i, before + i + t.n_dropped_tokens, sizeof *all * (size_t)(tail - i))) {
+                    p0 = i;
+                    break;
+                }
+            CHECK(p0 > 0 && p0 < n_before, "turn %d: the kept tokens are not the old ones minus one span", k + 1);
+            mf_gen_stats st;
+            mf_gen_get_stats(g, &st);
+            CHECK(mf_seq_pos_max(ctx, 0) == st.n_cached - 1, "turn %d: positions up to %d with %d cached", k + 1,
+                  mf_seq_pos_max(ctx, 0), st.n_cached);
+        }
+        result r;
+        REQUIRE(drive(g, &r, NULL) == 0, "turn %d", k + 1);
+        CHECK(r.status == MF_GEN_LENGTH, "turn %d stopped: %s", k + 1, mf_gen_status_name(r.status));
+    }
+    CHECK(shifted >= 1, "no turn was dropped in a 64-token context");
+    mf_conv_free(c);
+    mf_gen_free(g);
+    mf_context_free(ctx);
+}
+
 int main(void) {
     const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     snprintf(path, sizeof path, "%s/gen-qwen2-q8_0.gguf", mf_test_tmpdir());
@@ -515,6 +576,7 @@ int main(void) {
     RUN(test_drafts_give_the_plain_output);
     RUN(test_two_generators_in_one_batch);
     RUN(test_conversation_prefills_only_the_new_turn);
+    RUN(test_conversation_drops_the_oldest_turns);
     mf_model_free(model);
     remove(path);
     return mf_test_done();
