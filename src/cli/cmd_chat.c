@@ -140,8 +140,6 @@ int mf_cmd_chat(int argc, char **argv) {
             verbose = true;
         } else if ((l = mf_arg_sampler(argc, argv, &i, &sp, &seen)) != 0) {
             if (l < 0) return 2;
-            /* KV cache type flags (-ctk/-ctv/--cache-type) come from the shared CLI helper once it is
-             * merged: parse them here, into mf_context_params.kv_type below. */
         } else {
             fprintf(stderr, "Error: unknown flag '%s' for 'minfer chat' (see minfer chat --help)\n", a);
             return 2;
@@ -164,6 +162,8 @@ int mf_cmd_chat(int argc, char **argv) {
     mf_context_params cp = mf_context_default_params();
     cp.n_ctx = (int32_t)n_ctx;
     cp.n_threads = (int32_t)n_threads;
+    /* TODO(kvtypes): -ctk/-ctv/--cache-type through the shared CLI helper once it is merged, into
+     * cp.kv_type here (and the flags into the parser and --help above). */
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
     mf_gen_params gp = mf_gen_default_params();
     gp.sampler = sp;
