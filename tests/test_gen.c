@@ -495,6 +495,73 @@ static void test_conversation_prefills_only_the_new_turn(void) {
     mf_context_free(ctx);
 }
 
+
+/* Context shift in a conversation: when a turn does not fit, the oldest whole turn after the system
+ * part leaves the sequence (its tokens exactly), the kept ones move down to contiguous positions, and
+ * the next turn is queued after them. */
+static void test_conversation_drops_the_oldest_turns(void) {
+    mf_context *ctx = new_ctx(64);
+    REQUIRE(ctx, "context");
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = greedy();
+    gp.n_predict = 8;
+    mf_gen *g = NULL;
+    mf_conv *c = NULL;
+    mf_conv_params vp = mf_conv_default_params();
+    vp.system = "Be brief.";
+    vp.chat.template_name = "chatml";
+    vp.n_reserve = 8;
+    REQUIRE_OK(mf_gen_new(ctx, &gp, &g, NULL), "gen");
+    REQUIRE_OK(mf_conv_new(g, &vp, &c, NULL), "conv");
+    const char *msgs[] = {"Hello there", "How are you?", "Third one here", "Fourth message", "Fifth", "Sixth one"};
+    mf_token *im_start = NULL;
+    int32_t n_im = 0;
+    REQUIRE_OK(mf_tokenize(model, "<|im_start|>", 12, false, true, &im_start, &n_im, NULL), "tokenize");
+    REQUIRE(n_im == 1, "<|im_start|> is %d tokens", n_im);
+    mf_token turn_tok = im_start[0];
+    free(im_start);
+    mf_token before[64];
+    int32_t n_before = 0, shifted = 0;
+    for (int k = 0; k < 6; k++) {
+        mf_conv_turn t;
+        mf_error err = {0};
+        int32_t n;
+        const mf_token *all = mf_gen_tokens(g, &n);
+        memcpy(before, all, sizeof *all * (size_t)n);
+        n_before = n;
+        REQUIRE_OK(mf_conv_user(c, msgs[k], &t, &err), "turn %d: %s", k + 1, err.msg);
+        if (t.n_dropped_turns) {
+            shifted++;
+            all = mf_gen_tokens(g, &n);
+            /* the sequence is: the system part, the kept turns (moved down), then this turn's tokens */
+            int32_t kept = n - t.n_new;
+            CHECK(kept == n_before - t.n_dropped_tokens, "turn %d: %d kept, %d before, %d dropped", k + 1, kept,
+                  n_before, t.n_dropped_tokens);
+            /* one span [p0, p0 + dropped) of the old tokens is gone, everything else is in order, and the span
+             * is whole turns: it starts at a turn's <|im_start|> and the next kept token starts one too (a
+             * span can look shifted by the tokens turns share, so any such p0 will do) */
+            int32_t tail = n_before - t.n_dropped_tokens, d = t.n_dropped_tokens, p0 = -1;
+            for (int32_t i = 1; i < tail && p0 < 0; i++)
+                if (!memcmp(all, before, sizeof *all * (size_t)i) &&
+                    !memcmp(all + i, before + i + d, sizeof *all * (size_t)(tail - i)) && before[i] == turn_tok &&
+                    before[i + d] == turn_tok)
+                    p0 = i;
+            CHECK(p0 > 0, "turn %d: the kept tokens are not the old ones minus whole turns (%d dropped)", k + 1, d);
+            mf_gen_stats st;
+            mf_gen_get_stats(g, &st);
+            CHECK(mf_seq_pos_max(ctx, 0) == st.n_cached - 1, "turn %d: positions up to %d with %d cached", k + 1,
+                  mf_seq_pos_max(ctx, 0), st.n_cached);
+        }
+        result r;
+        REQUIRE(drive(g, &r, NULL) == 0, "turn %d", k + 1);
+        CHECK(r.status == MF_GEN_LENGTH, "turn %d stopped: %s", k + 1, mf_gen_status_name(r.status));
+    }
+    CHECK(shifted >= 2, "%d turns dropped in a 64-token context, want 2 or more", shifted);
+    mf_conv_free(c);
+    mf_gen_free(g);
+    mf_context_free(ctx);
+}
+
 int main(void) {
     const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     snprintf(path, sizeof path, "%s/gen-qwen2-q8_0.gguf", mf_test_tmpdir());
@@ -515,6 +582,7 @@ int main(void) {
     RUN(test_drafts_give_the_plain_output);
     RUN(test_two_generators_in_one_batch);
     RUN(test_conversation_prefills_only_the_new_turn);
+    RUN(test_conversation_drops_the_oldest_turns);
     mf_model_free(model);
     remove(path);
     return mf_test_done();

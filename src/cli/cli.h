@@ -32,8 +32,8 @@ bool mf_arg_float(const char *flag, const char *val, double *out);
 const char *mf_arg_value(int argc, char **argv, int *i);
 
 /* The one rule for repeated options, in every subcommand: an option is given at most once (a second
- * -p, or -p then --prompt, is refused naming both values); the only repeatable flag is the global
- * --backend, whose values accumulate.  name is the option's spellings ("-p/--prompt"), value NULL for a
+ * -p, or -p then --prompt, is refused naming both values); the only repeatable flags are run/chat's
+ * --stop and the global --backend, whose values accumulate.  name is the option's spellings ("-p/--prompt"), value NULL for a
  * switch. */
 enum { MF_ARG_MAX_SEEN = 48 };
 typedef struct {

@@ -13,7 +13,8 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: minfer chat -m MODEL [--system TEXT] [--session FILE] [-c N] [-n N] [--stop S] [sampler options]\n"
+            "usage: minfer chat -m MODEL [--system TEXT] [--session FILE] [-c N] [--cache-type T] [-n N] [--stop S]\n"
+            "                   [sampler options]\n"
             "       (also: minfer run --cnv -m MODEL ...)\n"
             "\n"
             "Interactive chat: each line read from stdin is one user message; the reply is rendered with the\n"
@@ -40,6 +41,7 @@ static void usage(FILE *f) {
             "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096))\n"
             "      --n-ctx N            the same as -c\n"
             "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
+            MF_ARG_CACHE_HELP
             "%s"
             "      --stop S             end a reply when the text S appears; S is not printed; repeatable, up to 16\n"
             "      --verbose            after each reply, one stats line on stderr: tokens prefilled (only the new\n"
@@ -87,9 +89,13 @@ int mf_cmd_chat(int argc, char **argv) {
     int32_t n_stop = 0;
     mf_sampler_params sp = mf_arg_sampler_defaults();
     mf_arg_seen seen = {0};
+    mf_arg_cache cache = MF_ARG_CACHE_INIT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long l;
+        const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
+        if (cf < 0) return 2;
+        if (cf > 0) continue;
 #define VAL(name)                                                                                            \
     do {                                                                                                     \
         if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;                   \
@@ -140,8 +146,6 @@ int mf_cmd_chat(int argc, char **argv) {
             verbose = true;
         } else if ((l = mf_arg_sampler(argc, argv, &i, &sp, &seen)) != 0) {
             if (l < 0) return 2;
-            /* KV cache type flags (-ctk/-ctv/--cache-type) come from the shared CLI helper once it is
-             * merged: parse them here, into mf_context_params.kv_type below. */
         } else {
             fprintf(stderr, "Error: unknown flag '%s' for 'minfer chat' (see minfer chat --help)\n", a);
             return 2;
@@ -152,6 +156,8 @@ int mf_cmd_chat(int argc, char **argv) {
         fprintf(stderr, "Error: no model given: minfer chat -m MODEL.gguf\n");
         return 2;
     }
+    uint32_t type_k, type_v;
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v)) return 2;
 
     int ret = 1;
     mf_error err = {0};
@@ -164,6 +170,8 @@ int mf_cmd_chat(int argc, char **argv) {
     mf_context_params cp = mf_context_default_params();
     cp.n_ctx = (int32_t)n_ctx;
     cp.n_threads = (int32_t)n_threads;
+    cp.type_k = type_k;
+    cp.type_v = type_v;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
     mf_gen_params gp = mf_gen_default_params();
     gp.sampler = sp;

@@ -70,8 +70,9 @@ static void usage(FILE *f) {
                "                   (the flag wins); `minfer backends` lists what this build can use\n"
                "  -h, --help       this help; `minfer <command> --help` documents each command\n"
                "\nEvery option of a command is given at most once (a second -p is refused, not taken); --backend\n"
-               "is the one repeatable flag.  Numbers are refused when out of range or not finite, a failed write\n"
-               "to stdout ends a command with exit status 1.  `run`, `eval` and `viz` take --n-ctx N for -c N.\n");
+               "and --stop (run, chat) are the repeatable flags.  Numbers are refused when out of range or not\n"
+               "finite, a failed write to stdout ends a command with exit status 1.  `run`, `chat`, `eval` and\n"
+               "`viz` take --n-ctx N for -c N.\n");
     env_usage(f);
 }
 

@@ -35,6 +35,9 @@ struct mf_gen {
     mf_gen_stats st;
 };
 
+/* what an empty token list points at: never NULL, so a caller may memcpy 0 tokens from it */
+static const mf_token k_none[1] = {0};
+
 const char *mf_gen_status_name(int32_t s) {
     static const char *names[] = {"running", "eog", "length", "context", "stop", "abort"};
     return s >= 0 && s <= MF_GEN_ABORT ? names[s] : "unknown";
@@ -304,7 +307,7 @@ static void reset_out(mf_gen *g, mf_gen_out *out) {
 
 static void fill_out(mf_gen *g, mf_gen_out *out) {
     out->status = g->status;
-    out->tokens = g->out_tok;
+    out->tokens = g->out_tok ? g->out_tok : k_none;
     out->n_tokens = g->n_out_tok;
     out->text = g->out ? g->out : "";
     out->text_len = g->n_out;
@@ -434,7 +437,7 @@ int mf_gen_drop(mf_gen *g, mf_pos p0, mf_pos p1, mf_error *err) {
 
 const mf_token *mf_gen_tokens(const mf_gen *g, int32_t *n) {
     *n = g->n_tok;
-    return g->toks;
+    return g->toks ? g->toks : k_none;
 }
 
 const char *mf_gen_turn_text(const mf_gen *g, size_t *len) {

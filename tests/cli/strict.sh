@@ -68,8 +68,9 @@ expect viz_format_twice 2 "--format given twice ('dot', then 'json'); give it on
 expect bench_p_twice 2 "-p/--n-prompt given twice ('8', then '16'); give it once" -- "$MINFER" bench -m "$M" -p 8 -p 16
 expect bench_seed_twice 2 "--seed given twice ('1', then '2'); give it once" -- "$MINFER" bench -m "$M" --seed 1 --seed 2
 expect short_form_p_twice 2 "-p/--prompt given twice ('a', then 'b'); give it once" -- "$MINFER" "$M" a -p b
-# --backend is the one repeatable flag
+# --backend and --stop are the repeatable flags
 expect backend_repeatable 0 "" -- "$MINFER" --backend cpu --backend cpu backends
+expect stop_repeatable 0 "" -- "$MINFER" run -m "$M" --tokens "[785, 6722]" -n 2 --stop a --stop b
 long=$(printf 'x%.0s' $(seq 1 100))
 expect long_values_shortened 2 "given twice ('${long:0:60}...', then 'b')" -- "$MINFER" run -m "$M" -p "$long" -p b
 
@@ -87,6 +88,7 @@ expect_full() {
 T="[785,6722,315,9625,374]"
 expect_full full_run -- "$MINFER" run -m "$M" --tokens "$T" -n 4
 expect_full full_run_ids -- "$MINFER" run -m "$M" --tokens "$T" -n 4 --ids
+expect_full full_chat -- bash -c 'printf "Hi\n" | "$0" chat -m "$1" -n 4' "$MINFER" "$M"
 expect_full full_tokenize -- "$MINFER" tokenize -m "$M" -p hello
 expect_full full_tokenize_ids -- "$MINFER" tokenize -m "$M" -p hello --ids
 expect_full full_eval -- "$MINFER" eval -m "$M" --tokens "$T"
