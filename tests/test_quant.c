@@ -62,6 +62,11 @@ static void test_type_table(void) {
         {MF_TYPE_Q5_K, "q5_K", 256, 176}, {MF_TYPE_Q6_K, "q6_K", 256, 210},  {MF_TYPE_Q8_K, "q8_K", 256, 292},
         {MF_TYPE_I8, "i8", 1, 1},         {MF_TYPE_I16, "i16", 1, 2},        {MF_TYPE_I32, "i32", 1, 4},
         {MF_TYPE_I64, "i64", 1, 8},       {MF_TYPE_F64, "f64", 1, 8},
+        /* the rest of ggml's ids, as numbers (the file contract), from ggml_type_name / blck / type_size */
+        {16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74}, {18, "iq3_xxs", 256, 98}, {19, "iq1_s", 256, 50},
+        {20, "iq4_nl", 32, 18},   {21, "iq3_s", 256, 110}, {22, "iq2_s", 256, 82},   {23, "iq4_xs", 256, 136},
+        {29, "iq1_m", 256, 56},   {34, "tq1_0", 256, 54},  {35, "tq2_0", 256, 66},   {39, "mxfp4", 32, 17},
+        {40, "nvfp4", 64, 36},    {41, "q1_0", 128, 18},   {42, "q2_0", 64, 18},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const mf_type_info *t = mf_type_get(want[i].t);
@@ -73,8 +78,9 @@ static void test_type_table(void) {
         CHECK(t->quantized == (want[i].blck > 1), "%s quantized flag", t->name);
         CHECK(mf_row_size(want[i].t, want[i].blck * 7) == want[i].size * 7, "%s row size", t->name);
     }
-    CHECK(mf_type_get(4) == NULL && mf_type_get(5) == NULL && mf_type_get(39) == NULL && mf_type_get(1000) == NULL,
-          "removed/unknown ids must be NULL");
+    static const uint32_t removed[] = {4, 5, 31, 32, 33, 36, 37, 38, 43, 1000};
+    for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++)
+        CHECK(mf_type_get(removed[i]) == NULL, "removed/unknown id %u must be NULL", removed[i]);
     CHECK(strcmp(mf_type_name(4), "unknown(4)") == 0, "got %s", mf_type_name(4));
     CHECK(mf_row_size(MF_TYPE_Q4_K, 100) == 0, "partial block must give 0");
     CHECK(mf_row_size(MF_TYPE_Q4_0, -32) == 0, "negative n must give 0");

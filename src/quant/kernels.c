@@ -140,6 +140,17 @@ const mf_quant_kernels *mf_quant_kernels_get(uint32_t type) {
     return NULL;
 }
 
+void mf_quant_runnable_types(char *buf, size_t cap) {
+    size_t at = 0;
+    if (cap) buf[0] = 0;
+    for (uint32_t t = 0; t < MF_TYPE_COUNT; t++) {
+        if (!mf_type_get_file(t) || t == MF_TYPE_Q8_K || !mf_quant_kernels_get(t)) continue;
+        const int w = snprintf(buf + at, cap - at, "%s%s", at ? ", " : "", mf_type_name(t));
+        if (w < 0 || (size_t)w >= cap - at) return;
+        at += (size_t)w;
+    }
+}
+
 mf_dot_rows_fn mf_quant_dot_rows(void) {
     const mf_isa isa = mf_quant_active_isa();
     return isa == MF_ISA_SCALAR ? NULL : mf_quant_arch_dot_rows(isa);

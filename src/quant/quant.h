@@ -26,12 +26,28 @@ typedef enum {
     MF_TYPE_Q5_K = 13,
     MF_TYPE_Q6_K = 14,
     MF_TYPE_Q8_K = 15,
+    MF_TYPE_IQ2_XXS = 16,
+    MF_TYPE_IQ2_XS = 17,
+    MF_TYPE_IQ3_XXS = 18,
+    MF_TYPE_IQ1_S = 19,
+    MF_TYPE_IQ4_NL = 20,
+    MF_TYPE_IQ3_S = 21,
+    MF_TYPE_IQ2_S = 22,
+    MF_TYPE_IQ4_XS = 23,
     MF_TYPE_I8 = 24,
     MF_TYPE_I16 = 25,
     MF_TYPE_I32 = 26,
     MF_TYPE_I64 = 27,
     MF_TYPE_F64 = 28,
+    MF_TYPE_IQ1_M = 29,
     MF_TYPE_BF16 = 30,
+    /* 31-33 and 36-38 were ggml's removed in-file repacked layouts (Q4_0_4_4 ...): unknown ids */
+    MF_TYPE_TQ1_0 = 34,
+    MF_TYPE_TQ2_0 = 35,
+    MF_TYPE_MXFP4 = 39,
+    MF_TYPE_NVFP4 = 40,
+    MF_TYPE_Q1_0 = 41,
+    MF_TYPE_Q2_0 = 42,
     /* Internal layouts (never in a file: the GGUF reader and writer refuse them).  Made at load by
      * mf_repack: 8 weight rows interleaved so a GEMV/GEMM reads one stream and keeps one int32 lane per
      * row (see repack.c). */
@@ -175,6 +191,8 @@ uint16_t mf_fp32_to_bf16(float f);
  * quantize: F32, F16, BF16, Q8_0, Q8_1, Q4_0, Q8_K (activation/KV formats).  Returns MF_E_UNSUPPORTED
  * for others. */
 int mf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
+/* Whether mf_dequantize_row handles `type` (the embedding lookup needs it). */
+bool mf_type_dequantizes(uint32_t type);
 int mf_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
 /* The bytes llama.cpp's CPU backend writes when IT converts floats at run time (activations, the
  * quantized KV cache): F32, F16, BF16, Q8_0, Q8_1, Q8_K.  Differs from mf_quantize_row for Q8_0/Q8_1
@@ -255,6 +273,9 @@ const mf_quant_kernels *mf_quant_kernels_get(uint32_t type);
 /* Kernels for an explicit ISA (tests compare each ISA with the scalar reference); NULL if absent (this
  * type has no kernel of its own at that ISA, or this build or CPU lacks the ISA). */
 const mf_quant_kernels *mf_quant_kernels_get_isa(uint32_t type, mf_isa isa);
+/* The file types that have matmul kernels (so weights of them run), as "f32, f16, ..." in id order, into
+ * buf (truncated to cap, always terminated): the list a refusal of another weight type names. */
+void mf_quant_runnable_types(char *buf, size_t cap);
 mf_isa mf_cpu_best_isa(void);
 /* The ISA mf_quant_kernels_get picks from: mf_cpu_best_isa() unless MINFER_ISA forces another one the CPU
  * has.  A forced ISA it lacks, or an unknown name, is refused by mf_quant_isa_check (mf_model_load and the

@@ -13,6 +13,8 @@
 
 typedef enum { GM_ARCH_QWEN2, GM_ARCH_QWEN3 } gm_arch;
 
+#define GM_MAX_OVERRIDES 8
+
 /* What --type asks for: a single tensor type (llama-quantize --pure style) or the Q4_K_M mix. */
 typedef enum {
     GM_T_F32, GM_T_F16, GM_T_BF16, GM_T_Q8_0, GM_T_Q4_0, GM_T_Q4_1, GM_T_Q5_0, GM_T_Q5_1,
@@ -34,6 +36,9 @@ typedef struct {
     const char *tokenizer_dir;
     const char *out_path;
     bool quiet;
+    /* --tensor-type NAME=TYPE (llama-quantize's option, exact names): these tensors in TYPE instead */
+    struct { char name[64]; uint32_t type; } over[GM_MAX_OVERRIDES];
+    int n_over;
 } gm_config;
 
 /* ---- tables (model.c) ---- */
