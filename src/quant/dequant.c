@@ -185,6 +185,32 @@ static void deq_q6_K(const void *src, float *y, int64_t n) {
     }
 }
 
+static void deq_iq4_nl(const void *src, float *y, int64_t n) {
+    const mf_block_iq4_nl *x = src;
+    for (int64_t i = 0; i < n / MF_QK4_NL; i++, y += MF_QK4_NL) {
+        const float d = H2F(x[i].d);
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * mf_iq4_levels[x[i].qs[j] & 0xF];
+            y[j + 16] = d * mf_iq4_levels[x[i].qs[j] >> 4];
+        }
+    }
+}
+
+static void deq_iq4_xs(const void *src, float *y, int64_t n) {
+    const mf_block_iq4_xs *x = src;
+    for (int64_t i = 0; i < n / MF_QK_K; i++) {
+        const float d = H2F(x[i].d);
+        for (int ib = 0; ib < 8; ib++, y += 32) {
+            const float dl = d * mf_iq4_xs_scale(&x[i], ib);
+            const uint8_t *qs = x[i].qs + 16 * ib;
+            for (int j = 0; j < 16; j++) {
+                y[j] = dl * mf_iq4_levels[qs[j] & 0xF];
+                y[j + 16] = dl * mf_iq4_levels[qs[j] >> 4];
+            }
+        }
+    }
+}
+
 static void deq_q8_K(const void *src, float *y, int64_t n) {
     const mf_block_q8_K *x = src;
     for (int64_t i = 0; i < n / MF_QK_K; i++)
@@ -219,6 +245,8 @@ static const deq_fn k_deq[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_K] = deq_q5_K,
     [MF_TYPE_Q6_K] = deq_q6_K,
     [MF_TYPE_Q8_K] = deq_q8_K,
+    [MF_TYPE_IQ4_NL] = deq_iq4_nl,
+    [MF_TYPE_IQ4_XS] = deq_iq4_xs,
 };
 
 bool mf_type_dequantizes(uint32_t type) { return type < MF_TYPE_COUNT && k_deq[type] != NULL; }

@@ -3,7 +3,7 @@
  *
  * Matmul contract (matches llama.cpp so results agree): a weight row of type T is dotted with an
  * activation row converted ONCE to mf_vec_dot_type(T):
- *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0 -> Q8_0, Q4_1/Q5_1 -> Q8_1, Q*_K -> Q8_K.
+ *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0/IQ4_NL -> Q8_0, Q4_1/Q5_1 -> Q8_1, Q*_K/IQ4_XS -> Q8_K.
  * Every kernel's reduction order along a row is fixed (never depends on how many rows are processed
  * together), so batched and serial results are bitwise equal. */
 #ifndef MF_QUANT_H
@@ -105,6 +105,26 @@ typedef struct {
     int8_t qs[MF_QK_K];
     int16_t bsums[MF_QK_K / 16];
 } mf_block_q8_K; /* 292 B */
+typedef struct {
+    uint8_t scales[MF_QK_K / 16]; /* 4-bit scale (low) and min (high) per 16 values */
+    uint8_t qs[MF_QK_K / 4];      /* 2-bit quants */
+    uint16_t d, dmin;
+} mf_block_q2_K; /* 84 B */
+typedef struct {
+    uint8_t hmask[MF_QK_K / 8]; /* the 3rd bit of each quant (set: no -4) */
+    uint8_t qs[MF_QK_K / 4];    /* low 2 bits */
+    uint8_t scales[12];         /* 16 6-bit scales, offset 32 */
+    uint16_t d;
+} mf_block_q3_K; /* 110 B */
+/* IQ4: 4-bit indices into the fixed non-linear level table mf_iq4_levels (quant_impl.h) */
+#define MF_QK4_NL 32
+typedef struct { uint16_t d; uint8_t qs[MF_QK4_NL / 2]; } mf_block_iq4_nl; /* 18 B */
+typedef struct {
+    uint16_t d;
+    uint16_t scales_h;            /* high 2 bits of the 8 6-bit sub-block scales */
+    uint8_t scales_l[MF_QK_K / 64]; /* low 4 bits, two per byte */
+    uint8_t qs[MF_QK_K / 2];
+} mf_block_iq4_xs; /* 136 B */
 
 /* Row-interleaved groups of 8 rows (internal types).  Block b of a group holds block b of each of its 8
  * rows: the 8 scales, then the quants in 4-byte pieces, piece p of row r at qs[32 * c + 4 * r ...]:
