@@ -464,6 +464,29 @@ static void test_dot_llama_m128(void) {
     }
 }
 
+/* IQ4_NL over 3 blocks: a pair, then ggml's scalar tail for the last one (an fma: a separate multiply and add
+ * gives other bits here, where the tail is as large as the pair), at every ISA. */
+static void test_dot_llama_iq4_nl_odd(void) {
+    enum { N = 96 };
+    static float x[N];
+    static uint8_t w[N * 4], a[N * 4];
+    float want[QG_DOT_ROWS];
+    if (!read_golden("dot_iq4_nl_odd.bin", want, sizeof want)) return;
+    qg_floats(3, N, x);
+    for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(MF_TYPE_IQ4_NL, (mf_isa)isa);
+        if (!k) continue;
+        k->from_float(x, a, N);
+        for (int r = 0; r < QG_DOT_ROWS; r++) {
+            qg_fill(QG_IQ4_NL, 300 + (uint64_t)r, N, w);
+            float s;
+            k->vec_dot(N, &s, w, a);
+            CHECK(fbits(s) == fbits(want[r]), "iq4_nl %s 3 blocks row %d: %a, llama.cpp %a", mf_isa_name((mf_isa)isa),
+                  r, s, want[r]);
+        }
+    }
+}
+
 /* Every SIMD kernel against the scalar one, on random weights and on activations from from_float
  * and from random blocks.  Integer block sums are exact on both sides.  x86: only the float folding
  * differs (8 lanes + a final horizontal sum, vs one accumulator in block order; lane int32 -> f32
@@ -780,6 +803,7 @@ int main(void) {
     RUN(test_dot_scalar_vs_dequant);
     RUN(test_dot_llama_golden);
     RUN(test_dot_llama_m128);
+    RUN(test_dot_llama_iq4_nl_odd);
     RUN(test_dot_llama_exact);
     RUN(test_isa_vs_scalar);
     RUN(test_from_float_isa);

@@ -109,6 +109,24 @@ static void gen_dot_m128(void) {
     }
 }
 
+/* IQ4_NL with an odd block count (3, so the tail weighs as much as the pair): ggml's AVX2 kernel takes
+ * blocks in pairs and the last one in its scalar tail: dot_iq4_nl_odd.bin, 16 rows of
+ * from_float(qg_floats(seed 3, 96)) . qg_fill(iq4_nl, 300+r). */
+static void gen_dot_odd(void) {
+    enum { N = 96 };
+    static float x[N];
+    static uint8_t w[N * 4], a[N * 4];
+    qg_floats(3, N, x);
+    const struct ggml_type_traits_cpu *tc = ggml_get_type_traits_cpu(GGML_TYPE_IQ4_NL);
+    ggml_get_type_traits_cpu(tc->vec_dot_type)->from_float(x, a, N);
+    float res[QG_DOT_ROWS];
+    for (int r = 0; r < QG_DOT_ROWS; r++) {
+        qg_fill(QG_IQ4_NL, 300 + (uint64_t)r, N, w);
+        tc->vec_dot(N, &res[r], 0, w, 0, a, 0, 1);
+    }
+    write_file("dot_iq4_nl_odd.bin", res, sizeof res);
+}
+
 /* conversion tables, hashed: every f16 -> f32, and the rounding probes f32 -> f16 / bf16 */
 static void gen_fp16(void) {
     uint64_t h16 = QG_HASH0, hb16 = QG_HASH0, h32 = QG_HASH0, hb32 = QG_HASH0;
@@ -142,6 +160,7 @@ int main(int argc, char **argv) {
     gen_quant();
     gen_dot();
     gen_dot_m128();
+    gen_dot_odd();
     gen_fp16();
     printf("quant goldens written to %s\n", g_dir);
     return 0;
