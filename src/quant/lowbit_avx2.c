@@ -1,7 +1,7 @@
 /* quant: AVX2 dot kernels of Q2_K, Q3_K, IQ4_NL and IQ4_XS.  Each is llama.cpp's AVX2 kernel operation for
  * operation (8 float lanes, one fma per block and lane, ggml's horizontal sum), so it gives the bits of the
  * plain-C reference in dot_lowbit.c, which spells out the same lanes (tests/test_quant.c checks both against
- * llama.cpp's goldens).  The AVX-512 level uses these too (kernels.c falls back per type). */
+ * llama.cpp's goldens).  lowbit_avx512.c is the AVX-512 (VNNI) version, bitwise these. */
 #include "quant/quant_x86.h"
 
 #include <math.h>
