@@ -337,7 +337,8 @@ static void test_kernels_table(void) {
 #if defined(__aarch64__)
     /* every aarch64 CPU has NEON: it is the best set, with its own kernel for each of these types */
     CHECK(mf_cpu_best_isa() == MF_ISA_NEON, "best isa %s on aarch64", mf_isa_name(mf_cpu_best_isa()));
-    static const uint32_t neon_types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q6_K};
+    static const uint32_t neon_types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0,   MF_TYPE_Q4_K,  MF_TYPE_Q6_K,
+                                          MF_TYPE_Q2_K, MF_TYPE_Q3_K, MF_TYPE_IQ4_NL, MF_TYPE_IQ4_XS};
     for (size_t i = 0; i < sizeof neon_types / sizeof neon_types[0]; i++) {
         const mf_quant_kernels *k = mf_quant_kernels_get_isa(neon_types[i], MF_ISA_NEON),
                                *ref = mf_quant_kernels_get_isa(neon_types[i], MF_ISA_SCALAR);

@@ -239,9 +239,9 @@ typedef void (*mf_vec_dot_tile_fn)(int64_t n, float *s, size_t ldc, const void *
  * Lake, Zen 4).  The AVX2 kernels of F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K give llama.cpp's (AVX2
  * build) results bit for bit; the AVX512 ones equal the AVX2 ones (VNNI keeps the int32 lanes).  Q2_K, Q3_K,
  * IQ4_NL and IQ4_XS give llama.cpp's AVX2 bits at every ISA, scalar and NEON included: their reference
- * kernels (dot_lowbit.c) are that arithmetic written lane by lane.  aarch64
- * builds: NEON (Advanced SIMD, every aarch64 CPU) for Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, bitwise the scalar
- * kernels (only their exact integer block sums are vectorized).  Scalar exists everywhere.  The values are
+ * kernels (dot_lowbit.c) are that arithmetic written lane by lane.  aarch64 builds: NEON (Advanced SIMD,
+ * every aarch64 CPU) for Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, bitwise the scalar kernels
+ * (only their exact integer sums are vectorized).  Scalar exists everywhere.  The values are
  * ids, not an order: never compare them with < or >. */
 typedef enum { MF_ISA_SCALAR = 0, MF_ISA_AVX2 = 1, MF_ISA_AVX512 = 2, MF_ISA_NEON = 3, MF_ISA_COUNT = 4 } mf_isa;
 

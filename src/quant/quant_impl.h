@@ -120,6 +120,11 @@ void mf_vec_dot_q5_0_neon(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q8_0_neon(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q4_K_neon(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q6_K_neon(int64_t n, float *s, const void *w, const void *a);
+/* lowbit_neon.c: bitwise the dot_lowbit.c references (their lane order) */
+void mf_vec_dot_q2_K_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q3_K_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_nl_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_xs_neon(int64_t n, float *s, const void *w, const void *a);
 
 /* ---- reference kernels of the x8 layouts and the q8_0s converters (repack.c) ---- */
 void mf_from_float_q8_0s(const float *x, void *y, int64_t n);
