@@ -137,6 +137,13 @@ int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **ou
     *out = m;
     return 0;
 fail:
+    /* the GGUF reader already names the file ("'PATH': ..."): say it once */
+    if (err) {
+        char named[sizeof m->path + 8];
+        snprintf(named, sizeof named, "'%s': ", path);
+        const size_t k = strlen(named);
+        if (!strncmp(err->msg, named, k)) memmove(err->msg, err->msg + k, strlen(err->msg + k) + 1);
+    }
     mf_err_prefix(err, rc, "cannot load model '%s'", path);
     mf_model_close(m);
     return rc;

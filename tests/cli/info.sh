@@ -92,6 +92,14 @@ if "$GEN" --arch qwen3 --type q8_0 --layers 1 -q --tensor-type blk.0.attn_k.weig
         [ "$(grep -c 'Error:.*is iq1_s (ggml type 19)' "$TMP/_err")" -eq 1 ] && [ "$(wc -l <"$TMP/_err")" -eq 1 ] && ok "${cmd}_refuses_once" ||
             bad "${cmd}_refuses_once" "$(cat "$TMP/_err")"
     done
+    # a file the GGUF reader refuses: the load error names the file once, on one line
+    C="$TMP/info_cut_model.gguf"
+    head -c 200000 "$M" >"$C"
+    "$MINFER" run -m "$C" -p hi -n 1 >/dev/null 2>"$TMP/_err"
+    err=$(cat "$TMP/_err")
+    if [[ "$err" == "Error: cannot load model '$C': "* && "$err" != *"'$C': '$C'"* ]] && [ "$(wc -l <"$TMP/_err")" -eq 1 ]; then
+        ok run_cut_model_once
+    else bad run_cut_model_once "$err"; fi
 else
     bad gen_iq1_s "$GEN --tensor-type failed"
 fi
