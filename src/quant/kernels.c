@@ -20,6 +20,10 @@ MF_TILE_LOOP(mf_vec_dot_q8_0_scalar)
 MF_TILE_LOOP(mf_vec_dot_q4_K_scalar)
 MF_TILE_LOOP(mf_vec_dot_q5_K_scalar)
 MF_TILE_LOOP(mf_vec_dot_q6_K_scalar)
+MF_TILE_LOOP(mf_vec_dot_q2_K_scalar)
+MF_TILE_LOOP(mf_vec_dot_q3_K_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq4_nl_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq4_xs_scalar)
 
 static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_F32] = MF_K(MF_TYPE_F32, mf_vec_dot_f32_scalar, mf_from_float_f32),
@@ -33,6 +37,10 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q4_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q5_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q5_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q6_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q6_K_scalar, mf_from_float_q8_K),
+    [MF_TYPE_Q2_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q2_K_scalar, mf_from_float_q8_K),
+    [MF_TYPE_Q3_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q3_K_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ4_NL] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_scalar, mf_from_float_q8_0),
+    [MF_TYPE_IQ4_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q4_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q5_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q8_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_scalar, mf_from_float_q8_0s),
@@ -138,6 +146,17 @@ const mf_quant_kernels *mf_quant_kernels_get(uint32_t type) {
         if (k) return k;
     }
     return NULL;
+}
+
+void mf_quant_runnable_types(char *buf, size_t cap) {
+    size_t at = 0;
+    if (cap) buf[0] = 0;
+    for (uint32_t t = 0; t < MF_TYPE_COUNT; t++) {
+        if (!mf_type_get_file(t) || t == MF_TYPE_Q8_K || !mf_quant_kernels_get(t)) continue;
+        const int w = snprintf(buf + at, cap - at, "%s%s", at ? ", " : "", mf_type_name(t));
+        if (w < 0 || (size_t)w >= cap - at) return;
+        at += (size_t)w;
+    }
 }
 
 mf_dot_rows_fn mf_quant_dot_rows(void) {

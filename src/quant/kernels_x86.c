@@ -7,6 +7,14 @@
 MF_TILE_LOOP(mf_vec_dot_f32_avx2)
 MF_TILE_LOOP(mf_vec_dot_f16_avx2)
 MF_TILE_LOOP(mf_vec_dot_bf16_avx2)
+MF_TILE_LOOP(mf_vec_dot_q2_K_avx2)
+MF_TILE_LOOP(mf_vec_dot_q3_K_avx2)
+MF_TILE_LOOP(mf_vec_dot_iq4_nl_avx2)
+MF_TILE_LOOP(mf_vec_dot_iq4_xs_avx2)
+MF_TILE_LOOP(mf_vec_dot_q2_K_avx512)
+MF_TILE_LOOP(mf_vec_dot_q3_K_avx512)
+MF_TILE_LOOP(mf_vec_dot_iq4_nl_avx512)
+MF_TILE_LOOP(mf_vec_dot_iq4_xs_avx512)
 
 /* AVX2: a type missing here falls back to its scalar kernel in mf_quant_kernels_get.  The activation
  * converters write the same bytes at every ISA (tested), so mixing levels per type is safe. */
@@ -20,6 +28,10 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q4_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q4_K_avx2, 2, 2),
     [MF_TYPE_Q5_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q5_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q5_K_avx2, 2, 2),
     [MF_TYPE_Q6_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
+    [MF_TYPE_Q2_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q2_K_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q3_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ4_NL] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx2, mf_from_float_q8_0_avx2),
+    [MF_TYPE_IQ4_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx2, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q4_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q8_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_avx2, mf_from_float_q8_0s_avx2),
@@ -27,13 +39,18 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q6_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx2, mf_from_float_q8_K_avx2),
 };
 
-/* AVX-512: only what differs from AVX2 - VNNI for the Q8_0 family (dot_avx512.c, tile_avx512.c), the x16
+/* AVX-512: only what differs from AVX2 - VNNI for the Q8_0 family (dot_avx512.c, tile_avx512.c) and for
+ * Q2_K/Q3_K/IQ4_NL/IQ4_XS (lowbit_avx512.c), the x16
  * layouts (x16_avx512.c) and the K x8 layouts (x8_avx512.c).  Every other type (F32/F16/BF16, Q4_K/Q5_K/
  * Q6_K, the Q*_0 x8 layouts) falls back to its AVX2 row in mf_quant_kernels_get. */
 static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q4_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q4_0_avx512, 4, 4),
     [MF_TYPE_Q5_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q5_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q5_0_avx512, 4, 4),
     [MF_TYPE_Q8_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q8_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q8_0_avx512, 4, 4),
+    [MF_TYPE_Q2_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q2_K_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q3_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ4_NL] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx512, mf_from_float_q8_0_avx2),
+    [MF_TYPE_IQ4_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q4_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q6_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q4_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q4_0x16_avx512, mf_from_float_q8_0s_avx2),

@@ -142,6 +142,16 @@ void mf_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q4_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q6_K_avx2(int64_t n, float *s, const void *w, const void *a);
+/* lowbit_avx2.c: llama.cpp's AVX2 kernels of these types, bitwise the dot_lowbit.c references */
+void mf_vec_dot_q2_K_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q3_K_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_nl_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *w, const void *a);
+/* lowbit_avx512.c: the same with VNNI dot steps, bitwise the AVX2 ones */
+void mf_vec_dot_q2_K_avx512(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q3_K_avx512(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_nl_avx512(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_xs_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_from_float_q8_0_avx2(const float *x, void *y, int64_t n);
 void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n); /* kernels_x86.c */
 void mf_from_float_q8_K_avx2(const float *x, void *y, int64_t n);
