@@ -2,6 +2,7 @@
  * dequantize_row_* float expressions exactly (same operand order, no fused multiply-add: this file is
  * compiled for the baseline ISA) so results match llama.cpp bit for bit. */
 #include "quant/quant_impl.h"
+#include "quant/quant_iq.h"
 
 #define H2F mf_fp16_to_fp32
 
@@ -216,6 +217,9 @@ int mf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     case MF_TYPE_Q5_K: deq_q5_K(src, dst, n); return 0;
     case MF_TYPE_Q6_K: deq_q6_K(src, dst, n); return 0;
     case MF_TYPE_Q8_K: deq_q8_K(src, dst, n); return 0;
+    case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S:
+        mf_dequantize_row_iq(type, src, dst, n);
+        return 0;
     default: return MF_E_UNSUPPORTED; /* integer and f64 tensors are never weights */
     }
 }

@@ -1,5 +1,6 @@
 /* quant: the type table (ids, names, block geometry are ggml's, a GGUF file-format contract). */
 #include "quant/quant_impl.h"
+#include "quant/quant_iq.h"
 
 #include <stdio.h>
 
@@ -18,6 +19,11 @@ static const mf_type_info k_types[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_K] = {"q5_K", MF_QK_K, sizeof(mf_block_q5_K), true, 1, false},
     [MF_TYPE_Q6_K] = {"q6_K", MF_QK_K, sizeof(mf_block_q6_K), true, 1, false},
     [MF_TYPE_Q8_K] = {"q8_K", MF_QK_K, sizeof(mf_block_q8_K), true, 1, false},
+    [MF_TYPE_IQ2_XXS] = {"iq2_xxs", MF_QK_K, MF_IQ2_XXS_SIZE, true, 1, false},
+    [MF_TYPE_IQ2_XS] = {"iq2_xs", MF_QK_K, MF_IQ2_XS_SIZE, true, 1, false},
+    [MF_TYPE_IQ3_XXS] = {"iq3_xxs", MF_QK_K, MF_IQ3_XXS_SIZE, true, 1, false},
+    [MF_TYPE_IQ3_S] = {"iq3_s", MF_QK_K, MF_IQ3_S_SIZE, true, 1, false},
+    [MF_TYPE_IQ2_S] = {"iq2_s", MF_QK_K, MF_IQ2_S_SIZE, true, 1, false},
     [MF_TYPE_I8] = {"i8", 1, 1, false, 1, false},
     [MF_TYPE_I16] = {"i16", 1, 2, false, 1, false},
     [MF_TYPE_I32] = {"i32", 1, 4, false, 1, false},
