@@ -258,6 +258,8 @@ int gm_quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
     case MF_TYPE_Q4_K: q4_k(src, dst, nb); return 0;
     case MF_TYPE_Q5_K: q5_k(src, dst, nb); return 0;
     case MF_TYPE_Q6_K: q6_k(src, dst, nb); return 0;
+    case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S:
+        return gm_quantize_row_iq(type, src, dst, n);
     default: return MF_E_UNSUPPORTED;
     }
 }
