@@ -31,6 +31,7 @@ X86_SRC  := $(addprefix src/quant/,dot_avx2.c dot_avx512.c kernels_x86.c tile_av
               x8_avx2.c x8_avx512.c)
 X86_SRC  += $(addprefix src/quant/,dot_iq_avx2.c dot_iq_avx512.c)
 NEON_SRC := $(addprefix src/quant/,dot_neon.c kernels_neon.c)
+NEON_SRC += src/quant/dot_iq_neon.c
 ifeq ($(ARCH),x86_64)
 ARCH_OFF := $(NEON_SRC)
 else ifeq ($(ARCH),aarch64)

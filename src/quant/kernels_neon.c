@@ -4,12 +4,18 @@
  * the scalar ones; so do the activation converters, whose bytes are the same on every ISA anyway.  No x8 /
  * x16 layouts: aarch64 builds never repack (repack.c). */
 #include "quant/quant_impl.h"
+#include "quant/quant_iq.h"
 
 MF_TILE_LOOP(mf_vec_dot_q4_0_neon)
 MF_TILE_LOOP(mf_vec_dot_q5_0_neon)
 MF_TILE_LOOP(mf_vec_dot_q8_0_neon)
 MF_TILE_LOOP(mf_vec_dot_q4_K_neon)
 MF_TILE_LOOP(mf_vec_dot_q6_K_neon)
+MF_TILE_LOOP(mf_vec_dot_iq2_xxs_neon)
+MF_TILE_LOOP(mf_vec_dot_iq2_xs_neon)
+MF_TILE_LOOP(mf_vec_dot_iq2_s_neon)
+MF_TILE_LOOP(mf_vec_dot_iq3_xxs_neon)
+MF_TILE_LOOP(mf_vec_dot_iq3_s_neon)
 
 static const mf_quant_kernels k_neon[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_0] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_q4_0_neon, mf_from_float_q8_0),
@@ -17,6 +23,11 @@ static const mf_quant_kernels k_neon[MF_TYPE_COUNT] = {
     [MF_TYPE_Q8_0] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_q8_0_neon, mf_from_float_q8_0),
     [MF_TYPE_Q4_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q4_K_neon, mf_from_float_q8_K),
     [MF_TYPE_Q6_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q6_K_neon, mf_from_float_q8_K),
+    [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_neon, mf_from_float_q8_K),
+    [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_neon, mf_from_float_q8_K),
+    [MF_TYPE_IQ2_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_neon, mf_from_float_q8_K),
+    [MF_TYPE_IQ3_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_neon, mf_from_float_q8_K),
+    [MF_TYPE_IQ3_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_neon, mf_from_float_q8_K),
 };
 
 const mf_quant_kernels *mf_quant_arch_table(mf_isa isa) {

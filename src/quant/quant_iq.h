@@ -133,6 +133,12 @@ void mf_vec_dot_iq2_xs_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_iq2_s_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_iq3_xxs_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_iq3_s_avx2(int64_t n, float *s, const void *w, const void *a);
+/* dot_iq_neon.c (aarch64 builds) */
+void mf_vec_dot_iq2_xxs_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq2_xs_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq2_s_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq3_xxs_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq3_s_neon(int64_t n, float *s, const void *w, const void *a);
 /* dot_iq_avx512.c (x86-64 builds) */
 void mf_vec_dot_iq2_xxs_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_iq2_xs_avx512(int64_t n, float *s, const void *w, const void *a);
