@@ -412,8 +412,8 @@ static void test_writer_misuse(void) {
     int64_t ne[2] = {33, 2}, ok_ne[2] = {32, 2}, neg[2] = {4, -1};
     int rc = mf_gguf_writer_add_tensor(w, "q", MF_TYPE_Q8_0, 2, ne, &err);
     CHECK(rc == MF_E_INVAL && strstr(err.msg, "33") && strstr(err.msg, "block size 32"), "block: %s", err.msg);
-    rc = mf_gguf_writer_add_tensor(w, "u", 17, 2, ok_ne, &err);
-    CHECK(rc == MF_E_INVAL && strstr(err.msg, "unknown ggml type id 17"), "type: %s", err.msg);
+    rc = mf_gguf_writer_add_tensor(w, "u", 99, 2, ok_ne, &err);
+    CHECK(rc == MF_E_INVAL && strstr(err.msg, "unknown ggml type id 99"), "type: %s", err.msg);
     rc = mf_gguf_writer_add_tensor(w, "n", MF_TYPE_F32, 2, neg, &err);
     CHECK(rc == MF_E_INVAL && strstr(err.msg, "negative"), "neg: %s", err.msg);
     rc = mf_gguf_writer_add_tensor(w, "d", MF_TYPE_F32, 5, ok_ne, &err);
