@@ -2,6 +2,7 @@
  * dequantize_row_* float expressions exactly (same operand order, no fused multiply-add: this file is
  * compiled for the baseline ISA) so results match llama.cpp bit for bit. */
 #include "quant/quant_impl.h"
+#include "quant/quant_iq.h"
 
 #define H2F mf_fp16_to_fp32
 
@@ -227,6 +228,15 @@ static void deq_q8_0s(const void *src, float *y, int64_t n) {
 
 typedef void (*deq_fn)(const void *src, float *y, int64_t n);
 
+/* The IQ2/IQ3 dequantizers live with their grids (dequant_iq.c), behind one entry that takes the type. */
+#define DEQ_IQ(name, T) \
+    static void name(const void *src, float *y, int64_t n) { mf_dequantize_row_iq(T, src, y, n); }
+DEQ_IQ(deq_iq2_xxs, MF_TYPE_IQ2_XXS)
+DEQ_IQ(deq_iq2_xs, MF_TYPE_IQ2_XS)
+DEQ_IQ(deq_iq2_s, MF_TYPE_IQ2_S)
+DEQ_IQ(deq_iq3_xxs, MF_TYPE_IQ3_XXS)
+DEQ_IQ(deq_iq3_s, MF_TYPE_IQ3_S)
+
 /* One row per type; integer and f64 tensors are never weights, the types minfer does not run have none. */
 static const deq_fn k_deq[MF_TYPE_COUNT] = {
     [MF_TYPE_F32] = deq_f32,
@@ -247,6 +257,11 @@ static const deq_fn k_deq[MF_TYPE_COUNT] = {
     [MF_TYPE_Q8_K] = deq_q8_K,
     [MF_TYPE_IQ4_NL] = deq_iq4_nl,
     [MF_TYPE_IQ4_XS] = deq_iq4_xs,
+    [MF_TYPE_IQ2_XXS] = deq_iq2_xxs,
+    [MF_TYPE_IQ2_XS] = deq_iq2_xs,
+    [MF_TYPE_IQ2_S] = deq_iq2_s,
+    [MF_TYPE_IQ3_XXS] = deq_iq3_xxs,
+    [MF_TYPE_IQ3_S] = deq_iq3_s,
 };
 
 bool mf_type_dequantizes(uint32_t type) { return type < MF_TYPE_COUNT && k_deq[type] != NULL; }

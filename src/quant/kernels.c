@@ -2,6 +2,7 @@
  * them (the CPU's features, MINFER_ISA).  The SIMD tables live with their architecture: kernels_x86.c
  * (x86-64 builds), kernels_neon.c (aarch64 builds); the Makefile compiles only the target's. */
 #include "quant/quant_impl.h"
+#include "quant/quant_iq.h"
 
 #include "core/env.h"
 
@@ -24,6 +25,11 @@ MF_TILE_LOOP(mf_vec_dot_q2_K_scalar)
 MF_TILE_LOOP(mf_vec_dot_q3_K_scalar)
 MF_TILE_LOOP(mf_vec_dot_iq4_nl_scalar)
 MF_TILE_LOOP(mf_vec_dot_iq4_xs_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq2_xxs_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq2_xs_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq2_s_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq3_xxs_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq3_s_scalar)
 
 static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_F32] = MF_K(MF_TYPE_F32, mf_vec_dot_f32_scalar, mf_from_float_f32),
@@ -41,6 +47,11 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_Q3_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q3_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_IQ4_NL] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_scalar, mf_from_float_q8_0),
     [MF_TYPE_IQ4_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ2_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ3_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ3_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q4_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q5_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q8_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_scalar, mf_from_float_q8_0s),

@@ -1,6 +1,7 @@
 /* quant: the x86-64 kernel tables (AVX2, AVX-512) and the CPU checks for them (cpuid).  Built for x86-64
  * targets only (Makefile); kernels.c holds the scalar table and the choice. */
 #include "quant/quant_x86.h"
+#include "quant/quant_iq.h"
 
 #include <cpuid.h>
 
@@ -15,6 +16,16 @@ MF_TILE_LOOP(mf_vec_dot_q2_K_avx512)
 MF_TILE_LOOP(mf_vec_dot_q3_K_avx512)
 MF_TILE_LOOP(mf_vec_dot_iq4_nl_avx512)
 MF_TILE_LOOP(mf_vec_dot_iq4_xs_avx512)
+MF_TILE_LOOP(mf_vec_dot_iq2_xxs_avx2)
+MF_TILE_LOOP(mf_vec_dot_iq2_xs_avx2)
+MF_TILE_LOOP(mf_vec_dot_iq2_s_avx2)
+MF_TILE_LOOP(mf_vec_dot_iq3_xxs_avx2)
+MF_TILE_LOOP(mf_vec_dot_iq3_s_avx2)
+MF_TILE_LOOP(mf_vec_dot_iq2_xxs_avx512)
+MF_TILE_LOOP(mf_vec_dot_iq2_xs_avx512)
+MF_TILE_LOOP(mf_vec_dot_iq2_s_avx512)
+MF_TILE_LOOP(mf_vec_dot_iq3_xxs_avx512)
+MF_TILE_LOOP(mf_vec_dot_iq3_s_avx512)
 
 /* AVX2: a type missing here falls back to its scalar kernel in mf_quant_kernels_get.  The activation
  * converters write the same bytes at every ISA (tested), so mixing levels per type is safe. */
@@ -32,6 +43,11 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q3_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx2, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ4_NL] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx2, mf_from_float_q8_0_avx2),
     [MF_TYPE_IQ4_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ2_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ3_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ3_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_avx2, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q4_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q8_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_avx2, mf_from_float_q8_0s_avx2),
@@ -52,6 +68,11 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_IQ4_NL] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx512, mf_from_float_q8_0_avx2),
     [MF_TYPE_IQ4_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q4_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ2_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ3_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ3_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q6_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q4_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q4_0x16_avx512, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q5_0x16_avx512, mf_from_float_q8_0s_avx2),

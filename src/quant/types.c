@@ -1,5 +1,6 @@
 /* quant: the type table (ids, names, block geometry are ggml's, a GGUF file-format contract). */
 #include "quant/quant_impl.h"
+#include "quant/quant_iq.h"
 
 #include <stdio.h>
 
@@ -20,13 +21,13 @@ static const mf_type_info k_types[MF_TYPE_COUNT] = {
     [MF_TYPE_Q8_K] = {"q8_K", MF_QK_K, sizeof(mf_block_q8_K), true, 1, false},
     /* Types minfer reads and shows but (where no kernel table row says otherwise) does not run: geometry
      * from ggml's type traits, so a file's tensor data sizes check out whatever its types. */
-    [MF_TYPE_IQ2_XXS] = {"iq2_xxs", MF_QK_K, 66, true, 1, false},
-    [MF_TYPE_IQ2_XS] = {"iq2_xs", MF_QK_K, 74, true, 1, false},
-    [MF_TYPE_IQ3_XXS] = {"iq3_xxs", MF_QK_K, 98, true, 1, false},
+    [MF_TYPE_IQ2_XXS] = {"iq2_xxs", MF_QK_K, MF_IQ2_XXS_SIZE, true, 1, false},
+    [MF_TYPE_IQ2_XS] = {"iq2_xs", MF_QK_K, MF_IQ2_XS_SIZE, true, 1, false},
+    [MF_TYPE_IQ3_XXS] = {"iq3_xxs", MF_QK_K, MF_IQ3_XXS_SIZE, true, 1, false},
     [MF_TYPE_IQ1_S] = {"iq1_s", MF_QK_K, 50, true, 1, false},
     [MF_TYPE_IQ4_NL] = {"iq4_nl", MF_QK4_NL, sizeof(mf_block_iq4_nl), true, 1, false},
-    [MF_TYPE_IQ3_S] = {"iq3_s", MF_QK_K, 110, true, 1, false},
-    [MF_TYPE_IQ2_S] = {"iq2_s", MF_QK_K, 82, true, 1, false},
+    [MF_TYPE_IQ3_S] = {"iq3_s", MF_QK_K, MF_IQ3_S_SIZE, true, 1, false},
+    [MF_TYPE_IQ2_S] = {"iq2_s", MF_QK_K, MF_IQ2_S_SIZE, true, 1, false},
     [MF_TYPE_IQ4_XS] = {"iq4_xs", MF_QK_K, sizeof(mf_block_iq4_xs), true, 1, false},
     [MF_TYPE_IQ1_M] = {"iq1_m", MF_QK_K, 56, true, 1, false},
     [MF_TYPE_TQ1_0] = {"tq1_0", MF_QK_K, 54, true, 1, false},

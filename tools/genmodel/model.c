@@ -41,11 +41,15 @@ static const struct {
     [GM_T_Q6_K] = {"q6_k", MF_TYPE_Q6_K, 18},    [GM_T_Q4_K_M] = {"q4_k_m", MF_TYPE_Q4_K, 15},
     [GM_T_Q2_K] = {"q2_k", MF_TYPE_Q2_K, 10},    [GM_T_Q3_K] = {"q3_k", MF_TYPE_Q3_K, 11},
     [GM_T_IQ4_NL] = {"iq4_nl", MF_TYPE_IQ4_NL, 25}, [GM_T_IQ4_XS] = {"iq4_xs", MF_TYPE_IQ4_XS, 30},
+    [GM_T_IQ2_XXS] = {"iq2_xxs", MF_TYPE_IQ2_XXS, 19}, [GM_T_IQ2_XS] = {"iq2_xs", MF_TYPE_IQ2_XS, 20},
+    [GM_T_IQ2_S] = {"iq2_s", MF_TYPE_IQ2_S, 28},       [GM_T_IQ3_XXS] = {"iq3_xxs", MF_TYPE_IQ3_XXS, 23},
+    [GM_T_IQ3_S] = {"iq3_s", MF_TYPE_IQ3_S, 26},
 };
 
 const char *gm_ftype_name(gm_ftype t) { return ftypes[t].name; }
 const char *gm_ftype_names(void) {
-    return "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|q4_k_m|iq4_nl|iq4_xs";
+    return "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|q4_k_m|iq4_nl|iq4_xs|"
+           "iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s";
 }
 uint32_t gm_ftype_file_type(gm_ftype t) { return ftypes[t].file_type; }
 int gm_ftype_parse(const char *s, gm_ftype *out) {
@@ -91,7 +95,10 @@ static uint32_t fallback(uint32_t t, int64_t ncols) {
     case MF_TYPE_Q4_K: t = MF_TYPE_Q5_0; break;
     case MF_TYPE_Q5_K: t = MF_TYPE_Q5_1; break;
     case MF_TYPE_Q6_K: t = MF_TYPE_Q8_0; break;
-    case MF_TYPE_IQ4_XS: t = MF_TYPE_IQ4_NL; break;
+    case MF_TYPE_IQ4_XS: case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS:
+    case MF_TYPE_IQ3_S:
+        t = MF_TYPE_IQ4_NL;
+        break;
     case MF_TYPE_Q2_K: case MF_TYPE_Q3_K: t = MF_TYPE_Q4_0; break;
     default: break;
     }

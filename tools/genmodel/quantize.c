@@ -384,6 +384,8 @@ int gm_quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
     case MF_TYPE_Q3_K: q3_k(src, dst, nb); return 0;
     case MF_TYPE_IQ4_NL: iq4_nl(src, dst, nb); return 0;
     case MF_TYPE_IQ4_XS: iq4_xs(src, dst, nb); return 0;
+    case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S:
+        return gm_quantize_row_iq(type, src, dst, n);
     default: return MF_E_UNSUPPORTED;
     }
 }
