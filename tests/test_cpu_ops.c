@@ -1158,7 +1158,7 @@ static void test_threadpool(void) {
  * query row with key i (every head size the path takes, 1..11 rows), pv16 = llama.cpp's tinyBLAS order
  * (key j into lane j % 8 by fma, then its hsum tree) times the factor, from f32 and f16 caches. */
 static void test_attention_x16_kernels(void) {
-    if (mf_quant_active_isa() != MF_ISA_AVX512) SKIP("AVX-512 is not active here");
+    if (!mf_isa_avx512(mf_quant_active_isa())) SKIP("AVX-512 is not active here");
     const mf_quant_kernels *f32 = mf_quant_kernels_get_isa(MF_TYPE_F32, MF_ISA_AVX2);
     REQUIRE(f32 && f32->vec_dot, "the AVX2 F32 vec_dot");
     static const int64_t hds[] = {32, 64, 96, 128, 256};

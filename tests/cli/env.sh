@@ -46,7 +46,7 @@ refuse MINFER_PROFILE 2 \
 refuse MINFER_LOG bogus \
     "Error: MINFER_LOG='bogus' is not one of error|warn|info|debug (case-insensitive; default: warn); unset it or pick one of those"
 # the build architecture's kernel sets (an aarch64 build under scripts/cross-test.sh has scalar|neon)
-isa_words=scalar\|avx2\|avx512 isa_second=AVX2
+isa_words=scalar\|avx2\|avx512\|amx isa_second=AVX2
 if "$MINFER" --help 2>/dev/null | grep -q 'scalar|neon'; then isa_words=scalar\|neon isa_second=NEON; fi
 refuse MINFER_ISA avx3 \
     "Error: MINFER_ISA='avx3' is not one of $isa_words (case-insensitive; default: the best this CPU has); unset it or pick one of those"
@@ -69,6 +69,19 @@ for kv in "MINFER_LOG=DEBUG" "MINFER_LOG= Error " "MINFER_LOG=" "MINFER_SPIN_US=
     elif [ "$kv" != MINFER_ISA=scalar ] && [ "$out" != "$want" ]; then bad "good:$kv" "ids $out, wanted $want"
     else ok "good:$kv"; fi
 done
+# MINFER_ISA=amx (x86-64 builds): where Linux lists AMX it runs, with the same ids (the AMX kernels are bitwise
+# the AVX-512 ones; -p of 40 tokens takes the tile path); elsewhere it is refused, saying why
+if [ "$isa_second" = AVX2 ]; then
+    long="one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+    if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+        a=$(env MINFER_ISA=avx512 "$MINFER" run -m "$M" -p "$long" -n 3 --temp 0 --ids -t 2 2>"$TMP/_err")
+        b=$(env MINFER_ISA=AMX "$MINFER" run -m "$M" -p "$long" -n 3 --temp 0 --ids -t 2 2>>"$TMP/_err")
+        if [ -n "$a" ] && [ "$a" = "$b" ]; then ok isa_amx_same_ids
+        else bad isa_amx_same_ids "avx512 '$a', amx '$b': $(cat "$TMP/_err")"; fi
+    else
+        expect isa_amx_refused 2 "Error: MINFER_ISA=amx: " -- env MINFER_ISA=amx "$MINFER" run -m "$M" -p hi -n 1
+    fi
+fi
 # MINFER_LOG=DEBUG is debug, not ignored: debug lines appear (MINFER_LOG=error: none of them)
 env MINFER_LOG=DEBUG "$MINFER" run -m "$M" -p hi -n 1 --temp 0 2>"$TMP/_dbg" >/dev/null
 env MINFER_LOG=error "$MINFER" run -m "$M" -p hi -n 1 --temp 0 2>"$TMP/_err" >/dev/null

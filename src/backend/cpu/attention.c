@@ -72,7 +72,7 @@ static bool use_x16(const mf_graph *g, const mf_node *n) {
     const mf_node *q = mf_graph_node_c(g, n->src[0]), *k = mf_graph_node_c(g, n->src[1]),
                   *v = mf_graph_node_c(g, n->src[2]);
     const bool fk = k->type == MF_TYPE_F32 || k->type == MF_TYPE_F16, fv = v->type == MF_TYPE_F32 || v->type == MF_TYPE_F16;
-    return mf_quant_active_isa() == MF_ISA_AVX512 && fk && fv && mf_cpu_att_x16_ok(q->ne[0]);
+    return mf_isa_avx512(mf_quant_active_isa()) && fk && fv && mf_cpu_att_x16_ok(q->ne[0]);
 }
 
 /* Tokens per work item.  In a causal prefill consecutive tokens see nested windows, so a block of them

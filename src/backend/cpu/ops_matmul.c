@@ -164,7 +164,8 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
                 .as = direct ? x->nb[1] : rs,
                 /* an x8/x16 layout's tile is one whole group of rows (TILE_N is a multiple of both) */
                 .tw = k->act_major ? k->tile_w : MF_MAX(1, MF_MIN(k->tile_w, MF_TILE_MAX)),
-                .ta = uniform ? MF_MAX(1, MF_MIN(k->tile_a, MF_TILE_MAX)) : 1,
+                /* an act_major tile stores straight into the output, so it may take more than MF_TILE_MAX (AMX) */
+                .ta = uniform ? MF_MAX(1, k->act_major ? k->tile_a : MF_MIN(k->tile_a, MF_TILE_MAX)) : 1,
                 .wd = w->data, .ws = w->nb[1], .out = n->data, .f = mf_cpu_fused(ex, n), .ex = ex};
 
     if (M <= MF_CPU_PRIVATE_CONV_ROWS) {

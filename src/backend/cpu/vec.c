@@ -197,7 +197,7 @@ void mf_cpu_vec_init(mf_cpu_vec *v) {
     v->swiglu = swiglu_scalar;
 #ifdef MF_CPU_X86
     /* quant's AVX2 level implies AVX and F16C (AVX-512 includes it); MINFER_ISA=scalar forces the plain loops */
-    if (mf_quant_active_isa() == MF_ISA_AVX2 || mf_quant_active_isa() == MF_ISA_AVX512) {
+    if (mf_quant_active_isa() == MF_ISA_AVX2 || mf_isa_avx512(mf_quant_active_isa())) {
         v->dot = dot_avx;
         v->axpy = axpy_fma;
         v->f16_to_f32 = f16_f16c;
