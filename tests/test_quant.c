@@ -694,11 +694,11 @@ static void test_x8_repack_and_kernels(void) {
 }
 
 /* The AMX tile kernels (x16 layouts) bitwise equal to the reference for every activation count from 1 (they
- * hand fewer than 8 to the AVX-512 kernels) through partial, full and several 16-row tiles, over K across the
- * kernels' 16-block chunks; rows past na and the columns between ldc and 16 stay untouched.  Also from a
- * second thread: the tile config is per thread, so a kernel that loaded it only once per process fails
- * there. */
-enum { AMX_NR = 32, AMX_KMAX = 4864, AMX_NA = 70, AMX_LDC = 19 };
+ * hand fewer than 8 to the AVX-512 kernels) through partial, full and several 16-row tiles up to more than
+ * the kernel's tile_a (128: it loops), over K across the kernels' 16-block chunks; rows past na and the
+ * columns between 16 and ldc stay untouched.  Also from a second thread: the tile config is per thread, so a
+ * kernel that loaded it only once per process fails there. */
+enum { AMX_NR = 32, AMX_KMAX = 4864, AMX_NA = 140, AMX_LDC = 19 };
 static uint8_t amx_w[AMX_NR * (AMX_KMAX / 32) * 34], amx_wx[AMX_NR * (AMX_KMAX / 32) * 34];
 static uint8_t amx_a[AMX_NA][(AMX_KMAX / 32) * 36];
 static float amx_want[AMX_NA][AMX_NR], amx_got[AMX_NA + 1][AMX_LDC];
@@ -722,13 +722,13 @@ static void test_amx_kernels(void) {
         SKIP("AMX is not usable here (the CPU lacks AMX-INT8 or the OS refused the tile state; MINFER_LOG=info says which)");
     static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
     static const int64_t lens[] = {32, 96, 512, 544, 896, AMX_KMAX};
-    static const int nas[] = {1, 2, 3, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 32, 33, 47, 48, 49, 63, 64, 65, 70};
+    static const int nas[] = {1, 2, 3, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 32, 33, 47, 48, 49, 63, 64, 65, 70, 127, 128, 129, 140};
     static float x[AMX_KMAX];
     CHECK(mf_cpu_best_isa() == MF_ISA_AMX, "AMX usable, so it is the best set (got %s)", mf_isa_name(mf_cpu_best_isa()));
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const uint32_t xt = mf_repack_type_rows(types[t], AMX_KMAX, AMX_NR, MF_X16_ROWS);
         const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, MF_ISA_AMX), *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
-        REQUIRE(k && ref && k->act_major && k->tile_w == MF_X16_ROWS && k->tile_a > MF_TILE_MAX &&
+        REQUIRE(k && ref && k->act_major && k->tile_w == MF_X16_ROWS && k->tile_a > MF_TILE_MAX && k->tile_a < 140 &&
                     k->vec_dot_type == MF_TYPE_Q8_0S && k->vec_dot_tile != mf_quant_kernels_get_isa(xt, MF_ISA_AVX512)->vec_dot_tile,
                 "%s has its own AMX kernel", mf_type_name(xt));
         for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {

@@ -61,9 +61,9 @@ static inline int mf_k4_min_dot(const uint8_t *scales12, const int16_t *bsums) {
 #define MF_KX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, 4, true}
 /* an x16 layout: 16-row groups, up to 8 activations per pass */
 #define MF_KX16(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, 8, true}
-/* an x16 layout's AMX tile kernel: up to MF_AMX_TILE_A activations per call (4 tiles of 16; its output is
+/* an x16 layout's AMX tile kernel: up to MF_AMX_TILE_A activations per call (8 tiles of 16; its output is
  * act_major, so the matmul hands it more than MF_TILE_MAX) */
-#define MF_AMX_TILE_A 64
+#define MF_AMX_TILE_A 128
 #define MF_KAMX(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, MF_AMX_TILE_A, true}
 
 /* What the architecture's file gives kernels.c for a SIMD ISA of its own (never MF_ISA_SCALAR): its
