@@ -4,6 +4,7 @@
 #include "quant/quant.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "golden/quant/blockgen.h"
@@ -423,7 +424,7 @@ static void test_dot_llama_exact(void) {
         snprintf(name, sizeof name, "dot_%s.bin", mf_type_name(wt));
         if (!llama_exact(wt) || !read_golden(name, want, sizeof want)) continue;
         for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
-            if (!lane_exact(wt) && isa != MF_ISA_AVX2 && isa != MF_ISA_AVX512) continue;
+            if (!lane_exact(wt) && isa != MF_ISA_AVX2 && !mf_isa_avx512((mf_isa)isa)) continue;
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
             if (!k) continue;
             k->from_float(x, a, QG_DOT_N);
@@ -684,7 +685,7 @@ static void test_x8_repack_and_kernels(void) {
     CHECK(mf_repack_as(MF_TYPE_Q8_0_X16, MF_TYPE_Q4_0, w, wx, 64, 32) == MF_E_INVAL, "mf_repack_as refuses a foreign layout");
 #if defined(__x86_64__)
     CHECK(mf_repack_type(MF_TYPE_Q8_0, 64, 32) ==
-              (mf_quant_active_isa() == MF_ISA_AVX512 ? MF_TYPE_Q8_0_X16 : MF_TYPE_Q8_0_X8),
+              (mf_isa_avx512(mf_quant_active_isa()) ? MF_TYPE_Q8_0_X16 : MF_TYPE_Q8_0_X8),
           "x16 layouts exactly when AVX-512 is active");
 #else
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
@@ -759,6 +760,89 @@ static void test_x8_repack_and_kernels(void) {
     }
 }
 
+/* The AMX tile kernels (x16 layouts) bitwise equal to the reference for every activation count from 1 (they
+ * hand fewer than 8 to the AVX-512 kernels) through partial, full and several 16-row tiles up to more than
+ * the kernel's tile_a (128: it loops), over K across the kernels' 16-block chunks; rows past na and the
+ * columns between 16 and ldc stay untouched.  Also from a second thread: the tile config is per thread, so a
+ * kernel that loaded it only once per process fails there. */
+enum { AMX_NR = 32, AMX_KMAX = 4864, AMX_NA = 140, AMX_LDC = 19 };
+static uint8_t amx_w[AMX_NR * (AMX_KMAX / 32) * 34], amx_wx[AMX_NR * (AMX_KMAX / 32) * 34];
+static uint8_t amx_a[AMX_NA][(AMX_KMAX / 32) * 36];
+static float amx_want[AMX_NA][AMX_NR], amx_got[AMX_NA + 1][AMX_LDC];
+
+typedef struct {
+    const mf_quant_kernels *k;
+    int64_t K;
+    const uint8_t *grp;
+    int na, bad;
+} amx_case;
+
+static void *amx_run(void *p) {
+    amx_case *c = p;
+    memset(amx_got, 0xFF, sizeof amx_got);
+    c->k->vec_dot_tile(c->K, &amx_got[0][0], AMX_LDC, c->grp, 0, MF_X16_ROWS, amx_a[0], sizeof amx_a[0], c->na);
+    return NULL;
+}
+
+static void test_amx_kernels(void) {
+    if (!mf_quant_kernels_get_isa(MF_TYPE_Q8_0_X16, MF_ISA_AMX))
+        SKIP("AMX is not usable here (the CPU lacks AMX-INT8 or the OS refused the tile state; MINFER_LOG=info says which)");
+    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
+    static const int64_t lens[] = {32, 96, 512, 544, 896, AMX_KMAX};
+    static const int nas[] = {1, 2, 3, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 32, 33, 47, 48, 49, 63, 64, 65, 70, 127, 128, 129, 140};
+    static float x[AMX_KMAX];
+    CHECK(mf_cpu_best_isa() == MF_ISA_AMX, "AMX usable, so it is the best set (got %s)", mf_isa_name(mf_cpu_best_isa()));
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const uint32_t xt = mf_repack_type_rows(types[t], AMX_KMAX, AMX_NR, MF_X16_ROWS);
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, MF_ISA_AMX), *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
+        REQUIRE(k && ref && k->act_major && k->tile_w == MF_X16_ROWS && k->tile_a > MF_TILE_MAX && k->tile_a < 140 &&
+                    k->vec_dot_type == MF_TYPE_Q8_0S && k->vec_dot_tile != mf_quant_kernels_get_isa(xt, MF_ISA_AVX512)->vec_dot_tile,
+                "%s has its own AMX kernel", mf_type_name(xt));
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            const int64_t K = lens[l];
+            const size_t rs = mf_row_size(types[t], K);
+            for (int r = 0; r < AMX_NR; r++) qg_fill((int)types[t], 1100 + (uint64_t)r + 7 * l, (int)K, amx_w + (size_t)r * rs);
+            REQUIRE_OK(mf_repack_as(xt, types[t], amx_w, amx_wx, K, AMX_NR), "repack %s", mf_type_name(xt));
+            for (int j = 0; j < AMX_NA; j++) {
+                qg_floats(1200 + (uint64_t)j, (int)K, x);
+                if (j == 3) /* saturated quants: the largest block sums */
+                    for (int64_t i = 0; i < K; i++) x[i] = i % 3 ? 1.0f : -1.0f;
+                ref->from_float(x, amx_a[j], K);
+            }
+            int bad = 0;
+            for (int g = 0; g < AMX_NR / MF_X16_ROWS; g++) {
+                const uint8_t *grp = amx_wx + (size_t)g * MF_X16_ROWS * rs;
+                for (int j = 0; j < AMX_NA; j++) {
+                    float s1[MF_X16_ROWS];
+                    ref->vec_dot_tile(K, s1, 1, grp, rs, MF_X16_ROWS, amx_a[j], sizeof amx_a[0], 1);
+                    for (int r = 0; r < MF_X16_ROWS; r++) amx_want[j][r] = s1[r];
+                }
+                for (size_t q = 0; q < sizeof nas / sizeof nas[0]; q++) {
+                    amx_case c = {k, K, grp, nas[q], 0};
+                    pthread_t th;
+                    const bool threaded = q % 4 == 1; /* every fourth count from a fresh thread */
+                    if (threaded) {
+                        REQUIRE(pthread_create(&th, NULL, amx_run, &c) == 0, "pthread_create");
+                        pthread_join(th, NULL);
+                    } else {
+                        amx_run(&c);
+                    }
+                    for (int j = 0; j <= AMX_NA; j++)
+                        for (int r = 0; r < AMX_LDC; r++) {
+                            const bool in = j < c.na && r < MF_X16_ROWS;
+                            const uint32_t gb = fbits(amx_got[j][r]);
+                            if ((in ? gb != fbits(amx_want[j][r]) : gb != 0xFFFFFFFFu) && bad++ < 3)
+                                CHECK(0, "%s K=%lld group %d na=%d%s: act %d row %d %a, reference %a", mf_type_name(xt),
+                                      (long long)K, g, c.na, threaded ? " (new thread)" : "", j, r, amx_got[j][r],
+                                      in ? amx_want[j][r] : NAN);
+                        }
+                }
+            }
+            CHECK(bad == 0, "%s K=%lld: %d mismatches", mf_type_name(xt), (long long)K, bad);
+        }
+    }
+}
+
 /* mf_quant_dot_rows (attention scores: one K row against many queries) gives the F32 and F16 vec_dot bits */
 static void test_dot_rows(void) {
     mf_dot_rows_fn f = mf_quant_dot_rows();
@@ -811,6 +895,7 @@ int main(void) {
     RUN(test_tile_bitwise);
     RUN(test_tile_bitwise_lengths);
     RUN(test_x8_repack_and_kernels);
+    RUN(test_amx_kernels);
     RUN(test_dot_rows);
     return mf_test_done();
 }

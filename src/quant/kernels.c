@@ -65,7 +65,7 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
 /* The ISAs this build has, lowest first: a type without a kernel at the active level takes the next
  * lower level's (down to scalar, which has every type). */
 #if defined(__x86_64__)
-static const mf_isa k_levels[] = {MF_ISA_SCALAR, MF_ISA_AVX2, MF_ISA_AVX512};
+static const mf_isa k_levels[] = {MF_ISA_SCALAR, MF_ISA_AVX2, MF_ISA_AVX512, MF_ISA_AMX};
 #elif defined(__aarch64__)
 static const mf_isa k_levels[] = {MF_ISA_SCALAR, MF_ISA_NEON};
 #else
@@ -73,6 +73,7 @@ static const mf_isa k_levels[] = {MF_ISA_SCALAR};
 const mf_quant_kernels *mf_quant_arch_table(mf_isa isa) { return (void)isa, NULL; }
 bool mf_quant_arch_cpu_has(mf_isa isa) { return (void)isa, false; }
 mf_dot_rows_fn mf_quant_arch_dot_rows(mf_isa isa) { return (void)isa, NULL; }
+const char *mf_quant_arch_lacks(mf_isa isa) { return (void)isa, NULL; }
 #endif
 #define N_LEVELS ((int)(sizeof k_levels / sizeof k_levels[0]))
 
@@ -82,6 +83,7 @@ const char *mf_isa_name(mf_isa isa) {
     case MF_ISA_AVX2: return "avx2";
     case MF_ISA_AVX512: return "avx512";
     case MF_ISA_NEON: return "neon";
+    case MF_ISA_AMX: return "amx";
     case MF_ISA_COUNT: break;
     }
     return "unknown";
@@ -101,6 +103,11 @@ static void isa_init(void) {
         const mf_isa isa = k_levels[l];
         g_has[isa] = isa == MF_ISA_SCALAR || mf_quant_arch_cpu_has(isa);
         if (g_has[isa]) g_best = isa;
+        /* a set the hardware has but cannot run here (the OS refused AMX's tile state) is said once */
+        const char *why = g_has[isa] ? NULL : mf_quant_arch_lacks(isa);
+        if (why && l > 0 && g_has[k_levels[l - 1]])
+            mf_log(MF_LOG_INFO, "kernels: %s is not usable (%s); running the %s kernels", mf_isa_name(isa), why,
+                   mf_isa_name(k_levels[l - 1]));
         off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", l ? "|" : "", mf_isa_name(isa));
     }
     g_active = g_best;
@@ -112,6 +119,12 @@ static void isa_init(void) {
         return;
     }
     const mf_isa want = k_levels[w];
+    const char *why = g_has[want] ? NULL : mf_quant_arch_lacks(want);
+    if (why) {
+        mf_err(&g_isa_err, MF_E_INVAL, "MINFER_ISA=%s: %s (the best this machine runs is %s); unset MINFER_ISA or pick one of %s up to %s",
+               mf_isa_name(want), why, mf_isa_name(g_best), names, mf_isa_name(g_best));
+        return;
+    }
     if (!g_has[want]) {
         mf_err(&g_isa_err, MF_E_INVAL,
                "MINFER_ISA=%s: this CPU lacks %s (the best it has is %s); unset MINFER_ISA or pick one of %s up to %s",

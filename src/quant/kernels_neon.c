@@ -51,3 +51,8 @@ mf_dot_rows_fn mf_quant_arch_dot_rows(mf_isa isa) {
     (void)isa;
     return NULL;
 }
+
+const char *mf_quant_arch_lacks(mf_isa isa) {
+    (void)isa;
+    return NULL;
+}

@@ -236,14 +236,28 @@ typedef void (*mf_vec_dot_tile_fn)(int64_t n, float *s, size_t ldc, const void *
                                    const void *a, size_t a_stride, int na);
 
 /* Kernel sets.  x86-64 builds: AVX2 = AVX2+FMA+F16C (Haswell, Zen 1+); AVX512 = AVX-512 F+BW+VL+VNNI (Ice
- * Lake, Zen 4).  The AVX2 kernels of F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K give llama.cpp's (AVX2
+ * Lake, Zen 4); AMX = AVX512 + AMX-TILE/AMX-INT8 (Sapphire Rapids), the AVX512 kernels plus tile kernels
+ * for the x16 layouts.  The AVX2 kernels of F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K give llama.cpp's (AVX2
  * build) results bit for bit; the AVX512 ones equal the AVX2 ones (VNNI keeps the int32 lanes).  Q2_K, Q3_K,
  * IQ4_NL and IQ4_XS give llama.cpp's AVX2 bits at every ISA, scalar and NEON included: their reference
  * kernels (dot_lowbit.c) are that arithmetic written lane by lane.  aarch64 builds: NEON (Advanced SIMD,
  * every aarch64 CPU) for Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, bitwise the scalar kernels
  * (only their exact integer sums are vectorized).  Scalar exists everywhere.  The values are
  * ids, not an order: never compare them with < or >. */
-typedef enum { MF_ISA_SCALAR = 0, MF_ISA_AVX2 = 1, MF_ISA_AVX512 = 2, MF_ISA_NEON = 3, MF_ISA_COUNT = 4 } mf_isa;
+typedef enum {
+    MF_ISA_SCALAR = 0,
+    MF_ISA_AVX2 = 1,
+    MF_ISA_AVX512 = 2,
+    MF_ISA_NEON = 3,
+    /* AMX = the AVX-512 set plus AMX-INT8 tile kernels for the x16 layouts' prefill (x16_amx.c; bitwise the
+     * reference like every x16 kernel).  Active only where cpuid has AMX-TILE + AMX-INT8, the OS enabled the
+     * tile state (XCR0) and granted this process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM). */
+    MF_ISA_AMX = 4,
+    MF_ISA_COUNT = 5
+} mf_isa;
+
+/* Whether kernel set `isa` includes the AVX-512 kernels (AVX512 itself, and AMX, which is built on it). */
+static inline bool mf_isa_avx512(mf_isa isa) { return isa == MF_ISA_AVX512 || isa == MF_ISA_AMX; }
 
 typedef struct {
     mf_type vec_dot_type;
@@ -271,7 +285,7 @@ mf_dot_rows_fn mf_quant_dot_rows(void);
  * Like every kernel it never depends on how many rows or activations are processed together. */
 /* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
  * (only Q4_0, Q5_0, Q8_0, Q4_K and Q6_K with N % 8 == 0 and K a multiple of their block have one).  With
- * AVX-512 active, Q4_0/Q5_0/Q8_0 with N % 16 == 0 get the x16 layouts, otherwise the x8 ones.  Only x86-64
+ * AVX-512 (or AMX) active, Q4_0/Q5_0/Q8_0 with N % 16 == 0 get the x16 layouts, otherwise the x8 ones.  Only x86-64
  * builds repack (the layouts are shaped for 256/512-bit lanes, their fast kernels are x86 ones): elsewhere
  * weights keep the file layout and this returns `type`. */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N);
@@ -288,7 +302,7 @@ uint32_t mf_repack_base(uint32_t type);
 int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, int64_t n);
 
 /* Kernels for weight type `type` at the best ISA this CPU has (cpuid / hwcaps, cached), or forced by
- * MINFER_ISA (scalar|avx2|avx512 on x86-64, scalar|neon on aarch64); a type without a kernel at that ISA
+ * MINFER_ISA (scalar|avx2|avx512|amx on x86-64, scalar|neon on aarch64); a type without a kernel at that ISA
  * gets the next lower one of its architecture (Q4_1 and Q5_1 are scalar only).  NULL if the type has no
  * matmul kernel. */
 const mf_quant_kernels *mf_quant_kernels_get(uint32_t type);

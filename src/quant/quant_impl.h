@@ -83,6 +83,10 @@ static inline int mf_k4_min_dot(const uint8_t *scales12, const int16_t *bsums) {
 #define MF_KX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, 4, true}
 /* an x16 layout: 16-row groups, up to 8 activations per pass */
 #define MF_KX16(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, 8, true}
+/* an x16 layout's AMX tile kernel: up to MF_AMX_TILE_A activations per call (8 tiles of 16; its output is
+ * act_major, so the matmul hands it more than MF_TILE_MAX) */
+#define MF_AMX_TILE_A 128
+#define MF_KAMX(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, MF_AMX_TILE_A, true}
 
 /* What the architecture's file gives kernels.c for a SIMD ISA of its own (never MF_ISA_SCALAR): its
  * table (MF_TYPE_COUNT entries; a type without a kernel of that ISA has vec_dot_tile NULL), whether this
@@ -91,6 +95,9 @@ static inline int mf_k4_min_dot(const uint8_t *scales12, const int16_t *bsums) {
 const mf_quant_kernels *mf_quant_arch_table(mf_isa isa);
 bool mf_quant_arch_cpu_has(mf_isa isa);
 mf_dot_rows_fn mf_quant_arch_dot_rows(mf_isa isa);
+/* Why this machine cannot run `isa` when the reason is more than "the CPU lacks it" (the OS refused AMX's
+ * tile state, with the errno), or NULL.  Said once at MINFER_LOG=info and in MINFER_ISA's refusal. */
+const char *mf_quant_arch_lacks(mf_isa isa);
 
 /* q8_0s rows (repack.c): the Q8_0 bytes the converter q8_0 writes, plus each block's quant sum. */
 void mf_to_q8_0s(mf_from_float_fn q8_0, const float *x, void *y, int64_t n);

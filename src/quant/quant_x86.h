@@ -167,6 +167,7 @@ mf_tile_fn_t mf_tile_q4_0x8_avx2, mf_tile_q5_0x8_avx2, mf_tile_q8_0x8_avx2; /* x
 mf_tile_fn_t mf_tile_q4_Kx8_avx2, mf_tile_q6_Kx8_avx2;
 mf_tile_fn_t mf_tile_q4_Kx8_avx512, mf_tile_q6_Kx8_avx512; /* x8_avx512.c */
 mf_tile_fn_t mf_tile_q4_0x16_avx512, mf_tile_q5_0x16_avx512, mf_tile_q8_0x16_avx512; /* x16_avx512.c */
+mf_tile_fn_t mf_tile_q4_0x16_amx, mf_tile_q5_0x16_amx, mf_tile_q8_0x16_amx;          /* x16_amx.c */
 
 void mf_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_0_avx512(int64_t n, float *s, const void *w, const void *a);
