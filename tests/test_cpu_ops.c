@@ -81,6 +81,7 @@ static void make_rows(uint32_t type, int64_t K, int64_t R, void *dst) {
                 fix_f16(blk, 2, m);
                 break;
             case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S:
+            case MF_TYPE_IQ4_NL: case MF_TYPE_IQ4_XS:
             case MF_TYPE_Q5_0:
                 fix_f16(blk, 0, d);
                 break;
@@ -105,7 +106,8 @@ static void make_rows(uint32_t type, int64_t K, int64_t R, void *dst) {
 static const uint32_t all_types[] = {MF_TYPE_F32,  MF_TYPE_F16,  MF_TYPE_BF16, MF_TYPE_Q4_0, MF_TYPE_Q4_1,
                                      MF_TYPE_Q5_0, MF_TYPE_Q5_1, MF_TYPE_Q8_0, MF_TYPE_Q8_1, MF_TYPE_Q2_K,
                                      MF_TYPE_Q3_K, MF_TYPE_Q4_K, MF_TYPE_Q5_K, MF_TYPE_Q6_K, MF_TYPE_Q8_K,
-                                     MF_TYPE_IQ2_XXS, MF_TYPE_IQ2_XS, MF_TYPE_IQ2_S, MF_TYPE_IQ3_XXS, MF_TYPE_IQ3_S};
+                                     MF_TYPE_IQ2_XXS, MF_TYPE_IQ2_XS, MF_TYPE_IQ2_S, MF_TYPE_IQ3_XXS, MF_TYPE_IQ3_S,
+                                     MF_TYPE_IQ4_NL, MF_TYPE_IQ4_XS};
 
 static void test_get_rows_every_type(void) {
     const int64_t K = 256, R = 9, n = 6;
