@@ -20,9 +20,10 @@ mkdir -p "$MF_TEST_TMP"
 pass=0 fail=0 skip=0
 
 # ---- the facts a skip condition may name ----
-isa_level() { case ${1,,} in scalar) echo 0 ;; avx2) echo 1 ;; avx512) echo 2 ;; *) echo -1 ;; esac; }
+isa_level() { case ${1,,} in scalar) echo 0 ;; avx2) echo 1 ;; avx512) echo 2 ;; amx) echo 3 ;; *) echo -1 ;; esac; }
 # The CPU's best kernel set, by the rule of src/quant/kernels.c (AVX2 = AVX2+FMA+F16C; AVX-512 =
-# F+BW+VL+VNNI on top), read from the OS rather than from minfer, so a detection bug shows as a mismatch.
+# F+BW+VL+VNNI on top; AMX = AMX-TILE+AMX-INT8 on top, which Linux lists only when it manages the tile
+# state), read from the OS rather than from minfer, so a detection bug shows as a mismatch.
 cpu_isa() {
     case $(uname -m) in x86_64 | i?86 | amd64) ;; *) echo scalar; return ;; esac
     local flags
@@ -31,14 +32,15 @@ cpu_isa() {
     flags=" ${flags//$'\n'/ } "
     has() { [[ $flags == *" $1 "* ]]; }
     if ! { has avx2 && has fma && has f16c; }; then echo scalar
-    elif has avx512f && has avx512bw && has avx512vl && { has avx512_vnni || has avx512vnni; }; then echo avx512
+    elif has avx512f && has avx512bw && has avx512vl && { has avx512_vnni || has avx512vnni; }; then
+        if has amx_tile && has amx_int8; then echo amx; else echo avx512; fi
     else echo avx2; fi
 }
 f_cpu=$(cpu_isa)
 # Under a user-mode emulator uname and /proc/cpuinfo are the host's: MF_TEST_CPU_ISA names the guest's.
 if [ -n "${MF_TEST_CPU_ISA:-}" ]; then
     if [ "$(isa_level "$MF_TEST_CPU_ISA")" -ge 0 ]; then f_cpu=${MF_TEST_CPU_ISA,,}; else
-        echo "FAIL MF_TEST_CPU_ISA='$MF_TEST_CPU_ISA' is not one of scalar|avx2|avx512"; fail=$((fail + 1)); fi
+        echo "FAIL MF_TEST_CPU_ISA='$MF_TEST_CPU_ISA' is not one of scalar|avx2|avx512|amx"; fail=$((fail + 1)); fi
 fi
 f_isa=$f_cpu # MINFER_ISA picks a kernel set the CPU has; anything else leaves the best one
 if [ -n "${MINFER_ISA:-}" ] && [ "$(isa_level "$MINFER_ISA")" -ge 0 ] &&
@@ -117,7 +119,7 @@ if [ -f "$SKIPS" ]; then
         cond_holds $w; h=$?
         if [ "$h" = 2 ]; then
             echo "FAIL $SKIPS:$ln: unknown condition in '$w' (tokens: always linux darwin full cuda-build" \
-                "cuda-device isa<L cpu<L, L = scalar|avx2|avx512, each may start with !)"
+                "cuda-device isa<L cpu<L, L = scalar|avx2|avx512|amx, each may start with !)"
             fail=$((fail + 1)); continue
         fi
         es_test+=("$t") es_skip+=("$s") es_when+=("$w") es_holds+=($((1 - h))) es_seen+=(0) es_where+=("$SKIPS:$ln")

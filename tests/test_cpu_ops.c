@@ -81,6 +81,8 @@ static void make_rows(uint32_t type, int64_t K, int64_t R, void *dst) {
                 fix_f16(blk, 0, d);
                 fix_f16(blk, 2, m);
                 break;
+            case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S:
+            case MF_TYPE_IQ4_NL: case MF_TYPE_IQ4_XS:
             case MF_TYPE_Q5_0:
                 fix_f16(blk, 0, d);
                 break;
@@ -104,7 +106,9 @@ static void make_rows(uint32_t type, int64_t K, int64_t R, void *dst) {
 
 static const uint32_t all_types[] = {MF_TYPE_F32,  MF_TYPE_F16,  MF_TYPE_BF16, MF_TYPE_Q4_0, MF_TYPE_Q4_1,
                                      MF_TYPE_Q5_0, MF_TYPE_Q5_1, MF_TYPE_Q8_0, MF_TYPE_Q8_1, MF_TYPE_Q2_K,
-                                     MF_TYPE_Q3_K, MF_TYPE_Q4_K, MF_TYPE_Q5_K, MF_TYPE_Q6_K, MF_TYPE_Q8_K};
+                                     MF_TYPE_Q3_K, MF_TYPE_Q4_K, MF_TYPE_Q5_K, MF_TYPE_Q6_K, MF_TYPE_Q8_K,
+                                     MF_TYPE_IQ2_XXS, MF_TYPE_IQ2_XS, MF_TYPE_IQ2_S, MF_TYPE_IQ3_XXS, MF_TYPE_IQ3_S,
+                                     MF_TYPE_IQ4_NL, MF_TYPE_IQ4_XS};
 
 static void test_get_rows_every_type(void) {
     const int64_t K = 256, R = 9, n = 6;
@@ -1224,7 +1228,7 @@ static void test_attention_q8_0(void) {
     float src[HD * 4];
     mf_cpu_vec ref, simd;
     mf_cpu_vec_init_isa(&ref, MF_ISA_SCALAR);
-    const mf_isa isas[] = {MF_ISA_AVX2, MF_ISA_AVX512, MF_ISA_NEON};
+    const mf_isa isas[] = {MF_ISA_AVX2, MF_ISA_AVX512, MF_ISA_AMX, MF_ISA_NEON};
     int bad = 0;
     for (size_t ii = 0; ii < MF_ARRAY_LEN(isas); ii++) {
         if (!mf_quant_kernels_get_isa(MF_TYPE_Q8_0, isas[ii])) continue; /* not on this CPU / build */
@@ -1328,7 +1332,7 @@ static void test_attention_q8_0(void) {
  * query row with key i (every head size the path takes, 1..11 rows), pv16 = llama.cpp's tinyBLAS order
  * (key j into lane j % 8 by fma, then its hsum tree) times the factor, from f32 and f16 caches. */
 static void test_attention_x16_kernels(void) {
-    if (mf_quant_active_isa() != MF_ISA_AVX512) SKIP("AVX-512 is not active here");
+    if (!mf_isa_avx512(mf_quant_active_isa())) SKIP("AVX-512 is not active here");
     const mf_quant_kernels *f32 = mf_quant_kernels_get_isa(MF_TYPE_F32, MF_ISA_AVX2);
     REQUIRE(f32 && f32->vec_dot, "the AVX2 F32 vec_dot");
     static const int64_t hds[] = {32, 64, 96, 128, 256};

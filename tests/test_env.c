@@ -158,7 +158,7 @@ static void test_word(void) {
 #if defined(__aarch64__)
     const char *second = "NEON", *words = "scalar|neon";
 #else
-    const char *second = "AVX2", *words = "scalar|avx2|avx512";
+    const char *second = "AVX2", *words = "scalar|avx2|avx512|amx";
 #endif
     setenv("MINFER_ISA", second, 1);
     CHECK(mf_env_word("MINFER_ISA", &w, &err) == 0 && w == 1, "ISA %s: %d", second, w);

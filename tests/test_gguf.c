@@ -3,8 +3,9 @@
  * lengths, bad offsets, types and alignments.  Every hostile buffer is opened from an exact-size heap
  * copy so the sanitizer build catches any read past its end.
  *
- *   test_gguf                      run the suite
- *   test_gguf --write-sample PATH  write the small sample file tests/cli/info.sh inspects */
+ *   test_gguf                         run the suite
+ *   test_gguf --write-sample PATH     write the small sample file tests/cli/info.sh inspects
+ *   test_gguf --write-all-types PATH  one tensor of every ggml type id (tests/cli/info.sh) */
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 #include "harness.h"
@@ -85,6 +86,29 @@ static int write_sample(const char *path, uint32_t alignment, mf_error *err) {
     if (!rc) rc = mf_gguf_writer_write_tensor(w, data, 32 * SAMPLE_VOCAB * 2, err);
     if (!rc) rc = mf_gguf_writer_write_tensor(w, data, 32 * 4, err);
     if (!rc) rc = mf_gguf_writer_write_tensor(w, data, 2 * 8 * 34, err);
+    if (!rc) rc = mf_gguf_writer_end(w, err);
+    mf_gguf_writer_free(w);
+    return rc;
+}
+
+/* One tensor of every file type id the type table knows ("t.<name>", [256, 2], zero bytes: a valid block of
+ * every ggml type), for tests/cli/info.sh: minfer info must show a file whatever its tensor types. */
+static int write_all_types(const char *path, mf_error *err) {
+    mf_gguf_writer *w = mf_gguf_writer_new();
+    if (!w) return mf_err(err, MF_E_NOMEM, "writer_new");
+    mf_gguf_writer_set_str(w, "general.architecture", "qwen3");
+    int64_t ne[2] = {256, 2};
+    int rc = 0;
+    for (uint32_t t = 0; t < MF_TYPE_COUNT && !rc; t++) {
+        if (!mf_type_get_file(t)) continue;
+        char name[32];
+        snprintf(name, sizeof name, "t.%s", mf_type_name(t));
+        rc = mf_gguf_writer_add_tensor(w, name, t, 2, ne, err);
+    }
+    if (!rc) rc = mf_gguf_writer_begin(w, path, err);
+    static uint8_t zero[256 * 2 * 8];
+    for (uint32_t t = 0; t < MF_TYPE_COUNT && !rc; t++)
+        if (mf_type_get_file(t)) rc = mf_gguf_writer_write_tensor(w, zero, 2 * mf_row_size(t, 256), err);
     if (!rc) rc = mf_gguf_writer_end(w, err);
     mf_gguf_writer_free(w);
     return rc;
@@ -412,8 +436,8 @@ static void test_writer_misuse(void) {
     int64_t ne[2] = {33, 2}, ok_ne[2] = {32, 2}, neg[2] = {4, -1};
     int rc = mf_gguf_writer_add_tensor(w, "q", MF_TYPE_Q8_0, 2, ne, &err);
     CHECK(rc == MF_E_INVAL && strstr(err.msg, "33") && strstr(err.msg, "block size 32"), "block: %s", err.msg);
-    rc = mf_gguf_writer_add_tensor(w, "u", 17, 2, ok_ne, &err);
-    CHECK(rc == MF_E_INVAL && strstr(err.msg, "unknown ggml type id 17"), "type: %s", err.msg);
+    rc = mf_gguf_writer_add_tensor(w, "u", 43, 2, ok_ne, &err);
+    CHECK(rc == MF_E_INVAL && strstr(err.msg, "unknown ggml type id 43"), "type: %s", err.msg);
     rc = mf_gguf_writer_add_tensor(w, "n", MF_TYPE_F32, 2, neg, &err);
     CHECK(rc == MF_E_INVAL && strstr(err.msg, "negative"), "neg: %s", err.msg);
     rc = mf_gguf_writer_add_tensor(w, "d", MF_TYPE_F32, 5, ok_ne, &err);
@@ -948,9 +972,9 @@ static void test_malformed_fields(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "--write-sample") == 0) {
+    if (argc == 3 && (strcmp(argv[1], "--write-sample") == 0 || strcmp(argv[1], "--write-all-types") == 0)) {
         mf_error err = {0};
-        if (write_sample(argv[2], 0, &err)) {
+        if (argv[1][8] == 'a' ? write_all_types(argv[2], &err) : write_sample(argv[2], 0, &err)) {
             fprintf(stderr, "Error: %s\n", err.msg);
             return 1;
         }

@@ -50,7 +50,10 @@ static void make_rows(uint32_t type, int64_t K, int64_t R, void *dst) {
             uint8_t *blk = row + b * ti->type_size;
             float d = 0.01f + 0.02f * (frand() + 1.0f), m = 0.02f * frand();
             switch (type) {
-            case MF_TYPE_Q4_0: case MF_TYPE_Q5_0: case MF_TYPE_Q8_0: fix_f16(blk, 0, d); break;
+            case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S:
+            case MF_TYPE_Q4_0: case MF_TYPE_Q5_0: case MF_TYPE_Q8_0: case MF_TYPE_IQ4_NL: case MF_TYPE_IQ4_XS:
+                fix_f16(blk, 0, d);
+                break;
             case MF_TYPE_Q4_1: case MF_TYPE_Q5_1: case MF_TYPE_Q8_1: case MF_TYPE_Q4_K: case MF_TYPE_Q5_K:
                 fix_f16(blk, 0, d), fix_f16(blk, 2, m);
                 break;

@@ -4,6 +4,7 @@
 #include "quant/quant.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "golden/quant/blockgen.h"
@@ -62,6 +63,11 @@ static void test_type_table(void) {
         {MF_TYPE_Q5_K, "q5_K", 256, 176}, {MF_TYPE_Q6_K, "q6_K", 256, 210},  {MF_TYPE_Q8_K, "q8_K", 256, 292},
         {MF_TYPE_I8, "i8", 1, 1},         {MF_TYPE_I16, "i16", 1, 2},        {MF_TYPE_I32, "i32", 1, 4},
         {MF_TYPE_I64, "i64", 1, 8},       {MF_TYPE_F64, "f64", 1, 8},
+        /* the rest of ggml's ids, as numbers (the file contract), from ggml_type_name / blck / type_size */
+        {16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74}, {18, "iq3_xxs", 256, 98}, {19, "iq1_s", 256, 50},
+        {20, "iq4_nl", 32, 18},   {21, "iq3_s", 256, 110}, {22, "iq2_s", 256, 82},   {23, "iq4_xs", 256, 136},
+        {29, "iq1_m", 256, 56},   {34, "tq1_0", 256, 54},  {35, "tq2_0", 256, 66},   {39, "mxfp4", 32, 17},
+        {40, "nvfp4", 64, 36},    {41, "q1_0", 128, 18},   {42, "q2_0", 64, 18},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const mf_type_info *t = mf_type_get(want[i].t);
@@ -73,8 +79,9 @@ static void test_type_table(void) {
         CHECK(t->quantized == (want[i].blck > 1), "%s quantized flag", t->name);
         CHECK(mf_row_size(want[i].t, want[i].blck * 7) == want[i].size * 7, "%s row size", t->name);
     }
-    CHECK(mf_type_get(4) == NULL && mf_type_get(5) == NULL && mf_type_get(39) == NULL && mf_type_get(1000) == NULL,
-          "removed/unknown ids must be NULL");
+    static const uint32_t removed[] = {4, 5, 31, 32, 33, 36, 37, 38, 43, 1000};
+    for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++)
+        CHECK(mf_type_get(removed[i]) == NULL, "removed/unknown id %u must be NULL", removed[i]);
     CHECK(strcmp(mf_type_name(4), "unknown(4)") == 0, "got %s", mf_type_name(4));
     CHECK(mf_row_size(MF_TYPE_Q4_K, 100) == 0, "partial block must give 0");
     CHECK(mf_row_size(MF_TYPE_Q4_0, -32) == 0, "negative n must give 0");
@@ -264,8 +271,9 @@ static void test_from_float_golden(void) {
 
 /* ---- dot kernels ---- */
 
-static const uint32_t k_weight_types[] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q4_0, MF_TYPE_Q4_1, MF_TYPE_Q5_0,
-                                          MF_TYPE_Q5_1, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q5_K, MF_TYPE_Q6_K};
+static const uint32_t k_weight_types[] = {MF_TYPE_F32,  MF_TYPE_F16,  MF_TYPE_BF16, MF_TYPE_Q4_0,   MF_TYPE_Q4_1,
+                                          MF_TYPE_Q5_0, MF_TYPE_Q5_1, MF_TYPE_Q8_0, MF_TYPE_Q4_K,   MF_TYPE_Q5_K,
+                                          MF_TYPE_Q6_K, MF_TYPE_Q2_K, MF_TYPE_Q3_K, MF_TYPE_IQ4_NL, MF_TYPE_IQ4_XS};
 #define N_WEIGHT_TYPES (sizeof k_weight_types / sizeof k_weight_types[0])
 
 /* Exact-ish reference: both operands dequantized, products summed in double.  Also returns
@@ -304,8 +312,11 @@ static double dot_reference(uint32_t wt, uint32_t at, const void *w, const void 
 }
 
 static void test_kernels_table(void) {
-    const mf_type want_vdt[] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0, MF_TYPE_Q8_1, MF_TYPE_Q8_0,
-                                MF_TYPE_Q8_1, MF_TYPE_Q8_0, MF_TYPE_Q8_K, MF_TYPE_Q8_K, MF_TYPE_Q8_K};
+    /* llama.cpp's vec_dot_type of each (ggml-cpu type traits): IQ4_NL pairs with Q8_0, the other K/IQ with Q8_K */
+    const mf_type want_vdt[] = {MF_TYPE_F32,  MF_TYPE_F16,  MF_TYPE_BF16, MF_TYPE_Q8_0, MF_TYPE_Q8_1,
+                                MF_TYPE_Q8_0, MF_TYPE_Q8_1, MF_TYPE_Q8_0, MF_TYPE_Q8_K, MF_TYPE_Q8_K,
+                                MF_TYPE_Q8_K, MF_TYPE_Q8_K, MF_TYPE_Q8_K, MF_TYPE_Q8_0, MF_TYPE_Q8_K};
+    _Static_assert(sizeof want_vdt / sizeof want_vdt[0] == N_WEIGHT_TYPES, "one vec_dot type per weight type");
     for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
         const mf_quant_kernels *k = mf_quant_kernels_get(k_weight_types[i]);
         REQUIRE(k && k->vec_dot && k->from_float, "%s has no kernels", mf_type_name(k_weight_types[i]));
@@ -327,7 +338,8 @@ static void test_kernels_table(void) {
 #if defined(__aarch64__)
     /* every aarch64 CPU has NEON: it is the best set, with its own kernel for each of these types */
     CHECK(mf_cpu_best_isa() == MF_ISA_NEON, "best isa %s on aarch64", mf_isa_name(mf_cpu_best_isa()));
-    static const uint32_t neon_types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q6_K};
+    static const uint32_t neon_types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0,   MF_TYPE_Q4_K,  MF_TYPE_Q6_K,
+                                          MF_TYPE_Q2_K, MF_TYPE_Q3_K, MF_TYPE_IQ4_NL, MF_TYPE_IQ4_XS};
     for (size_t i = 0; i < sizeof neon_types / sizeof neon_types[0]; i++) {
         const mf_quant_kernels *k = mf_quant_kernels_get_isa(neon_types[i], MF_ISA_NEON),
                                *ref = mf_quant_kernels_get_isa(neon_types[i], MF_ISA_SCALAR);
@@ -387,11 +399,18 @@ static void test_dot_llama_golden(void) {
     }
 }
 
+/* Types whose reference kernel itself is llama.cpp's AVX2 arithmetic lane by lane (dot_lowbit.c): every ISA,
+ * scalar included, must give llama.cpp's bits, and every SIMD kernel the reference's. */
+static bool lane_exact(uint32_t wt) {
+    return wt == MF_TYPE_Q2_K || wt == MF_TYPE_Q3_K || wt == MF_TYPE_IQ4_NL || wt == MF_TYPE_IQ4_XS;
+}
+
 /* Types whose x86 kernels repeat llama.cpp's AVX2 kernels operation for operation: with the same
  * activation bytes the AVX2 (and the lane-identical VNNI) results must equal llama.cpp's exactly. */
 static bool llama_exact(uint32_t wt) {
     return wt == MF_TYPE_F32 || wt == MF_TYPE_F16 || wt == MF_TYPE_Q4_0 || wt == MF_TYPE_Q4_1 || wt == MF_TYPE_Q5_0 ||
-           wt == MF_TYPE_Q5_1 || wt == MF_TYPE_Q8_0 || wt == MF_TYPE_Q4_K || wt == MF_TYPE_Q5_K || wt == MF_TYPE_Q6_K;
+           wt == MF_TYPE_Q5_1 || wt == MF_TYPE_Q8_0 || wt == MF_TYPE_Q4_K || wt == MF_TYPE_Q5_K || wt == MF_TYPE_Q6_K ||
+           lane_exact(wt);
 }
 
 static void test_dot_llama_exact(void) {
@@ -405,7 +424,8 @@ static void test_dot_llama_exact(void) {
         char name[64];
         snprintf(name, sizeof name, "dot_%s.bin", mf_type_name(wt));
         if (!llama_exact(wt) || !read_golden(name, want, sizeof want)) continue;
-        for (int isa = MF_ISA_AVX2; isa <= MF_ISA_AVX512; isa++) {
+        for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
+            if (!lane_exact(wt) && isa != MF_ISA_AVX2 && !mf_isa_avx512((mf_isa)isa)) continue;
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
             if (!k) continue;
             k->from_float(x, a, QG_DOT_N);
@@ -510,22 +530,69 @@ static void test_q5_K_min_term_fused(void) {
         }
     }
     if (!tested) SKIP("this CPU has no AVX2");
+/* The IQ4 kernels with activation quants of -128 (which ggml's sign-then-maddubs leaves negative against a
+ * negative level): every ISA must give llama.cpp's bits. */
+static void test_dot_llama_m128(void) {
+    static const uint32_t types[] = {MF_TYPE_IQ4_NL, MF_TYPE_IQ4_XS};
+    static uint8_t w[QG_DOT_N * 4], a[QG_DOT_N * 4];
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        float want[QG_DOT_ROWS];
+        char name[64];
+        snprintf(name, sizeof name, "dot_%s_m128.bin", mf_type_name(types[i]));
+        if (!read_golden(name, want, sizeof want)) continue;
+        for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
+            const mf_quant_kernels *k = mf_quant_kernels_get_isa(types[i], (mf_isa)isa);
+            if (!k) continue;
+            qg_fill_m128((int)k->vec_dot_type, 7, QG_DOT_N, a);
+            for (int r = 0; r < QG_DOT_ROWS; r++) {
+                qg_fill((int)types[i], 200 + (uint64_t)r, QG_DOT_N, w);
+                float s;
+                k->vec_dot(QG_DOT_N, &s, w, a);
+                CHECK(fbits(s) == fbits(want[r]), "%s %s row %d: %a, llama.cpp %a", mf_type_name(types[i]),
+                      mf_isa_name((mf_isa)isa), r, s, want[r]);
+            }
+        }
+    }
+}
+
+/* IQ4_NL over 3 blocks: a pair, then ggml's scalar tail for the last one (an fma: a separate multiply and add
+ * gives other bits here, where the tail is as large as the pair), at every ISA. */
+static void test_dot_llama_iq4_nl_odd(void) {
+    enum { N = 96 };
+    static float x[N];
+    static uint8_t w[N * 4], a[N * 4];
+    float want[QG_DOT_ROWS];
+    if (!read_golden("dot_iq4_nl_odd.bin", want, sizeof want)) return;
+    qg_floats(3, N, x);
+    for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(MF_TYPE_IQ4_NL, (mf_isa)isa);
+        if (!k) continue;
+        k->from_float(x, a, N);
+        for (int r = 0; r < QG_DOT_ROWS; r++) {
+            qg_fill(QG_IQ4_NL, 300 + (uint64_t)r, N, w);
+            float s;
+            k->vec_dot(N, &s, w, a);
+            CHECK(fbits(s) == fbits(want[r]), "iq4_nl %s 3 blocks row %d: %a, llama.cpp %a", mf_isa_name((mf_isa)isa),
+                  r, s, want[r]);
+        }
+    }
 }
 
 /* Every SIMD kernel against the scalar one, on random weights and on activations from from_float
  * and from random blocks.  Integer block sums are exact on both sides.  x86: only the float folding
  * differs (8 lanes + a final horizontal sum, vs one accumulator in block order; lane int32 -> f32
  * conversions can round above 2^24 for K formats), so allow 2e-6 of sum |w*a|, about 30 f32 ulps of the
- * magnitude.  NEON keeps the scalar folding, so there every result must be bitwise the scalar one. */
+ * magnitude.  NEON keeps the scalar folding, so there every result must be bitwise the scalar one, as must
+ * every kernel of the lane_exact types on every ISA. */
 static void test_isa_vs_scalar(void) {
     enum { N = 4096, NF = N + 32 }; /* float types also run n = N + 24 (vector leftovers) */
     static uint8_t w[NF * 4], a[NF * 4];
     static float x[NF];
     int tested = 0;
     for (int isa = MF_ISA_SCALAR + 1; isa < MF_ISA_COUNT; isa++) {
-        const bool bitwise = isa == MF_ISA_NEON;
         for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
             const uint32_t wt = k_weight_types[i];
+            const bool bitwise = isa == MF_ISA_NEON || lane_exact(wt);
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(wt, (mf_isa)isa);
             const mf_quant_kernels *ref = mf_quant_kernels_get_isa(wt, MF_ISA_SCALAR);
             if (!k) continue;
@@ -707,7 +774,7 @@ static void test_x8_repack_and_kernels(void) {
     CHECK(mf_repack_as(MF_TYPE_Q8_0_X16, MF_TYPE_Q4_0, w, wx, 64, 32) == MF_E_INVAL, "mf_repack_as refuses a foreign layout");
 #if defined(__x86_64__)
     CHECK(mf_repack_type(MF_TYPE_Q8_0, 64, 32) ==
-              (mf_quant_active_isa() == MF_ISA_AVX512 ? MF_TYPE_Q8_0_X16 : MF_TYPE_Q8_0_X8),
+              (mf_isa_avx512(mf_quant_active_isa()) ? MF_TYPE_Q8_0_X16 : MF_TYPE_Q8_0_X8),
           "x16 layouts exactly when AVX-512 is active");
 #else
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
@@ -782,6 +849,89 @@ static void test_x8_repack_and_kernels(void) {
     }
 }
 
+/* The AMX tile kernels (x16 layouts) bitwise equal to the reference for every activation count from 1 (they
+ * hand fewer than 8 to the AVX-512 kernels) through partial, full and several 16-row tiles up to more than
+ * the kernel's tile_a (128: it loops), over K across the kernels' 16-block chunks; rows past na and the
+ * columns between 16 and ldc stay untouched.  Also from a second thread: the tile config is per thread, so a
+ * kernel that loaded it only once per process fails there. */
+enum { AMX_NR = 32, AMX_KMAX = 4864, AMX_NA = 140, AMX_LDC = 19 };
+static uint8_t amx_w[AMX_NR * (AMX_KMAX / 32) * 34], amx_wx[AMX_NR * (AMX_KMAX / 32) * 34];
+static uint8_t amx_a[AMX_NA][(AMX_KMAX / 32) * 36];
+static float amx_want[AMX_NA][AMX_NR], amx_got[AMX_NA + 1][AMX_LDC];
+
+typedef struct {
+    const mf_quant_kernels *k;
+    int64_t K;
+    const uint8_t *grp;
+    int na, bad;
+} amx_case;
+
+static void *amx_run(void *p) {
+    amx_case *c = p;
+    memset(amx_got, 0xFF, sizeof amx_got);
+    c->k->vec_dot_tile(c->K, &amx_got[0][0], AMX_LDC, c->grp, 0, MF_X16_ROWS, amx_a[0], sizeof amx_a[0], c->na);
+    return NULL;
+}
+
+static void test_amx_kernels(void) {
+    if (!mf_quant_kernels_get_isa(MF_TYPE_Q8_0_X16, MF_ISA_AMX))
+        SKIP("AMX is not usable here (the CPU lacks AMX-INT8 or the OS refused the tile state; MINFER_LOG=info says which)");
+    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
+    static const int64_t lens[] = {32, 96, 512, 544, 896, AMX_KMAX};
+    static const int nas[] = {1, 2, 3, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 32, 33, 47, 48, 49, 63, 64, 65, 70, 127, 128, 129, 140};
+    static float x[AMX_KMAX];
+    CHECK(mf_cpu_best_isa() == MF_ISA_AMX, "AMX usable, so it is the best set (got %s)", mf_isa_name(mf_cpu_best_isa()));
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const uint32_t xt = mf_repack_type_rows(types[t], AMX_KMAX, AMX_NR, MF_X16_ROWS);
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, MF_ISA_AMX), *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
+        REQUIRE(k && ref && k->act_major && k->tile_w == MF_X16_ROWS && k->tile_a > MF_TILE_MAX && k->tile_a < 140 &&
+                    k->vec_dot_type == MF_TYPE_Q8_0S && k->vec_dot_tile != mf_quant_kernels_get_isa(xt, MF_ISA_AVX512)->vec_dot_tile,
+                "%s has its own AMX kernel", mf_type_name(xt));
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            const int64_t K = lens[l];
+            const size_t rs = mf_row_size(types[t], K);
+            for (int r = 0; r < AMX_NR; r++) qg_fill((int)types[t], 1100 + (uint64_t)r + 7 * l, (int)K, amx_w + (size_t)r * rs);
+            REQUIRE_OK(mf_repack_as(xt, types[t], amx_w, amx_wx, K, AMX_NR), "repack %s", mf_type_name(xt));
+            for (int j = 0; j < AMX_NA; j++) {
+                qg_floats(1200 + (uint64_t)j, (int)K, x);
+                if (j == 3) /* saturated quants: the largest block sums */
+                    for (int64_t i = 0; i < K; i++) x[i] = i % 3 ? 1.0f : -1.0f;
+                ref->from_float(x, amx_a[j], K);
+            }
+            int bad = 0;
+            for (int g = 0; g < AMX_NR / MF_X16_ROWS; g++) {
+                const uint8_t *grp = amx_wx + (size_t)g * MF_X16_ROWS * rs;
+                for (int j = 0; j < AMX_NA; j++) {
+                    float s1[MF_X16_ROWS];
+                    ref->vec_dot_tile(K, s1, 1, grp, rs, MF_X16_ROWS, amx_a[j], sizeof amx_a[0], 1);
+                    for (int r = 0; r < MF_X16_ROWS; r++) amx_want[j][r] = s1[r];
+                }
+                for (size_t q = 0; q < sizeof nas / sizeof nas[0]; q++) {
+                    amx_case c = {k, K, grp, nas[q], 0};
+                    pthread_t th;
+                    const bool threaded = q % 4 == 1; /* every fourth count from a fresh thread */
+                    if (threaded) {
+                        REQUIRE(pthread_create(&th, NULL, amx_run, &c) == 0, "pthread_create");
+                        pthread_join(th, NULL);
+                    } else {
+                        amx_run(&c);
+                    }
+                    for (int j = 0; j <= AMX_NA; j++)
+                        for (int r = 0; r < AMX_LDC; r++) {
+                            const bool in = j < c.na && r < MF_X16_ROWS;
+                            const uint32_t gb = fbits(amx_got[j][r]);
+                            if ((in ? gb != fbits(amx_want[j][r]) : gb != 0xFFFFFFFFu) && bad++ < 3)
+                                CHECK(0, "%s K=%lld group %d na=%d%s: act %d row %d %a, reference %a", mf_type_name(xt),
+                                      (long long)K, g, c.na, threaded ? " (new thread)" : "", j, r, amx_got[j][r],
+                                      in ? amx_want[j][r] : NAN);
+                        }
+                }
+            }
+            CHECK(bad == 0, "%s K=%lld: %d mismatches", mf_type_name(xt), (long long)K, bad);
+        }
+    }
+}
+
 /* mf_quant_dot_rows (attention scores: one K row against many queries) gives the F32 and F16 vec_dot bits */
 static void test_dot_rows(void) {
     mf_dot_rows_fn f = mf_quant_dot_rows();
@@ -826,6 +976,8 @@ int main(void) {
     RUN(test_kernels_table);
     RUN(test_dot_scalar_vs_dequant);
     RUN(test_dot_llama_golden);
+    RUN(test_dot_llama_m128);
+    RUN(test_dot_llama_iq4_nl_odd);
     RUN(test_dot_llama_exact);
     RUN(test_bf16_llama_order);
     RUN(test_q5_K_min_term_fused);
@@ -834,6 +986,7 @@ int main(void) {
     RUN(test_tile_bitwise);
     RUN(test_tile_bitwise_lengths);
     RUN(test_x8_repack_and_kernels);
+    RUN(test_amx_kernels);
     RUN(test_dot_rows);
     return mf_test_done();
 }

@@ -118,6 +118,14 @@ static const char *ftype_name(uint32_t ft) {
     case 16: return "Q5_K - Small";
     case 17: return "Q5_K - Medium";
     case 18: return "Q6_K";
+    case 19: return "IQ2_XXS - 2.0625 bpw";
+    case 20: return "IQ2_XS - 2.3125 bpw";
+    case 22: return "IQ3_XS - 3.3 bpw";
+    case 23: return "IQ3_XXS - 3.0625 bpw";
+    case 26: return "IQ3_S - 3.4375 bpw";
+    case 27: return "IQ3_S mix - 3.66 bpw";
+    case 28: return "IQ2_S - 2.5 bpw";
+    case 29: return "IQ2_M - 2.7 bpw";
     case 32: return "BF16";
     default: return NULL;
     }

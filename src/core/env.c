@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #if defined(__x86_64__)
-#define MF_ENV_ISA_WORDS "scalar|avx2|avx512"
+#define MF_ENV_ISA_WORDS "scalar|avx2|avx512|amx"
 #elif defined(__aarch64__)
 #define MF_ENV_ISA_WORDS "scalar|neon"
 #else
@@ -21,7 +21,7 @@ static const mf_env_var k_vars[] = {
      "messages on stderr at this level and above", NULL},
     /* the kernel sets of this build's architecture, in quant/kernels.c's k_levels order */
     {"MINFER_ISA", MF_ENV_WORD, MF_ENV_ISA_WORDS, 0, 0, MF_ENV_NO_DEFAULT, "the best this CPU has", NULL,
-     "force a lower kernel set (one this CPU lacks is refused)", NULL},
+     "force a kernel set (amx: AVX-512 + AMX tiles for prefill; one this machine cannot run is refused, with the reason)", NULL},
     {"MINFER_REPACK", MF_ENV_BOOL, NULL, 0, 0, 1, NULL, NULL,
      "0: keep Q4_0/Q5_0/Q8_0/Q4_K/Q6_K weights in the file's layout (slower)", NULL},
     /* the KV element type the CLI uses for K and V (-ctk/-ctv/--cache-type win); index 1 = f16, llama.cpp's */

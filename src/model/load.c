@@ -31,6 +31,17 @@ static int bind(const mf_gguf *g, const char *name, bool required, int n_dims, i
     if (n_dims == 1 && t->type != MF_TYPE_F32)
         return mf_err(err, MF_E_UNSUPPORTED, "tensor '%s' is %s; norm weights and biases must be f32", name,
                       ti->name);
+    /* Every 2-D weight is a matmul weight (token_embd too, when the output is tied) and its rows dequantize
+     * for the embedding lookup, so a kernel set is what makes a type runnable: refuse the others here, once,
+     * naming the type, instead of at graph build. */
+    if (n_dims == 2 && !mf_quant_kernels_get(t->type)) {
+        char ok[512];
+        mf_quant_runnable_types(ok, sizeof ok);
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "tensor '%s' is %s (ggml type %u), which minfer does not run; it runs %s: requantize the "
+                      "model to one of these (llama-quantize)",
+                      name, ti->name, t->type, ok);
+    }
     return 0;
 }
 
@@ -126,6 +137,13 @@ int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **ou
     *out = m;
     return 0;
 fail:
+    /* the GGUF reader already names the file ("'PATH': ..."): say it once */
+    if (err) {
+        char named[sizeof m->path + 8];
+        snprintf(named, sizeof named, "'%s': ", path);
+        const size_t k = strlen(named);
+        if (!strncmp(err->msg, named, k)) memmove(err->msg, err->msg + k, strlen(err->msg + k) + 1);
+    }
     mf_err_prefix(err, rc, "cannot load model '%s'", path);
     mf_model_close(m);
     return rc;

@@ -2,6 +2,7 @@
  * dequantize_row_* float expressions exactly (same operand order, no fused multiply-add: this file is
  * compiled for the baseline ISA) so results match llama.cpp bit for bit. */
 #include "quant/quant_impl.h"
+#include "quant/quant_iq.h"
 
 #define H2F mf_fp16_to_fp32
 
@@ -185,37 +186,90 @@ static void deq_q6_K(const void *src, float *y, int64_t n) {
     }
 }
 
+static void deq_iq4_nl(const void *src, float *y, int64_t n) {
+    const mf_block_iq4_nl *x = src;
+    for (int64_t i = 0; i < n / MF_QK4_NL; i++, y += MF_QK4_NL) {
+        const float d = H2F(x[i].d);
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * mf_iq4_levels[x[i].qs[j] & 0xF];
+            y[j + 16] = d * mf_iq4_levels[x[i].qs[j] >> 4];
+        }
+    }
+}
+
+static void deq_iq4_xs(const void *src, float *y, int64_t n) {
+    const mf_block_iq4_xs *x = src;
+    for (int64_t i = 0; i < n / MF_QK_K; i++) {
+        const float d = H2F(x[i].d);
+        for (int ib = 0; ib < 8; ib++, y += 32) {
+            const float dl = d * mf_iq4_xs_scale(&x[i], ib);
+            const uint8_t *qs = x[i].qs + 16 * ib;
+            for (int j = 0; j < 16; j++) {
+                y[j] = dl * mf_iq4_levels[qs[j] & 0xF];
+                y[j + 16] = dl * mf_iq4_levels[qs[j] >> 4];
+            }
+        }
+    }
+}
+
 static void deq_q8_K(const void *src, float *y, int64_t n) {
     const mf_block_q8_K *x = src;
     for (int64_t i = 0; i < n / MF_QK_K; i++)
         for (int j = 0; j < MF_QK_K; j++) *y++ = x[i].d * x[i].qs[j];
 }
 
+static void deq_f32(const void *src, float *y, int64_t n) { memmove(y, src, (size_t)n * sizeof(float)); }
+
+static void deq_q8_0s(const void *src, float *y, int64_t n) {
+    const mf_block_q8_0s *b = src;
+    for (int64_t i = 0; i < n / MF_QK8_0; i++)
+        for (int k = 0; k < MF_QK8_0; k++) y[i * MF_QK8_0 + k] = mf_fp16_to_fp32(b[i].d) * (float)b[i].qs[k];
+}
+
+typedef void (*deq_fn)(const void *src, float *y, int64_t n);
+
+/* The IQ2/IQ3 dequantizers live with their grids (dequant_iq.c), behind one entry that takes the type. */
+#define DEQ_IQ(name, T) \
+    static void name(const void *src, float *y, int64_t n) { mf_dequantize_row_iq(T, src, y, n); }
+DEQ_IQ(deq_iq2_xxs, MF_TYPE_IQ2_XXS)
+DEQ_IQ(deq_iq2_xs, MF_TYPE_IQ2_XS)
+DEQ_IQ(deq_iq2_s, MF_TYPE_IQ2_S)
+DEQ_IQ(deq_iq3_xxs, MF_TYPE_IQ3_XXS)
+DEQ_IQ(deq_iq3_s, MF_TYPE_IQ3_S)
+
+/* One row per type; integer and f64 tensors are never weights, the types minfer does not run have none. */
+static const deq_fn k_deq[MF_TYPE_COUNT] = {
+    [MF_TYPE_F32] = deq_f32,
+    [MF_TYPE_F16] = deq_f16,
+    [MF_TYPE_BF16] = deq_bf16,
+    [MF_TYPE_Q4_0] = deq_q4_0,
+    [MF_TYPE_Q4_1] = deq_q4_1,
+    [MF_TYPE_Q5_0] = deq_q5_0,
+    [MF_TYPE_Q5_1] = deq_q5_1,
+    [MF_TYPE_Q8_0] = deq_q8_0,
+    [MF_TYPE_Q8_0S] = deq_q8_0s,
+    [MF_TYPE_Q8_1] = deq_q8_1,
+    [MF_TYPE_Q2_K] = deq_q2_K,
+    [MF_TYPE_Q3_K] = deq_q3_K,
+    [MF_TYPE_Q4_K] = deq_q4_K,
+    [MF_TYPE_Q5_K] = deq_q5_K,
+    [MF_TYPE_Q6_K] = deq_q6_K,
+    [MF_TYPE_Q8_K] = deq_q8_K,
+    [MF_TYPE_IQ4_NL] = deq_iq4_nl,
+    [MF_TYPE_IQ4_XS] = deq_iq4_xs,
+    [MF_TYPE_IQ2_XXS] = deq_iq2_xxs,
+    [MF_TYPE_IQ2_XS] = deq_iq2_xs,
+    [MF_TYPE_IQ2_S] = deq_iq2_s,
+    [MF_TYPE_IQ3_XXS] = deq_iq3_xxs,
+    [MF_TYPE_IQ3_S] = deq_iq3_s,
+};
+
+bool mf_type_dequantizes(uint32_t type) { return type < MF_TYPE_COUNT && k_deq[type] != NULL; }
+
 int mf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     const mf_type_info *t = mf_type_get(type);
     if (!t || n < 0 || n % t->blck_size) return MF_E_INVAL;
-    switch (type) {
-    case MF_TYPE_F32: memmove(dst, src, (size_t)n * sizeof(float)); return 0;
-    case MF_TYPE_F16: deq_f16(src, dst, n); return 0;
-    case MF_TYPE_BF16: deq_bf16(src, dst, n); return 0;
-    case MF_TYPE_Q4_0: deq_q4_0(src, dst, n); return 0;
-    case MF_TYPE_Q4_1: deq_q4_1(src, dst, n); return 0;
-    case MF_TYPE_Q5_0: deq_q5_0(src, dst, n); return 0;
-    case MF_TYPE_Q5_1: deq_q5_1(src, dst, n); return 0;
-    case MF_TYPE_Q8_0: deq_q8_0(src, dst, n); return 0;
-    case MF_TYPE_Q8_0S: {
-        const mf_block_q8_0s *b = src;
-        for (int64_t i = 0; i < n / MF_QK8_0; i++)
-            for (int k = 0; k < MF_QK8_0; k++) dst[i * MF_QK8_0 + k] = mf_fp16_to_fp32(b[i].d) * (float)b[i].qs[k];
-        return 0;
-    }
-    case MF_TYPE_Q8_1: deq_q8_1(src, dst, n); return 0;
-    case MF_TYPE_Q2_K: deq_q2_K(src, dst, n); return 0;
-    case MF_TYPE_Q3_K: deq_q3_K(src, dst, n); return 0;
-    case MF_TYPE_Q4_K: deq_q4_K(src, dst, n); return 0;
-    case MF_TYPE_Q5_K: deq_q5_K(src, dst, n); return 0;
-    case MF_TYPE_Q6_K: deq_q6_K(src, dst, n); return 0;
-    case MF_TYPE_Q8_K: deq_q8_K(src, dst, n); return 0;
-    default: return MF_E_UNSUPPORTED; /* integer and f64 tensors are never weights */
-    }
+    if (!k_deq[type]) return MF_E_UNSUPPORTED;
+    k_deq[type](src, dst, n);
+    return 0;
 }

@@ -2,6 +2,7 @@
  * them (the CPU's features, MINFER_ISA).  The SIMD tables live with their architecture: kernels_x86.c
  * (x86-64 builds), kernels_neon.c (aarch64 builds); the Makefile compiles only the target's. */
 #include "quant/quant_impl.h"
+#include "quant/quant_iq.h"
 
 #include "core/env.h"
 
@@ -20,6 +21,15 @@ MF_TILE_LOOP(mf_vec_dot_q8_0_scalar)
 MF_TILE_LOOP(mf_vec_dot_q4_K_scalar)
 MF_TILE_LOOP(mf_vec_dot_q5_K_scalar)
 MF_TILE_LOOP(mf_vec_dot_q6_K_scalar)
+MF_TILE_LOOP(mf_vec_dot_q2_K_scalar)
+MF_TILE_LOOP(mf_vec_dot_q3_K_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq4_nl_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq4_xs_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq2_xxs_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq2_xs_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq2_s_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq3_xxs_scalar)
+MF_TILE_LOOP(mf_vec_dot_iq3_s_scalar)
 
 static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_F32] = MF_K(MF_TYPE_F32, mf_vec_dot_f32_scalar, mf_from_float_f32),
@@ -33,6 +43,15 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q4_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q5_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q5_K_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q6_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q6_K_scalar, mf_from_float_q8_K),
+    [MF_TYPE_Q2_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q2_K_scalar, mf_from_float_q8_K),
+    [MF_TYPE_Q3_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q3_K_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ4_NL] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_scalar, mf_from_float_q8_0),
+    [MF_TYPE_IQ4_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ2_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ3_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_scalar, mf_from_float_q8_K),
+    [MF_TYPE_IQ3_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q4_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q5_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q8_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_scalar, mf_from_float_q8_0s),
@@ -46,7 +65,7 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
 /* The ISAs this build has, lowest first: a type without a kernel at the active level takes the next
  * lower level's (down to scalar, which has every type). */
 #if defined(__x86_64__)
-static const mf_isa k_levels[] = {MF_ISA_SCALAR, MF_ISA_AVX2, MF_ISA_AVX512};
+static const mf_isa k_levels[] = {MF_ISA_SCALAR, MF_ISA_AVX2, MF_ISA_AVX512, MF_ISA_AMX};
 #elif defined(__aarch64__)
 static const mf_isa k_levels[] = {MF_ISA_SCALAR, MF_ISA_NEON};
 #else
@@ -54,6 +73,7 @@ static const mf_isa k_levels[] = {MF_ISA_SCALAR};
 const mf_quant_kernels *mf_quant_arch_table(mf_isa isa) { return (void)isa, NULL; }
 bool mf_quant_arch_cpu_has(mf_isa isa) { return (void)isa, false; }
 mf_dot_rows_fn mf_quant_arch_dot_rows(mf_isa isa) { return (void)isa, NULL; }
+const char *mf_quant_arch_lacks(mf_isa isa) { return (void)isa, NULL; }
 #endif
 #define N_LEVELS ((int)(sizeof k_levels / sizeof k_levels[0]))
 
@@ -63,6 +83,7 @@ const char *mf_isa_name(mf_isa isa) {
     case MF_ISA_AVX2: return "avx2";
     case MF_ISA_AVX512: return "avx512";
     case MF_ISA_NEON: return "neon";
+    case MF_ISA_AMX: return "amx";
     case MF_ISA_COUNT: break;
     }
     return "unknown";
@@ -82,6 +103,11 @@ static void isa_init(void) {
         const mf_isa isa = k_levels[l];
         g_has[isa] = isa == MF_ISA_SCALAR || mf_quant_arch_cpu_has(isa);
         if (g_has[isa]) g_best = isa;
+        /* a set the hardware has but cannot run here (the OS refused AMX's tile state) is said once */
+        const char *why = g_has[isa] ? NULL : mf_quant_arch_lacks(isa);
+        if (why && l > 0 && g_has[k_levels[l - 1]])
+            mf_log(MF_LOG_INFO, "kernels: %s is not usable (%s); running the %s kernels", mf_isa_name(isa), why,
+                   mf_isa_name(k_levels[l - 1]));
         off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", l ? "|" : "", mf_isa_name(isa));
     }
     g_active = g_best;
@@ -93,6 +119,12 @@ static void isa_init(void) {
         return;
     }
     const mf_isa want = k_levels[w];
+    const char *why = g_has[want] ? NULL : mf_quant_arch_lacks(want);
+    if (why) {
+        mf_err(&g_isa_err, MF_E_INVAL, "MINFER_ISA=%s: %s (the best this machine runs is %s); unset MINFER_ISA or pick one of %s up to %s",
+               mf_isa_name(want), why, mf_isa_name(g_best), names, mf_isa_name(g_best));
+        return;
+    }
     if (!g_has[want]) {
         mf_err(&g_isa_err, MF_E_INVAL,
                "MINFER_ISA=%s: this CPU lacks %s (the best it has is %s); unset MINFER_ISA or pick one of %s up to %s",
@@ -138,6 +170,17 @@ const mf_quant_kernels *mf_quant_kernels_get(uint32_t type) {
         if (k) return k;
     }
     return NULL;
+}
+
+void mf_quant_runnable_types(char *buf, size_t cap) {
+    size_t at = 0;
+    if (cap) buf[0] = 0;
+    for (uint32_t t = 0; t < MF_TYPE_COUNT; t++) {
+        if (!mf_type_get_file(t) || t == MF_TYPE_Q8_K || !mf_quant_kernels_get(t)) continue;
+        const int w = snprintf(buf + at, cap - at, "%s%s", at ? ", " : "", mf_type_name(t));
+        if (w < 0 || (size_t)w >= cap - at) return;
+        at += (size_t)w;
+    }
 }
 
 mf_dot_rows_fn mf_quant_dot_rows(void) {

@@ -3,7 +3,7 @@
  *
  * Matmul contract (matches llama.cpp so results agree): a weight row of type T is dotted with an
  * activation row converted ONCE to mf_vec_dot_type(T):
- *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0 -> Q8_0, Q4_1/Q5_1 -> Q8_1, Q*_K -> Q8_K.
+ *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0/IQ4_NL -> Q8_0, Q4_1/Q5_1 -> Q8_1, Q*_K/IQ4_XS -> Q8_K.
  * Every kernel's reduction order along a row is fixed (never depends on how many rows are processed
  * together), so batched and serial results are bitwise equal. */
 #ifndef MF_QUANT_H
@@ -26,12 +26,28 @@ typedef enum {
     MF_TYPE_Q5_K = 13,
     MF_TYPE_Q6_K = 14,
     MF_TYPE_Q8_K = 15,
+    MF_TYPE_IQ2_XXS = 16,
+    MF_TYPE_IQ2_XS = 17,
+    MF_TYPE_IQ3_XXS = 18,
+    MF_TYPE_IQ1_S = 19,
+    MF_TYPE_IQ4_NL = 20,
+    MF_TYPE_IQ3_S = 21,
+    MF_TYPE_IQ2_S = 22,
+    MF_TYPE_IQ4_XS = 23,
     MF_TYPE_I8 = 24,
     MF_TYPE_I16 = 25,
     MF_TYPE_I32 = 26,
     MF_TYPE_I64 = 27,
     MF_TYPE_F64 = 28,
+    MF_TYPE_IQ1_M = 29,
     MF_TYPE_BF16 = 30,
+    /* 31-33 and 36-38 were ggml's removed in-file repacked layouts (Q4_0_4_4 ...): unknown ids */
+    MF_TYPE_TQ1_0 = 34,
+    MF_TYPE_TQ2_0 = 35,
+    MF_TYPE_MXFP4 = 39,
+    MF_TYPE_NVFP4 = 40,
+    MF_TYPE_Q1_0 = 41,
+    MF_TYPE_Q2_0 = 42,
     /* Internal layouts (never in a file: the GGUF reader and writer refuse them).  Made at load by
      * mf_repack: 8 weight rows interleaved so a GEMV/GEMM reads one stream and keeps one int32 lane per
      * row (see repack.c). */
@@ -89,6 +105,26 @@ typedef struct {
     int8_t qs[MF_QK_K];
     int16_t bsums[MF_QK_K / 16];
 } mf_block_q8_K; /* 292 B */
+typedef struct {
+    uint8_t scales[MF_QK_K / 16]; /* 4-bit scale (low) and min (high) per 16 values */
+    uint8_t qs[MF_QK_K / 4];      /* 2-bit quants */
+    uint16_t d, dmin;
+} mf_block_q2_K; /* 84 B */
+typedef struct {
+    uint8_t hmask[MF_QK_K / 8]; /* the 3rd bit of each quant (set: no -4) */
+    uint8_t qs[MF_QK_K / 4];    /* low 2 bits */
+    uint8_t scales[12];         /* 16 6-bit scales, offset 32 */
+    uint16_t d;
+} mf_block_q3_K; /* 110 B */
+/* IQ4: 4-bit indices into the fixed non-linear level table mf_iq4_levels (quant_impl.h) */
+#define MF_QK4_NL 32
+typedef struct { uint16_t d; uint8_t qs[MF_QK4_NL / 2]; } mf_block_iq4_nl; /* 18 B */
+typedef struct {
+    uint16_t d;
+    uint16_t scales_h;            /* high 2 bits of the 8 6-bit sub-block scales */
+    uint8_t scales_l[MF_QK_K / 64]; /* low 4 bits, two per byte */
+    uint8_t qs[MF_QK_K / 2];
+} mf_block_iq4_xs; /* 136 B */
 
 /* Row-interleaved groups of 8 rows (internal types).  Block b of a group holds block b of each of its 8
  * rows: the 8 scales, then the quants in 4-byte pieces, piece p of row r at qs[32 * c + 4 * r ...]:
@@ -175,6 +211,8 @@ uint16_t mf_fp32_to_bf16(float f);
  * quantize: F32, F16, BF16, Q8_0, Q8_1, Q4_0, Q8_K (activation/KV formats).  Returns MF_E_UNSUPPORTED
  * for others. */
 int mf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
+/* Whether mf_dequantize_row handles `type` (the embedding lookup needs it). */
+bool mf_type_dequantizes(uint32_t type);
 int mf_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
 /* The bytes llama.cpp's CPU backend writes when IT converts floats at run time (activations, the
  * quantized KV cache): F32, F16, BF16, Q8_0, Q8_1, Q8_K.  Differs from mf_quantize_row for Q8_0/Q8_1
@@ -198,12 +236,28 @@ typedef void (*mf_vec_dot_tile_fn)(int64_t n, float *s, size_t ldc, const void *
                                    const void *a, size_t a_stride, int na);
 
 /* Kernel sets.  x86-64 builds: AVX2 = AVX2+FMA+F16C (Haswell, Zen 1+); AVX512 = AVX-512 F+BW+VL+VNNI (Ice
- * Lake, Zen 4).  The AVX2 kernels of F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K give llama.cpp's (AVX2
- * build) results bit for bit; the AVX512 ones equal the AVX2 ones (VNNI keeps the int32 lanes).  aarch64
- * builds: NEON (Advanced SIMD, every aarch64 CPU) for Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, bitwise the scalar
- * kernels (only their exact integer block sums are vectorized).  Scalar exists everywhere.  The values are
+ * Lake, Zen 4); AMX = AVX512 + AMX-TILE/AMX-INT8 (Sapphire Rapids), the AVX512 kernels plus tile kernels
+ * for the x16 layouts.  The AVX2 kernels of F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K give llama.cpp's (AVX2
+ * build) results bit for bit; the AVX512 ones equal the AVX2 ones (VNNI keeps the int32 lanes).  Q2_K, Q3_K,
+ * IQ4_NL and IQ4_XS give llama.cpp's AVX2 bits at every ISA, scalar and NEON included: their reference
+ * kernels (dot_lowbit.c) are that arithmetic written lane by lane.  aarch64 builds: NEON (Advanced SIMD,
+ * every aarch64 CPU) for Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, bitwise the scalar kernels
+ * (only their exact integer sums are vectorized).  Scalar exists everywhere.  The values are
  * ids, not an order: never compare them with < or >. */
-typedef enum { MF_ISA_SCALAR = 0, MF_ISA_AVX2 = 1, MF_ISA_AVX512 = 2, MF_ISA_NEON = 3, MF_ISA_COUNT = 4 } mf_isa;
+typedef enum {
+    MF_ISA_SCALAR = 0,
+    MF_ISA_AVX2 = 1,
+    MF_ISA_AVX512 = 2,
+    MF_ISA_NEON = 3,
+    /* AMX = the AVX-512 set plus AMX-INT8 tile kernels for the x16 layouts' prefill (x16_amx.c; bitwise the
+     * reference like every x16 kernel).  Active only where cpuid has AMX-TILE + AMX-INT8, the OS enabled the
+     * tile state (XCR0) and granted this process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM). */
+    MF_ISA_AMX = 4,
+    MF_ISA_COUNT = 5
+} mf_isa;
+
+/* Whether kernel set `isa` includes the AVX-512 kernels (AVX512 itself, and AMX, which is built on it). */
+static inline bool mf_isa_avx512(mf_isa isa) { return isa == MF_ISA_AVX512 || isa == MF_ISA_AMX; }
 
 typedef struct {
     mf_type vec_dot_type;
@@ -231,7 +285,7 @@ mf_dot_rows_fn mf_quant_dot_rows(void);
  * Like every kernel it never depends on how many rows or activations are processed together. */
 /* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
  * (only Q4_0, Q5_0, Q8_0, Q4_K and Q6_K with N % 8 == 0 and K a multiple of their block have one).  With
- * AVX-512 active, Q4_0/Q5_0/Q8_0 with N % 16 == 0 get the x16 layouts, otherwise the x8 ones.  Only x86-64
+ * AVX-512 (or AMX) active, Q4_0/Q5_0/Q8_0 with N % 16 == 0 get the x16 layouts, otherwise the x8 ones.  Only x86-64
  * builds repack (the layouts are shaped for 256/512-bit lanes, their fast kernels are x86 ones): elsewhere
  * weights keep the file layout and this returns `type`. */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N);
@@ -248,13 +302,16 @@ uint32_t mf_repack_base(uint32_t type);
 int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, int64_t n);
 
 /* Kernels for weight type `type` at the best ISA this CPU has (cpuid / hwcaps, cached), or forced by
- * MINFER_ISA (scalar|avx2|avx512 on x86-64, scalar|neon on aarch64); a type without a kernel at that ISA
+ * MINFER_ISA (scalar|avx2|avx512|amx on x86-64, scalar|neon on aarch64); a type without a kernel at that ISA
  * gets the next lower one of its architecture (Q4_1 and Q5_1 are scalar only).  NULL if the type has no
  * matmul kernel. */
 const mf_quant_kernels *mf_quant_kernels_get(uint32_t type);
 /* Kernels for an explicit ISA (tests compare each ISA with the scalar reference); NULL if absent (this
  * type has no kernel of its own at that ISA, or this build or CPU lacks the ISA). */
 const mf_quant_kernels *mf_quant_kernels_get_isa(uint32_t type, mf_isa isa);
+/* The file types that have matmul kernels (so weights of them run), as "f32, f16, ..." in id order, into
+ * buf (truncated to cap, always terminated): the list a refusal of another weight type names. */
+void mf_quant_runnable_types(char *buf, size_t cap);
 mf_isa mf_cpu_best_isa(void);
 /* The ISA mf_quant_kernels_get picks from: mf_cpu_best_isa() unless MINFER_ISA forces another one the CPU
  * has.  A forced ISA it lacks, or an unknown name, is refused by mf_quant_isa_check (mf_model_load and the

@@ -6,9 +6,31 @@
 
 #include <string.h>
 
-/* Byte layouts of the two K types quant.h has no struct for (dequantized for info/tests only). */
+/* Byte sizes of mf_block_q2_K / mf_block_q3_K (dequant.c walks them by offset). */
 #define MF_Q2_K_SIZE 84  /* scales[16] qs[64] d dmin */
 #define MF_Q3_K_SIZE 110 /* hmask[32] qs[64] scales[12] d */
+
+/* The 16 levels an IQ4_NL / IQ4_XS index selects (the format's definition: a fixed non-uniform grid
+ * denser near zero, signed bytes so a dot stays an int8 x int8 product). */
+static const int8_t mf_iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* The 16 6-bit scales of a Q3_K block (12 bytes: low 4 bits in bytes 0..7, high 2 bits in 8..11), minus 32. */
+static inline void mf_q3_K_scales(const uint8_t scales12[12], int8_t out[16]) {
+    uint32_t aux[4];
+    memcpy(aux, scales12, 12);
+    const uint32_t tmp = aux[2], m2 = 0x03030303, m4 = 0x0f0f0f0f;
+    aux[2] = ((aux[0] >> 4) & m4) | (((tmp >> 4) & m2) << 4);
+    aux[3] = ((aux[1] >> 4) & m4) | (((tmp >> 6) & m2) << 4);
+    aux[0] = (aux[0] & m4) | (((tmp >> 0) & m2) << 4);
+    aux[1] = (aux[1] & m4) | (((tmp >> 2) & m2) << 4);
+    memcpy(out, aux, 16);
+    for (int k = 0; k < 16; k++) out[k] = (int8_t)(out[k] - 32);
+}
+
+/* The 6-bit scale of IQ4_XS sub-block ib (0..7), minus 32. */
+static inline int mf_iq4_xs_scale(const mf_block_iq4_xs *b, int ib) {
+    return (((b->scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((b->scales_h >> 2 * ib) & 3) << 4)) - 32;
+}
 
 /* 6-bit scale/min pair j (0..7) of a Q4_K/Q5_K block's 12-byte scales field. */
 static inline void mf_q_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
@@ -61,6 +83,10 @@ static inline int mf_k4_min_dot(const uint8_t *scales12, const int16_t *bsums) {
 #define MF_KX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, 4, true}
 /* an x16 layout: 16-row groups, up to 8 activations per pass */
 #define MF_KX16(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, 8, true}
+/* an x16 layout's AMX tile kernel: up to MF_AMX_TILE_A activations per call (8 tiles of 16; its output is
+ * act_major, so the matmul hands it more than MF_TILE_MAX) */
+#define MF_AMX_TILE_A 128
+#define MF_KAMX(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, MF_AMX_TILE_A, true}
 
 /* What the architecture's file gives kernels.c for a SIMD ISA of its own (never MF_ISA_SCALAR): its
  * table (MF_TYPE_COUNT entries; a type without a kernel of that ISA has vec_dot_tile NULL), whether this
@@ -69,6 +95,9 @@ static inline int mf_k4_min_dot(const uint8_t *scales12, const int16_t *bsums) {
 const mf_quant_kernels *mf_quant_arch_table(mf_isa isa);
 bool mf_quant_arch_cpu_has(mf_isa isa);
 mf_dot_rows_fn mf_quant_arch_dot_rows(mf_isa isa);
+/* Why this machine cannot run `isa` when the reason is more than "the CPU lacks it" (the OS refused AMX's
+ * tile state, with the errno), or NULL.  Said once at MINFER_LOG=info and in MINFER_ISA's refusal. */
+const char *mf_quant_arch_lacks(mf_isa isa);
 
 /* q8_0s rows (repack.c): the Q8_0 bytes the converter q8_0 writes, plus each block's quant sum. */
 void mf_to_q8_0s(mf_from_float_fn q8_0, const float *x, void *y, int64_t n);
@@ -86,12 +115,23 @@ void mf_vec_dot_q4_K_scalar(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_K_scalar(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q6_K_scalar(int64_t n, float *s, const void *w, const void *a);
 
+/* ---- reference kernels of Q2_K, Q3_K, IQ4_NL, IQ4_XS (dot_lowbit.c): llama.cpp's AVX2 lane order ---- */
+void mf_vec_dot_q2_K_scalar(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q3_K_scalar(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_nl_scalar(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_xs_scalar(int64_t n, float *s, const void *w, const void *a);
+
 /* ---- NEON kernels (dot_neon.c, aarch64 builds only): bitwise the scalar ones ---- */
 void mf_vec_dot_q4_0_neon(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_0_neon(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q8_0_neon(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q4_K_neon(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q6_K_neon(int64_t n, float *s, const void *w, const void *a);
+/* lowbit_neon.c: bitwise the dot_lowbit.c references (their lane order) */
+void mf_vec_dot_q2_K_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q3_K_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_nl_neon(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_xs_neon(int64_t n, float *s, const void *w, const void *a);
 
 /* ---- reference kernels of the x8 layouts and the q8_0s converters (repack.c) ---- */
 void mf_from_float_q8_0s(const float *x, void *y, int64_t n);

@@ -144,6 +144,16 @@ void mf_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q4_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q6_K_avx2(int64_t n, float *s, const void *w, const void *a);
+/* lowbit_avx2.c: llama.cpp's AVX2 kernels of these types, bitwise the dot_lowbit.c references */
+void mf_vec_dot_q2_K_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q3_K_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_nl_avx2(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *w, const void *a);
+/* lowbit_avx512.c: the same with VNNI dot steps, bitwise the AVX2 ones */
+void mf_vec_dot_q2_K_avx512(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_q3_K_avx512(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_nl_avx512(int64_t n, float *s, const void *w, const void *a);
+void mf_vec_dot_iq4_xs_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_from_float_q8_0_avx2(const float *x, void *y, int64_t n);
 void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n); /* kernels_x86.c */
 void mf_from_float_q8_K_avx2(const float *x, void *y, int64_t n);
@@ -160,6 +170,7 @@ mf_tile_fn_t mf_tile_q4_0x8_avx2, mf_tile_q5_0x8_avx2, mf_tile_q8_0x8_avx2; /* x
 mf_tile_fn_t mf_tile_q4_Kx8_avx2, mf_tile_q6_Kx8_avx2;
 mf_tile_fn_t mf_tile_q4_Kx8_avx512, mf_tile_q6_Kx8_avx512; /* x8_avx512.c */
 mf_tile_fn_t mf_tile_q4_0x16_avx512, mf_tile_q5_0x16_avx512, mf_tile_q8_0x16_avx512; /* x16_avx512.c */
+mf_tile_fn_t mf_tile_q4_0x16_amx, mf_tile_q5_0x16_amx, mf_tile_q8_0x16_amx;          /* x16_amx.c */
 
 void mf_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_0_avx512(int64_t n, float *s, const void *w, const void *a);

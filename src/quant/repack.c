@@ -40,7 +40,7 @@ uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows) {
  * fast ones, so a repack would only trade them for the plain-C reference tiles. */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N) {
 #if defined(__x86_64__)
-    if (mf_quant_active_isa() == MF_ISA_AVX512) {
+    if (mf_isa_avx512(mf_quant_active_isa())) {
         const uint32_t t16 = mf_repack_type_rows(type, K, N, MF_X16_ROWS);
         if (t16 != type) return t16;
     }

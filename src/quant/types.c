@@ -1,5 +1,6 @@
 /* quant: the type table (ids, names, block geometry are ggml's, a GGUF file-format contract). */
 #include "quant/quant_impl.h"
+#include "quant/quant_iq.h"
 
 #include <stdio.h>
 
@@ -12,12 +13,29 @@ static const mf_type_info k_types[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_1] = {"q5_1", MF_QK5_1, sizeof(mf_block_q5_1), true, 1, false},
     [MF_TYPE_Q8_0] = {"q8_0", MF_QK8_0, sizeof(mf_block_q8_0), true, 1, false},
     [MF_TYPE_Q8_1] = {"q8_1", MF_QK8_1, sizeof(mf_block_q8_1), true, 1, false},
-    [MF_TYPE_Q2_K] = {"q2_K", MF_QK_K, MF_Q2_K_SIZE, true, 1, false},
-    [MF_TYPE_Q3_K] = {"q3_K", MF_QK_K, MF_Q3_K_SIZE, true, 1, false},
+    [MF_TYPE_Q2_K] = {"q2_K", MF_QK_K, sizeof(mf_block_q2_K), true, 1, false},
+    [MF_TYPE_Q3_K] = {"q3_K", MF_QK_K, sizeof(mf_block_q3_K), true, 1, false},
     [MF_TYPE_Q4_K] = {"q4_K", MF_QK_K, sizeof(mf_block_q4_K), true, 1, false},
     [MF_TYPE_Q5_K] = {"q5_K", MF_QK_K, sizeof(mf_block_q5_K), true, 1, false},
     [MF_TYPE_Q6_K] = {"q6_K", MF_QK_K, sizeof(mf_block_q6_K), true, 1, false},
     [MF_TYPE_Q8_K] = {"q8_K", MF_QK_K, sizeof(mf_block_q8_K), true, 1, false},
+    /* Types minfer reads and shows but (where no kernel table row says otherwise) does not run: geometry
+     * from ggml's type traits, so a file's tensor data sizes check out whatever its types. */
+    [MF_TYPE_IQ2_XXS] = {"iq2_xxs", MF_QK_K, MF_IQ2_XXS_SIZE, true, 1, false},
+    [MF_TYPE_IQ2_XS] = {"iq2_xs", MF_QK_K, MF_IQ2_XS_SIZE, true, 1, false},
+    [MF_TYPE_IQ3_XXS] = {"iq3_xxs", MF_QK_K, MF_IQ3_XXS_SIZE, true, 1, false},
+    [MF_TYPE_IQ1_S] = {"iq1_s", MF_QK_K, 50, true, 1, false},
+    [MF_TYPE_IQ4_NL] = {"iq4_nl", MF_QK4_NL, sizeof(mf_block_iq4_nl), true, 1, false},
+    [MF_TYPE_IQ3_S] = {"iq3_s", MF_QK_K, MF_IQ3_S_SIZE, true, 1, false},
+    [MF_TYPE_IQ2_S] = {"iq2_s", MF_QK_K, MF_IQ2_S_SIZE, true, 1, false},
+    [MF_TYPE_IQ4_XS] = {"iq4_xs", MF_QK_K, sizeof(mf_block_iq4_xs), true, 1, false},
+    [MF_TYPE_IQ1_M] = {"iq1_m", MF_QK_K, 56, true, 1, false},
+    [MF_TYPE_TQ1_0] = {"tq1_0", MF_QK_K, 54, true, 1, false},
+    [MF_TYPE_TQ2_0] = {"tq2_0", MF_QK_K, 66, true, 1, false},
+    [MF_TYPE_MXFP4] = {"mxfp4", 32, 17, true, 1, false},
+    [MF_TYPE_NVFP4] = {"nvfp4", 64, 36, true, 1, false},
+    [MF_TYPE_Q1_0] = {"q1_0", 128, 18, true, 1, false},
+    [MF_TYPE_Q2_0] = {"q2_0", 64, 18, true, 1, false},
     [MF_TYPE_I8] = {"i8", 1, 1, false, 1, false},
     [MF_TYPE_I16] = {"i16", 1, 2, false, 1, false},
     [MF_TYPE_I32] = {"i32", 1, 4, false, 1, false},
@@ -46,6 +64,10 @@ _Static_assert(sizeof(mf_block_q4_K) == 144, "q4_K layout");
 _Static_assert(sizeof(mf_block_q5_K) == 176, "q5_K layout");
 _Static_assert(sizeof(mf_block_q6_K) == 210, "q6_K layout");
 _Static_assert(sizeof(mf_block_q8_K) == 292, "q8_K layout");
+_Static_assert(sizeof(mf_block_q2_K) == 84, "q2_K layout");
+_Static_assert(sizeof(mf_block_q3_K) == 110, "q3_K layout");
+_Static_assert(sizeof(mf_block_iq4_nl) == 18, "iq4_nl layout");
+_Static_assert(sizeof(mf_block_iq4_xs) == 136, "iq4_xs layout");
 _Static_assert(sizeof(mf_block_q4_0x8) == 8 * sizeof(mf_block_q4_0), "q4_0x8 layout");
 _Static_assert(sizeof(mf_block_q8_0x8) == 8 * sizeof(mf_block_q8_0), "q8_0x8 layout");
 _Static_assert(sizeof(mf_block_q8_0s) == 36, "q8_0s layout");

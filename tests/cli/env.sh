@@ -48,7 +48,7 @@ refuse MINFER_CACHE_TYPE q4 \
 refuse MINFER_LOG bogus \
     "Error: MINFER_LOG='bogus' is not one of error|warn|info|debug (case-insensitive; default: warn); unset it or pick one of those"
 # the build architecture's kernel sets (an aarch64 build under scripts/cross-test.sh has scalar|neon)
-isa_words=scalar\|avx2\|avx512 isa_second=AVX2
+isa_words=scalar\|avx2\|avx512\|amx isa_second=AVX2
 if "$MINFER" --help 2>/dev/null | grep -q 'scalar|neon'; then isa_words=scalar\|neon isa_second=NEON; fi
 refuse MINFER_ISA avx3 \
     "Error: MINFER_ISA='avx3' is not one of $isa_words (case-insensitive; default: the best this CPU has); unset it or pick one of those"
@@ -71,6 +71,52 @@ for kv in "MINFER_LOG=DEBUG" "MINFER_LOG= Error " "MINFER_LOG=" "MINFER_SPIN_US=
     elif [ "$kv" != MINFER_ISA=scalar ] && [ "$out" != "$want" ]; then bad "good:$kv" "ids $out, wanted $want"
     else ok "good:$kv"; fi
 done
+# MINFER_ISA=amx (x86-64 builds): where Linux lists AMX it runs, with the same ids (the AMX kernels are bitwise
+# the AVX-512 ones; -p of 40 tokens takes the tile path); elsewhere it is refused, saying why
+if [ "$isa_second" = AVX2 ]; then
+    long="one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+    if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+        a=$(env MINFER_ISA=avx512 "$MINFER" run -m "$M" -p "$long" -n 3 --temp 0 --ids -t 2 2>"$TMP/_err")
+        b=$(env MINFER_ISA=AMX "$MINFER" run -m "$M" -p "$long" -n 3 --temp 0 --ids -t 2 2>>"$TMP/_err")
+        if [ -n "$a" ] && [ "$a" = "$b" ]; then ok isa_amx_same_ids
+        else bad isa_amx_same_ids "avx512 '$a', amx '$b': $(cat "$TMP/_err")"; fi
+        # Linux refusing the tile state (a preloaded syscall() that fails ARCH_REQ_XCOMP_PERM): the AVX-512
+        # kernels run, MINFER_LOG=info says why once, and MINFER_ISA=amx is refused with the reason.  Not
+        # under ASan, whose runtime must come first among the preloaded libraries.
+        if ! ldd "$MINFER" 2>/dev/null | grep -q libasan; then
+            cat >"$TMP/deny_amx.c" <<'EOF_C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+long syscall(long n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    long a[6];
+    for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
+    va_end(ap);
+    if (n == SYS_arch_prctl && a[0] == 0x1023) { errno = EPERM; return -1; }
+    long (*real)(long, ...) = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+    return real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+EOF_C
+            if ${CC:-cc} -shared -fPIC -o "$TMP/deny_amx.so" "$TMP/deny_amx.c" -ldl 2>"$TMP/_err"; then
+                env LD_PRELOAD="$TMP/deny_amx.so" MINFER_LOG=info "$MINFER" run -m "$M" -p "$long" -n 3 --temp 0 --ids \
+                    -t 2 >"$TMP/_out" 2>"$TMP/_err"
+                n=$(grep -c "kernels: amx is not usable (the OS refused the tile data permission" "$TMP/_err")
+                if [ "$n" = 1 ] && [ "$(cat "$TMP/_out")" = "$a" ]; then ok isa_amx_os_refused_info
+                else bad isa_amx_os_refused_info "$n info lines, ids $(cat "$TMP/_out") (want $a): $(head -c 400 "$TMP/_err")"; fi
+                expect isa_amx_os_refused 2 "Error: MINFER_ISA=amx: the OS refused the tile data permission: arch_prctl(ARCH_REQ_XCOMP_PERM) failed: Operation not permitted" \
+                    -- env LD_PRELOAD="$TMP/deny_amx.so" MINFER_ISA=amx "$MINFER" run -m "$M" -p hi -n 1
+            else
+                bad isa_amx_os_refused "cannot build the preload shim: $(cat "$TMP/_err")"
+            fi
+        fi
+    else
+        expect isa_amx_refused 2 "Error: MINFER_ISA=amx: " -- env MINFER_ISA=amx "$MINFER" run -m "$M" -p hi -n 1
+    fi
+fi
 # MINFER_LOG=DEBUG is debug, not ignored: debug lines appear (MINFER_LOG=error: none of them)
 env MINFER_LOG=DEBUG "$MINFER" run -m "$M" -p hi -n 1 --temp 0 2>"$TMP/_dbg" >/dev/null
 env MINFER_LOG=error "$MINFER" run -m "$M" -p hi -n 1 --temp 0 2>"$TMP/_err" >/dev/null

@@ -24,7 +24,7 @@ sz_a=$(stat -c %s "$D/a.gguf"); sz_c=$(stat -c %s "$D/c.gguf")
 if [ "$sz_a" = "$sz_c" ]; then ok "seed changes values, not layout"; else bad "layout" "sizes $sz_a vs $sz_c"; fi
 
 expect "refuses --arch llama" 2 "unknown --arch 'llama'; allowed: qwen2|qwen3" -- "$GEN" --arch llama -o "$D/x.gguf"
-expect "refuses --type q3_k" 2 "unknown --type 'q3_k'; allowed: f32|f16|bf16|q8_0" -- "$GEN" --arch qwen2 --type q3_k -o "$D/x.gguf"
+expect "refuses --type iq1_s" 2 "unknown --type 'iq1_s'; allowed: f32|f16|bf16|q8_0" -- "$GEN" --arch qwen2 --type iq1_s -o "$D/x.gguf"
 expect "refuses --preset huge" 2 "unknown --preset 'huge'; allowed: tiny|qwen2.5-0.5b|qwen3-0.6b" -- "$GEN" --arch qwen3 --preset huge -o "$D/x.gguf"
 expect "refuses --seed -1" 2 "--seed '-1' is not an unsigned decimal integer" -- "$GEN" --arch qwen3 --seed -1 -o "$D/x.gguf"
 expect "refuses --layers 0" 2 "--layers '0' is not in 1..512" -- "$GEN" --arch qwen3 --layers 0 -o "$D/x.gguf"

@@ -54,6 +54,56 @@ echo "just some text, not a model" >"$TMP/info_text.gguf"
 expect not_gguf 1 "not a GGUF file: magic bytes 'just', expected 'GGUF'" -- "$MINFER" info -m "$TMP/info_text.gguf"
 expect missing_file 1 "Error: cannot open '$TMP/no-such-file.gguf': No such file or directory" -- "$MINFER" info -m "$TMP/no-such-file.gguf"
 
+# every ggml type id: info shows the file whatever its tensor types (ids and names are ggml's, written out here
+# so a missing or misnamed row in the type table fails)
+A="$TMP/info_all_types.gguf"
+if "$TESTBIN" --write-all-types "$A"; then
+    out=$("$MINFER" info -m "$A" 2>&1); rc=$?
+    [ "$rc" -eq 0 ] && ok all_types_rc || bad all_types_rc "exit $rc: $out"
+    want=()
+    for t in f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_K q3_K q4_K q5_K q6_K q8_K iq2_xxs iq2_xs iq3_xxs iq1_s \
+        iq4_nl iq3_s iq2_s iq4_xs i8 i16 i32 i64 f64 iq1_m bf16 tq1_0 tq2_0 mxfp4 nvfp4 q1_0 q2_0; do
+        want+=("t.$t ")
+    done
+    has all_types "$out" "tensors:   35" "${want[@]}"
+    row=$(grep ' t.iq4_xs ' <<<"$out" | tr -s ' ')
+    [[ "$row" == *" t.iq4_xs iq4_xs [256, 2] 272 "* ]] && ok all_types_row || bad all_types_row "got '$row'"
+else
+    bad all_types "$TESTBIN --write-all-types $A failed"
+fi
+
+# a model with a tensor of a type minfer does not run: info shows it, run refuses once, on one line, naming the
+# type, the tensor and the types that run
+M="$TMP/info_iq1_s.gguf"
+if "$GEN" --arch qwen3 --type q8_0 --layers 1 -q --tensor-type blk.0.attn_k.weight=iq1_s -o "$M"; then
+    out=$("$MINFER" info -m "$M" 2>&1)
+    row=$(grep 'blk.0.attn_k.weight' <<<"$out" | tr -s ' ')
+    [[ "$row" == *" blk.0.attn_k.weight iq1_s [256, 128] "* ]] && ok info_iq1_s || bad info_iq1_s "row '$row'"
+    "$MINFER" run -m "$M" -p hi -n 1 >"$TMP/_out" 2>"$TMP/_err"; rc=$?
+    err=$(cat "$TMP/_err")
+    want="Error: cannot load model '$M': tensor 'blk.0.attn_k.weight' is iq1_s (ggml type 19), which minfer does not run; it runs f32, f16, q4_0"
+    if [ "$rc" -ne 1 ] || [[ "$err" != "$want"*"requantize the model to one of these (llama-quantize)" ]]; then
+        bad run_refuses_iq1_s "exit $rc: $err"
+    elif [ "$(wc -l <"$TMP/_err")" -ne 1 ] || [ "$(grep -o 'Error:' "$TMP/_err" | wc -l)" -ne 1 ]; then
+        bad run_refuses_iq1_s "not exactly one error line: $err"
+    else ok run_refuses_iq1_s; fi
+    for cmd in eval bench; do
+        "$MINFER" $cmd -m "$M" -p 2 >/dev/null 2>"$TMP/_err"
+        [ "$(grep -c 'Error:.*is iq1_s (ggml type 19)' "$TMP/_err")" -eq 1 ] && [ "$(wc -l <"$TMP/_err")" -eq 1 ] && ok "${cmd}_refuses_once" ||
+            bad "${cmd}_refuses_once" "$(cat "$TMP/_err")"
+    done
+    # a file the GGUF reader refuses: the load error names the file once, on one line
+    C="$TMP/info_cut_model.gguf"
+    head -c 200000 "$M" >"$C"
+    "$MINFER" run -m "$C" -p hi -n 1 >/dev/null 2>"$TMP/_err"
+    err=$(cat "$TMP/_err")
+    if [[ "$err" == "Error: cannot load model '$C': "* && "$err" != *"'$C': '$C'"* ]] && [ "$(wc -l <"$TMP/_err")" -eq 1 ]; then
+        ok run_cut_model_once
+    else bad run_cut_model_once "$err"; fi
+else
+    bad gen_iq1_s "$GEN --tensor-type failed"
+fi
+
 # usage errors: exit 2
 expect no_model 2 "Error: minfer info needs -m FILE" -- "$MINFER" info
 expect unknown_flag 2 "unknown option '--bogus'" -- "$MINFER" info -m "$F" --bogus

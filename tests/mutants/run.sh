@@ -40,15 +40,15 @@ for a in "$@"; do
 done
 
 # ---- parse the list into parallel arrays ----
-ids=() files=() finds=() repls=() counts=() whys=()
+ids=() files=() finds=() repls=() counts=() whys=() cpus=()
 flush() {
     [ -z "${m_id:-}" ] && return 0
     if [ -z "${m_file:-}" ] || [ -z "${m_find:-}" ] || [ -z "${m_repl+x}" ]; then
         echo "run.sh: $LIST: mutant '$m_id' lacks file, find or repl" >&2; exit 2
     fi
     ids+=("$m_id"); files+=("$m_file"); finds+=("$m_find"); repls+=("$m_repl")
-    counts+=("${m_count:-1}"); whys+=("${m_why:-}")
-    unset m_id m_file m_find m_repl m_count m_why
+    counts+=("${m_count:-1}"); whys+=("${m_why:-}"); cpus+=("${m_cpu:-}")
+    unset m_id m_file m_find m_repl m_count m_why m_cpu
 }
 while IFS= read -r line || [ -n "$line" ]; do
     case "$line" in
@@ -60,6 +60,7 @@ while IFS= read -r line || [ -n "$line" ]; do
     repl:\ *) m_repl=${line#repl: } ;;
     count:\ *) m_count=${line#count: } ;;
     why:\ *) m_why=${line#why: } ;;
+    cpu:\ *) m_cpu=${line#cpu: } ;;
     *) echo "run.sh: $LIST: cannot read line: $line" >&2; exit 2 ;;
     esac
 done <"$LIST"
@@ -176,7 +177,8 @@ if [ $baseline = 1 ]; then
     echo "baseline: the suite passes ($(($(date +%s) - t0))s)"
 fi
 
-killed=0 survived=0 stale=0 broken=0 n=0
+killed=0 survived=0 stale=0 broken=0 notrun=0 n=0
+cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
 for i in "${!ids[@]}"; do
     selected "${ids[$i]}" || continue
     n=$((n + 1))
@@ -188,6 +190,10 @@ for i in "${!ids[@]}"; do
     if [ "$got" -ne "$want" ]; then
         printf 'STALE    %-26s (%s: found %d, want %d: %s)\n' "$id" "$f" "$got" "$want" "$find"
         stale=$((stale + 1)); continue
+    fi
+    if [ -n "${cpus[$i]}" ] && [[ $cpu_flags != *" ${cpus[$i]} "* ]]; then
+        printf 'NOT RUN  %-26s (only a CPU with %s runs the mutated code)\n' "$id" "${cpus[$i]}"
+        notrun=$((notrun + 1)); continue
     fi
     cp -p "$f" "$S/.orig"
     src=$(cat "$f"; printf x) # keep trailing newlines
@@ -212,7 +218,7 @@ for i in "${!ids[@]}"; do
     touch "$f" # newer than the mutated objects: the next build recompiles it
 done
 "${MK[@]}" >/dev/null 2>&1 # leave the scratch build unmutated (for MF_MUTANTS_KEEP)
-echo "$n mutants: $killed killed, $survived survived, $stale stale, $broken broken"
+echo "$n mutants: $killed killed, $survived survived, $stale stale, $broken broken$([ $notrun -gt 0 ] && echo ", $notrun not run (CPU)")"
 [ $((survived + stale + broken)) -eq 0 ]
 }
 main "$@"

@@ -13,10 +13,14 @@
 
 typedef enum { GM_ARCH_QWEN2, GM_ARCH_QWEN3 } gm_arch;
 
+#define GM_MAX_OVERRIDES 8
+
 /* What --type asks for: a single tensor type (llama-quantize --pure style) or the Q4_K_M mix. */
 typedef enum {
     GM_T_F32, GM_T_F16, GM_T_BF16, GM_T_Q8_0, GM_T_Q4_0, GM_T_Q4_1, GM_T_Q5_0, GM_T_Q5_1,
-    GM_T_Q4_K, GM_T_Q5_K, GM_T_Q6_K, GM_T_Q4_K_M, GM_T_COUNT
+    GM_T_Q4_K, GM_T_Q5_K, GM_T_Q6_K, GM_T_Q4_K_M, GM_T_Q2_K, GM_T_Q3_K, GM_T_IQ4_NL, GM_T_IQ4_XS,
+    GM_T_IQ2_XXS, GM_T_IQ2_XS, GM_T_IQ2_S, GM_T_IQ3_XXS, GM_T_IQ3_S,
+    GM_T_COUNT
 } gm_ftype;
 
 typedef struct {
@@ -34,6 +38,9 @@ typedef struct {
     const char *tokenizer_dir;
     const char *out_path;
     bool quiet;
+    /* --tensor-type NAME=TYPE (llama-quantize's option, exact names): these tensors in TYPE instead */
+    struct { char name[64]; uint32_t type; } over[GM_MAX_OVERRIDES];
+    int n_over;
 } gm_config;
 
 /* ---- tables (model.c) ---- */
@@ -65,8 +72,11 @@ uint64_t gm_rng_u64(gm_rng *r);
 void gm_rng_fill(gm_rng *r, float *dst, int64_t n, float mean, float sigma);
 
 /* ---- quantizers (quantize.c) ---- */
-/* Converts one row of n floats into type (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K).
+/* Converts one row of n floats into type (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
+ * IQ4_NL IQ4_XS).
  * Round-to-nearest reference quantizers; returns MF_E_UNSUPPORTED for other types. */
 int gm_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
+/* IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S (quantize_iq.c; gm_quantize_row hands them over) */
+int gm_quantize_row_iq(uint32_t type, const float *src, void *dst, int64_t n);
 
 #endif

@@ -1,11 +1,13 @@
 /* mf-genmodel: writes a synthetic Qwen2/Qwen3 GGUF (real tokenizer, deterministic random weights)
  * that llama.cpp and minfer both load.  See docs/GENMODEL.md. */
 #include "genmodel.h"
+#include "quant/quant.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -25,13 +27,19 @@ static void usage(FILE *f) {
             "                  every preset: vocab 151936, rope base 1e6, rms eps 1e-6\n"
             "  --type T        %s (default f16)\n"
             "                  a single type is every 2-D weight in T (llama-quantize --pure; rows that are not\n"
-            "                  a multiple of 256 fall back q4_k->q5_0, q5_k->q5_1, q6_k->q8_0); q4_k_m is\n"
-            "                  llama.cpp's Q4_K_M mix. Norms and biases are always f32.\n"
+            "                  a multiple of 256 fall back q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, q2_k/q3_k->q4_0,\n"
+            "                  iq4_xs/iq2_*/iq3_*->iq4_nl); q4_k_m is llama.cpp's Q4_K_M mix. Norms and biases are\n"
+            "                  always f32. The iq2/iq3 types are nearest-grid-point quantizers (no importance matrix).\n"
             "  --seed N        weight seed, unsigned 64-bit decimal (default 1)\n"
             "  --tied          no output.weight: the output reuses token_embd (default of the 0.5B/0.6B presets)\n"
             "  --untied        a separate output.weight (default of tiny)\n"
             "  --tokenizer DIR folder with tokenizer.json and tokenizer_config.json (default $MF_TOKENIZER_DIR,\n"
             "                  else the repository's tokenizers/qwen3: " MF_TOKENIZER_DEFAULT ")\n"
+            "  --tensor-type NAME=TYPE\n"
+            "                  write tensor NAME (e.g. blk.0.attn_k.weight) in TYPE, any ggml type name\n"
+            "                  (llama-quantize's option, exact names; at most 8).  A type without a\n"
+            "                  quantizer here (iq*, tq*, mxfp4, ...) is written as all-zero blocks:\n"
+            "                  valid files for minfer info and refusal tests, not models to run.\n"
             "  --layers N      override the preset's layer count (1..512)\n"
             "  --ctx N         override the preset's context_length (1..16777216)\n"
             "  -o, --output F  the file to write (required)\n"
@@ -80,6 +88,21 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) dst = &seed;
         else if (!strcmp(a, "--tokenizer")) dst = &c.tokenizer_dir;
         else if (!strcmp(a, "--layers")) dst = &layers;
+        else if (!strcmp(a, "--tensor-type")) {
+            if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
+            const char *v = argv[++i], *eq = strrchr(v, '=');
+            if (c.n_over == GM_MAX_OVERRIDES) return bad("--tensor-type '%s': at most 8 are allowed%s", v, "");
+            if (!eq || eq == v || (size_t)(eq - v) >= sizeof c.over[0].name)
+                return bad("--tensor-type '%s' is not NAME=TYPE (e.g. blk.0.attn_k.weight=iq4_xs)%s", v, "");
+            uint32_t ty = 0;
+            while (ty < MF_TYPE_COUNT && !(mf_type_get_file(ty) && !strcasecmp(mf_type_name(ty), eq + 1))) ty++;
+            if (ty == MF_TYPE_COUNT || (!mf_type_get(ty)->quantized && ty != MF_TYPE_F32 && ty != MF_TYPE_F16 &&
+                                           ty != MF_TYPE_BF16))
+                return bad("--tensor-type '%s': '%s' is not a ggml weight type name (f32, f16, bf16, q4_0, ..., "
+                           "iq4_xs, tq1_0, mxfp4)", v, eq + 1);
+            snprintf(c.over[c.n_over].name, sizeof c.over[0].name, "%.*s", (int)(eq - v), v);
+            c.over[c.n_over++].type = ty;
+        }
         else if (!strcmp(a, "--ctx")) dst = &ctx;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) dst = &c.out_path;
         else return bad("unknown option '%s'%s", a, "");

@@ -39,10 +39,18 @@ static const struct {
     [GM_T_Q5_0] = {"q5_0", MF_TYPE_Q5_0, 8},     [GM_T_Q5_1] = {"q5_1", MF_TYPE_Q5_1, 9},
     [GM_T_Q4_K] = {"q4_k", MF_TYPE_Q4_K, 14},    [GM_T_Q5_K] = {"q5_k", MF_TYPE_Q5_K, 16},
     [GM_T_Q6_K] = {"q6_k", MF_TYPE_Q6_K, 18},    [GM_T_Q4_K_M] = {"q4_k_m", MF_TYPE_Q4_K, 15},
+    [GM_T_Q2_K] = {"q2_k", MF_TYPE_Q2_K, 10},    [GM_T_Q3_K] = {"q3_k", MF_TYPE_Q3_K, 11},
+    [GM_T_IQ4_NL] = {"iq4_nl", MF_TYPE_IQ4_NL, 25}, [GM_T_IQ4_XS] = {"iq4_xs", MF_TYPE_IQ4_XS, 30},
+    [GM_T_IQ2_XXS] = {"iq2_xxs", MF_TYPE_IQ2_XXS, 19}, [GM_T_IQ2_XS] = {"iq2_xs", MF_TYPE_IQ2_XS, 20},
+    [GM_T_IQ2_S] = {"iq2_s", MF_TYPE_IQ2_S, 28},       [GM_T_IQ3_XXS] = {"iq3_xxs", MF_TYPE_IQ3_XXS, 23},
+    [GM_T_IQ3_S] = {"iq3_s", MF_TYPE_IQ3_S, 26},
 };
 
 const char *gm_ftype_name(gm_ftype t) { return ftypes[t].name; }
-const char *gm_ftype_names(void) { return "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m"; }
+const char *gm_ftype_names(void) {
+    return "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|q4_k_m|iq4_nl|iq4_xs|"
+           "iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s";
+}
 uint32_t gm_ftype_file_type(gm_ftype t) { return ftypes[t].file_type; }
 int gm_ftype_parse(const char *s, gm_ftype *out) {
     for (int i = 0; i < GM_T_COUNT; i++)
@@ -87,6 +95,11 @@ static uint32_t fallback(uint32_t t, int64_t ncols) {
     case MF_TYPE_Q4_K: t = MF_TYPE_Q5_0; break;
     case MF_TYPE_Q5_K: t = MF_TYPE_Q5_1; break;
     case MF_TYPE_Q6_K: t = MF_TYPE_Q8_0; break;
+    case MF_TYPE_IQ4_XS: case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS:
+    case MF_TYPE_IQ3_S:
+        t = MF_TYPE_IQ4_NL;
+        break;
+    case MF_TYPE_Q2_K: case MF_TYPE_Q3_K: t = MF_TYPE_Q4_0; break;
     default: break;
     }
     return ncols % mf_type_get(t)->blck_size ? MF_TYPE_F16 : t;
@@ -111,12 +124,12 @@ static uint32_t pick_type(const gm_config *c, gm_cat cat, int layer, int64_t nco
 #define GM_NORM_JITTER 0.1f
 #define GM_RESID 2.0f
 
-static int build_list(const gm_config *c, gm_tensor **out, int *n_out) {
+static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error *err) {
     const gm_preset *p = &c->p;
     const int L = p->n_layer, d = p->n_embd, dq = p->n_head * p->head_dim, dkv = p->n_head_kv * p->head_dim;
     const int per_layer = 14;
     gm_tensor *t = calloc((size_t)(3 + per_layer * L), sizeof *t);
-    if (!t) return MF_E_NOMEM;
+    if (!t) return mf_err(err, MF_E_NOMEM, "out of memory building the tensor list");
     int n = 0;
     const float sd = sqrtf((float)d), se = GM_LOGIT_STD / sd;
     const float resid = GM_RESID * se / sqrtf((float)L);
@@ -161,6 +174,22 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out) {
 #undef ADD1
 #undef ADD2
     for (int i = 0; i < n; i++) t[i].type = pick_type(c, t[i].cat, t[i].layer, t[i].ne[0]);
+    for (int o = 0; o < c->n_over; o++) {
+        int i = 0;
+        while (i < n && strcmp(t[i].name, c->over[o].name)) i++;
+        const int64_t bs = mf_type_get(c->over[o].type)->blck_size;
+        if (i == n || t[i].n_dims != 2 || t[i].ne[0] % bs) {
+            const int rc = mf_err(err, MF_E_INVAL,
+                                  i == n ? "--tensor-type %s=%s: this model has no tensor '%s' (names as minfer info "
+                                           "lists them, e.g. blk.0.attn_k.weight)"
+                                         : "--tensor-type %s=%s: tensor '%s' is 1-D or its rows are not a multiple "
+                                           "of the type's block",
+                                  c->over[o].name, mf_type_name(c->over[o].type), c->over[o].name);
+            free(t);
+            return rc;
+        }
+        t[i].type = c->over[o].type;
+    }
     *out = t;
     *n_out = n;
     return 0;
@@ -220,10 +249,11 @@ int gm_generate(const gm_config *c, mf_error *err) {
     uint8_t *buf = NULL;
     float *rows = NULL;
     bool begun = false;
-    if (!w || build_list(c, &t, &n)) {
+    if (!w) {
         rc = mf_err(err, MF_E_NOMEM, "out of memory building the tensor list");
         goto done;
     }
+    if ((rc = build_list(c, &t, &n, err))) goto done;
     if ((rc = set_meta(w, c))) {
         rc = mf_err(err, rc, "setting the model metadata failed");
         goto done;
@@ -263,6 +293,9 @@ int gm_generate(const gm_config *c, mf_error *err) {
             if (t[i].cat == C_OUT || (c->p.tied && t[i].cat == C_EMBD)) hot_rows(&hot, rows, ncol, nr);
             for (int64_t k = 0; k < nr; k++) {
                 rc = gm_quantize_row(t[i].type, rows + k * ncol, buf + (size_t)(r0 + k) * rs, ncol);
+                /* a --tensor-type without a quantizer here: all-zero blocks are valid in every ggml type */
+                if (rc == MF_E_UNSUPPORTED && mf_type_get(t[i].type)->quantized)
+                    rc = 0, memset(buf + (size_t)(r0 + k) * rs, 0, rs);
                 if (rc) {
                     rc = mf_err(err, MF_E_INTERNAL, "no quantizer for %s (tensor %s)", mf_type_name(t[i].type),
                                 t[i].name);

@@ -231,6 +231,128 @@ static void q6_k(const float *x, mf_block_q6_K *y, int64_t nb) {
     }
 }
 
+/* Q2_K: 16 sub-blocks of 16, value = d * sc * q - dmin * m with q in 0..3 and 4-bit sc, m (min/max per
+ * sub-block, the scales rounded to 4 bits against the largest).  Quant of value e = 128j + 32l + b sits in
+ * qs[32j + b] at bits 2l; sub-block e / 16 has scales[e / 16] = sc | m << 4. */
+static void q2_k(const float *x, mf_block_q2_K *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += 256) {
+        float sc[16], mn[16], max_sc = 0, max_mn = 0;
+        for (int j = 0; j < 16; j++) {
+            float lo = x[16 * j], hi = x[16 * j];
+            for (int l = 1; l < 16; l++) {
+                if (x[16 * j + l] < lo) lo = x[16 * j + l];
+                if (x[16 * j + l] > hi) hi = x[16 * j + l];
+            }
+            if (lo > 0) lo = 0;
+            sc[j] = (hi - lo) / 3.f;
+            mn[j] = -lo;
+            if (sc[j] > max_sc) max_sc = sc[j];
+            if (mn[j] > max_mn) max_mn = mn[j];
+        }
+        y[i].d = mf_fp32_to_fp16(max_sc / 15.f);
+        y[i].dmin = mf_fp32_to_fp16(max_mn / 15.f);
+        const float d = mf_fp16_to_fp32(y[i].d), dmin = mf_fp16_to_fp32(y[i].dmin);
+        memset(y[i].qs, 0, sizeof y[i].qs);
+        for (int j = 0; j < 16; j++) {
+            const int ls = d > 0 ? gm_clampi(gm_nearest(sc[j] / d), 0, 15) : 0;
+            const int lm = dmin > 0 ? gm_clampi(gm_nearest(mn[j] / dmin), 0, 15) : 0;
+            y[i].scales[j] = (uint8_t)(ls | lm << 4);
+            const float ds = d * ls, dm = dmin * lm;
+            for (int l = 0; l < 16; l++) {
+                const int e = 16 * j + l;
+                const int q = ds ? gm_clampi(gm_nearest((x[e] + dm) / ds), 0, 3) : 0;
+                y[i].qs[32 * (e / 128) + e % 32] |= (uint8_t)(q << (2 * ((e % 128) / 32)));
+            }
+        }
+    }
+}
+
+/* Q3_K: 16 sub-blocks of 16, value = d * (sc - 32) * q with q in -4..3 and a 6-bit sc (a sub-block's scale is
+ * its largest-magnitude element / -4, as Q4_0 picks it; d puts the largest scale at -32..31).  q + 4 is
+ * stored as 2 low bits (laid out as Q2_K's) and hmask[e % 32] bit (e / 32), set when q >= 0. */
+static void q3_k(const float *x, mf_block_q3_K *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += 256) {
+        float sc[16], max_abs = 0;
+        for (int j = 0; j < 16; j++) {
+            float amax = 0, max = 0;
+            for (int l = 0; l < 16; l++)
+                if (gm_absf(x[16 * j + l]) > amax) amax = gm_absf(x[16 * j + l]), max = x[16 * j + l];
+            sc[j] = max / -4.f;
+            if (gm_absf(sc[j]) > max_abs) max_abs = gm_absf(sc[j]);
+        }
+        y[i].d = mf_fp32_to_fp16(max_abs / 31.f);
+        const float d = mf_fp16_to_fp32(y[i].d);
+        memset(y[i].qs, 0, sizeof y[i].qs);
+        memset(y[i].hmask, 0, sizeof y[i].hmask);
+        memset(y[i].scales, 0, sizeof y[i].scales);
+        for (int j = 0; j < 16; j++) {
+            const int ls = d > 0 ? gm_clampi(gm_nearest(sc[j] / d), -32, 31) : 0;
+            const int u = ls + 32;
+            y[i].scales[j % 8] |= (uint8_t)((u & 0xF) << (4 * (j / 8)));
+            y[i].scales[8 + j % 4] |= (uint8_t)((u >> 4) << (2 * (j / 4)));
+            const float ds = d * ls;
+            for (int l = 0; l < 16; l++) {
+                const int e = 16 * j + l;
+                const int q = (ds ? gm_clampi(gm_nearest(x[e] / ds), -4, 3) : 0) + 4;
+                y[i].qs[32 * (e / 128) + e % 32] |= (uint8_t)((q & 3) << (2 * ((e % 128) / 32)));
+                if (q >= 4) y[i].hmask[e % 32] |= (uint8_t)(1u << (e / 32));
+            }
+        }
+    }
+}
+
+static const float k_iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* the IQ4 level index nearest to v / dl (the lower one on a tie) */
+static uint8_t iq4_index(float v, float dl) {
+    if (!dl) return 8; /* level 1: the one nearest to 0 */
+    const float t = v / dl;
+    int best = 0;
+    for (int k = 1; k < 16; k++)
+        if (gm_absf(t - k_iq4[k]) < gm_absf(t - k_iq4[best])) best = k;
+    return (uint8_t)best;
+}
+
+/* a 32-value sub-block's scale: its largest-magnitude element maps to level -127 */
+static float iq4_scale(const float *x) {
+    float amax = 0, max = 0;
+    for (int l = 0; l < 32; l++)
+        if (gm_absf(x[l]) > amax) amax = gm_absf(x[l]), max = x[l];
+    return max / -127.f;
+}
+
+static void iq4_pack(const float *x, float dl, uint8_t qs[16]) {
+    for (int l = 0; l < 16; l++) qs[l] = (uint8_t)(iq4_index(x[l], dl) | iq4_index(x[l + 16], dl) << 4);
+}
+
+static void iq4_nl(const float *x, mf_block_iq4_nl *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += 32) {
+        y[i].d = mf_fp32_to_fp16(iq4_scale(x));
+        iq4_pack(x, mf_fp16_to_fp32(y[i].d), y[i].qs);
+    }
+}
+
+/* IQ4_XS: 8 sub-blocks of 32 with 6-bit scales (ls - 32) times one f16 d. */
+static void iq4_xs(const float *x, mf_block_iq4_xs *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += 256) {
+        float sc[8], max_abs = 0;
+        for (int j = 0; j < 8; j++) {
+            sc[j] = iq4_scale(x + 32 * j);
+            if (gm_absf(sc[j]) > max_abs) max_abs = gm_absf(sc[j]);
+        }
+        y[i].d = mf_fp32_to_fp16(max_abs / 31.f);
+        const float d = mf_fp16_to_fp32(y[i].d);
+        y[i].scales_h = 0;
+        memset(y[i].scales_l, 0, sizeof y[i].scales_l);
+        for (int j = 0; j < 8; j++) {
+            const int ls = d > 0 ? gm_clampi(gm_nearest(sc[j] / d), -32, 31) : 0, u = ls + 32;
+            y[i].scales_l[j / 2] |= (uint8_t)((u & 0xF) << (4 * (j % 2)));
+            y[i].scales_h |= (uint16_t)((u >> 4) << (2 * j));
+            iq4_pack(x + 32 * j, d * ls, y[i].qs + 16 * j);
+        }
+    }
+}
+
 int gm_quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
     switch (type) {
     case MF_TYPE_F32: memcpy(dst, src, (size_t)n * sizeof(float)); return 0;
@@ -258,6 +380,12 @@ int gm_quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
     case MF_TYPE_Q4_K: q4_k(src, dst, nb); return 0;
     case MF_TYPE_Q5_K: q5_k(src, dst, nb); return 0;
     case MF_TYPE_Q6_K: q6_k(src, dst, nb); return 0;
+    case MF_TYPE_Q2_K: q2_k(src, dst, nb); return 0;
+    case MF_TYPE_Q3_K: q3_k(src, dst, nb); return 0;
+    case MF_TYPE_IQ4_NL: iq4_nl(src, dst, nb); return 0;
+    case MF_TYPE_IQ4_XS: iq4_xs(src, dst, nb); return 0;
+    case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S:
+        return gm_quantize_row_iq(type, src, dst, n);
     default: return MF_E_UNSUPPORTED;
     }
 }

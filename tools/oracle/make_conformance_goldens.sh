@@ -73,6 +73,15 @@ models=(
     "qwen3-tiny-q5_0|--arch qwen3 --preset tiny --type q5_0 --seed 1 --untied"
     "qwen2-tiny-q5_1|--arch qwen2 --preset tiny --type q5_1 --seed 1 --untied"
     "qwen3-tiny-q5_k|--arch qwen3 --preset tiny --type q5_k --seed 1 --untied"
+    "qwen3-tiny-q2_k|--arch qwen3 --preset tiny --type q2_k --seed 1 --untied"
+    "qwen2-tiny-q3_k|--arch qwen2 --preset tiny --type q3_k --seed 1 --untied"
+    "qwen3-tiny-iq4_nl|--arch qwen3 --preset tiny --type iq4_nl --seed 1 --untied"
+    "qwen2-tiny-iq4_xs|--arch qwen2 --preset tiny --type iq4_xs --seed 1 --untied"
+    "qwen3-tiny-iq2_xxs|--arch qwen3 --preset tiny --type iq2_xxs --seed 1 --untied"
+    "qwen2-tiny-iq2_xs|--arch qwen2 --preset tiny --type iq2_xs --seed 1 --untied"
+    "qwen3-tiny-iq2_s|--arch qwen3 --preset tiny --type iq2_s --seed 1 --untied"
+    "qwen2-tiny-iq3_xxs|--arch qwen2 --preset tiny --type iq3_xxs --seed 1 --untied"
+    "qwen3-tiny-iq3_s|--arch qwen3 --preset tiny --type iq3_s --seed 1 --untied"
 )
 else
 models=(

@@ -1,7 +1,9 @@
 /* Dev-only: writes the quant goldens (tests/golden/quant/) from llama.cpp's own prebuilt libraries.
  * Build and run: see tools/oracle/README-quant.md.  It links the haswell (AVX2+FMA+F16C) variant of
  * ggml-cpu: its x86 activation quantizers are the ones llama.cpp runs on every AVX2/AVX-512 machine,
- * and it runs on this (AVX2-only) dev VM. */
+ * and it runs on this (AVX2-only) dev VM.
+ * oracle-libs: -lggml-base -lggml-cpu-haswell
+ * oracle-cflags: -I../../tests/golden/quant */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +71,8 @@ static void gen_quant(void) {
 
 /* llama.cpp's own dot products (its from_float + vec_dot, as its matmul runs them) */
 static void gen_dot(void) {
-    const int wtypes[] = {QG_F32, QG_F16, QG_BF16, QG_Q4_0, QG_Q4_1, QG_Q5_0, QG_Q5_1, QG_Q8_0, QG_Q4_K, QG_Q5_K, QG_Q6_K};
+    const int wtypes[] = {QG_F32,  QG_F16,  QG_BF16, QG_Q4_0, QG_Q4_1, QG_Q5_0,   QG_Q5_1,  QG_Q8_0,
+                          QG_Q4_K, QG_Q5_K, QG_Q6_K, QG_Q2_K, QG_Q3_K, QG_IQ4_NL, QG_IQ4_XS};
     static float x[QG_DOT_N];
     static uint8_t w[QG_DOT_N * 4], a[QG_DOT_N * 4];
     qg_floats(3, QG_DOT_N, x);
@@ -86,6 +89,42 @@ static void gen_dot(void) {
         snprintf(name, sizeof name, "dot_%s.bin", ggml_type_name((enum ggml_type)wtypes[i]));
         write_file(name, res, sizeof res);
     }
+}
+
+/* The IQ4 kernels against activation quants of -128 (qg_fill_m128): dot_<type>_m128.bin, 16 rows. */
+static void gen_dot_m128(void) {
+    const int wtypes[] = {QG_IQ4_NL, QG_IQ4_XS};
+    static uint8_t w[QG_DOT_N * 4], a[QG_DOT_N * 4];
+    for (size_t i = 0; i < sizeof wtypes / sizeof wtypes[0]; i++) {
+        const struct ggml_type_traits_cpu *tc = ggml_get_type_traits_cpu((enum ggml_type)wtypes[i]);
+        qg_fill_m128((int)tc->vec_dot_type, 7, QG_DOT_N, a);
+        float res[QG_DOT_ROWS];
+        for (int r = 0; r < QG_DOT_ROWS; r++) {
+            qg_fill(wtypes[i], 200 + (uint64_t)r, QG_DOT_N, w);
+            tc->vec_dot(QG_DOT_N, &res[r], 0, w, 0, a, 0, 1);
+        }
+        char name[64];
+        snprintf(name, sizeof name, "dot_%s_m128.bin", ggml_type_name((enum ggml_type)wtypes[i]));
+        write_file(name, res, sizeof res);
+    }
+}
+
+/* IQ4_NL with an odd block count (3, so the tail weighs as much as the pair): ggml's AVX2 kernel takes
+ * blocks in pairs and the last one in its scalar tail: dot_iq4_nl_odd.bin, 16 rows of
+ * from_float(qg_floats(seed 3, 96)) . qg_fill(iq4_nl, 300+r). */
+static void gen_dot_odd(void) {
+    enum { N = 96 };
+    static float x[N];
+    static uint8_t w[N * 4], a[N * 4];
+    qg_floats(3, N, x);
+    const struct ggml_type_traits_cpu *tc = ggml_get_type_traits_cpu(GGML_TYPE_IQ4_NL);
+    ggml_get_type_traits_cpu(tc->vec_dot_type)->from_float(x, a, N);
+    float res[QG_DOT_ROWS];
+    for (int r = 0; r < QG_DOT_ROWS; r++) {
+        qg_fill(QG_IQ4_NL, 300 + (uint64_t)r, N, w);
+        tc->vec_dot(N, &res[r], 0, w, 0, a, 0, 1);
+    }
+    write_file("dot_iq4_nl_odd.bin", res, sizeof res);
 }
 
 /* conversion tables, hashed: every f16 -> f32, and the rounding probes f32 -> f16 / bf16 */
@@ -120,6 +159,8 @@ int main(int argc, char **argv) {
     gen_dequant();
     gen_quant();
     gen_dot();
+    gen_dot_m128();
+    gen_dot_odd();
     gen_fp16();
     printf("quant goldens written to %s\n", g_dir);
     return 0;

@@ -79,7 +79,7 @@ static bool use_x16(const mf_graph *g, const mf_node *n) {
                   *v = mf_graph_node_c(g, n->src[2]);
     const bool fk = k->type == MF_TYPE_F32 || k->type == MF_TYPE_F16, fv = v->type == MF_TYPE_F32 || v->type == MF_TYPE_F16;
     /* (a q8_0 V takes fa_row whatever the ISA: its SIMD is in the vec kernels it calls) */
-    return mf_quant_active_isa() == MF_ISA_AVX512 && fk && fv && mf_cpu_att_x16_ok(q->ne[0]);
+    return mf_isa_avx512(mf_quant_active_isa()) && fk && fv && mf_cpu_att_x16_ok(q->ne[0]);
 }
 
 /* Tokens per work item.  In a causal prefill consecutive tokens see nested windows, so a block of them

@@ -83,10 +83,6 @@ int mf_cpu_n_threads(const mf_cpu *cpu) {
     return cpu ? cpu->n_threads : 0;
 }
 
-static bool is_int_type(uint32_t t) {
-    return t == MF_TYPE_I8 || t == MF_TYPE_I16 || t == MF_TYPE_I32 || t == MF_TYPE_I64;
-}
-
 bool mf_cpu_supports(mf_op op, uint32_t type) {
     const mf_type_info *ti = mf_type_get(type);
     if (!ti) return false;
@@ -103,7 +99,7 @@ bool mf_cpu_supports(mf_op op, uint32_t type) {
     case MF_OP_PERMUTE:
         return true;
     case MF_OP_GET_ROWS:
-        return !is_int_type(type) && type != MF_TYPE_F64;
+        return mf_type_dequantizes(type);
     case MF_OP_MATMUL: {
         const mf_quant_kernels *k = mf_quant_kernels_get(type);
         return k && k->vec_dot_tile && k->from_float;

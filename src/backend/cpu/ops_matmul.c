@@ -76,6 +76,20 @@ static void mm_rows(const mm_ctx *c, int64_t n0, int64_t n1) {
     const int64_t K = c->K, N = c->N, M = c->M;
     float *out = c->out;
     float s[MF_TILE_MAX * MF_TILE_MAX];
+    if (k->act_major && c->ta > MF_TILE_MAX) {
+        /* AMX (128 activations a call): activations outer, so a block of them stays in L2 for every weight
+         * group of the range instead of streaming all M rows from memory again for each group (the FFN down
+         * matrix's 512 x 4864 activations are 2.8 MB).  The same calls as below, in another order. */
+        for (int64_t m0 = 0; m0 < M; m0 += c->ta) {
+            const int na = (int)MF_MIN((int64_t)c->ta, M - m0);
+            const void *a = c->abuf + (size_t)m0 * c->rs;
+            for (int64_t j0 = n0; j0 < n1; j0 += c->tw)
+                k->vec_dot_tile(K, &out[m0 * N + j0], (size_t)N, c->wd + (size_t)j0 * c->ws, c->ws,
+                                (int)MF_MIN((int64_t)c->tw, n1 - j0), a, c->as, na);
+        }
+        if (c->f) apply_fused(c->ex, c->f, out, N, M, n0, n1);
+        return;
+    }
     for (int64_t t0 = n0; t0 < n1; t0 += TILE_N) {
         const int64_t t1 = t0 + TILE_N < n1 ? t0 + TILE_N : n1;
         for (int64_t m0 = 0; m0 < M; m0 += c->ta) {
@@ -164,7 +178,8 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
                 .as = direct ? x->nb[1] : rs,
                 /* an x8/x16 layout's tile is one whole group of rows (TILE_N is a multiple of both) */
                 .tw = k->act_major ? k->tile_w : MF_MAX(1, MF_MIN(k->tile_w, MF_TILE_MAX)),
-                .ta = uniform ? MF_MAX(1, MF_MIN(k->tile_a, MF_TILE_MAX)) : 1,
+                /* an act_major tile stores straight into the output, so it may take more than MF_TILE_MAX (AMX) */
+                .ta = uniform ? MF_MAX(1, k->act_major ? k->tile_a : MF_MIN(k->tile_a, MF_TILE_MAX)) : 1,
                 .wd = w->data, .ws = w->nb[1], .out = n->data, .f = mf_cpu_fused(ex, n), .ex = ex};
 
     if (M <= MF_CPU_PRIVATE_CONV_ROWS) {

@@ -275,10 +275,10 @@ void mf_cpu_vec_init_isa(mf_cpu_vec *v, mf_isa isa) {
     v->rope = rope_scalar;
 #ifdef MF_CPU_X86
     /* quant's AVX2 level implies AVX and F16C (AVX-512 includes it); MINFER_ISA=scalar forces the plain loops */
-    if (isa == MF_ISA_AVX2 || isa == MF_ISA_AVX512) {
+    if (isa == MF_ISA_AVX2 || mf_isa_avx512(isa)) {
         v->dot = dot_avx;
         v->axpy = axpy_fma;
-        v->mad_q8_0 = isa == MF_ISA_AVX512 ? mad_q8_0_avx512 : mad_q8_0_avx2;
+        v->mad_q8_0 = mf_isa_avx512(isa) ? mad_q8_0_avx512 : mad_q8_0_avx2;
         v->scale = scale_avx2;
         v->f16_to_f32 = f16_f16c;
         v->exp_sub = exp_sub_avx2;

@@ -13,7 +13,8 @@
 
 /* ggml type ids (file-format contract, same numbers in ggml.h and quant.h) */
 enum { QG_F32 = 0, QG_F16 = 1, QG_Q4_0 = 2, QG_Q4_1 = 3, QG_Q5_0 = 6, QG_Q5_1 = 7, QG_Q8_0 = 8, QG_Q8_1 = 9,
-       QG_Q2_K = 10, QG_Q3_K = 11, QG_Q4_K = 12, QG_Q5_K = 13, QG_Q6_K = 14, QG_Q8_K = 15, QG_BF16 = 30 };
+       QG_Q2_K = 10, QG_Q3_K = 11, QG_Q4_K = 12, QG_Q5_K = 13, QG_Q6_K = 14, QG_Q8_K = 15, QG_IQ4_NL = 20,
+       QG_IQ4_XS = 23, QG_BF16 = 30 };
 
 #define QG_N 2048    /* elements per dequant golden (8 super-blocks, 64 small blocks) */
 #define QG_NQ 4096   /* floats per quantizer golden */
@@ -32,7 +33,8 @@ static const qg_type qg_types[] = {
     {QG_Q4_0, "q4_0", 32, 18},    {QG_Q4_1, "q4_1", 32, 20},    {QG_Q5_0, "q5_0", 32, 22},
     {QG_Q5_1, "q5_1", 32, 24},    {QG_Q8_0, "q8_0", 32, 34},    {QG_Q2_K, "q2_K", 256, 84},
     {QG_Q3_K, "q3_K", 256, 110},  {QG_Q4_K, "q4_K", 256, 144},  {QG_Q5_K, "q5_K", 256, 176},
-    {QG_Q6_K, "q6_K", 256, 210},  {QG_Q8_K, "q8_K", 256, 292},
+    {QG_Q6_K, "q6_K", 256, 210},  {QG_Q8_K, "q8_K", 256, 292},  {QG_IQ4_NL, "iq4_nl", 32, 18},
+    {QG_IQ4_XS, "iq4_xs", 256, 136},
 };
 #define QG_NTYPES ((int)(sizeof qg_types / sizeof qg_types[0]))
 
@@ -91,7 +93,7 @@ static inline void qg_fill(int type, uint64_t seed, int n, void *out) {
         case QG_F32: { float f = qg_unit(&s) * 4.0f; memcpy(b, &f, 4); break; }
         case QG_F16: { uint16_t h = qg_f16_scale(&s, k); qg_put16(b, h); break; }
         case QG_BF16: { uint16_t h = (uint16_t)((qg_next(&s) & 0x807F) | ((uint64_t)(120 + qg_next(&s) % 12) << 7)); qg_put16(b, h); break; }
-        case QG_Q4_0: case QG_Q5_0: qg_put16(b, qg_f16_scale(&s, k)); break;
+        case QG_Q4_0: case QG_Q5_0: case QG_IQ4_NL: case QG_IQ4_XS: qg_put16(b, qg_f16_scale(&s, k)); break;
         case QG_Q4_1: case QG_Q5_1: qg_put16(b, qg_f16_scale(&s, k)); qg_put16(b + 2, qg_f16_scale(&s, k + 1)); break;
         case QG_Q8_0: qg_put16(b, qg_f16_scale(&s, k)); qg_int8s(&s, b + 2, 32); break;
         case QG_Q8_1: {
@@ -114,6 +116,25 @@ static inline void qg_fill(int type, uint64_t seed, int n, void *out) {
             break;
         }
         default: break;
+        }
+    }
+}
+
+/* Activation blocks (Q8_0 or Q8_K) from qg_fill with every third quant set to -128, the one int8 value ggml's
+ * sign-then-maddubs kernels (IQ4_NL, IQ4_XS) cannot negate: Q8_K's quantizer writes it (scale -128/max). */
+static inline void qg_fill_m128(int type, uint64_t seed, int n, void *out) {
+    qg_fill(type, seed, n, out);
+    const qg_type *t = qg_find(type);
+    uint8_t *b = (uint8_t *)out;
+    const int qoff = type == QG_Q8_K ? 4 : 2;
+    for (int k = 0; k < n / t->blck; k++, b += t->bytes) {
+        for (int i = 0; i < t->blck; i += 3) b[qoff + i] = 0x80;
+        if (type != QG_Q8_K) continue;
+        for (int j = 0; j < 16; j++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++) sum += (int8_t)b[4 + 16 * j + i];
+            int16_t v = (int16_t)sum;
+            memcpy(b + 260 + 2 * j, &v, 2);
         }
     }
 }
