@@ -8,6 +8,7 @@
 #include "quant/quant.h"
 #include "harness.h"
 #include "core/rope.h"
+#include "support/spans.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -785,18 +786,18 @@ typedef struct {
 static float *run_attention(const att_shape *s, const float *q, const void *k, const void *v,
                             const int32_t *win, int threads) {
     mf_graph *g = mf_graph_new();
-    const int64_t nk[2] = {s->hd * s->nkv, s->cells}, nw[2] = {s->nwin + 1, s->nt};
+    const int64_t nk[2] = {s->hd * s->nkv, s->cells}, nw[2] = {2, s->nt + 1};
     int32_t qi = input_f32(g, "q", 3, s->hd, s->nh, s->nt);
     int32_t ki = mf_g_external(g, "k", s->kv_type, 2, nk, (void *)k);
     int32_t vi = mf_g_external(g, "v", s->v_own ? s->v_type : s->kv_type, 2, nk, (void *)v);
-    int32_t wi = mf_g_input(g, "win", MF_TYPE_I32, 2, nw);
+    int32_t *spans = mf_test_spans(win, s->nwin + 1, s->nt);
+    int32_t wi = mf_g_external(g, "spans", MF_TYPE_I32, 2, nw, spans);
     int32_t o =
         mf_g_name(g, mf_g_attention(g, qi, ki, vi, wi, (int)s->nkv, 1.0f / sqrtf((float)s->hd)), "att");
     mf_error err = {0};
     float *out = NULL;
     if (mf_graph_alloc(g, &err) == 0) {
         set_input(g, qi, q);
-        set_input(g, wi, win);
         if (compute(g, threads, &err) == 0) {
             size_t nb = (size_t)(s->hd * s->nh * s->nt) * sizeof(float);
             out = malloc(nb);
@@ -805,6 +806,7 @@ static float *run_attention(const att_shape *s, const float *q, const void *k, c
     }
     CHECK(out, "attention: %s", err.msg);
     mf_graph_free(g);
+    free(spans);
     return out;
 }
 

@@ -461,6 +461,124 @@ static void test_context_shift_continues_decoding(void) {
     close_eng(&b);
 }
 
+/* ---- shared prefixes (seq_cp by reference, copy-on-write) ---- */
+#define PREFIX 1000
+#define NSEQ 4
+#define CONT 3
+
+static mf_token prefix_tok(int i) {
+    return (mf_token)(100 + (i * 7919) % 5000);
+}
+static mf_token cont_tok(int seq, int i) {
+    return (mf_token)(200 + seq * 31 + i * 17);
+}
+
+static bool prefill_prefix(eng *e, mf_seq_id seq) {
+    mf_batch b;
+    mf_error err = {0};
+    if (mf_batch_init(&b, PREFIX, &err)) return false;
+    for (int i = 0; i < PREFIX; i++) mf_batch_add(&b, prefix_tok(i), i, seq, false);
+    int rc = mf_decode(e->c, &b, &err);
+    mf_batch_free(&b);
+    if (rc) printf("  prefix: %s\n", err.msg);
+    return rc == 0;
+}
+
+/* one continuation step for every sequence in one batch (token i at position PREFIX + i); logits of
+ * sequence s into out + s * n_vocab */
+static bool step_all(eng *e, int i, float *out) {
+    mf_batch b;
+    mf_error err = {0};
+    if (mf_batch_init(&b, NSEQ, &err)) return false;
+    for (int s = 0; s < NSEQ; s++) mf_batch_add(&b, cont_tok(s, i), PREFIX + i, s, true);
+    int rc = mf_decode(e->c, &b, &err);
+    for (int s = 0; s < NSEQ && !rc; s++) memcpy(out + (size_t)s * e->n_vocab, mf_get_logits(e->c, s), sizeof(float) * e->n_vocab);
+    mf_batch_free(&b);
+    if (rc) printf("  step %d: %s\n", i, err.msg);
+    return rc == 0;
+}
+
+/* N sequences continue from one shared 1,000-token prefix: ~1x the prefix's cells, and every
+ * continuation is bitwise the one from a private prefix and the one from a full prefill */
+static void test_shared_prefix_continues_bitwise(void) {
+    eng sh, pr;
+    REQUIRE(open_eng(q3_path, 2048, 512, &sh) && open_eng(q3_path, NSEQ * (PREFIX + CONT + 1), 512, &pr), "open");
+    const int n = sh.n_vocab;
+    float *ls = malloc(sizeof(float) * (size_t)n * NSEQ * 2), *lp = ls + (size_t)n * NSEQ;
+    mf_error err = {0};
+    REQUIRE(prefill_prefix(&sh, 0), "shared prefix");
+    for (int s = 1; s < NSEQ; s++) REQUIRE(mf_seq_cp(sh.c, 0, s, -1, -1, &err) == 0, "%s", err.msg);
+    CHECK(mf_kv_n_used(sh.c->kv) == PREFIX, "%d sequences sharing a %d-token prefix use %d cells", NSEQ, PREFIX,
+          mf_kv_n_used(sh.c->kv));
+    for (int s = 0; s < NSEQ; s++) REQUIRE(prefill_prefix(&pr, s), "private prefix %d", s);
+    for (int i = 0; i < CONT; i++) {
+        REQUIRE(step_all(&sh, i, ls) && step_all(&pr, i, lp), "step %d", i);
+        for (int s = 0; s < NSEQ; s++)
+            CHECK(same(ls + (size_t)s * n, lp + (size_t)s * n, n, "shared vs private"),
+                  "step %d, sequence %d: shared prefix differs from a private one", i, s);
+    }
+    CHECK(mf_kv_n_used(sh.c->kv) == PREFIX + NSEQ * CONT && mf_kv_n_used(pr.c->kv) == NSEQ * (PREFIX + CONT),
+          "cells: shared %d (want %d), private %d", mf_kv_n_used(sh.c->kv), PREFIX + NSEQ * CONT,
+          mf_kv_n_used(pr.c->kv));
+    CHECK(mf_kv_seq_n_cells(sh.c->kv, 2) == PREFIX + CONT && mf_seq_pos_max(sh.c, 2) == PREFIX + CONT - 1,
+          "seq 2 holds %d cells, pos max %d", mf_kv_seq_n_cells(sh.c->kv, 2), mf_seq_pos_max(sh.c, 2));
+    /* a full prefill of prefix + continuation of sequence 2 gives the last step's logits bitwise */
+    {
+        eng f;
+        REQUIRE(open_eng(q3_path, 2048, 512, &f), "open");
+        mf_batch b;
+        REQUIRE(mf_batch_init(&b, PREFIX + CONT, &err) == 0, "batch");
+        for (int i = 0; i < PREFIX; i++) mf_batch_add(&b, prefix_tok(i), i, 0, false);
+        for (int i = 0; i < CONT; i++) mf_batch_add(&b, cont_tok(2, i), PREFIX + i, 0, i == CONT - 1);
+        REQUIRE(mf_decode(f.c, &b, &err) == 0, "%s", err.msg);
+        CHECK(same(mf_get_logits(f.c, -1), ls + (size_t)2 * n, n, "full prefill"),
+              "sequence 2's last step differs from a full prefill");
+        mf_batch_free(&b);
+        close_eng(&f);
+    }
+    /* removing sharers (sequence 0, which wrote the prefix, and sequence 1) leaves the others' next step
+     * unchanged: the prefix cells stay while anyone holds them */
+    mf_seq_rm(sh.c, 0, -1, -1);
+    mf_seq_rm(sh.c, 1, -1, -1);
+    CHECK(mf_kv_n_used(sh.c->kv) == PREFIX + 2 * CONT, "after removing two sharers: %d cells used, want %d",
+          mf_kv_n_used(sh.c->kv), PREFIX + 2 * CONT);
+    float *a = malloc(sizeof(float) * (size_t)n * 2), *bq = a + n;
+    REQUIRE(feed_at(&sh, (mf_token[]){cont_tok(3, CONT)}, 1, PREFIX + CONT, 3, a) &&
+                feed_at(&pr, (mf_token[]){cont_tok(3, CONT)}, 1, PREFIX + CONT, 3, bq),
+            "step after removal");
+    CHECK(same(a, bq, n, "after removing sharers"), "sequence 3 changed when sequences 0 and 1 left");
+    /* the last sharer leaving frees the prefix */
+    mf_seq_rm(sh.c, 2, -1, -1);
+    mf_seq_rm(sh.c, 3, -1, -1);
+    CHECK(mf_kv_n_used(sh.c->kv) == 0, "all sharers gone, %d cells still used", mf_kv_n_used(sh.c->kv));
+    free(a);
+    free(ls);
+    close_eng(&sh);
+    close_eng(&pr);
+}
+
+/* a context shift inside a shared prefix copies the shifting sequence's cells (copy-on-write): the
+ * other sharers' continuation stays bitwise what it was */
+static void test_shift_of_a_sharer_leaves_the_others_unchanged(void) {
+    eng e, ref;
+    REQUIRE(open_eng(q3_path, 64, 512, &e) && open_eng(q3_path, 64, 512, &ref), "open");
+    const int n = e.n_vocab;
+    float *a = malloc(sizeof(float) * (size_t)n * 2), *b = a + n;
+    mf_error err = {0};
+    REQUIRE(feed_at(&e, P0, NP0, 0, 0, NULL) && feed_at(&ref, P0, NP0, 0, 0, NULL), "prefill");
+    REQUIRE(mf_seq_cp(e.c, 0, 1, -1, -1, &err) == 0, "%s", err.msg);
+    mf_seq_rm(e.c, 1, 2, 6);
+    REQUIRE(mf_seq_add(e.c, 1, 6, -1, -4, &err) == 0, "%s", err.msg);
+    CHECK(mf_kv_n_used(e.c->kv) == NP0 + (NP0 - 6), "cells %d: the %d shifted ones copied", mf_kv_n_used(e.c->kv),
+          NP0 - 6);
+    REQUIRE(feed_at(&e, P1, 1, NP0, 0, a) && feed_at(&ref, P1, 1, NP0, 0, b), "continue seq 0");
+    CHECK(same(a, b, n, "sharer shifted"), "sequence 0 changed when sequence 1 shifted its shared rows");
+    REQUIRE(feed_at(&e, P1, 1, NP0 - 4, 1, a), "continue the shifted sequence");
+    free(a);
+    close_eng(&e);
+    close_eng(&ref);
+}
+
 static void test_a_batch_without_outputs_fills_the_cache(void) {
     eng e;
     REQUIRE(open_eng(q2_path, 64, 512, &e), "open");
@@ -685,6 +803,8 @@ int main(void) {
     RUN(test_seq_cp_and_seq_rm_continue_exactly);
     RUN(test_context_shift_equals_cache_at_new_positions);
     RUN(test_context_shift_continues_decoding);
+    RUN(test_shared_prefix_continues_bitwise);
+    RUN(test_shift_of_a_sharer_leaves_the_others_unchanged);
     RUN(test_a_batch_without_outputs_fills_the_cache);
     RUN(test_refusals);
     RUN(test_model_info_and_progress);

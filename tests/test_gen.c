@@ -93,9 +93,10 @@ static int drive(mf_gen *g, result *r, int *steps) {
             printf("  step: %s\n", err.msg);
             return -1;
         }
-        memcpy(r->tok + r->n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
+        /* a step may emit nothing (NULL, 0): memcpy from NULL is undefined even for 0 bytes (UBSan) */
+        if (o.n_tokens) memcpy(r->tok + r->n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
         r->n += o.n_tokens;
-        memcpy(r->text + r->len, o.text, o.text_len);
+        if (o.text_len) memcpy(r->text + r->len, o.text, o.text_len);
         r->len += o.text_len;
         k++;
     } while (o.status == MF_GEN_RUNNING && k < 2000);
@@ -233,7 +234,7 @@ static void test_stop_string_across_tokens_is_held_back(void) {
     char text[8192];
     do {
         REQUIRE_OK(mf_gen_step(g, &o, NULL), "step");
-        memcpy(text + got, o.text, o.text_len);
+        if (o.text_len) memcpy(text + got, o.text, o.text_len);
         got += o.text_len;
         if (got == at && o.status == MF_GEN_RUNNING) held = true; /* stopped right before the candidate */
     } while (o.status == MF_GEN_RUNNING);
@@ -361,7 +362,7 @@ static void test_drafts_give_the_plain_output(void) {
                 if (kind == 2)
                     for (int32_t i = 0; i < nd; i++) d[i] = (d[i] + 7) % n_vocab;
                 REQUIRE_OK(mf_gen_step_draft(g, d, nd, &o, NULL), "step");
-                memcpy(r.tok + r.n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
+                if (o.n_tokens) memcpy(r.tok + r.n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
                 r.n += o.n_tokens;
                 drafted += o.n_drafted;
                 accepted += o.n_accepted;
@@ -422,7 +423,7 @@ static void test_two_generators_in_one_batch(void) {
         for (int k = 0; k < 2; k++) {
             mf_gen_out o;
             REQUIRE_OK(mf_gen_batch_done(g[k], &o, NULL), "done");
-            memcpy(r[k].tok + r[k].n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
+            if (o.n_tokens) memcpy(r[k].tok + r[k].n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
             r[k].n += o.n_tokens;
         }
     }

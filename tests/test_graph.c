@@ -70,7 +70,7 @@ static void test_builder_messages(void) {
 
     /* rope: positions must match n_tok; attention: GQA divisibility */
     g = mf_graph_new();
-    const int64_t qne[3] = {64, 14, 5}, kne[2] = {64 * 3, 32}, wne2[2] = {9, 5};
+    const int64_t qne[3] = {64, 14, 5}, kne[2] = {64 * 3, 32}, wne2[2] = {2, 6};
     int32_t qq = mf_g_input(g, "q", MF_TYPE_F32, 3, qne);
     int64_t four = 4;
     int32_t pos = mf_g_input(g, "pos", MF_TYPE_I32, 1, &four);
@@ -392,7 +392,7 @@ static void test_output_never_reused(void) {
 
 /* ---- cache ---- */
 static bool io_eq(const mf_graph_io *a, const mf_graph_io *b) {
-    return a->tokens == b->tokens && a->pos == b->pos && a->cells == b->cells && a->window == b->window &&
+    return a->tokens == b->tokens && a->pos == b->pos && a->cells == b->cells && a->spans == b->spans &&
            a->out_ids == b->out_ids && a->logits == b->logits;
 }
 

@@ -20,12 +20,30 @@ static mf_kv *mk(void) {
     return kv;
 }
 
+/* prepare, with the spans turned back into one dense column per token ({count, cell ids}) for the checks */
+static int prep(mf_kv *kv, int32_t n, const int32_t *pos, const int32_t *seq, int32_t *cells, int32_t *win, int32_t ws,
+                mf_error *err) {
+    int rc = mf_kv_prepare(kv, n, pos, seq, cells, win != NULL, err);
+    if (rc || !win) return rc;
+    const int32_t *sp = mf_kv_spans(kv);
+    if (sp[1] != n) return printf("  spans hold %d tokens, want %d\n", sp[1], n), MF_E_INTERNAL;
+    memset(win, 0, sizeof(int32_t) * (size_t)ws * (size_t)n);
+    for (int32_t t = 0; t < n; t++) {
+        const int32_t off = sp[2 + 2 * t], cnt = sp[3 + 2 * t];
+        if (cnt < 0 || cnt >= ws || off < 2 + 2 * n || off + cnt > sp[0])
+            return printf("  token %d: span {%d, %d} outside [%d, %d)\n", t, off, cnt, 2 + 2 * n, sp[0]), MF_E_INTERNAL;
+        win[t * ws] = cnt;
+        memcpy(win + t * ws + 1, sp + off, sizeof(int32_t) * (size_t)cnt);
+    }
+    return 0;
+}
+
 static void test_single_sequence_windows_are_causal(void) {
     mf_kv *kv = mk();
     REQUIRE(kv, "new");
     int32_t pos[4] = {0, 1, 2, 3}, seq[4] = {0, 0, 0, 0}, cells[4], win[4 * WS];
     mf_error err = {0};
-    REQUIRE(mf_kv_prepare(kv, 4, pos, seq, cells, win, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(prep(kv, 4, pos, seq, cells, win, WS, &err) == 0, "%s", err.msg);
     for (int t = 0; t < 4; t++) {
         CHECK(cells[t] == t, "token %d cell %d", t, cells[t]);
         CHECK(win[t * WS] == t + 1, "token %d window count %d", t, win[t * WS]);
@@ -36,7 +54,7 @@ static void test_single_sequence_windows_are_causal(void) {
     CHECK(mf_kv_seq_pos_max(kv, 0) == 3, "pos max %d", mf_kv_seq_pos_max(kv, 0));
     /* decode step: position 4 sees all five cells */
     int32_t p1 = 4, s1 = 0, c1, w1[WS];
-    REQUIRE(mf_kv_prepare(kv, 1, &p1, &s1, &c1, w1, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(prep(kv, 1, &p1, &s1, &c1, w1, WS, &err) == 0, "%s", err.msg);
     CHECK(c1 == 4 && w1[0] == 5 && w1[5] == 4, "cell %d count %d last %d", c1, w1[0], w1[5]);
     mf_kv_free(kv);
 }
@@ -47,7 +65,7 @@ static void test_two_sequences_never_see_each_other(void) {
     /* interleaved: seq 0 at 0,1,2 and seq 1 at 0,1 */
     int32_t pos[5] = {0, 0, 1, 1, 2}, seq[5] = {0, 1, 0, 1, 0}, cells[5], win[5 * WS];
     mf_error err = {0};
-    REQUIRE(mf_kv_prepare(kv, 5, pos, seq, cells, win, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(prep(kv, 5, pos, seq, cells, win, WS, &err) == 0, "%s", err.msg);
     for (int t = 0; t < 5; t++) {
         int32_t n = win[t * WS];
         CHECK(n == pos[t] + 1, "token %d (seq %d pos %d) count %d", t, seq[t], pos[t], n);
@@ -68,12 +86,12 @@ static void test_windows_follow_positions_not_cells(void) {
     mf_error err = {0};
     /* fill cells 0..3 with seq 0, then remove positions 1..2 so free cells are scattered */
     int32_t pos[4] = {0, 1, 2, 3}, seq[4] = {0, 0, 0, 0}, cells[4];
-    REQUIRE(mf_kv_prepare(kv, 4, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
+    REQUIRE(prep(kv, 4, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
     mf_kv_seq_rm(kv, 0, 1, 3);
     CHECK(mf_kv_n_used(kv) == 2, "used %d", mf_kv_n_used(kv));
     /* re-add positions 2 then 1 (reverse order): they take cells 1 and 2 */
     int32_t p2[2] = {2, 1}, s2[2] = {0, 0}, c2[2], w2[2 * WS];
-    REQUIRE(mf_kv_prepare(kv, 2, p2, s2, c2, w2, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(prep(kv, 2, p2, s2, c2, w2, WS, &err) == 0, "%s", err.msg);
     CHECK(c2[0] == 1 && c2[1] == 2, "cells %d %d", c2[0], c2[1]);
     /* token 0 (pos 2) sees pos 0 (cell 0), pos 1 (cell 2), pos 2 (cell 1) */
     CHECK(w2[0] == 3 && w2[1] == 0 && w2[2] == 2 && w2[3] == 1, "window %d: %d %d %d", w2[0], w2[1], w2[2],
@@ -89,73 +107,107 @@ static void test_refusals_change_nothing(void) {
     REQUIRE(kv, "new");
     mf_error err = {0};
     int32_t pos[3] = {0, 1, 2}, seq[3] = {0, 0, 0}, cells[NC + 1];
-    REQUIRE(mf_kv_prepare(kv, 3, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
+    REQUIRE(prep(kv, 3, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
     /* a cached position */
     int32_t p = 1, s = 0;
-    CHECK(mf_kv_prepare(kv, 1, &p, &s, cells, NULL, 0, &err) == MF_E_INVAL, "dup accepted");
+    CHECK(prep(kv, 1, &p, &s, cells, NULL, 0, &err) == MF_E_INVAL, "dup accepted");
     CHECK(strstr(err.msg, "already in the KV cache") != NULL, "msg: %s", err.msg);
     /* a duplicate inside the batch */
     int32_t pd[2] = {5, 5}, sd[2] = {1, 1};
-    CHECK(mf_kv_prepare(kv, 2, pd, sd, cells, NULL, 0, &err) == MF_E_INVAL, "batch dup accepted");
+    CHECK(prep(kv, 2, pd, sd, cells, NULL, 0, &err) == MF_E_INVAL, "batch dup accepted");
     CHECK(strstr(err.msg, "both hold sequence 1 position 5") != NULL, "msg: %s", err.msg);
     /* too many tokens: both numbers named */
     int32_t pb[NC], sb[NC];
     for (int i = 0; i < NC; i++) pb[i] = 10 + i, sb[i] = 2;
-    CHECK(mf_kv_prepare(kv, NC, pb, sb, cells, NULL, 0, &err) == MF_E_RANGE, "overfull accepted");
+    CHECK(prep(kv, NC, pb, sb, cells, NULL, 0, &err) == MF_E_RANGE, "overfull accepted");
     CHECK(strstr(err.msg, "needs 16 KV cells, 13 of 16 are free") != NULL, "msg: %s", err.msg);
     /* negative position */
     int32_t pn = -1;
-    CHECK(mf_kv_prepare(kv, 1, &pn, &s, cells, NULL, 0, &err) == MF_E_INVAL, "negative pos accepted");
+    CHECK(prep(kv, 1, &pn, &s, cells, NULL, 0, &err) == MF_E_INVAL, "negative pos accepted");
     CHECK(mf_kv_n_used(kv) == 3 && mf_kv_seq_n_cells(kv, 1) == 0 && mf_kv_seq_n_cells(kv, 2) == 0,
           "state changed: used %d", mf_kv_n_used(kv));
     /* unprepare gives cells back */
-    mf_kv_unprepare(kv, 3, (int32_t[]){0, 1, 2});
+    mf_kv_unprepare(kv, 3, seq, (int32_t[]){0, 1, 2});
     CHECK(mf_kv_n_used(kv) == 0, "used %d", mf_kv_n_used(kv));
     mf_kv_free(kv);
 }
 
-static void test_seq_cp_copies_rows_into_new_cells(void) {
+static void test_seq_cp_shares_cells_by_reference(void) {
     mf_kv *kv = mk();
     REQUIRE(kv, "new");
     mf_error err = {0};
     int32_t pos[3] = {0, 1, 2}, seq[3] = {0, 0, 0}, cells[3];
-    REQUIRE(mf_kv_prepare(kv, 3, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
-    for (int l = 0; l < 2; l++)
-        for (int c = 0; c < 3; c++)
-            for (int e = 0; e < 8; e++) {
-                ((float *)mf_kv_k(kv, l))[c * 8 + e] = (float)(100 * l + 10 * c + e);
-                ((float *)mf_kv_v(kv, l))[c * 8 + e] = (float)-(100 * l + 10 * c + e);
-            }
+    REQUIRE(prep(kv, 3, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
     REQUIRE(mf_kv_seq_cp(kv, 0, 3, 0, 2, &err) == 0, "%s", err.msg); /* positions 0 and 1 */
+    CHECK(mf_kv_n_used(kv) == 3, "sharing took cells: %d used", mf_kv_n_used(kv));
     CHECK(mf_kv_seq_n_cells(kv, 3) == 2 && mf_kv_seq_pos_max(kv, 3) == 1, "dst cells %d max %d",
           mf_kv_seq_n_cells(kv, 3), mf_kv_seq_pos_max(kv, 3));
-    for (int c = 3; c < 5; c++) {
-        /* source cells in cell order to the lowest free cells: cell 3 <- cell 0 (pos 0), 4 <- 1 (pos 1) */
-        const int src = c - 3;
-        CHECK(mf_kv_cell_seq(kv, c) == 3 && mf_kv_cell_pos(kv, c) == src, "cell %d: seq %d pos %d, want seq 3 pos %d",
-              c, mf_kv_cell_seq(kv, c), mf_kv_cell_pos(kv, c), src);
-        CHECK(mf_kv_cell_seq(kv, src) == 0 && mf_kv_cell_pos(kv, src) == src, "source cell %d now seq %d pos %d", src,
-              mf_kv_cell_seq(kv, src), mf_kv_cell_pos(kv, src));
-        for (int l = 0; l < 2; l++)
-            CHECK(((float *)mf_kv_k(kv, l))[c * 8 + 5] == (float)(100 * l + 10 * src + 5) &&
-                      ((float *)mf_kv_v(kv, l))[c * 8 + 5] == (float)-(100 * l + 10 * src + 5),
-                  "layer %d cell %d row not copied", l, c);
+    for (int c = 0; c < 3; c++) {
+        const bool shared = c < 2;
+        CHECK(mf_kv_cell_refs(kv, c) == 1 + shared && mf_kv_cell_in_seq(kv, c, 3) == shared &&
+                  mf_kv_cell_in_seq(kv, c, 0) && mf_kv_cell_pos(kv, c) == c && mf_kv_cell_seq(kv, c) == 0,
+              "cell %d: refs %d, in seq 3 %d, pos %d", c, mf_kv_cell_refs(kv, c), mf_kv_cell_in_seq(kv, c, 3),
+              mf_kv_cell_pos(kv, c));
     }
-    /* writing the copy's next position does not touch the source */
+    /* the copy's next position takes a fresh cell; its window is the shared rows at their positions, then
+     * its own; the source's window does not see it */
     int32_t p = 2, s = 3, c, w[WS];
-    REQUIRE(mf_kv_prepare(kv, 1, &p, &s, &c, w, WS, &err) == 0, "%s", err.msg);
-    CHECK(c == 5 && w[0] == 3 && w[1] == 3 && w[2] == 4 && w[3] == 5, "cell %d window %d: %d %d %d", c, w[0],
-          w[1], w[2], w[3]);
-    /* a range that starts inside: positions 1 and 2 keep their positions (cells 6, 7) */
+    REQUIRE(prep(kv, 1, &p, &s, &c, w, WS, &err) == 0, "%s", err.msg);
+    CHECK(c == 3 && w[0] == 3 && w[1] == 0 && w[2] == 1 && w[3] == 3, "cell %d window %d: %d %d %d", c, w[0], w[1],
+          w[2], w[3]);
+    int32_t p3 = 3, s0 = 0, c3, w3[WS];
+    REQUIRE(prep(kv, 1, &p3, &s0, &c3, w3, WS, &err) == 0, "%s", err.msg);
+    CHECK(w3[0] == 4 && w3[1] == 0 && w3[2] == 1 && w3[3] == 2 && w3[4] == c3, "source window %d: %d %d %d %d", w3[0],
+          w3[1], w3[2], w3[3], w3[4]);
+    /* a range that starts inside: dst 4 shares positions 1 and 2 (cells 1, 2) at their positions */
     REQUIRE(mf_kv_seq_cp(kv, 0, 4, 1, 3, &err) == 0, "%s", err.msg);
-    CHECK(mf_kv_seq_n_cells(kv, 4) == 2 && mf_kv_cell_seq(kv, 6) == 4 && mf_kv_cell_pos(kv, 6) == 1 &&
-              mf_kv_cell_seq(kv, 7) == 4 && mf_kv_cell_pos(kv, 7) == 2,
-          "seq 4: %d cells, cell 6 seq %d pos %d, cell 7 seq %d pos %d (want pos 1, 2)", mf_kv_seq_n_cells(kv, 4),
-          mf_kv_cell_seq(kv, 6), mf_kv_cell_pos(kv, 6), mf_kv_cell_seq(kv, 7), mf_kv_cell_pos(kv, 7));
+    CHECK(mf_kv_seq_n_cells(kv, 4) == 2 && mf_kv_cell_in_seq(kv, 1, 4) && mf_kv_cell_in_seq(kv, 2, 4) &&
+              mf_kv_seq_pos_max(kv, 4) == 2,
+          "seq 4: %d cells, max %d", mf_kv_seq_n_cells(kv, 4), mf_kv_seq_pos_max(kv, 4));
+    int32_t p4 = 3, s4 = 4, c4, w4[WS];
+    REQUIRE(prep(kv, 1, &p4, &s4, &c4, w4, WS, &err) == 0, "%s", err.msg);
+    CHECK(w4[0] == 3 && w4[1] == 1 && w4[2] == 2 && w4[3] == c4, "seq 4 window %d: %d %d %d", w4[0], w4[1], w4[2],
+          w4[3]);
+    /* removing a sharer frees nothing the others hold; the last holder frees the cell */
+    const int32_t used = mf_kv_n_used(kv);
+    mf_kv_seq_rm(kv, 0, -1, -1);
+    CHECK(mf_kv_n_used(kv) == used - 1 && mf_kv_cell_refs(kv, 0) == 1 && mf_kv_cell_refs(kv, 1) == 2 &&
+              mf_kv_cell_pos(kv, 0) == 0,
+          "after removing seq 0: used %d (want %d), refs %d %d", mf_kv_n_used(kv), used - 1, mf_kv_cell_refs(kv, 0),
+          mf_kv_cell_refs(kv, 1));
     /* clear */
     mf_kv_seq_rm(kv, -1, -1, -1);
-    CHECK(mf_kv_n_used(kv) == 0, "used %d", mf_kv_n_used(kv));
+    CHECK(mf_kv_n_used(kv) == 0 && mf_kv_cell_refs(kv, 1) == 0, "used %d", mf_kv_n_used(kv));
     mf_kv_free(kv);
+}
+
+/* Preparing a forward costs the cells attended, not the context: the same decode step (one sequence of
+ * D cached cells) writes the same number of list entries whatever n_cells is, and a batch that appends
+ * moves none. */
+static void test_prepare_work_follows_cells_attended(void) {
+    const int32_t sizes[2] = {2048, 32768}, D = 1000;
+    int64_t work[2];
+    for (int i = 0; i < 2; i++) {
+        mf_kv *kv = NULL;
+        mf_error err = {0};
+        REQUIRE(mf_kv_new(1, 32, 32, sizes[i], MF_TYPE_F32, MF_TYPE_F32, &kv, &err) == 0, "%s", err.msg);
+        int32_t *pos = malloc(sizeof(int32_t) * D * 3), *seq = pos + D, *cells = seq + D;
+        for (int t = 0; t < D; t++) pos[t] = t, seq[t] = 0;
+        REQUIRE(mf_kv_prepare(kv, D, pos, seq, cells, true, &err) == 0, "%s", err.msg);
+        CHECK(mf_kv_prepare_work(kv) == D, "prefill of %d: work %lld", D, (long long)mf_kv_prepare_work(kv));
+        int32_t p = D, s = 0, c;
+        REQUIRE(mf_kv_prepare(kv, 1, &p, &s, &c, true, &err) == 0, "%s", err.msg);
+        work[i] = mf_kv_prepare_work(kv);
+        /* another sequence's cells are not attended, so they cost nothing */
+        int32_t p1[4] = {0, 1, 2, 3}, s1[4] = {7, 7, 7, 7}, c1[4];
+        REQUIRE(mf_kv_prepare(kv, 4, p1, s1, c1, true, &err) == 0, "%s", err.msg);
+        CHECK(mf_kv_prepare_work(kv) == 4, "a new sequence of 4 beside %d cells: work %lld", D + 1,
+              (long long)mf_kv_prepare_work(kv));
+        free(pos);
+        mf_kv_free(kv);
+    }
+    CHECK(work[0] == D + 1 && work[1] == D + 1, "decode at depth %d: work %lld at %d cells, %lld at %d cells", D,
+          (long long)work[0], sizes[0], (long long)work[1], sizes[1]);
 }
 
 static void test_f16_rows_and_bad_types(void) {
@@ -294,7 +346,7 @@ static void test_seq_add_moves_positions_and_ropes_k_only(void) {
     REQUIRE(mf_kv_new(2, NE, NE, NC, MF_TYPE_F32, MF_TYPE_F32, &kv, &err) == 0, "%s", err.msg);
     const mf_kv_rope r = {.head_dim = HD, .n_rot = HD, .mode = MF_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
     int32_t pos[8] = {0, 1, 2, 3, 4, 5, 0, 1}, seq[8] = {0, 0, 0, 0, 0, 0, 1, 1}, cells[8];
-    REQUIRE(mf_kv_prepare(kv, 8, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
+    REQUIRE(prep(kv, 8, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
     float *k0 = malloc(sizeof(float) * NE * NC * 2 * 2), *v0 = k0 + NE * NC * 2, *want = malloc(sizeof(float) * NE);
     for (int l = 0; l < 2; l++)
         for (int i = 0; i < NE * 8; i++) {
@@ -343,7 +395,7 @@ static void test_seq_add_moves_positions_and_ropes_k_only(void) {
     CHECK(mf_kv_n_used(kv) == 5, "used %d", mf_kv_n_used(kv));
     /* the windows follow the new positions: a token at 4 sees 0..3 of seq 0 (cells 0, 3, 4, 5) */
     int32_t p4 = 4, s0 = 0, c4, w[WS];
-    REQUIRE(mf_kv_prepare(kv, 1, &p4, &s0, &c4, w, WS, &err) == 0, "%s", err.msg);
+    REQUIRE(prep(kv, 1, &p4, &s0, &c4, w, WS, &err) == 0, "%s", err.msg);
     CHECK(w[0] == 5 && w[1] == 0 && w[2] == 3 && w[3] == 4 && w[4] == 5 && w[5] == c4, "window %d: %d %d %d %d %d",
           w[0], w[1], w[2], w[3], w[4], w[5]);
     CHECK(mf_kv_seq_add(kv, -1, -1, -1, 1, &r, &err) == MF_E_INVAL, "seq -1 accepted");
@@ -352,12 +404,62 @@ static void test_seq_add_moves_positions_and_ropes_k_only(void) {
     mf_kv_free(kv);
 }
 
+/* seq_add on a shared cell: the shifting sequence gets its own copy (rows copied, then re-roped), the
+ * other sharers keep the original cell, bytes and position */
+static void test_seq_add_copies_shared_cells_first(void) {
+    mf_kv *kv = NULL;
+    mf_error err = {0};
+    REQUIRE(mf_kv_new(2, 64, 64, 6, MF_TYPE_F32, MF_TYPE_F32, &kv, &err) == 0, "%s", err.msg);
+    const mf_kv_rope r = {.head_dim = 64, .n_rot = 64, .mode = MF_ROPE_NEOX, .freq_base = 1e4f, .freq_scale = 1.0f};
+    int32_t pos[4] = {0, 1, 2, 3}, seq[4] = {0, 0, 0, 0}, cells[4];
+    REQUIRE(prep(kv, 4, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < 64 * 6; i++) ((float *)mf_kv_k(kv, l))[i] = ((float *)mf_kv_v(kv, l))[i] = frand();
+    float k1[2][64], v1[2][64];
+    for (int l = 0; l < 2; l++) {
+        memcpy(k1[l], (float *)mf_kv_k(kv, l) + 64 * 2, sizeof k1[l]); /* cell 2: position 2 */
+        memcpy(v1[l], (float *)mf_kv_v(kv, l) + 64 * 2, sizeof v1[l]);
+    }
+    REQUIRE(mf_kv_seq_cp(kv, 0, 1, -1, -1, &err) == 0, "%s", err.msg);
+    /* seq 1 drops position 1 and shifts [2, 4) down by 1: cells 2 and 3 are shared, so two copies; only
+     * two cells are free: a third would be refused */
+    mf_kv_seq_rm(kv, 1, 1, 2);
+    REQUIRE(mf_kv_seq_add(kv, 1, 2, -1, -1, &r, &err) == 0, "%s", err.msg);
+    CHECK(mf_kv_n_used(kv) == 6, "used %d, want 4 + 2 copies", mf_kv_n_used(kv));
+    for (int c = 0; c < 4; c++)
+        CHECK(mf_kv_cell_pos(kv, c) == c && mf_kv_cell_in_seq(kv, c, 0), "seq 0's cell %d moved to %d", c,
+              mf_kv_cell_pos(kv, c));
+    CHECK(mf_kv_cell_refs(kv, 0) == 2 && mf_kv_cell_refs(kv, 2) == 1 && mf_kv_cell_refs(kv, 3) == 1,
+          "refs %d %d %d", mf_kv_cell_refs(kv, 0), mf_kv_cell_refs(kv, 2), mf_kv_cell_refs(kv, 3));
+    /* the copies: cells 4 and 5 at positions 1 and 2 of seq 1, K re-roped by -1, V the original */
+    CHECK(mf_kv_cell_in_seq(kv, 4, 1) && mf_kv_cell_pos(kv, 4) == 1 && mf_kv_cell_in_seq(kv, 5, 1) &&
+              mf_kv_cell_pos(kv, 5) == 2,
+          "copies: cell 4 pos %d, cell 5 pos %d", mf_kv_cell_pos(kv, 4), mf_kv_cell_pos(kv, 5));
+    float want[64], tmp[64];
+    for (int l = 0; l < 2; l++) {
+        memcpy(want, k1[l], sizeof want);
+        REQUIRE(mf_kv_rope_row(MF_TYPE_F32, want, 64, -1, &r, tmp, &err) == 0, "%s", err.msg);
+        CHECK(!memcmp((float *)mf_kv_k(kv, l) + 64 * 4, want, sizeof want), "layer %d: the copy's K is not re-roped", l);
+        CHECK(!memcmp((float *)mf_kv_k(kv, l) + 64 * 2, k1[l], sizeof k1[l]), "layer %d: the shared original changed", l);
+        CHECK(!memcmp((float *)mf_kv_v(kv, l) + 64 * 4, v1[l], sizeof v1[l]), "layer %d: the copy's V differs", l);
+    }
+    /* no free cell left for a copy: refused, nothing changed */
+    REQUIRE(mf_kv_seq_cp(kv, 0, 2, -1, -1, &err) == 0, "%s", err.msg);
+    CHECK(mf_kv_seq_add(kv, 2, 1, -1, 5, &r, &err) == MF_E_RANGE && strstr(err.msg, "0 of 6 cells are free"),
+          "copy without a free cell: %s", err.msg);
+    CHECK(mf_kv_seq_pos_max(kv, 2) == 3 && mf_kv_cell_refs(kv, 3) == 2, "refused shift changed seq 2: max %d",
+          mf_kv_seq_pos_max(kv, 2));
+    mf_kv_free(kv);
+}
+
 int main(void) {
     RUN(test_single_sequence_windows_are_causal);
     RUN(test_two_sequences_never_see_each_other);
     RUN(test_windows_follow_positions_not_cells);
     RUN(test_refusals_change_nothing);
-    RUN(test_seq_cp_copies_rows_into_new_cells);
+    RUN(test_seq_cp_shares_cells_by_reference);
+    RUN(test_seq_add_copies_shared_cells_first);
+    RUN(test_prepare_work_follows_cells_attended);
     RUN(test_f16_rows_and_bad_types);
     RUN(test_rope_row_shift_equals_rope_at_new_position);
     RUN(test_seq_add_moves_positions_and_ropes_k_only);

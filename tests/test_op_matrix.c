@@ -16,6 +16,7 @@
 #include "backend/sched.h"
 #include "quant/quant.h"
 #include "harness.h"
+#include "support/spans.h"
 #include "support/test_backend.h"
 
 #include <math.h>
@@ -341,14 +342,15 @@ static bool case_attention(uint32_t type, uint32_t kv_type) {
     }
     int32_t win[(NW + 1) * NT] = {3, 0, 2, 5, -1, /* t1 */ 4, 1, 3, 4, 5};
     mf_graph *g = mf_graph_new();
-    int64_t nq[3] = {HD, NH, NT}, nk[2] = {HD * NKV, C}, nw[2] = {NW + 1, NT};
+    int64_t nq[3] = {HD, NH, NT}, nk[2] = {HD * NKV, C}, nw[2] = {2, NT + 1};
     int32_t qi = mf_g_input(g, "q", MF_TYPE_F32, 3, nq);
     int32_t ki = mf_g_external(g, "k", kv_type, 2, nk, k), vi = mf_g_external(g, "v", kv_type, 2, nk, v);
-    int32_t wi = mf_g_input(g, "win", MF_TYPE_I32, 2, nw);
+    int32_t *spans = mf_test_spans(win, NW + 1, NT);
+    int32_t wi = mf_g_external(g, "spans", MF_TYPE_I32, 2, nw, spans);
     const float scale = 1.0f / sqrtf((float)HD);
     int32_t o = mf_g_attention(g, qi, ki, vi, wi, NKV, scale);
     bool ok = place(g, o);
-    if (ok) set(g, qi, q), set(g, wi, win), ok = run(g);
+    if (ok) set(g, qi, q), ok = run(g);
     if (ok) {
         double want[HD * NH * NT];
         for (int t = 0; t < NT; t++)
@@ -375,7 +377,7 @@ static bool case_attention(uint32_t type, uint32_t kv_type) {
         double abs_tol = kv_type == MF_TYPE_F16 ? 6e-4 : rel / 10;
         ok = close_to(mf_graph_node(g, o)->data, want, HD * NH * NT, rel, abs_tol, "attention");
     }
-    free(k), free(v);
+    free(k), free(v), free(spans);
     mf_graph_free(g);
     return ok;
 }

@@ -530,6 +530,8 @@ static void test_q5_K_min_term_fused(void) {
         }
     }
     if (!tested) SKIP("this CPU has no AVX2");
+}
+
 /* The IQ4 kernels with activation quants of -128 (which ggml's sign-then-maddubs leaves negative against a
  * negative level): every ISA must give llama.cpp's bits. */
 static void test_dot_llama_m128(void) {

@@ -590,6 +590,37 @@ static void test_save_is_atomic_and_an_empty_sequence_round_trips(void) {
     remove(path);
 }
 
+/* A sequence that shares its prefix with another (mf_seq_cp shares cells by reference, and a shared cell's
+ * lowest holder is the other sequence) saves all its cells, shared ones included, in position order; the
+ * file continues bitwise like the sharer in the live context. */
+static void test_a_sharer_saves_its_shared_prefix(void) {
+    char path[600];
+    tmp_path(path, sizeof path, "sharer");
+    mf_model *m = load_model(q2_path);
+    REQUIRE(m, "model");
+    int32_t nv = n_vocab_of(m);
+    float *ref = malloc(sizeof(float) * (size_t)nv), *got = malloc(sizeof(float) * (size_t)nv);
+    mf_context *c = new_ctx(m, 64, MF_KV_TYPE_F32);
+    mf_error err = {0};
+    REQUIRE(c && ref && got, "context");
+    REQUIRE(feed(c, P0, NP0, 0, 0, NULL), "prefix");
+    REQUIRE_OK(mf_seq_cp(c, 0, 2, -1, -1, &err), "seq_cp: %s", err.msg);
+    CHECK(mf_session_save(c, 2, P0, NP0, NULL, NULL, 0, path, &err) == 0, "save of the sharer: %s", err.msg);
+    REQUIRE(feed(c, P1, 2, NP0, 2, ref), "the sharer continues");
+    mf_context *d = new_ctx(m, 64, MF_KV_TYPE_F32);
+    REQUIRE(d, "second context");
+    CHECK(mf_session_load(d, 0, path, NULL, NULL, NULL, NULL, NULL, &err) == 0, "load: %s", err.msg);
+    CHECK(mf_seq_pos_max(d, 0) == NP0 - 1, "restored pos max %d, want %d", mf_seq_pos_max(d, 0), NP0 - 1);
+    REQUIRE(feed(d, P1, 2, NP0, 0, got), "the restored sequence continues");
+    CHECK(!memcmp(got, ref, sizeof(float) * (size_t)nv), "logits after the restored shared prefix differ");
+    free(ref);
+    free(got);
+    mf_context_free(c);
+    mf_context_free(d);
+    mf_model_free(m);
+    remove(path);
+}
+
 int main(void) {
     if (!gen_model("qwen2", "q8_0", q2_path, sizeof q2_path) || !gen_model("qwen3", "q4_0", q3_path, sizeof q3_path)) {
         printf("FAIL: mf-genmodel could not write the test models\n");
@@ -600,6 +631,7 @@ int main(void) {
     RUN(test_refusals_leave_the_context_unchanged);
     RUN(test_hostile_files_are_refused_never_crash);
     RUN(test_save_is_atomic_and_an_empty_sequence_round_trips);
+    RUN(test_a_sharer_saves_its_shared_prefix);
     remove(q2_path);
     remove(q3_path);
     return mf_test_done();

@@ -24,7 +24,7 @@ enum { FMT_MD, FMT_JSON, FMT_CSV };
 
 typedef struct {
     const char *model;
-    long n_prompt, n_gen, threads, reps, depth, ubatch;
+    long n_prompt, n_gen, threads, reps, depth, ubatch, n_ctx; /* n_ctx 0: depth + tokens */
     int fmt;
     uint32_t type_k, type_v;
     mf_arg_cache cache;
@@ -69,6 +69,10 @@ static void usage(FILE *f) {
             "                           object per test, llama-bench's field names) or csv (llama-bench's\n"
             "                           columns, every value quoted)\n"
             "  -ub, --ubatch-size N     largest single forward (default 512)\n"
+            "  -c, --ctx-size N         KV cells of each test's context (default: exactly depth + tokens);\n"
+            "                           at least -d + -p and -d + -n.  A decode step costs the cells it\n"
+            "                           attends, not N: -c 32768 and -c 2048 at the same -d time the same\n"
+            "                           (docs/PERFORMANCE.md)\n"
             MF_ARG_CACHE_HELP
             "                           (f16 is llama-bench's default too; the table always shows type_k/type_v)\n"
             "  --seed N                 seed of the token PRNG (default 42; unsigned 64-bit decimal)\n"
@@ -76,7 +80,8 @@ static void usage(FILE *f) {
             "  --progress               report each run on stderr\n"
             "  -h, --help               this help\n\n"
             "Every option is given at most once (llama-bench's comma lists are not taken).\n"
-            "The whole run's context for a test holds depth + tokens cells (-d + -p for pp, -d + -n for tg).\n"
+            "The whole run's context for a test holds depth + tokens cells (-d + -p for pp, -d + -n for tg),\n"
+            "or -c cells when given.\n"
             "exit status: 0 ok, 1 the model or a decode failed or a write to stdout failed, 2 bad usage\n");
 }
 
@@ -272,7 +277,7 @@ static int run_test(mf_model *model, const model_meta *mm, const bench_opts *o, 
 
     runner r = {.mm = mm, .rng = *rng, .o = o};
     mf_context_params cp = mf_context_default_params();
-    cp.n_ctx = (int32_t)(o->depth + n_prompt + n_gen);
+    cp.n_ctx = (int32_t)(o->n_ctx ? o->n_ctx : o->depth + n_prompt + n_gen);
     cp.n_threads = (int32_t)o->threads;
     cp.n_ubatch = (int32_t)o->ubatch;
     cp.type_k = o->type_k;
@@ -541,6 +546,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
         else if (is(a, "-d", "--depth") || is(a, "--n-depth", NULL))
             num = &o->depth, lo = 0, hi = 1 << 20, name = "-d/--depth/--n-depth";
         else if (is(a, "-ub", "--ubatch-size")) num = &o->ubatch, lo = 1, hi = 1 << 16, name = "-ub/--ubatch-size";
+        else if (is(a, "-c", "--ctx-size")) num = &o->n_ctx, lo = 1, hi = INT32_MAX / 2, name = "-c/--ctx-size";
         else if (is(a, "-o", "--output")) {
             if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-o/--output", v)) return 2;
             if (!strcmp(v, "md")) o->fmt = FMT_MD;
@@ -576,6 +582,12 @@ static int parse(int argc, char **argv, bench_opts *o) {
     }
     if (o->depth + o->n_prompt + o->n_gen > INT32_MAX / 2) {
         fprintf(stderr, "Error: -d %ld + -p %ld + -n %ld is too large a context\n", o->depth, o->n_prompt, o->n_gen);
+        return 2;
+    }
+    if (o->n_ctx && o->n_ctx < o->depth + MF_MAX(o->n_prompt, o->n_gen)) {
+        fprintf(stderr, "Error: -c %ld cells cannot hold -d %ld + %s %ld tokens; give -c %ld or more (or leave -c out)\n",
+                o->n_ctx, o->depth, o->n_prompt >= o->n_gen ? "-p" : "-n", MF_MAX(o->n_prompt, o->n_gen),
+                o->depth + MF_MAX(o->n_prompt, o->n_gen));
         return 2;
     }
     return 0;

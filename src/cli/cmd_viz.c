@@ -17,7 +17,7 @@ static void usage(FILE *f) {
             "      --tokens N      tokens in the forward (default 1)\n"
             "      --format F      dot (default) or json\n"
             "  -o, --output FILE   write there instead of stdout\n"
-            "  -c, --ctx-size N    context size the attention window is shaped for (default: max(N, 256));\n"
+            "  -c, --ctx-size N    KV cells the cache tensors are shaped for (default: max(N, 256));\n"
             "                      --n-ctx N is the same\n"
             "  -h, --help          this help\n"
             "\n"

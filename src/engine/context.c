@@ -207,6 +207,7 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
         .type_v = ctx->type_v,
         .k_cache = ctx->k_ptr,
         .v_cache = ctx->v_ptr,
+        .spans = mf_kv_spans(ctx->kv),
     };
     mf_graph_io io;
     int rc = mf_model_build(ctx->model, &bp, g, &io, err);

@@ -1,4 +1,4 @@
-/* Batches and mf_decode: resolve cells and windows, build-or-reuse the graph (keyed by token count and
+/* Batches and mf_decode: resolve cells and spans, build-or-reuse the graph (keyed by token count and
  * output rows only), bind inputs, run on the CPU backend, copy out the rows that asked for logits. */
 #include "engine/engine_impl.h"
 
@@ -110,15 +110,16 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
     mf_graph_io io;
     int rc = get_graph(ctx, nt, no, &g, &io, err);
     if (rc) return rc;
-    int32_t *tokens = node_data(g, io.tokens), *pos = node_data(g, io.pos), *cells = node_data(g, io.cells),
-            *win = node_data(g, io.window);
+    int32_t *tokens = node_data(g, io.tokens), *pos = node_data(g, io.pos), *cells = node_data(g, io.cells);
     int32_t *out_ids = no < nt ? node_data(g, io.out_ids) : NULL;
     const float *logits = node_data(g, io.logits);
-    if (!tokens || !pos || !cells || !win || (no < nt && !out_ids) || !logits)
+    if (!tokens || !pos || !cells || io.spans < 0 || io.spans >= mf_graph_n_nodes(g) || (no < nt && !out_ids) ||
+        !logits)
         return mf_err(err, MF_E_INTERNAL, "graph for %d tokens lacks an input or its logits node (or it is unallocated)",
                       nt);
-    rc = mf_kv_prepare(ctx->kv, nt, b->pos + r0, b->seq_id + r0, ctx->cells + r0, win, ctx->n_ctx + 1, err);
+    rc = mf_kv_prepare(ctx->kv, nt, b->pos + r0, b->seq_id + r0, ctx->cells + r0, true, err);
     if (rc) return rc;
+    mf_graph_node(g, io.spans)->data = mf_kv_spans(ctx->kv); /* the buffer moves when it grows */
     memcpy(tokens, b->token + r0, sizeof(int32_t) * (size_t)nt);
     memcpy(pos, b->pos + r0, sizeof(int32_t) * (size_t)nt);
     memcpy(cells, ctx->cells + r0, sizeof(int32_t) * (size_t)nt);
@@ -132,7 +133,7 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
     }
     rc = mf_sched_compute(ctx->sched, g, err);
     if (rc) {
-        mf_kv_unprepare(ctx->kv, nt, ctx->cells + r0);
+        mf_kv_unprepare(ctx->kv, nt, b->seq_id + r0, ctx->cells + r0);
         return mf_err_prefix(err, rc, "forward over %d tokens", nt);
     }
     if (fake) return 0;
@@ -143,7 +144,7 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
         const float *row = logits + (size_t)k++ * (size_t)n_vocab;
         int32_t bad = first_non_finite(row, n_vocab);
         if (bad < 0) continue;
-        mf_kv_unprepare(ctx->kv, nt, ctx->cells + r0);
+        mf_kv_unprepare(ctx->kv, nt, b->seq_id + r0, ctx->cells + r0);
         return mf_err(
             err, MF_E_FORMAT,
             "the logits at position %d (sequence %d, batch row %d) are not finite (%s at vocab id %d): "
@@ -196,7 +197,7 @@ int mf_decode(mf_context *ctx, const mf_batch *b, mf_error *err) {
         int rc = decode_chunk(ctx, b, r0, nt, &done, err);
         if (rc) {
             /* a refused batch changes nothing: give back the cells of the chunks already run */
-            mf_kv_unprepare(ctx->kv, r0, ctx->cells);
+            mf_kv_unprepare(ctx->kv, r0, b->seq_id, ctx->cells);
             for (int32_t i = 0; i < n; i++) ctx->out_row[i] = -1;
             return rc;
         }

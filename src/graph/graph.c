@@ -513,19 +513,19 @@ int32_t mf_g_kv_store(mf_graph *g, int32_t cache, int32_t rows, int32_t cells) {
     return id;
 }
 
-int32_t mf_g_attention(mf_graph *g, int32_t q, int32_t k, int32_t v, int32_t window, int n_head_kv,
+int32_t mf_g_attention(mf_graph *g, int32_t q, int32_t k, int32_t v, int32_t spans, int n_head_kv,
                        float scale) {
-    const int32_t s[4] = {q, k, v, window};
+    const int32_t s[4] = {q, k, v, spans};
     if (!srcs_ok(g, MF_OP_ATTENTION, 4, s)) return MF_NODE_INVALID;
     if (!need_rows_f32(g, MF_OP_ATTENTION, "q", q) ||
-        !need_type(g, MF_OP_ATTENTION, "window", window, MF_TYPE_I32))
+        !need_type(g, MF_OP_ATTENTION, "spans", spans, MF_TYPE_I32))
         return MF_NODE_INVALID;
-    const mf_node *qn = &g->nodes[q], *kn = &g->nodes[k], *vn = &g->nodes[v], *wn = &g->nodes[window];
+    const mf_node *qn = &g->nodes[q], *kn = &g->nodes[k], *vn = &g->nodes[v], *wn = &g->nodes[spans];
     char dq[256], dk[256], dv[256], dw[256];
     describe(g, q, dq, sizeof dq);
     describe(g, k, dk, sizeof dk);
     describe(g, v, dv, sizeof dv);
-    describe(g, window, dw, sizeof dw);
+    describe(g, spans, dw, sizeof dw);
     int64_t hd = qn->ne[0], n_head = qn->ne[1], n_tok = qn->ne[2];
     if (qn->ne[3] != 1)
         return fail(g, MF_OP_ATTENTION, MF_E_INVAL, "q %s must be 3-D [head_dim, n_head, n_tok]", dq);
@@ -543,10 +543,10 @@ int32_t mf_g_attention(mf_graph *g, int32_t q, int32_t k, int32_t v, int32_t win
     if (hd % blck_of(kn->type) || hd % blck_of(vn->type))
         return fail(g, MF_OP_ATTENTION, MF_E_INVAL,
                     "head_dim %lld is not a whole number of k %s / v %s blocks", (long long)hd, dk, dv);
-    if (wn->ne[0] < 1 || wn->ne[1] != n_tok || wn->ne[2] != 1 || wn->ne[3] != 1 ||
+    if (wn->ne[0] != 2 || wn->ne[1] != n_tok + 1 || wn->ne[2] != 1 || wn->ne[3] != 1 ||
         wn->nb[0] != sizeof(int32_t))
-        return fail(g, MF_OP_ATTENTION, MF_E_INVAL, "window %s must be [n_win + 1, n_tok = %lld] for q %s",
-                    dw, (long long)n_tok, dq);
+        return fail(g, MF_OP_ATTENTION, MF_E_INVAL, "spans %s must be [2, n_tok + 1 = %lld] for q %s", dw,
+                    (long long)(n_tok + 1), dq);
     const int64_t ne[2] = {hd * n_head, n_tok};
     int32_t id;
     mf_node *n = push(g, MF_OP_ATTENTION, MF_TYPE_F32, 2, ne, &id);

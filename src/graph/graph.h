@@ -8,7 +8,7 @@
  * given an invalid source returns MF_NODE_INVALID too.  Check mf_graph_error() once after building.
  *
  * Reuse identity: a graph depends only on its params (token count, output rows, topology flags) -
- * never on positions, cells or windows, which are input DATA bound per forward. */
+ * never on positions, cells or spans, which are input DATA bound per forward. */
 #ifndef MF_GRAPH_H
 #define MF_GRAPH_H
 
@@ -40,10 +40,13 @@ typedef enum {
                         src2 i32 cell ids [n_tok]: cache[:, cell[t]] = convert(rows[:, t]).  The node is a view
                         of the whole cache (same shape/type), so readers depend on the store. */
     MF_OP_ATTENTION, /* src0 q f32 [hd, n_head, n_tok], src1 k cache [hd*n_head_kv, n_cells] (a KV_STORE node),
-                        src2 v cache (same), src3 i32 window [n_win + 1, n_tok]: column t = {count, cell ids of
-                        the cells query t may see, in position order}.  i[0] = n_head_kv; f[0] = scale.
-                        GQA: head h reads kv head h / (n_head / n_head_kv).  -> f32 [hd*n_head, n_tok].
-                        Softmax is accumulated over the window in list order (fixed per query). */
+                        src2 v cache (same), src3 i32 spans [2, n_tok + 1] (EXTERNAL: the KV store's buffer,
+                        rebound per forward): column 0 = {L = int32 entries in the buffer, n_tok}, column t + 1 =
+                        {offset, count}: query t sees the cells buf[offset .. offset + count), in position order
+                        (kv.h: its sequence's list up to its own entry; count <= n_cells).  i[0] = n_head_kv;
+                        f[0] = scale.  GQA: head h reads kv head h / (n_head / n_head_kv).  -> f32
+                        [hd*n_head, n_tok].  Softmax is accumulated over the span in list order (fixed per
+                        query). */
     MF_OP_VIEW,      /* alias of src0 memory at byte offset view_offs with its own ne/nb (no copy) */
     MF_OP_RESHAPE,   /* alias of a contiguous src0 with another shape (no copy) */
     MF_OP_PERMUTE,   /* alias with permuted ne/nb: i[0..3] = destination axis of each source axis */
@@ -103,7 +106,7 @@ int32_t mf_g_swiglu(mf_graph *g, int32_t gate, int32_t up);
 int32_t mf_g_softmax(mf_graph *g, int32_t x);
 int32_t mf_g_rope(mf_graph *g, int32_t x, int32_t pos, int n_rot, int mode, float freq_base, float freq_scale);
 int32_t mf_g_kv_store(mf_graph *g, int32_t cache, int32_t rows, int32_t cells);
-int32_t mf_g_attention(mf_graph *g, int32_t q, int32_t k, int32_t v, int32_t window, int n_head_kv, float scale);
+int32_t mf_g_attention(mf_graph *g, int32_t q, int32_t k, int32_t v, int32_t spans, int n_head_kv, float scale);
 int32_t mf_g_view(mf_graph *g, int32_t x, int n_dims, const int64_t *ne, const size_t *nb, uint64_t offs);
 int32_t mf_g_reshape(mf_graph *g, int32_t x, int n_dims, const int64_t *ne);
 int32_t mf_g_permute(mf_graph *g, int32_t x, int a0, int a1, int a2, int a3);
@@ -136,8 +139,9 @@ typedef struct {
 /* The nodes a forward binds and reads, as the builder returned their ids: kept with the cached graph so
  * that a forward never looks them up by name. */
 typedef struct {
-    int32_t tokens, pos, cells, window, out_ids; /* INPUT node ids (out_ids -1 when every row is an output) */
-    int32_t logits;                              /* f32 [n_vocab, n_outputs] */
+    int32_t tokens, pos, cells, out_ids; /* INPUT node ids (out_ids -1 when every row is an output) */
+    int32_t spans;                       /* EXTERNAL, its data rebound to the KV store's spans per forward */
+    int32_t logits;                      /* f32 [n_vocab, n_outputs] */
 } mf_graph_io;
 
 typedef struct mf_graph_cache mf_graph_cache;

@@ -1,4 +1,15 @@
-/* The KV cell store: cell ownership, sequence operations and per-batch window resolution. */
+/* The KV cell store: cells, per-sequence cell lists, sequence operations (rm, cp by reference, the
+ * context shift with copy-on-write) and per-batch spans.
+ *
+ * Bookkeeping, and why each part costs what it does:
+ *   pos[c], refs[c]  a cell's position and how many sequences hold it (0 = free).  A shared cell has one
+ *                    position for all its sharers (seq_cp never moves positions).
+ *   free heap        a min-heap of the free cells: a batch takes the lowest free cells (deterministic)
+ *                    in O(log n_cells) each, without scanning the cell array.
+ *   seq lists        per sequence, its cells sorted by position.  A query's window is a prefix of its
+ *                    sequence's list (the cells with pos <= its pos), so prepare copies each batch
+ *                    sequence's list once and gives every token {offset, count}: O(cells attended).
+ * Everything a forward prepares is proportional to the lists of the batch's sequences, never to n_ctx. */
 #include "kv/kv.h"
 
 #include "core/rope.h"
@@ -7,22 +18,129 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct {
+    int32_t id, n, cap;
+    int32_t *cell; /* sorted by pos[cell] */
+} kv_seq;
+
+typedef struct {
+    int32_t seq, pos, tok;
+} kv_tok;
+
 struct mf_kv {
     int32_t n_layer, n_cells, n_used;
     int64_t n_embd_k, n_embd_v;
     uint32_t type_k, type_v;
     size_t row_k, row_v;
-    uint8_t *mem; /* n_layer * n_cells * (row_k + row_v), aligned */
-    int32_t *seq; /* per cell: owner or -1 */
-    int32_t *pos; /* per cell: sequence-relative position */
-    /* prepare scratch */
-    struct kv_ent *ents;
-    int32_t ents_cap;
+    uint8_t *mem;  /* n_layer * n_cells * (row_k + row_v), aligned */
+    int32_t *pos;  /* per cell: position, -1 when free */
+    int32_t *refs; /* per cell: sequences holding it */
+    int32_t *heap; /* free cells, a min-heap of n_cells - n_used entries */
+    kv_seq *seqs;
+    int32_t n_seqs, seqs_cap;
+    /* prepare: batch tokens sorted by (seq, pos), and the spans handed to attention */
+    kv_tok *toks;
+    int32_t toks_cap;
+    int32_t *spans;
+    size_t spans_cap;
+    int64_t work; /* list entries the last prepare wrote (tests: the cost follows the cells attended) */
 };
 
-typedef struct kv_ent {
-    int32_t seq, pos, cell, tok; /* tok: batch index, or -1 for a cached cell */
-} kv_ent;
+/* ---- the free-cell heap ---- */
+static void heap_push(mf_kv *kv, int32_t c) {
+    int32_t i = kv->n_cells - kv->n_used; /* the heap's size before the push */
+    int32_t *h = kv->heap;
+    while (i > 0 && h[(i - 1) / 2] > c) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = c;
+}
+
+static int32_t heap_pop(mf_kv *kv) {
+    int32_t *h = kv->heap, n = kv->n_cells - kv->n_used, top = h[0], last = h[n - 1], i = 0;
+    n--;
+    for (;;) {
+        int32_t l = 2 * i + 1, m = i;
+        if (l < n && h[l] < last) m = l;
+        if (l + 1 < n && h[l + 1] < (m == i ? last : h[l])) m = l + 1;
+        if (m == i) break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (n > 0) h[i] = last;
+    return top;
+}
+
+/* a free cell, now held by one sequence at position p */
+static int32_t take_cell(mf_kv *kv, int32_t p) {
+    const int32_t c = heap_pop(kv);
+    kv->n_used++;
+    kv->pos[c] = p;
+    kv->refs[c] = 1;
+    return c;
+}
+
+static void unref(mf_kv *kv, int32_t c) {
+    if (kv->refs[c] <= 0) return; /* never free a cell twice (the heap would hold it twice) */
+    if (--kv->refs[c] > 0) return;
+    kv->pos[c] = -1;
+    heap_push(kv, c);
+    kv->n_used--;
+}
+
+/* ---- sequences ---- */
+static kv_seq *find_seq(const mf_kv *kv, int32_t id) {
+    for (int32_t i = 0; i < kv->n_seqs; i++)
+        if (kv->seqs[i].id == id) return &kv->seqs[i];
+    return NULL;
+}
+
+static kv_seq *get_seq(mf_kv *kv, int32_t id) {
+    kv_seq *s = find_seq(kv, id);
+    if (s) return s;
+    if (kv->n_seqs == kv->seqs_cap) {
+        int32_t cap = kv->seqs_cap ? 2 * kv->seqs_cap : 8;
+        kv_seq *n = realloc(kv->seqs, sizeof *n * (size_t)cap);
+        if (!n) return NULL;
+        kv->seqs = n;
+        kv->seqs_cap = cap;
+    }
+    s = &kv->seqs[kv->n_seqs++];
+    *s = (kv_seq){.id = id};
+    return s;
+}
+
+static bool seq_reserve(kv_seq *s, int32_t n) {
+    if (n <= s->cap) return true;
+    int32_t cap = MF_MAX(n, 2 * s->cap);
+    cap = MF_MAX(cap, 16);
+    int32_t *c = realloc(s->cell, sizeof *c * (size_t)cap);
+    if (!c) return false;
+    s->cell = c;
+    s->cap = cap;
+    return true;
+}
+
+/* first index of s's list with pos >= p */
+static int32_t lower_bound(const mf_kv *kv, const kv_seq *s, int32_t p) {
+    int32_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (kv->pos[s->cell[mid]] < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* [lo, hi) of s's list: the entries with p0 <= pos < p1 (p0 < 0: from 0, p1 < 0: to the end) */
+static void range_of(const mf_kv *kv, const kv_seq *s, int32_t p0, int32_t p1, int32_t *lo, int32_t *hi) {
+    *lo = p0 < 0 ? 0 : lower_bound(kv, s, p0);
+    *hi = p1 < 0 ? s->n : lower_bound(kv, s, p1);
+    if (*hi < *lo) *hi = *lo;
+}
 
 bool mf_kv_type_ok(uint32_t type) {
     return type == MF_TYPE_F32 || type == MF_TYPE_F16 || type == MF_TYPE_Q8_0;
@@ -63,15 +181,20 @@ int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cel
         return mf_err(err, MF_E_RANGE, "KV cache size overflows: %d layers x %d cells", n_layer, n_cells);
     }
     kv->mem = mf_aligned_alloc(64, (size_t)total);
-    kv->seq = malloc(sizeof(int32_t) * (size_t)n_cells);
     kv->pos = malloc(sizeof(int32_t) * (size_t)n_cells);
-    if (!kv->mem || !kv->seq || !kv->pos) {
+    kv->refs = malloc(sizeof(int32_t) * (size_t)n_cells);
+    kv->heap = malloc(sizeof(int32_t) * (size_t)n_cells);
+    kv->spans_cap = 256;
+    kv->spans = malloc(sizeof(int32_t) * kv->spans_cap);
+    if (!kv->mem || !kv->pos || !kv->refs || !kv->heap || !kv->spans) {
         mf_kv_free(kv);
         return mf_err(err, MF_E_NOMEM,
                       "out of memory for the KV cache: %llu bytes for %d cells x %d layers (lower -c)",
                       (unsigned long long)total, n_cells, n_layer);
     }
     memset(kv->mem, 0, (size_t)total);
+    kv->spans[0] = 2; /* an empty spans buffer: its header alone */
+    kv->spans[1] = 0;
     mf_kv_clear(kv);
     *out = kv;
     return 0;
@@ -80,9 +203,13 @@ int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cel
 void mf_kv_free(mf_kv *kv) {
     if (!kv) return;
     mf_aligned_free(kv->mem);
-    free(kv->seq);
     free(kv->pos);
-    free(kv->ents);
+    free(kv->refs);
+    free(kv->heap);
+    for (int32_t i = 0; i < kv->n_seqs; i++) free(kv->seqs[i].cell);
+    free(kv->seqs);
+    free(kv->toks);
+    free(kv->spans);
     free(kv);
 }
 
@@ -115,47 +242,97 @@ void *mf_kv_v(mf_kv *kv, int32_t layer) {
     return (uint8_t *)mf_kv_k(kv, layer) + (size_t)kv->n_cells * kv->row_k;
 }
 
-int32_t mf_kv_cell_seq(const mf_kv *kv, int32_t cell) {
-    return cell >= 0 && cell < kv->n_cells ? kv->seq[cell] : -1;
-}
 int32_t mf_kv_cell_pos(const mf_kv *kv, int32_t cell) {
     return cell >= 0 && cell < kv->n_cells ? kv->pos[cell] : -1;
+}
+int32_t mf_kv_cell_refs(const mf_kv *kv, int32_t cell) {
+    return cell >= 0 && cell < kv->n_cells ? kv->refs[cell] : 0;
+}
+bool mf_kv_cell_in_seq(const mf_kv *kv, int32_t cell, int32_t seq) {
+    const kv_seq *s = find_seq(kv, seq);
+    if (!s || cell < 0 || cell >= kv->n_cells || kv->refs[cell] == 0) return false;
+    const int32_t i = lower_bound(kv, s, kv->pos[cell]);
+    return i < s->n && s->cell[i] == cell;
+}
+int32_t mf_kv_cell_seq(const mf_kv *kv, int32_t cell) {
+    int32_t best = -1;
+    for (int32_t i = 0; i < kv->n_seqs; i++)
+        if ((best < 0 || kv->seqs[i].id < best) && mf_kv_cell_in_seq(kv, cell, kv->seqs[i].id)) best = kv->seqs[i].id;
+    return best;
 }
 
 void mf_kv_clear(mf_kv *kv) {
     for (int32_t c = 0; c < kv->n_cells; c++) {
-        kv->seq[c] = -1;
         kv->pos[c] = -1;
+        kv->refs[c] = 0;
+        kv->heap[c] = c; /* ascending: a valid min-heap */
     }
+    for (int32_t i = 0; i < kv->n_seqs; i++) free(kv->seqs[i].cell);
+    kv->n_seqs = 0;
     kv->n_used = 0;
 }
 
-static bool in_range(int32_t p, int32_t p0, int32_t p1) {
-    return (p0 < 0 || p >= p0) && (p1 < 0 || p < p1);
+static void seq_rm_one(mf_kv *kv, kv_seq *s, int32_t p0, int32_t p1) {
+    int32_t lo, hi;
+    range_of(kv, s, p0, p1, &lo, &hi);
+    for (int32_t i = lo; i < hi; i++) unref(kv, s->cell[i]);
+    memmove(s->cell + lo, s->cell + hi, sizeof(int32_t) * (size_t)(s->n - hi));
+    s->n -= hi - lo;
 }
 
 void mf_kv_seq_rm(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1) {
-    for (int32_t c = 0; c < kv->n_cells; c++) {
-        if (kv->seq[c] < 0) continue;
-        if (seq >= 0 && kv->seq[c] != seq) continue;
-        if (!in_range(kv->pos[c], p0, p1)) continue;
-        kv->seq[c] = -1;
-        kv->pos[c] = -1;
-        kv->n_used--;
+    for (int32_t i = 0; i < kv->n_seqs; i++) {
+        if (seq >= 0 && kv->seqs[i].id != seq) continue;
+        seq_rm_one(kv, &kv->seqs[i], p0, p1);
+        if (kv->seqs[i].n == 0) { /* an empty sequence is forgotten: ids that come and go cost nothing */
+            free(kv->seqs[i].cell);
+            kv->seqs[i] = kv->seqs[kv->n_seqs - 1];
+            kv->n_seqs--;
+            i--;
+        }
     }
 }
 
+const int32_t *mf_kv_seq_cells(const mf_kv *kv, int32_t seq, int32_t *n) {
+    const kv_seq *s = find_seq(kv, seq);
+    *n = s ? s->n : 0;
+    return s ? s->cell : NULL;
+}
+
 int32_t mf_kv_seq_pos_max(const mf_kv *kv, int32_t seq) {
-    int32_t m = -1;
-    for (int32_t c = 0; c < kv->n_cells; c++)
-        if (kv->seq[c] == seq && kv->pos[c] > m) m = kv->pos[c];
-    return m;
+    const kv_seq *s = find_seq(kv, seq);
+    return s && s->n ? kv->pos[s->cell[s->n - 1]] : -1;
 }
 
 int32_t mf_kv_seq_n_cells(const mf_kv *kv, int32_t seq) {
-    int32_t n = 0;
-    for (int32_t c = 0; c < kv->n_cells; c++) n += kv->seq[c] == seq;
-    return n;
+    const kv_seq *s = find_seq(kv, seq);
+    return s ? s->n : 0;
+}
+
+int mf_kv_seq_cp(mf_kv *kv, int32_t src, int32_t dst, int32_t p0, int32_t p1, mf_error *err) {
+    if (src < 0 || dst < 0)
+        return mf_err(err, MF_E_INVAL, "seq_cp needs sequence ids >= 0, got %d -> %d", src, dst);
+    if (src == dst) return 0;
+    kv_seq *d = get_seq(kv, dst), *s = find_seq(kv, src); /* get_seq may move the array: find src after */
+    if (!d) return mf_err(err, MF_E_NOMEM, "out of memory adding sequence %d", dst);
+    int32_t lo = 0, hi = 0;
+    if (s) range_of(kv, s, p0, p1, &lo, &hi);
+    int32_t dlo, dhi;
+    range_of(kv, d, p0, p1, &dlo, &dhi);
+    if (!seq_reserve(d, d->n - (dhi - dlo) + (hi - lo)))
+        return mf_err(err, MF_E_NOMEM, "out of memory sharing %d rows of sequence %d with sequence %d", hi - lo,
+                      src, dst);
+    seq_rm_one(kv, d, p0, p1);
+    if (hi == lo) return 0;
+    /* dst holds nothing in [p0, p1) now and src's range lies inside it: one block at dst's lower bound */
+    const int32_t at = lower_bound(kv, d, kv->pos[s->cell[lo]]);
+    memmove(d->cell + at + (hi - lo), d->cell + at, sizeof(int32_t) * (size_t)(d->n - at));
+    for (int32_t i = lo; i < hi; i++) {
+        d->cell[at + i - lo] = s->cell[i]; /* shared by reference: no byte is copied */
+        kv->refs[s->cell[i]]++;
+    }
+    d->n += hi - lo;
+    return 0;
 }
 
 /* the rope fits a K row of n_embd elements of this type */
@@ -196,67 +373,8 @@ int mf_kv_rope_row(uint32_t type, void *row, int64_t n_embd, int32_t delta, cons
     return 0;
 }
 
-static int cmp_i32(const void *a, const void *b) {
-    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return x < y ? -1 : x > y;
-}
 
-int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const mf_kv_rope *rope,
-                  mf_error *err) {
-    if (seq < 0) return mf_err(err, MF_E_INVAL, "seq_add needs a sequence id >= 0, got %d", seq);
-    int rc = rope_check(kv->type_k, kv->n_embd_k, rope, err);
-    if (rc || delta == 0) return rc;
-    /* the new positions of the moved cells, sorted; a kept cell of the sequence may not be among them */
-    int32_t n_mv = 0;
-    for (int32_t c = 0; c < kv->n_cells; c++) n_mv += kv->seq[c] == seq && in_range(kv->pos[c], p0, p1);
-    if (!n_mv) return 0;
-    int32_t *np = malloc(sizeof(int32_t) * (size_t)n_mv);
-    float *tmp = malloc(sizeof(float) * (size_t)kv->n_embd_k);
-    if (!np || !tmp) {
-        free(np);
-        free(tmp);
-        return mf_err(err, MF_E_NOMEM, "out of memory shifting %d cells", n_mv);
-    }
-    int32_t k = 0;
-    for (int32_t c = 0; c < kv->n_cells && !rc; c++) {
-        if (kv->seq[c] != seq || !in_range(kv->pos[c], p0, p1)) continue;
-        const int64_t p = (int64_t)kv->pos[c] + delta;
-        if (p > INT32_MAX)
-            rc = mf_err(err, MF_E_RANGE, "seq_add: position %d of sequence %d + %d overflows", kv->pos[c], seq, delta);
-        np[k++] = (int32_t)p;
-    }
-    qsort(np, (size_t)k, sizeof *np, cmp_i32);
-    for (int32_t c = 0; c < kv->n_cells && !rc; c++) {
-        if (kv->seq[c] != seq || in_range(kv->pos[c], p0, p1) || kv->pos[c] < 0) continue;
-        if (bsearch(&kv->pos[c], np, (size_t)k, sizeof *np, cmp_i32))
-            rc = mf_err(err, MF_E_INVAL,
-                        "seq_add: a cell of sequence %d would move onto position %d, which the sequence keeps "
-                        "outside [%d, %d); remove it first with seq_rm",
-                        seq, kv->pos[c], MF_MAX(p0, 0), p1);
-    }
-    if (!rc) {
-        float cache[MF_KV_ROPE_MAX];
-        mf_rope_cache(cache, rope->n_rot, (float)delta, rope->freq_scale,
-                      mf_rope_theta_scale(rope->freq_base, rope->n_rot));
-        for (int32_t c = 0; c < kv->n_cells; c++) {
-            if (kv->seq[c] != seq || !in_range(kv->pos[c], p0, p1)) continue;
-            if (kv->pos[c] + delta < 0) { /* llama.cpp: shifted before the start = gone */
-                kv->seq[c] = -1;
-                kv->pos[c] = -1;
-                kv->n_used--;
-                continue;
-            }
-            kv->pos[c] += delta;
-            for (int32_t l = 0; l < kv->n_layer; l++)
-                rope_row(kv->type_k, (uint8_t *)mf_kv_k(kv, l) + (size_t)c * kv->row_k, kv->n_embd_k, rope, cache, tmp);
-        }
-    }
-    free(np);
-    free(tmp);
-    return rc;
-}
-
-static void copy_cell(mf_kv *kv, int32_t dst, int32_t src) {
+static void copy_rows(mf_kv *kv, int32_t dst, int32_t src) {
     for (int32_t l = 0; l < kv->n_layer; l++) {
         uint8_t *k = mf_kv_k(kv, l), *v = mf_kv_v(kv, l);
         memcpy(k + (size_t)dst * kv->row_k, k + (size_t)src * kv->row_k, kv->row_k);
@@ -264,143 +382,218 @@ static void copy_cell(mf_kv *kv, int32_t dst, int32_t src) {
     }
 }
 
-int mf_kv_seq_cp(mf_kv *kv, int32_t src, int32_t dst, int32_t p0, int32_t p1, mf_error *err) {
-    if (src < 0 || dst < 0)
-        return mf_err(err, MF_E_INVAL, "seq_cp needs sequence ids >= 0, got %d -> %d", src, dst);
-    if (src == dst) return 0;
-    int32_t need = 0, dst_in = 0;
-    for (int32_t c = 0; c < kv->n_cells; c++) {
-        if (kv->seq[c] == src && in_range(kv->pos[c], p0, p1)) need++;
-        if (kv->seq[c] == dst && in_range(kv->pos[c], p0, p1)) dst_in++;
+int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const mf_kv_rope *rope,
+                  mf_error *err) {
+    if (seq < 0) return mf_err(err, MF_E_INVAL, "seq_add needs a sequence id >= 0, got %d", seq);
+    int rc = rope_check(kv->type_k, kv->n_embd_k, rope, err);
+    kv_seq *s = find_seq(kv, seq);
+    if (rc || delta == 0 || !s) return rc;
+    int32_t lo, hi;
+    range_of(kv, s, p0, p1, &lo, &hi);
+    if (lo == hi) return 0;
+    /* checks first, so a refusal changes nothing: the moved block's new positions (sorted, like the
+     * block) may not meet a kept position; a shared cell that stays needs a free cell of its own */
+    const int64_t first = (int64_t)kv->pos[s->cell[lo]] + delta, last = (int64_t)kv->pos[s->cell[hi - 1]] + delta;
+    if (last > INT32_MAX)
+        return mf_err(err, MF_E_RANGE, "seq_add: position %d of sequence %d + %d overflows", kv->pos[s->cell[hi - 1]],
+                      seq, delta);
+    for (int32_t i = 0; i < s->n; i++) {
+        if (i == lo) i = hi;
+        if (i >= s->n) break;
+        const int32_t p = kv->pos[s->cell[i]];
+        if (p < first || p > last) continue;
+        int32_t a = lo, b = hi; /* binary search p - delta among the moved positions */
+        while (a < b) {
+            int32_t m = a + (b - a) / 2;
+            if ((int64_t)kv->pos[s->cell[m]] + delta < p)
+                a = m + 1;
+            else
+                b = m;
+        }
+        if (a < hi && (int64_t)kv->pos[s->cell[a]] + delta == p)
+            return mf_err(err, MF_E_INVAL,
+                          "seq_add: position %d of sequence %d would move onto position %d, which the sequence "
+                          "keeps outside [%d, %d); remove it first with seq_rm",
+                          kv->pos[s->cell[a]], seq, p, MF_MAX(p0, 0), p1);
     }
-    int32_t free_after = kv->n_cells - kv->n_used + dst_in;
-    if (need > free_after)
-        return mf_err(
-            err, MF_E_RANGE,
-            "KV cache cannot copy %d rows of sequence %d into sequence %d: %d of %d cells free (raise -c)",
-            need, src, dst, free_after, kv->n_cells);
-    mf_kv_seq_rm(kv, dst, p0, p1);
-    int32_t next_free = 0;
-    /* walk source cells in cell order; destination takes the lowest free cells */
-    for (int32_t c = 0; c < kv->n_cells; c++) {
-        if (kv->seq[c] != src || !in_range(kv->pos[c], p0, p1)) continue;
-        while (kv->seq[next_free] >= 0) next_free++;
-        copy_cell(kv, next_free, c);
-        kv->seq[next_free] = dst;
-        kv->pos[next_free] = kv->pos[c];
-        kv->n_used++;
+    int32_t need = 0;
+    for (int32_t i = lo; i < hi; i++) need += kv->refs[s->cell[i]] > 1 && (int64_t)kv->pos[s->cell[i]] + delta >= 0;
+    if (need > kv->n_cells - kv->n_used)
+        return mf_err(err, MF_E_RANGE,
+                      "seq_add: %d of the moved cells of sequence %d are shared with other sequences and need a "
+                      "copy each, but %d of %d cells are free (raise -c or remove sequences)",
+                      need, seq, kv->n_cells - kv->n_used, kv->n_cells);
+    float *tmp = malloc(sizeof(float) * (size_t)kv->n_embd_k);
+    int32_t *moved = malloc(sizeof(int32_t) * (size_t)(hi - lo)), *out = malloc(sizeof(int32_t) * (size_t)s->n);
+    if (!tmp || !moved || !out) {
+        free(tmp);
+        free(moved);
+        free(out);
+        return mf_err(err, MF_E_NOMEM, "out of memory shifting %d cells", hi - lo);
     }
+    float cache[MF_KV_ROPE_MAX];
+    mf_rope_cache(cache, rope->n_rot, (float)delta, rope->freq_scale, mf_rope_theta_scale(rope->freq_base, rope->n_rot));
+    int32_t n_mv = 0;
+    for (int32_t i = lo; i < hi; i++) {
+        int32_t c = s->cell[i];
+        if ((int64_t)kv->pos[c] + delta < 0) { /* llama.cpp: shifted before the start = gone */
+            unref(kv, c);
+            continue;
+        }
+        if (kv->refs[c] > 1) { /* copy-on-write: the other sharers keep the cell as it is */
+            const int32_t nc = take_cell(kv, kv->pos[c]);
+            copy_rows(kv, nc, c);
+            kv->refs[c]--;
+            c = nc;
+        }
+        kv->pos[c] += delta;
+        for (int32_t l = 0; l < kv->n_layer; l++)
+            rope_row(kv->type_k, (uint8_t *)mf_kv_k(kv, l) + (size_t)c * kv->row_k, kv->n_embd_k, rope, cache, tmp);
+        moved[n_mv++] = c;
+    }
+    /* the list again in position order: kept [0, lo) ++ [hi, n) (sorted) merged with the moved block */
+    int32_t *kept = s->cell, n_kept = 0;
+    for (int32_t i = 0; i < s->n; i++)
+        if (i < lo || i >= hi) kept[n_kept++] = s->cell[i];
+    int32_t a = 0, b = 0, k = 0;
+    while (a < n_kept || b < n_mv)
+        out[k++] = b >= n_mv || (a < n_kept && kv->pos[kept[a]] < kv->pos[moved[b]]) ? kept[a++] : moved[b++];
+    memcpy(s->cell, out, sizeof(int32_t) * (size_t)k);
+    s->n = k;
+    free(out);
+    free(tmp);
+    free(moved);
     return 0;
 }
 
-static int ent_cmp(const void *a, const void *b) {
-    const kv_ent *x = a, *y = b;
+/* ---- a batch ---- */
+static int tok_cmp(const void *a, const void *b) {
+    const kv_tok *x = a, *y = b;
     if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
     if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
     return 0;
 }
 
+static bool spans_reserve(mf_kv *kv, size_t n) {
+    if (n <= kv->spans_cap) return true;
+    size_t cap = MF_MAX(n, 2 * kv->spans_cap);
+    int32_t *p = realloc(kv->spans, sizeof(int32_t) * cap);
+    if (!p) return false;
+    kv->spans = p;
+    kv->spans_cap = cap;
+    return true;
+}
+
 int mf_kv_prepare(mf_kv *kv, int32_t n_tok, const int32_t *pos, const int32_t *seq, int32_t *cells_out,
-                  int32_t *win, int32_t win_stride, mf_error *err) {
+                  bool spans, mf_error *err) {
     if (n_tok <= 0) return mf_err(err, MF_E_INVAL, "empty batch (0 tokens)");
-    if (win && win_stride < kv->n_cells + 1)
-        return mf_err(err, MF_E_INTERNAL, "window stride %d is smaller than n_cells + 1 = %d", win_stride,
-                      kv->n_cells + 1);
     for (int32_t t = 0; t < n_tok; t++)
         if (seq[t] < 0 || pos[t] < 0)
             return mf_err(err, MF_E_INVAL, "batch token %d has sequence %d position %d; both must be >= 0", t,
                           seq[t], pos[t]);
-    int32_t n_free = kv->n_cells - kv->n_used;
+    const int32_t n_free = kv->n_cells - kv->n_used;
     if (n_tok > n_free)
         return mf_err(
             err, MF_E_RANGE,
             "the context is full: the batch needs %d KV cells, %d of %d are free (raise -c/--ctx-size or "
             "remove sequences)",
             n_tok, n_free, kv->n_cells);
-    int32_t n_ent = kv->n_used + n_tok;
-    if (n_ent > kv->ents_cap) {
-        kv_ent *e = realloc(kv->ents, sizeof(kv_ent) * (size_t)n_ent);
-        if (!e) return mf_err(err, MF_E_NOMEM, "out of memory resolving %d KV entries", n_ent);
-        kv->ents = e;
-        kv->ents_cap = n_ent;
+    if (n_tok > kv->toks_cap) {
+        kv_tok *t = realloc(kv->toks, sizeof *t * (size_t)n_tok);
+        if (!t) return mf_err(err, MF_E_NOMEM, "out of memory resolving a batch of %d", n_tok);
+        kv->toks = t;
+        kv->toks_cap = n_tok;
     }
-    kv_ent *E = kv->ents;
-    int32_t k = 0, next_free = 0;
-    for (int32_t c = 0; c < kv->n_cells; c++)
-        if (kv->seq[c] >= 0) E[k++] = (kv_ent){kv->seq[c], kv->pos[c], c, -1};
-    for (int32_t t = 0; t < n_tok; t++) {
-        while (kv->seq[next_free] >= 0) next_free++;
-        cells_out[t] = next_free++;
-        E[k++] = (kv_ent){seq[t], pos[t], cells_out[t], t};
+    kv_tok *T = kv->toks;
+    for (int32_t t = 0; t < n_tok; t++) T[t] = (kv_tok){seq[t], pos[t], t};
+    qsort(T, (size_t)n_tok, sizeof *T, tok_cmp);
+    /* refusals before any change: duplicates in the batch, positions already cached; room in the lists */
+    for (int32_t i = 0; i < n_tok; i++) {
+        if (i > 0 && T[i].seq == T[i - 1].seq && T[i].pos == T[i - 1].pos)
+            return mf_err(err, MF_E_INVAL, "batch tokens %d and %d both hold sequence %d position %d",
+                          MF_MIN(T[i].tok, T[i - 1].tok), MF_MAX(T[i].tok, T[i - 1].tok), T[i].seq, T[i].pos);
+        const kv_seq *s = find_seq(kv, T[i].seq);
+        if (!s) continue;
+        const int32_t j = lower_bound(kv, s, T[i].pos);
+        if (j < s->n && kv->pos[s->cell[j]] == T[i].pos)
+            return mf_err(err, MF_E_INVAL,
+                          "batch token %d: position %d of sequence %d is already in the KV cache (remove it first "
+                          "with seq_rm)",
+                          T[i].tok, T[i].pos, T[i].seq);
     }
-    qsort(E, (size_t)n_ent, sizeof *E, ent_cmp);
-    for (int32_t i = 1; i < n_ent; i++) {
-        if (E[i].seq == E[i - 1].seq && E[i].pos == E[i - 1].pos) {
-            const kv_ent *a = E[i].tok >= 0 ? &E[i] : &E[i - 1], *b = a == &E[i] ? &E[i - 1] : &E[i];
-            if (b->tok >= 0)
-                return mf_err(err, MF_E_INVAL, "batch tokens %d and %d both hold sequence %d position %d",
-                              MF_MIN(a->tok, b->tok), MF_MAX(a->tok, b->tok), a->seq, a->pos);
-            return mf_err(
-                err, MF_E_INVAL,
-                "batch token %d: position %d of sequence %d is already in the KV cache (remove it first "
-                "with seq_rm)",
-                a->tok, a->pos, a->seq);
+    size_t n_spans = 2 + 2 * (size_t)n_tok;
+    for (int32_t i = 0, e; i < n_tok; i = e) {
+        for (e = i + 1; e < n_tok && T[e].seq == T[i].seq;) e++;
+        kv_seq *s = get_seq(kv, T[i].seq);
+        if (!s || !seq_reserve(s, s->n + (e - i)))
+            return mf_err(err, MF_E_NOMEM, "out of memory for the cell list of sequence %d", T[i].seq);
+        n_spans += (size_t)(s->n + (e - i));
+    }
+    if (spans && (n_spans > INT32_MAX || !spans_reserve(kv, n_spans)))
+        return mf_err(err, MF_E_NOMEM, "out of memory for %zu span entries", n_spans);
+    /* commit: cells in batch order (the lowest free first), then each sequence's list merged with its
+     * batch tokens from the back (a decode step appends: nothing moves) */
+    for (int32_t t = 0; t < n_tok; t++) cells_out[t] = take_cell(kv, pos[t]);
+    kv->work = 0;
+    size_t off = 2 + 2 * (size_t)n_tok;
+    for (int32_t i = 0, e; i < n_tok; i = e) {
+        for (e = i + 1; e < n_tok && T[e].seq == T[i].seq;) e++;
+        kv_seq *s = find_seq(kv, T[i].seq);
+        int32_t a = s->n - 1, w = s->n + (e - i) - 1;
+        for (int32_t b = e - 1; b >= i; b--) {
+            while (a >= 0 && kv->pos[s->cell[a]] > T[b].pos) s->cell[w--] = s->cell[a--];
+            s->cell[w--] = cells_out[T[b].tok];
         }
+        kv->work += s->n - 1 - a; /* entries moved to make room */
+        s->n += e - i;
+        if (!spans) continue;
+        /* the list once; each token's window is its prefix up to the token's own entry */
+        memcpy(kv->spans + off, s->cell, sizeof(int32_t) * (size_t)s->n);
+        kv->work += s->n;
+        for (int32_t b = i, j = 0; b < e; b++) {
+            while (s->cell[j] != cells_out[T[b].tok]) j++; /* positions ascend with b: one pass */
+            kv->spans[2 + 2 * T[b].tok] = (int32_t)off;
+            kv->spans[3 + 2 * T[b].tok] = j + 1;
+        }
+        off += (size_t)s->n;
     }
-    /* commit */
-    for (int32_t t = 0; t < n_tok; t++) {
-        kv->seq[cells_out[t]] = seq[t];
-        kv->pos[cells_out[t]] = pos[t];
-    }
-    kv->n_used += n_tok;
-    if (!win) return 0;
-    memset(win, 0, sizeof(int32_t) * (size_t)win_stride * (size_t)n_tok);
-    /* E is sorted by (seq, pos): a query's window is a run of E ending at its own entry. */
-    int32_t start = 0;
-    for (int32_t i = 0; i < n_ent; i++) {
-        if (i > 0 && E[i].seq != E[i - 1].seq) start = i;
-        if (E[i].tok < 0) continue;
-        int32_t *col = win + (size_t)E[i].tok * (size_t)win_stride;
-        col[0] = i - start + 1;
-        for (int32_t j = start; j <= i; j++) col[1 + j - start] = E[j].cell;
+    if (spans) {
+        kv->spans[0] = (int32_t)off;
+        kv->spans[1] = n_tok;
     }
     return 0;
 }
 
-void mf_kv_unprepare(mf_kv *kv, int32_t n_tok, const int32_t *cells) {
+void mf_kv_unprepare(mf_kv *kv, int32_t n_tok, const int32_t *seq, const int32_t *cells) {
     for (int32_t t = 0; t < n_tok; t++) {
-        int32_t c = cells[t];
-        if (c < 0 || c >= kv->n_cells || kv->seq[c] < 0) continue;
-        kv->seq[c] = -1;
-        kv->pos[c] = -1;
-        kv->n_used--;
+        const int32_t c = cells[t];
+        kv_seq *s = find_seq(kv, seq[t]);
+        if (!s || c < 0 || c >= kv->n_cells || kv->refs[c] == 0) continue;
+        const int32_t j = lower_bound(kv, s, kv->pos[c]);
+        if (j >= s->n || s->cell[j] != c) continue;
+        memmove(s->cell + j, s->cell + j + 1, sizeof(int32_t) * (size_t)(s->n - j - 1));
+        s->n--;
+        unref(kv, c);
     }
 }
 
-/* ---- session files: one sequence's cells out and in (built on the public cell accessors above) ---- */
-
-/* Sort (pos, cell) pairs by position; a sequence never holds one position twice. */
-static int pair_cmp(const void *a, const void *b) {
-    const int32_t *x = a, *y = b;
-    return x[0] < y[0] ? -1 : x[0] > y[0];
+int32_t *mf_kv_spans(mf_kv *kv) {
+    return kv->spans;
 }
+int64_t mf_kv_prepare_work(const mf_kv *kv) {
+    return kv->work;
+}
+
+/* ---- session files: one sequence's cells out and in ---- */
 
 int32_t mf_kv_seq_export(const mf_kv *kv, int32_t seq, int32_t *pos, int32_t *cells, int32_t cap) {
-    int32_t n = 0, n_cells = mf_kv_n_cells(kv);
-    int32_t *pairs = malloc(sizeof(int32_t) * 2 * (size_t)MF_MAX(cap, 1));
-    if (!pairs) return -1;
-    for (int32_t c = 0; c < n_cells && n < cap; c++) {
-        if (mf_kv_cell_seq(kv, c) != seq) continue;
-        pairs[2 * n] = mf_kv_cell_pos(kv, c);
-        pairs[2 * n + 1] = c;
-        n++;
-    }
-    qsort(pairs, (size_t)n, 2 * sizeof(int32_t), pair_cmp);
-    for (int32_t i = 0; i < n; i++) {
-        pos[i] = pairs[2 * i];
-        cells[i] = pairs[2 * i + 1];
-    }
-    free(pairs);
+    /* the sequence's own list: position order, shared cells included (a cell's lowest holder is not
+     * necessarily this sequence, so a scan of the cells by owner would miss a sharer's prefix) */
+    int32_t n = 0;
+    const int32_t *list = mf_kv_seq_cells(kv, seq, &n);
+    n = MF_MIN(n, MF_MAX(cap, 0));
+    for (int32_t i = 0; i < n; i++) cells[i] = list[i];
+    for (int32_t i = 0; i < n; i++) pos[i] = kv->pos[cells[i]];
     return n;
 }
 
@@ -418,8 +611,9 @@ int mf_kv_seq_import(mf_kv *kv, int32_t seq, int32_t n, const int32_t *pos, int3
     int32_t *seqs = malloc(sizeof(int32_t) * (size_t)n);
     if (!seqs) return mf_err(err, MF_E_NOMEM, "out of memory importing %d cells", n);
     for (int32_t i = 0; i < n; i++) seqs[i] = seq;
-    /* a batch without a window: prepare takes the free cells (lowest first) and refuses with nothing changed */
-    int rc = mf_kv_prepare(kv, n, pos, seqs, cells_out, NULL, 0, err);
+    /* a batch without spans: prepare takes free cells (lowest first; never a shared one, so the rows
+     * written next belong to this sequence alone) and refuses with nothing changed */
+    int rc = mf_kv_prepare(kv, n, pos, seqs, cells_out, false, err);
     free(seqs);
     return rc;
 }

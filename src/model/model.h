@@ -72,9 +72,10 @@ bool mf_model_token_is_eog(const mf_model *m, int32_t tok);
 typedef struct {
     int32_t n_tokens;  /* batch rows */
     int32_t n_outputs; /* rows that get logits (selected by GET_ROWS before the last FFN) */
-    int32_t n_cells;   /* KV cells per layer (the window input is [n_cells + 1, n_tokens]) */
+    int32_t n_cells;   /* KV cells per layer */
     uint32_t type_k, type_v; /* KV cache element types */
     void **k_cache, **v_cache; /* per layer region pointers (EXTERNAL data) */
+    int32_t *spans;            /* the KV store's spans buffer (kv.h), rebound before every forward */
 } mf_build_params;
 
 /* Builds into g and returns the ids of its inputs and logits in *io. */

@@ -58,8 +58,8 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
     io->tokens = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, ne), "inp_tokens");
     io->pos = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, ne), "inp_pos");
     io->cells = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, ne), "inp_cells");
-    int64_t new[4] = {(int64_t)p->n_cells + 1, nt, 1, 1};
-    io->window = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 2, new), "inp_window");
+    int64_t nes[4] = {2, nt + 1, 1, 1};
+    io->spans = mf_g_name(g, mf_g_external(g, "", MF_TYPE_I32, 2, nes, p->spans), "inp_spans");
     io->out_ids = -1;
     if (no < nt) {
         int64_t neo[4] = {no, 1, 1, 1};
@@ -103,7 +103,7 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
         int32_t ks_ = named(g, mf_g_kv_store(g, kc, k2, io->cells), il, "k_store");
         int32_t vs_ = named(g, mf_g_kv_store(g, vc, v, io->cells), il, "v_store");
         int32_t att =
-            named(g, mf_g_attention(g, q, ks_, vs_, io->window, hp->n_head_kv, 1.0f / sqrtf((float)hd)), il,
+            named(g, mf_g_attention(g, q, ks_, vs_, io->spans, hp->n_head_kv, 1.0f / sqrtf((float)hd)), il,
                   "kqv_out");
         cur = named(g, mf_g_matmul(g, W(g, L->wo, il), att), il, "attn_out");
         if (il == hp->n_layer - 1 && io->out_ids >= 0) {

@@ -87,11 +87,16 @@ else
         ok depth_labels || bad depth_labels "$out"
 fi
 
+# --- -c: a context larger than the test needs runs; one too small is refused naming both numbers ---
+out=$($T "$MINFER" bench -m "$M" -p 0 -n 2 -r 1 -d 4 -c 300 -t 1 2>"$TMP/_err"); rc=$?
+[ "$rc" -eq 0 ] && [[ "$out" == *"tg2 @ d4"* ]] && ok ctx_size_run || bad ctx_size_run "exit $rc: $(cat "$TMP/_err")"
+expect refuse_ctx_small 2 "-c 5 cells cannot hold -d 4 + -n 2 tokens; give -c 6" -- "$MINFER" bench -m "$M" -p 0 -n 2 -d 4 -c 5
+
 # --- help ---
 out=$("$MINFER" bench --help 2>&1); rc=$?
 miss=""
 for f in -m --model -p --n-prompt -n --n-gen -t --threads -r --repetitions -d --depth -o --output -ub --ubatch-size \
-    -ctk --cache-type-k -ctv --cache-type-v --cache-type --seed --no-warmup --progress -h --help; do
+    -c --ctx-size -ctk --cache-type-k -ctv --cache-type-v --cache-type --seed --no-warmup --progress -h --help; do
     [[ "$out" == *" $f"* ]] || miss="$miss $f"
 done
 [ "$rc" -eq 0 ] && [ -z "$miss" ] && ok help || bad help "exit $rc, undocumented:$miss"

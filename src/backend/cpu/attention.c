@@ -1,4 +1,4 @@
-/* CPU attention over explicit cell windows, and the KV store.
+/* CPU attention over explicit cell spans, and the KV store.
  *
  * Two forms, chosen by the V cache's element type:
  *   - f32 / f16 V (K f32, f16 or q8_0): llama.cpp's graph without flash attention, kq = mul_mat(k, q),
@@ -7,7 +7,7 @@
  *     flash attention (ggml_compute_forward_flash_attn_ext_f16_one_chunk) for it: fa_row.
  *
  * For query t and head h (kv head h / (n_head / n_head_kv)): scores s_c = dot(q, k_c) * scale for the
- * cells c of column t of the window in list order, softmax with max subtraction as llama.cpp's
+ * cells c of query t's span (graph.h: a stretch of the KV store's cell lists) in list order, softmax with max subtraction as llama.cpp's
  * soft_max_ext (see normalize), out = sum_c p_c v_c.  One (t, h) pair is always computed by one thread in one fixed order, so a
  * query's result does not depend on the other queries in the batch or on the thread count. */
 #include "backend/cpu/cpu_impl.h"
@@ -53,8 +53,9 @@ void mf_cpu_op_kv_store(const mf_cpu_exec *ex, const mf_node *n, int ith, int nt
     }
 }
 
+/* the longest span: a sequence holds at most every cell (the scores' row stride) */
 static int64_t n_win(const mf_graph *g, const mf_node *n) {
-    return mf_graph_node_c(g, n->src[3])->ne[0] - 1;
+    return mf_graph_node_c(g, n->src[1])->ne[1];
 }
 
 static int64_t group_of(const mf_graph *g, const mf_node *n) {
@@ -128,6 +129,12 @@ static float *align64f(void *p) {
     return (float *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 }
 
+/* one query's window: count cells of the span, in position order */
+typedef struct {
+    int64_t cnt;
+    const int32_t *cell;
+} att_win;
+
 /* what one thread needs to compute runs of one node */
 typedef struct {
     const mf_cpu_exec *ex;
@@ -146,27 +153,38 @@ typedef struct {
     uint8_t *qc;
 } att_ctx;
 
-/* column t of the window; NULL (after recording a fault when an id is out of range) when the token's
- * output is zero: a bad column or an empty window */
-static const int32_t *window_col(const att_ctx *a, int64_t t) {
-    const int32_t *col = (const int32_t *)((const char *)a->win->data + (size_t)t * a->win->nb[1]);
-    const int64_t cnt = col[0];
-    if (cnt < 0 || cnt > a->nw) {
-        mf_cpu_fault_set(a->ex, a->ith, a->id, "window count", t, cnt, a->nw + 1);
-        return NULL;
+/* query t's span; cnt 0 (after recording a fault when something is out of range) when the token's output
+ * is zero: a bad span or an empty window */
+static att_win window_of(const att_ctx *a, int64_t t) {
+    const int32_t *buf = a->win->data;
+    const int64_t len = buf[0], off = buf[2 + 2 * t], cnt = buf[3 + 2 * t];
+    const int64_t hdr = 2 * (a->win->ne[1]);
+    if (buf[1] != a->win->ne[1] - 1) { /* spans written for another batch */
+        mf_cpu_fault_set(a->ex, a->ith, a->id, "span token count", t, buf[1], a->win->ne[1]);
+        return (att_win){0, NULL};
     }
+    if (cnt < 0 || cnt > a->nw) {
+        mf_cpu_fault_set(a->ex, a->ith, a->id, "span count", t, cnt, a->nw + 1);
+        return (att_win){0, NULL};
+    }
+    if (off < hdr || off > len - cnt) {
+        mf_cpu_fault_set(a->ex, a->ith, a->id, "span offset", t, off, len);
+        return (att_win){0, NULL};
+    }
+    const int32_t *cell = buf + off;
     for (int64_t j = 0; j < cnt; j++) {
-        if (col[1 + j] < 0 || col[1 + j] >= a->n_cells) {
-            mf_cpu_fault_set(a->ex, a->ith, a->id, "window cell id", t, col[1 + j], a->n_cells);
-            return NULL;
+        if (cell[j] < 0 || cell[j] >= a->n_cells) {
+            mf_cpu_fault_set(a->ex, a->ith, a->id, "span cell id", t, cell[j], a->n_cells);
+            return (att_win){0, NULL};
         }
     }
-    return cnt ? col : NULL;
+    return (att_win){cnt, cell};
 }
 
-/* does window `next` start with all of window `prev` (the causal prefill's next token)? */
-static bool extends(const int32_t *prev, const int32_t *next) {
-    return next[0] >= prev[0] && !memcmp(next + 1, prev + 1, (size_t)prev[0] * sizeof(int32_t));
+/* does window `next` start with all of window `prev` (the causal prefill's next token: the same list)? */
+static bool extends(att_win prev, att_win next) {
+    return next.cnt >= prev.cnt &&
+           (next.cell == prev.cell || !memcmp(next.cell, prev.cell, (size_t)prev.cnt * sizeof(int32_t)));
 }
 
 /* Cache rows are a whole cell apart (n_embd_kv elements; 4 KiB for Qwen3's f32 K), so consecutive keys'
@@ -197,14 +215,14 @@ static void convert_query(const att_ctx *a, int64_t r, int64_t t, int64_t h, boo
 /* Scores of the run's rows key by key, as llama.cpp's kq = mul_mat(k, q): key j's cache row dotted with
  * rows r0.. (those whose window reaches it) by the K type's vec_dot on the converted queries, or by
  * dot_rows on f32 copies (the same bits); scaled into scores[r][j], with each row's max in mx[r]. */
-static void score_keys(const att_ctx *a, const int32_t *const *cols, int64_t nh, int64_t rows, int64_t kvh) {
-    const int64_t hd = a->hd, nw = a->nw, e0 = kvh * hd, cnt = cols[rows / nh - 1][0];
-    const int32_t *cell = cols[rows / nh - 1] + 1;
+static void score_keys(const att_ctx *a, const att_win *cols, int64_t nh, int64_t rows, int64_t kvh) {
+    const int64_t hd = a->hd, nw = a->nw, e0 = kvh * hd, cnt = cols[rows / nh - 1].cnt;
+    const int32_t *cell = cols[rows / nh - 1].cell;
     const size_t kslice = mf_row_size(a->k->type, e0), kbytes = mf_row_size(a->k->type, hd);
     for (int64_t r = 0; r < rows; r++) a->mx[r] = -INFINITY;
     int64_t r0 = 0; /* the first row whose window reaches key j */
     for (int64_t j = 0; j < cnt; j++) {
-        while (cols[r0 / nh][0] <= j) r0 += nh;
+        while (cols[r0 / nh].cnt <= j) r0 += nh;
         if (j + KV_PREFETCH_AHEAD < cnt)
             prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice,
                            kbytes);
@@ -225,9 +243,9 @@ static void score_keys(const att_ctx *a, const int32_t *const *cols, int64_t nh,
 
 /* The same scores 16 keys at a time (AVX-512 path): each block's K slices transposed into lanes once for
  * every row (mf_cpu_att_scores16, the vec_dot order lane for lane). */
-static void score_blocks(const att_ctx *a, const int32_t *const *cols, int64_t nh, int64_t rows, int64_t kvh) {
-    const int64_t hd = a->hd, nw = a->nw, e0 = kvh * hd, cnt = cols[rows / nh - 1][0];
-    const int32_t *cell = cols[rows / nh - 1] + 1;
+static void score_blocks(const att_ctx *a, const att_win *cols, int64_t nh, int64_t rows, int64_t kvh) {
+    const int64_t hd = a->hd, nw = a->nw, e0 = kvh * hd, cnt = cols[rows / nh - 1].cnt;
+    const int32_t *cell = cols[rows / nh - 1].cell;
     const size_t kslice = mf_row_size(a->k->type, e0), kbytes = mf_row_size(a->k->type, hd);
     for (int64_t j = 0; j < MF_MIN(cnt, (int64_t)16); j++)
         prefetch_slice((const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice, kbytes);
@@ -235,7 +253,7 @@ static void score_blocks(const att_ctx *a, const int32_t *const *cols, int64_t n
     int64_t r0 = 0; /* the first row whose window reaches the block */
     for (int64_t jb = 0; jb < cnt; jb += 16) {
         const int64_t nk = MF_MIN((int64_t)16, cnt - jb);
-        while (cols[r0 / nh][0] <= jb) r0 += nh;
+        while (cols[r0 / nh].cnt <= jb) r0 += nh;
         /* the next block's K slices (decode reads the cache cold, right after streaming the weights) */
         for (int64_t i = jb + 16; i < MF_MIN(cnt, jb + 32); i++)
             prefetch_slice((const char *)a->k->data + (size_t)cell[i] * a->k->nb[1] + kslice, kbytes);
@@ -249,7 +267,7 @@ static void score_blocks(const att_ctx *a, const int32_t *const *cols, int64_t n
         }
         mf_cpu_att_scores16(hd, a->kt, a->qf + r0 * hd, (int)(rows - r0), a->s16);
         for (int64_t r = r0; r < rows; r++) {
-            const int64_t lim = MF_MIN((int64_t)16, cols[r / nh][0] - jb);
+            const int64_t lim = MF_MIN((int64_t)16, cols[r / nh].cnt - jb);
             for (int64_t i = 0; i < lim; i++) {
                 const float s = a->s16[(r - r0) * 16 + i] * a->scale;
                 a->scores[r * nw + jb + i] = s;
@@ -281,22 +299,22 @@ static void round_p_f16(const att_ctx *a, int64_t cnt, float *p) {
 /* The AVX-512 path over the same run (see attend_run for the run): the scores (by blocks; key by key when
  * the run has fewer than X16_MIN_ROWS rows, e.g. one decode token's heads, which do not pay for the
  * transposition - the same bits either way), softmax per row as there, then the values per token. */
-static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
+static void attend_run_x16(const att_ctx *a, const att_win *cols, int64_t t0, int64_t nt, int64_t kvh,
                            int64_t h0, int64_t nh) {
     const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd;
-    const int32_t *cell = cols[nt - 1] + 1;
+    const int32_t *cell = cols[nt - 1].cell;
     float *scores = a->scores, *mx = a->mx;
     for (int64_t r = 0; r < rows; r++) convert_query(a, r, t0 + r / nh, h0 + r % nh, true);
     (rows < X16_MIN_ROWS ? score_keys : score_blocks)(a, cols, nh, rows, kvh);
     for (int64_t r = 0; r < rows; r++) {
-        const int64_t cr = cols[r / nh][0];
+        const int64_t cr = cols[r / nh].cnt;
         normalize(a->vec, cr, scores + r * nw, mx[r]);
         round_p_f16(a, cr, scores + r * nw);
         a->inv[r] = 1.0f; /* the probabilities are normalized already */
     }
     for (int64_t i = 0; i < nt; i++) {
         const mf_cpu_att_pv pv = {.hd = hd,
-                                  .cnt = cols[i][0],
+                                  .cnt = cols[i].cnt,
                                   .nh = (int)nh,
                                   .p = scores + i * nh * nw,
                                   .p_stride = (size_t)nw,
@@ -317,10 +335,10 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
  * its K row and its V row converted once.  Each row still gets exactly the single-token sequence: its
  * scores by vec_dot in its window order, its own max, its own normalized probabilities, then fused axpys
  * in llama.cpp's lane order over its window - so a run of any length gives every row the same bits. */
-static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
+static void attend_run(const att_ctx *a, const att_win *cols, int64_t t0, int64_t nt, int64_t kvh,
                        int64_t h0, int64_t nh) {
-    const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1][0];
-    const int32_t *cell = cols[nt - 1] + 1;
+    const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1].cnt;
+    const int32_t *cell = cols[nt - 1].cell;
     float *scores = a->scores, *mx = a->mx, *acc = a->acc;
     for (int64_t r = 0; r < rows; r++) {
         convert_query(a, r, t0 + r / nh, h0 + r % nh, a->dot_rows != NULL);
@@ -328,8 +346,8 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
     score_keys(a, cols, nh, rows, kvh);
     const size_t vslice = mf_row_size(a->v->type, e0), vbytes = mf_row_size(a->v->type, hd);
     for (int64_t r = 0; r < rows; r++) {
-        normalize(a->vec, cols[r / nh][0], scores + r * nw, mx[r]);
-        round_p_f16(a, cols[r / nh][0], scores + r * nw);
+        normalize(a->vec, cols[r / nh].cnt, scores + r * nw, mx[r]);
+        round_p_f16(a, cols[r / nh].cnt, scores + r * nw);
     }
     /* the values in llama.cpp's order (cpu_impl.h, MF_PV_LANE): one pass per lane over its keys, each pass
      * merged into the partial sums p0..p2 as soon as its pair of the tree is complete */
@@ -341,7 +359,7 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
         memset(dst, 0, n * sizeof(float));
         int64_t r0 = 0; /* the first row whose window reaches key j */
         for (int64_t j = m; j < cnt; j += 8) {
-            while (cols[r0 / nh][0] <= j) r0 += nh;
+            while (cols[r0 / nh].cnt <= j) r0 += nh;
             if (j + 8 * KV_PREFETCH_AHEAD < cnt)
                 prefetch_slice((const char *)a->v->data + (size_t)cell[j + 8 * KV_PREFETCH_AHEAD] * a->v->nb[1] +
                                    vslice,
@@ -381,9 +399,9 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
  * contracting compiler makes it; the unfused form gives the same conformance results, measured, so which
  * one llama.cpp's build has is not pinned down), and at the end acc * (1 / S).  Every step is element-wise or scalar, so
  * the scalar and SIMD vec kernels give the same bits (test_cpu_ops test_attention_q8_0). */
-static void fa_row(const att_ctx *a, const int32_t *col, int64_t kvh, float *out) {
-    const int64_t hd = a->hd, e0 = kvh * hd, cnt = col[0];
-    const int32_t *cell = col + 1;
+static void fa_row(const att_ctx *a, att_win col, int64_t kvh, float *out) {
+    const int64_t hd = a->hd, e0 = kvh * hd, cnt = col.cnt;
+    const int32_t *cell = col.cell;
     const size_t kslice = mf_row_size(a->k->type, e0), kbytes = mf_row_size(a->k->type, hd);
     const size_t vslice = mf_row_size(MF_TYPE_Q8_0, e0), vbytes = mf_row_size(MF_TYPE_Q8_0, hd);
     float *acc = a->acc;
@@ -416,7 +434,7 @@ static void fa_row(const att_ctx *a, const int32_t *col, int64_t kvh, float *out
 
 /* A run under the flash-attention form: every row on its own (no sharing between the run's rows: each one's
  * bits are its window's alone). */
-static void attend_run_fa(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
+static void attend_run_fa(const att_ctx *a, const att_win *cols, int64_t t0, int64_t nt, int64_t kvh,
                           int64_t h0, int64_t nh) {
     for (int64_t i = 0; i < nt; i++)
         for (int64_t h = 0; h < nh; h++) {
@@ -480,17 +498,17 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
         const int64_t b = n_tb - 1 - item / (n_kv * n_blk), kvh = (item / n_blk) % n_kv, blk = item % n_blk;
         const int64_t h0 = kvh * grp + blk * hb, nh = MF_MIN(hb, (kvh + 1) * grp - h0);
         const int64_t t0 = b * tb, nt = MF_MIN(tb, n_tok - t0);
-        const int32_t *cols[TB_MAX];
-        for (int64_t i = 0; i < nt; i++) cols[i] = window_col(&a, t0 + i);
+        att_win cols[TB_MAX];
+        for (int64_t i = 0; i < nt; i++) cols[i] = window_of(&a, t0 + i);
         int64_t i = 0;
         while (i < nt) {
-            if (!cols[i]) {
+            if (!cols[i].cnt) {
                 memset(out_row(&a, t0 + i, h0), 0, (size_t)(nh * hd) * sizeof(float));
                 i++;
                 continue;
             }
             int64_t e = i + 1;
-            while (e < nt && cols[e] && extends(cols[e - 1], cols[e])) e++;
+            while (e < nt && cols[e].cnt && extends(cols[e - 1], cols[e])) e++;
             (fa ? attend_run_fa : x16 ? attend_run_x16 : attend_run)(&a, cols + i, t0 + i, e - i, kvh, h0, nh);
             i = e;
         }
