@@ -52,6 +52,7 @@ typedef int32_t mf_seq_id;
 typedef struct mf_model mf_model;
 typedef struct mf_context mf_context;
 typedef struct mf_sampler mf_sampler;
+typedef struct mf_gen mf_gen;
 
 /* ---------------- model ---------------- */
 typedef void (*mf_progress_fn)(float progress, void *user); /* 0.0 .. 1.0 */
@@ -144,6 +145,8 @@ void mf_kv_clear_all(mf_context *ctx);
 void mf_seq_rm(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1);
 int mf_seq_cp(mf_context *ctx, mf_seq_id src, mf_seq_id dst, mf_pos p0, mf_pos p1, mf_error *err);
 mf_pos mf_seq_pos_max(const mf_context *ctx, mf_seq_id seq); /* -1 when empty */
+/* KV cells holding a token now (every sequence; a cell shared by several sequences counts once). */
+int32_t mf_kv_cells_used(const mf_context *ctx);
 
 /* ---------------- batch (llama_batch shape: data, not topology) ---------------- */
 typedef struct {
@@ -205,6 +208,141 @@ mf_token mf_sampler_sample(mf_sampler *s, const float *logits);
 /* Records a token in the penalty history (prompt tokens and generated ones). */
 void mf_sampler_accept(mf_sampler *s, mf_token token);
 void mf_sampler_reset(mf_sampler *s); /* clears history, re-seeds */
+
+/* ---------------- generation: one sequence's decode loop (the step API) ----------------
+ * An mf_gen owns one sequence of a context: its token history, a sampler, a streaming detokenizer, stop
+ * strings, the per-turn limits and an abort callback.  `run`, `chat`, the server and speculative decoding
+ * all drive this one loop:
+ *   mf_gen_feed(g, prompt)                  queue input tokens (a prompt, or a new turn of a conversation)
+ *   while (!mf_gen_step(g, &out, &err) && out.status == MF_GEN_RUNNING) print(out.text, out.text_len);
+ * Several sequences in one forward (a server): for each generator mf_gen_batch_add(g, &batch, ...), one
+ * mf_decode(ctx, &batch), then mf_gen_batch_done(g, &out) for each of them.  Speculative decoding passes
+ * drafted tokens to mf_gen_step_draft / mf_gen_batch_add: they are verified in the same forward (logits on
+ * every drafted row), the accepted prefix is committed exactly as plain decoding would have committed it
+ * (one sample per committed token from the same logits, so greedy and seeded sampling give bitwise the
+ * plain output), and the rejected rows are removed from the KV cache. */
+enum {
+    MF_GEN_RUNNING = 0, /* the turn goes on */
+    MF_GEN_EOG,         /* an end-of-generation token was sampled (it is in out.tokens, not in the text) */
+    MF_GEN_LENGTH,      /* n_predict tokens were generated in this turn */
+    MF_GEN_CONTEXT,     /* the sequence filled its n_ctx positions */
+    MF_GEN_STOP,        /* a stop string appeared; it and anything after it are not in the text */
+    MF_GEN_ABORT,       /* the abort callback returned true before a forward */
+};
+/* "running", "eog", "length", "context", "stop", "abort" */
+const char *mf_gen_status_name(int32_t status);
+
+/* Called before every forward; true stops the turn (MF_GEN_ABORT).  Must be async-signal friendly in
+ * spirit: read a flag, do not call back into the library. */
+typedef bool (*mf_abort_fn)(void *user);
+
+typedef struct {
+    mf_sampler_params sampler; /* the generator's own sampler (mf_sampler_default_params()) */
+    mf_seq_id seq;             /* the KV sequence it owns (0) */
+    int32_t n_predict;         /* tokens to generate per turn; -1 (default) = until EOG or the context end */
+    int32_t n_ctx;             /* positions the sequence may use; 0 (default) = the context's n_ctx */
+    int32_t n_batch;           /* largest prompt chunk per forward; 0 (default) = 512 */
+    bool ignore_eos;           /* keep going past end-of-generation tokens (they then count as text) */
+    bool no_text;              /* ids only: no detokenizer (works with a model without tokenizer); stop
+                                  strings are then refused */
+    const char *const *stop;   /* stop strings (copied by mf_gen_new); empty strings are refused */
+    int32_t n_stop;
+    mf_abort_fn abort; /* may be NULL */
+    void *abort_user;
+} mf_gen_params;
+
+typedef struct {
+    int32_t status;         /* MF_GEN_*: RUNNING until the turn ends */
+    const mf_token *tokens; /* tokens committed by this step (0 after a prompt chunk that was not the
+                               last); valid until the next call on this generator */
+    int32_t n_tokens;
+    const char *text; /* text that became final in this step (a possible stop-string prefix is held
+                         back until it is decided); valid until the next call */
+    size_t text_len;
+    int32_t n_drafted, n_accepted; /* drafted tokens verified in this step, and how many were committed */
+} mf_gen_out;
+
+typedef struct {
+    int32_t n_tokens;           /* tokens of the sequence (cached + queued) */
+    int32_t n_cached;           /* of them in the KV cache */
+    int32_t turn_prefilled;     /* fed tokens decoded in this turn (a new turn's input, not generated) */
+    int32_t turn_generated;     /* tokens sampled in this turn */
+    int64_t n_prefilled, n_generated, n_drafted, n_accepted; /* totals over the generator's life */
+    double t_prefill_s, t_decode_s; /* forward time of this turn: rows that were fed / only generated */
+} mf_gen_stats;
+
+mf_gen_params mf_gen_default_params(void);
+/* The generator borrows ctx (and its model) until mf_gen_free.  Refuses a bad parameter naming it. */
+int mf_gen_new(mf_context *ctx, const mf_gen_params *params, mf_gen **out, mf_error *err);
+void mf_gen_free(mf_gen *g);
+/* Queues tokens after the sequence (they enter the sampler's penalty history) and starts a new turn:
+ * per-turn counters, status and text state reset.  Refused (nothing changes) when the sequence would
+ * exceed its n_ctx positions. */
+int mf_gen_feed(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err);
+/* One forward over the queued tokens (a prompt chunk, or the last sampled token), then sampling.  With
+ * status != RUNNING on entry it does nothing.  A failed forward returns its error; the generator stays
+ * usable (what was queued stays queued). */
+int mf_gen_step(mf_gen *g, mf_gen_out *out, mf_error *err);
+/* mf_gen_step with drafted continuations of the sequence verified in the same forward. */
+int mf_gen_step_draft(mf_gen *g, const mf_token *draft, int32_t n_draft, mf_gen_out *out, mf_error *err);
+/* Multi-sequence: append this generator's next rows (its queued tokens, at most n_batch and what fits
+ * in b, plus the drafts when every queued token fits) to the caller's batch; returns the rows added
+ * (0 when the turn has ended or the abort callback fired) or a negative MF_E_*.  After mf_decode of that
+ * batch call mf_gen_batch_done for every generator that was offered the batch (also those that added
+ * 0 rows); after a failed mf_decode call mf_gen_batch_cancel instead. */
+int32_t mf_gen_batch_add(mf_gen *g, mf_batch *b, const mf_token *draft, int32_t n_draft, mf_error *err);
+int mf_gen_batch_done(mf_gen *g, mf_gen_out *out, mf_error *err);
+void mf_gen_batch_cancel(mf_gen *g);
+/* Keeps the first n tokens of the sequence and removes the rest from the KV cache (a re-rendered
+ * conversation that differs from what is cached). */
+int mf_gen_truncate(mf_gen *g, int32_t n, mf_error *err);
+/* Context shift: removes positions [p0, p1) (cached ones only) and moves the later tokens down by
+ * p1 - p0 (their K rows re-roped by mf_seq_add). */
+int mf_gen_drop(mf_gen *g, mf_pos p0, mf_pos p1, mf_error *err);
+/* The sequence's tokens (cached, then queued); valid until the next call that changes them. */
+const mf_token *mf_gen_tokens(const mf_gen *g, int32_t *n);
+/* All the text the current turn produced so far (what the steps returned, concatenated). */
+const char *mf_gen_turn_text(const mf_gen *g, size_t *len);
+int32_t mf_gen_status(const mf_gen *g);
+int32_t mf_gen_n_ctx(const mf_gen *g); /* the positions the sequence may use */
+/* TEMP(server): the sequence already holds ids[0..n) at positions 0..n-1 (a kept or shared prefix). */
+int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err);
+mf_sampler *mf_gen_sampler(mf_gen *g); /* its sampler (e.g. to save its state) */
+void mf_gen_get_stats(const mf_gen *g, mf_gen_stats *st);
+
+/* ---------------- conversation: multi-turn chat over one generator ----------------
+ * mf_conv keeps the messages of a chat and feeds its generator only what each turn adds: the user's
+ * message is rendered with the model's template (mf_chat_apply_with), the text the cache already holds is
+ * cut off, and the rest is queued on the generator (mf_gen_feed); the caller then drives mf_gen_step
+ * until the reply ends, and the next mf_conv_user takes the reply from the generator's turn text.  When a
+ * turn would not fit, the oldest whole turns after the system prompt are dropped by context shift
+ * (mf_gen_drop).  If the re-rendered conversation does not start with what is cached (a template that
+ * rewrites earlier turns, such as Qwen3 dropping old thinking), the cache is cut at the first differing
+ * token and re-prefilled from there. */
+typedef struct mf_conv mf_conv;
+
+typedef struct {
+    const char *system;  /* system message, or NULL (copied) */
+    mf_chat_params chat; /* template_name, enable_thinking (add_generation_prompt is ignored) */
+    int32_t n_reserve;   /* positions a turn leaves free for its reply; 0 = a quarter of the context */
+} mf_conv_params;
+
+typedef struct {
+    int32_t n_new;            /* tokens queued by this turn (what the next steps prefill) */
+    int32_t n_reused;         /* tokens of the sequence kept from before (cached or queued) */
+    int32_t n_dropped_turns;  /* context shift: earlier user turns (with their replies) dropped */
+    int32_t n_dropped_tokens; /* and their tokens */
+    bool rerendered;          /* the cache was cut where the re-rendered conversation differed */
+} mf_conv_turn;
+
+mf_conv_params mf_conv_default_params(void);
+/* The conversation borrows g (a generator over an empty sequence) until mf_conv_free. */
+int mf_conv_new(mf_gen *g, const mf_conv_params *params, mf_conv **out, mf_error *err);
+void mf_conv_free(mf_conv *c);
+/* Adds a user message (after recording the generator's last reply, if any) and queues its tokens.
+ * Refused, with nothing changed, when the message alone does not fit beside the system prompt. */
+int mf_conv_user(mf_conv *c, const char *text, mf_conv_turn *info, mf_error *err);
+int32_t mf_conv_n_turns(const mf_conv *c); /* user turns currently in the conversation */
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,8 @@ static const mf_env_var k_vars[] = {
      "how long a waiting thread pauses before it yields"},
     {"MINFER_SPIN_US", MF_ENV_UINT, NULL, 0, 60000000, 3000, NULL, "microseconds",
      "how long it then yield-spins before it sleeps"},
+    {"MINFER_DRAIN_MS", MF_ENV_UINT, NULL, 0, 3600000, 30000, NULL, "milliseconds",
+     "serve: how long in-flight requests may finish after SIGTERM/SIGINT before they are answered 503"},
     {"MINFER_BACKENDS", MF_ENV_LIST, NULL, 0, 0, MF_ENV_NO_DEFAULT, "every usable backend",
      "cpu,metal,cuda", "the backend fence, as --backend (the flag wins; names case-insensitive; blank = unset)"},
     {"MINFER_DISABLE_CUDA", MF_ENV_FLAG, NULL, 0, 0, 0, "unset", "set (empty or 1)",

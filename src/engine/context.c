@@ -151,6 +151,8 @@ void mf_seq_rm(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1) {
 int mf_seq_cp(mf_context *ctx, mf_seq_id src, mf_seq_id dst, mf_pos p0, mf_pos p1, mf_error *err) {
     return mf_kv_seq_cp(ctx->kv, src, dst, p0, p1, err);
 }
+int32_t mf_kv_cells_used(const mf_context *ctx) { return mf_kv_n_used(ctx->kv); }
+
 mf_pos mf_seq_pos_max(const mf_context *ctx, mf_seq_id seq) {
     return mf_kv_seq_pos_max(ctx->kv, seq);
 }

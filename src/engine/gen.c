@@ -1,0 +1,489 @@
+/* The generation loop of one sequence (the step API, include/minfer.h): queued tokens -> forward ->
+ * sample -> commit (sampler history, detokenizer, stop strings, limits).  run, chat, the server and
+ * speculative decoding drive this one file, so a stop string or a limit behaves the same everywhere. */
+#include "engine/engine_impl.h"
+
+#include "core/core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* TEMPORARY until the KV context-shift branch (mf_seq_add) is merged: a weak stand-in that refuses. */
+int mf_seq_add(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1, mf_pos delta, mf_error *err);
+__attribute__((weak)) int mf_seq_add(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1, mf_pos delta,
+                                     mf_error *err) {
+    (void)ctx, (void)seq, (void)p0, (void)p1, (void)delta;
+    return mf_err(err, MF_E_UNSUPPORTED, "context shift (mf_seq_add) is not in this build");
+}
+
+struct mf_gen {
+    mf_context *ctx;
+    const mf_model *model;
+    mf_gen_params p;
+    char **stop; /* copies of the stop strings */
+    size_t stop_max;
+    mf_sampler *smp;
+    mf_detok_stream *ds;
+    mf_token *toks; /* the sequence: [0, n_cached) in the KV cache, [n_cached, n_tok) queued */
+    int32_t n_tok, n_cached, cap, limit;
+    bool gen_queued; /* toks[n_cached] is the last sampled token (not fed input) */
+    int32_t status;
+    bool aborted; /* the abort callback fired in batch_add; batch_done reports it */
+    /* the last batch_add: where our rows sit in the caller's batch */
+    int32_t row0, n_rows, n_in, n_draft;
+    mf_token *draft;
+    int32_t draft_cap;
+    mf_batch batch; /* mf_gen_step's own */
+    double t0;
+    /* text: hold = decoded but undecided (a possible stop-string start); out = final text of this step */
+    char *hold, *out, *turn;
+    size_t n_hold, n_out, n_turn, cap_hold, cap_out, cap_turn;
+    mf_token *out_tok;
+    int32_t n_out_tok, cap_out_tok;
+    mf_gen_stats st;
+};
+
+const char *mf_gen_status_name(int32_t s) {
+    static const char *names[] = {"running", "eog", "length", "context", "stop", "abort"};
+    return s >= 0 && s <= MF_GEN_ABORT ? names[s] : "unknown";
+}
+
+mf_gen_params mf_gen_default_params(void) {
+    return (mf_gen_params){.sampler = mf_sampler_default_params(), .n_predict = -1};
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem, mf_error *err) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 64;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, nc * elem);
+    if (!q) return mf_err(err, MF_E_NOMEM, "generation: out of memory for %zu elements", nc);
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+static int grow_i32(mf_token **p, int32_t *cap, int32_t need, mf_error *err) {
+    size_t c = (size_t)*cap;
+    int rc = grow((void **)p, &c, (size_t)need, sizeof **p, err);
+    *cap = (int32_t)c;
+    return rc;
+}
+
+static int cat(char **buf, size_t *n, size_t *cap, const char *s, size_t len, mf_error *err) {
+    int rc = grow((void **)buf, cap, *n + len + 1, 1, err);
+    if (rc) return rc;
+    memcpy(*buf + *n, s, len);
+    *n += len;
+    (*buf)[*n] = 0;
+    return 0;
+}
+
+static int emit(mf_gen *g, const char *s, size_t len, mf_error *err) {
+    int rc = cat(&g->out, &g->n_out, &g->cap_out, s, len, err);
+    return rc ? rc : cat(&g->turn, &g->n_turn, &g->cap_turn, s, len, err);
+}
+
+void mf_gen_free(mf_gen *g) {
+    if (!g) return;
+    for (int32_t i = 0; i < g->p.n_stop; i++) free(g->stop[i]);
+    free(g->stop);
+    mf_sampler_free(g->smp);
+    mf_detok_stream_free(g->ds);
+    mf_batch_free(&g->batch);
+    free(g->toks);
+    free(g->draft);
+    free(g->hold);
+    free(g->out);
+    free(g->turn);
+    free(g->out_tok);
+    free(g);
+}
+
+int mf_gen_new(mf_context *ctx, const mf_gen_params *params, mf_gen **out, mf_error *err) {
+    *out = NULL;
+    mf_gen_params p = params ? *params : mf_gen_default_params();
+    if (p.seq < 0) return mf_err(err, MF_E_INVAL, "generation: sequence id must be >= 0, got %d", p.seq);
+    if (p.n_predict < -1)
+        return mf_err(err, MF_E_INVAL, "generation: n_predict must be >= -1 (-1 = no limit), got %d", p.n_predict);
+    int32_t nc = mf_context_n_ctx(ctx);
+    if (p.n_ctx < 0 || p.n_ctx > nc)
+        return mf_err(err, MF_E_INVAL, "generation: n_ctx must be in 0..%d (the context's size; 0 = all), got %d", nc,
+                      p.n_ctx);
+    if (p.n_batch < 0) return mf_err(err, MF_E_INVAL, "generation: n_batch must be >= 0 (0 = 512), got %d", p.n_batch);
+    if (p.n_stop < 0 || (p.n_stop > 0 && !p.stop))
+        return mf_err(err, MF_E_INVAL, "generation: %d stop strings but no array", p.n_stop);
+    if (p.n_stop > 0 && p.no_text)
+        return mf_err(err, MF_E_INVAL,
+                      "generation: stop strings need the detokenizer, which no_text turns off (drop the stop "
+                      "strings or keep the text)");
+    for (int32_t i = 0; i < p.n_stop; i++)
+        if (!p.stop[i] || !*p.stop[i])
+            return mf_err(err, MF_E_INVAL, "generation: stop string %d is empty (it would match everywhere)", i);
+    mf_gen *g = calloc(1, sizeof *g);
+    if (!g) return mf_err(err, MF_E_NOMEM, "generation: out of memory");
+    g->ctx = ctx;
+    g->model = mf_context_model(ctx);
+    g->limit = p.n_ctx ? p.n_ctx : nc;
+    if (!p.n_batch) p.n_batch = 512;
+    int rc = MF_E_NOMEM;
+    if (p.n_stop > 0) {
+        if (!(g->stop = calloc((size_t)p.n_stop, sizeof *g->stop))) goto nomem;
+        for (int32_t i = 0; i < p.n_stop; i++) {
+            if (!(g->stop[i] = strdup(p.stop[i]))) goto nomem;
+            g->stop_max = MF_MAX(g->stop_max, strlen(p.stop[i]));
+        }
+    }
+    p.stop = NULL; /* the copies are g->stop */
+    g->p = p;
+    mf_model_info info;
+    mf_model_get_info(g->model, &info);
+    if ((rc = mf_sampler_new(&p.sampler, info.n_vocab, &g->smp, err))) goto fail;
+    if (!p.no_text && (rc = mf_detok_stream_new(g->model, &g->ds, err))) goto fail;
+    g->status = MF_GEN_RUNNING;
+    *out = g;
+    return 0;
+nomem:
+    mf_err(err, MF_E_NOMEM, "generation: out of memory for the stop strings");
+fail:
+    g->p.n_stop = p.n_stop;
+    mf_gen_free(g);
+    return rc;
+}
+
+int mf_gen_feed(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
+    if (n < 0 || (n > 0 && !ids)) return mf_err(err, MF_E_INVAL, "generation: feed of %d tokens without ids", n);
+    if (n > g->limit - g->n_tok)
+        return mf_err(err, MF_E_RANGE,
+                      "the sequence holds %d tokens and %d more do not fit its %d positions (raise -c/--ctx-size, "
+                      "or shorten the input)",
+                      g->n_tok, n, g->limit);
+    int rc = grow_i32(&g->toks, &g->cap, g->n_tok + n, err);
+    if (rc) return rc;
+    memcpy(g->toks + g->n_tok, ids, sizeof *ids * (size_t)n);
+    g->n_tok += n;
+    for (int32_t i = 0; i < n; i++) mf_sampler_accept(g->smp, ids[i]);
+    /* a new turn: whatever the detokenizer still held belonged to the last one, which has ended */
+    if (g->ds) {
+        const char *piece;
+        size_t len;
+        mf_detok_stream_flush(g->ds, &piece, &len, NULL);
+    }
+    g->status = MF_GEN_RUNNING;
+    g->aborted = false;
+    g->n_hold = g->n_turn = 0;
+    g->st.turn_prefilled = g->st.turn_generated = 0;
+    g->st.t_prefill_s = g->st.t_decode_s = 0;
+    return 0;
+}
+
+/* ---------------- text: detokenizer + stop strings ---------------- */
+/* The earliest complete stop string in hold: its offset, or -1. */
+static long find_stop(const mf_gen *g) {
+    long best = -1;
+    for (int32_t i = 0; i < g->p.n_stop; i++) {
+        size_t sl = strlen(g->stop[i]);
+        for (size_t at = 0; at + sl <= g->n_hold && (best < 0 || (long)at < best); at++)
+            if (!memcmp(g->hold + at, g->stop[i], sl)) {
+                best = (long)at;
+                break;
+            }
+    }
+    return best;
+}
+
+/* The longest tail of hold that is a proper prefix of some stop string: it must wait for more text. */
+static size_t undecided_tail(const mf_gen *g) {
+    size_t keep = 0;
+    for (int32_t i = 0; i < g->p.n_stop; i++) {
+        size_t sl = strlen(g->stop[i]);
+        for (size_t k = MF_MIN(sl - 1, g->n_hold); k > keep; k--)
+            if (!memcmp(g->hold + g->n_hold - k, g->stop[i], k)) {
+                keep = k;
+                break;
+            }
+    }
+    return keep;
+}
+
+/* Appends decoded bytes; emits what can no longer become a stop string.  final: nothing more will come
+ * (the held tail is emitted too).  Returns MF_GEN_STOP when a stop string completed. */
+static int text_add(mf_gen *g, const char *s, size_t len, bool final, bool *stopped, mf_error *err) {
+    int rc = cat(&g->hold, &g->n_hold, &g->cap_hold, s, len, err);
+    if (rc) return rc;
+    long at = find_stop(g);
+    if (at >= 0) {
+        *stopped = true;
+        rc = emit(g, g->hold, (size_t)at, err);
+        g->n_hold = 0;
+        return rc;
+    }
+    size_t keep = final ? 0 : undecided_tail(g);
+    if ((rc = emit(g, g->hold, g->n_hold - keep, err))) return rc;
+    memmove(g->hold, g->hold + g->n_hold - keep, keep);
+    g->n_hold = keep;
+    return 0;
+}
+
+/* The turn ends with status: the detokenizer's rest and the held text are final now (unless a stop
+ * string already cut the text). */
+static int finish(mf_gen *g, int32_t status, mf_error *err) {
+    g->status = status;
+    if (!g->ds) return 0;
+    const char *piece;
+    size_t len;
+    int rc = mf_detok_stream_flush(g->ds, &piece, &len, err);
+    if (rc) return rc;
+    if (status == MF_GEN_STOP) {
+        g->n_hold = 0;
+        return 0;
+    }
+    bool stopped = false;
+    rc = text_add(g, piece, len, true, &stopped, err);
+    if (stopped) g->status = MF_GEN_STOP; /* the detokenizer's last bytes completed one */
+    return rc;
+}
+
+/* One sampled token becomes part of the sequence (queued: its K/V is written by the next forward). */
+static int commit(mf_gen *g, mf_token t, mf_error *err) {
+    int rc = grow_i32(&g->toks, &g->cap, g->n_tok + 1, err);
+    if (!rc) rc = grow_i32(&g->out_tok, &g->cap_out_tok, g->n_out_tok + 1, err);
+    if (rc) return rc;
+    g->toks[g->n_tok++] = t;
+    g->out_tok[g->n_out_tok++] = t;
+    g->gen_queued = true;
+    mf_sampler_accept(g->smp, t);
+    g->st.turn_generated++;
+    g->st.n_generated++;
+    if (mf_model_is_eog(g->model, t) && !g->p.ignore_eos) return finish(g, MF_GEN_EOG, err);
+    if (g->ds) {
+        const char *piece;
+        size_t len;
+        bool stopped = false;
+        if ((rc = mf_detok_stream_push(g->ds, t, &piece, &len, err))) return rc;
+        if ((rc = text_add(g, piece, len, false, &stopped, err))) return rc;
+        if (stopped) return finish(g, MF_GEN_STOP, err);
+    }
+    if (g->p.n_predict >= 0 && g->st.turn_generated >= g->p.n_predict) return finish(g, MF_GEN_LENGTH, err);
+    if (g->n_tok - 1 >= g->limit) return finish(g, MF_GEN_CONTEXT, err); /* t itself has no position left */
+    return 0;
+}
+
+/* ---------------- forwards ---------------- */
+int32_t mf_gen_batch_add(mf_gen *g, mf_batch *b, const mf_token *draft, int32_t n_draft, mf_error *err) {
+    g->n_rows = g->n_in = g->n_draft = 0;
+    g->row0 = b->n_tokens;
+    if (g->status != MF_GEN_RUNNING) return 0;
+    if (g->p.abort && g->p.abort(g->p.abort_user)) {
+        g->aborted = true;
+        return 0;
+    }
+    if (n_draft < 0 || (n_draft > 0 && !draft))
+        return mf_err(err, MF_E_INVAL, "generation: %d drafted tokens without ids", n_draft);
+    int32_t queued = g->n_tok - g->n_cached, room = b->capacity - b->n_tokens;
+    if (queued <= 0)
+        return mf_err(err, MF_E_INTERNAL, "generation: nothing queued on a running turn (%d tokens, %d cached)",
+                      g->n_tok, g->n_cached);
+    if (room <= 0) return 0;
+    g->n_in = MF_MIN(queued, MF_MIN(room, g->p.n_batch));
+    /* drafts only ride along with the last queued token, and only as far as positions and rows allow */
+    if (g->n_in == queued) g->n_draft = MF_MAX(0, MF_MIN(n_draft, MF_MIN(room - g->n_in, g->limit - g->n_tok)));
+    int rc = grow_i32(&g->draft, &g->draft_cap, MF_MAX(g->n_draft, 1), err);
+    if (rc) return rc;
+    if (g->n_draft) memcpy(g->draft, draft, sizeof *draft * (size_t)g->n_draft);
+    bool last_chunk = g->n_in == queued;
+    for (int32_t i = 0; i < g->n_in; i++)
+        mf_batch_add(b, g->toks[g->n_cached + i], g->n_cached + i, g->p.seq, last_chunk && i == g->n_in - 1);
+    for (int32_t i = 0; i < g->n_draft; i++) mf_batch_add(b, g->draft[i], g->n_tok + i, g->p.seq, true);
+    g->n_rows = g->n_in + g->n_draft;
+    g->t0 = mf_time_now();
+    return g->n_rows;
+}
+
+void mf_gen_batch_cancel(mf_gen *g) {
+    g->n_rows = g->n_in = g->n_draft = 0;
+}
+
+static void reset_out(mf_gen *g, mf_gen_out *out) {
+    g->n_out = 0;
+    g->n_out_tok = 0;
+    memset(out, 0, sizeof *out);
+}
+
+static void fill_out(mf_gen *g, mf_gen_out *out) {
+    out->status = g->status;
+    out->tokens = g->out_tok;
+    out->n_tokens = g->n_out_tok;
+    out->text = g->out ? g->out : "";
+    out->text_len = g->n_out;
+}
+
+int mf_gen_batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
+    reset_out(g, out);
+    int rc = 0;
+    if (g->aborted) {
+        g->aborted = false;
+        rc = finish(g, MF_GEN_ABORT, err);
+        fill_out(g, out);
+        return rc;
+    }
+    if (!g->n_rows) {
+        fill_out(g, out);
+        return 0;
+    }
+    double dt = mf_time_now() - g->t0;
+    int32_t n_gen_rows = g->gen_queued ? 1 : 0, fed = g->n_in - n_gen_rows;
+    g->gen_queued = false;
+    if (fed > 0) g->st.t_prefill_s += dt;
+    else g->st.t_decode_s += dt;
+    g->st.turn_prefilled += fed;
+    g->st.n_prefilled += fed;
+    g->n_cached += g->n_in;
+    int32_t row = g->row0 + g->n_in - 1, n_draft = g->n_draft;
+    g->n_rows = 0;
+    if (g->n_cached < g->n_tok) { /* a prompt chunk: more to prefill before anything is sampled */
+        fill_out(g, out);
+        return 0;
+    }
+    out->n_drafted = n_draft;
+    g->st.n_drafted += n_draft;
+    if (g->p.n_predict >= 0 && g->st.turn_generated >= g->p.n_predict) { /* -n 0: prefill only */
+        rc = finish(g, MF_GEN_LENGTH, err);
+        fill_out(g, out);
+        out->n_drafted = n_draft;
+        if (n_draft) mf_seq_rm(g->ctx, g->p.seq, g->n_cached, -1);
+        return rc;
+    }
+    /* row i's logits predict the token after draft i (i = 0: after the queued tokens); committing stops
+     * at the first sample that differs from its draft, or when the turn ends */
+    int32_t accepted = 0;
+    for (int32_t i = 0; i <= n_draft; i++) {
+        const float *lg = mf_get_logits(g->ctx, row + i);
+        if (!lg) return mf_err(err, MF_E_INTERNAL, "generation: batch row %d has no logits", row + i);
+        mf_token t = mf_sampler_sample(g->smp, lg);
+        if ((rc = commit(g, t, err))) break;
+        bool match = i < n_draft && t == g->draft[i];
+        if (match) accepted++;
+        if (!match || g->status != MF_GEN_RUNNING) break;
+        g->n_cached++; /* the draft's K/V row, written by this forward, is the committed token's */
+        g->gen_queued = false;
+    }
+    /* the last committed token stays queued, as in plain decoding: drop drafted rows from there on */
+    if (n_draft) {
+        if (g->n_cached > g->n_tok - 1) g->n_cached = g->n_tok - 1;
+        mf_seq_rm(g->ctx, g->p.seq, g->n_cached, -1);
+        g->gen_queued = true;
+    }
+    out->n_accepted = accepted;
+    g->st.n_accepted += accepted;
+    fill_out(g, out);
+    out->n_drafted = n_draft;
+    return rc;
+}
+
+int mf_gen_step_draft(mf_gen *g, const mf_token *draft, int32_t n_draft, mf_gen_out *out, mf_error *err) {
+    reset_out(g, out);
+    if (g->status != MF_GEN_RUNNING) {
+        fill_out(g, out);
+        return 0;
+    }
+    int32_t need = g->p.n_batch + MF_MAX(n_draft, 0);
+    if (g->batch.capacity < need) {
+        mf_batch_free(&g->batch);
+        int rc = mf_batch_init(&g->batch, need, err);
+        if (rc) return rc;
+    }
+    mf_batch_clear(&g->batch);
+    int32_t n = mf_gen_batch_add(g, &g->batch, draft, n_draft, err);
+    if (n < 0) return n;
+    if (n > 0) {
+        int rc = mf_decode(g->ctx, &g->batch, err);
+        if (rc) {
+            mf_gen_batch_cancel(g);
+            return rc;
+        }
+    }
+    return mf_gen_batch_done(g, out, err);
+}
+
+int mf_gen_step(mf_gen *g, mf_gen_out *out, mf_error *err) {
+    return mf_gen_step_draft(g, NULL, 0, out, err);
+}
+
+/* ---------------- editing the sequence ---------------- */
+int mf_gen_truncate(mf_gen *g, int32_t n, mf_error *err) {
+    if (n < 0 || n > g->n_tok)
+        return mf_err(err, MF_E_RANGE, "generation: cannot keep %d tokens of a sequence of %d", n, g->n_tok);
+    mf_seq_rm(g->ctx, g->p.seq, n, -1);
+    if (n < g->n_tok) g->gen_queued = g->gen_queued && n > g->n_cached;
+    g->n_tok = n;
+    g->n_cached = MF_MIN(g->n_cached, n);
+    return 0;
+}
+
+int mf_gen_drop(mf_gen *g, mf_pos p0, mf_pos p1, mf_error *err) {
+    if (p0 < 0 || p1 < p0 || p1 > g->n_cached)
+        return mf_err(err, MF_E_RANGE,
+                      "generation: cannot drop positions [%d, %d): the sequence has %d cached positions", p0, p1,
+                      g->n_cached);
+    int32_t d = p1 - p0;
+    if (!d) return 0;
+    mf_seq_rm(g->ctx, g->p.seq, p0, p1);
+    int rc = mf_seq_add(g->ctx, g->p.seq, p1, -1, -d, err);
+    if (rc) { /* the rows after p0 are gone but not moved: keep what is still consistent */
+        mf_gen_truncate(g, p0, NULL);
+        return rc;
+    }
+    memmove(g->toks + p0, g->toks + p1, sizeof *g->toks * (size_t)(g->n_tok - p1));
+    g->n_tok -= d;
+    g->n_cached -= d;
+    return 0;
+}
+
+const mf_token *mf_gen_tokens(const mf_gen *g, int32_t *n) {
+    *n = g->n_tok;
+    return g->toks;
+}
+
+const char *mf_gen_turn_text(const mf_gen *g, size_t *len) {
+    *len = g->n_turn;
+    return g->turn ? g->turn : "";
+}
+
+int32_t mf_gen_status(const mf_gen *g) {
+    return g->status;
+}
+
+mf_sampler *mf_gen_sampler(mf_gen *g) {
+    return g->smp;
+}
+
+void mf_gen_get_stats(const mf_gen *g, mf_gen_stats *st) {
+    *st = g->st;
+    st->n_tokens = g->n_tok;
+    st->n_cached = g->n_cached;
+}
+
+const mf_model *mf_gen_model_of(const mf_gen *g) {
+    return g->model;
+}
+
+int32_t mf_gen_n_ctx(const mf_gen *g) {
+    return g->limit;
+}
+
+/* TEMP(server) */
+int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
+    if (g->n_tok != 0) return mf_err(err, MF_E_INVAL, "generation: attach needs a fresh generator (it holds %d tokens)", g->n_tok);
+    if (n < 0 || n > g->limit) return mf_err(err, MF_E_RANGE, "generation: %d tokens do not fit %d positions", n, g->limit);
+    mf_pos pm = mf_seq_pos_max(g->ctx, g->p.seq);
+    if (pm != n - 1)
+        return mf_err(err, MF_E_INVAL, "generation: sequence %d holds positions up to %d, not the %d tokens to attach",
+                      g->p.seq, pm, n);
+    int rc = grow_i32(&g->toks, &g->cap, n, err);
+    if (rc) return rc;
+    memcpy(g->toks, ids, sizeof *ids * (size_t)n);
+    g->n_tok = g->n_cached = n;
+    for (int32_t i = 0; i < n; i++) mf_sampler_accept(g->smp, ids[i]);
+    return 0;
+}
