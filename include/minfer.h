@@ -147,6 +147,12 @@ int mf_seq_cp(mf_context *ctx, mf_seq_id src, mf_seq_id dst, mf_pos p0, mf_pos p
 mf_pos mf_seq_pos_max(const mf_context *ctx, mf_seq_id seq); /* -1 when empty */
 /* KV cells holding a token now (every sequence; a cell shared by several sequences counts once). */
 int32_t mf_kv_cells_used(const mf_context *ctx);
+/* Context shift (llama_memory_seq_add): the positions of seq in [p0, p1) move by delta and their K rows
+ * are re-roped to the new positions (V rows untouched); a cell whose new position would be < 0 is
+ * removed.  With mf_seq_rm: keep the first n_keep tokens, drop [n_keep, n_keep + n_discard), then
+ * mf_seq_add(ctx, seq, n_keep + n_discard, -1, -n_discard) and decode on from pos_max + 1.  Refused with
+ * nothing changed when seq < 0 or a moved cell would land on a position seq keeps outside the range. */
+int mf_seq_add(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1, mf_pos delta, mf_error *err);
 
 /* ---------------- batch (llama_batch shape: data, not topology) ---------------- */
 typedef struct {
@@ -208,6 +214,34 @@ mf_token mf_sampler_sample(mf_sampler *s, const float *logits);
 /* Records a token in the penalty history (prompt tokens and generated ones). */
 void mf_sampler_accept(mf_sampler *s, mf_token token);
 void mf_sampler_reset(mf_sampler *s); /* clears history, re-seeds */
+/* The draw's RNG state (xoshiro256**, four words): a session file keeps it so a resumed run draws the
+ * same tokens.  set refuses the all-zero state (xoshiro's one invalid state), changing nothing. */
+void mf_sampler_get_rng(const mf_sampler *s, uint64_t state[4]);
+int mf_sampler_set_rng(mf_sampler *s, const uint64_t state[4], mf_error *err);
+
+/* ---------------- session files (docs/SESSION.md) ----------------
+ * One sequence's state in a file: its KV rows and positions, the token history, the sampler's RNG state
+ * and opaque application bytes (chat keeps the conversation's text there), tagged with the model's
+ * fingerprint and the KV element types, checksummed.
+ *
+ * save: written to a temporary file in the same directory, then renamed over path, so a crash never
+ * leaves a half file.  smp may be NULL (no RNG state kept); tokens/app may be NULL with a 0 count.
+ *
+ * load: the file is verified completely (structure, exact length, checksum, model, KV types, room in
+ * the context, an empty target sequence) before anything changes; a refusal leaves the context, the
+ * sampler and the outputs untouched and names the mismatch.  On success the sequence holds the file's
+ * rows at the file's positions, *tokens (malloc'd, free() it; NULL when 0) the history, smp (if not
+ * NULL and the file has one) the RNG state, *app (malloc'd, NUL-terminated beyond app_len; NULL when 0)
+ * the application bytes.  tokens/n_tokens/app/app_len may be NULL when not wanted.  The sampler's
+ * penalty history is not in the file: a caller that uses repeat penalties accepts the history again
+ * (mf_sampler_reset, mf_sampler_accept each token, then the load sets the RNG). */
+int mf_session_save(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens,
+                    const mf_sampler *smp, const void *app, size_t app_len, const char *path, mf_error *err);
+int mf_session_load(mf_context *ctx, mf_seq_id seq, const char *path, mf_token **tokens, int32_t *n_tokens,
+                    mf_sampler *smp, void **app, size_t *app_len, mf_error *err);
+/* Only the application bytes of a session file (structure and checksum verified, no model needed): what
+ * a caller falls back on when mf_session_load refuses the file for another model or KV type. */
+int mf_session_read_app(const char *path, void **app, size_t *app_len, mf_error *err);
 
 /* ---------------- generation: one sequence's decode loop (the step API) ----------------
  * An mf_gen owns one sequence of a context: its token history, a sampler, a streaming detokenizer, stop

@@ -9,6 +9,7 @@
 #include "minfer.h"
 
 #include "gguf/gguf.h"
+#include "engine/engine_impl.h" /* the KV rows, for the context shift */
 #include "model/model.h"
 #include "quant/quant.h"
 
@@ -199,6 +200,167 @@ static void test_seq_cp_and_seq_rm_continue_exactly(void) {
     CHECK(same(ref, cp, n, "seq_cp"), "continuing a copied sequence differs");
     free(ref);
     close_eng(&e);
+}
+
+/* ---- context shift (mf_seq_add) ---- */
+static bool open_eng_kv(const char *path, int n_ctx, uint32_t kv_type, eng *e) {
+    mf_error err = {0};
+    memset(e, 0, sizeof *e);
+    if (mf_model_load(path, NULL, &e->m, &err)) return printf("  load: %s\n", err.msg), false;
+    mf_context_params cp = mf_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_threads = n_threads();
+    cp.kv_type = kv_type;
+    if (mf_context_new(e->m, &cp, &e->c, &err)) return printf("  context: %s\n", err.msg), false;
+    mf_model_info info;
+    mf_model_get_info(e->m, &info);
+    e->n_vocab = info.n_vocab;
+    return true;
+}
+
+/* decode ids[0..n) of seq at positions pos0.., logits of the last into out */
+static bool feed_at(eng *e, const mf_token *ids, int n, int pos0, mf_seq_id seq, float *out) {
+    mf_batch b;
+    mf_error err = {0};
+    if (mf_batch_init(&b, n, &err)) return false;
+    for (int i = 0; i < n; i++) mf_batch_add(&b, ids[i], pos0 + i, seq, i == n - 1);
+    int rc = mf_decode(e->c, &b, &err);
+    mf_batch_free(&b);
+    if (rc) return printf("  decode: %s\n", err.msg), false;
+    if (out) memcpy(out, mf_get_logits(e->c, -1), sizeof(float) * (size_t)e->n_vocab);
+    return true;
+}
+
+static int32_t cell_of(const mf_kv *kv, int32_t seq, int32_t pos) {
+    for (int32_t c = 0; c < mf_kv_n_cells(kv); c++)
+        if (mf_kv_cell_seq(kv, c) == seq && mf_kv_cell_pos(kv, c) == pos) return c;
+    return -1;
+}
+
+/* max |a - b| over a K or V row of two contexts' caches (as f32) */
+static double row_diff(mf_kv *a, mf_kv *b, bool k, int32_t layer, int32_t ca, int32_t cb, int64_t n) {
+    float *x = malloc(sizeof(float) * (size_t)n * 2), *y = x + n;
+    const size_t rb = k ? mf_kv_row_bytes_k(a) : mf_kv_row_bytes_v(a);
+    const uint8_t *ra = (const uint8_t *)(k ? mf_kv_k(a, layer) : mf_kv_v(a, layer)) + (size_t)ca * rb;
+    const uint8_t *rb_ = (const uint8_t *)(k ? mf_kv_k(b, layer) : mf_kv_v(b, layer)) + (size_t)cb * rb;
+    mf_dequantize_row(mf_kv_type(a), ra, x, n);
+    mf_dequantize_row(mf_kv_type(b), rb_, y, n);
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) e = MF_MAX(e, fabs((double)x[i] - y[i]));
+    free(x);
+    return e;
+}
+
+static int argmax(const float *x, int n) {
+    int m = 0;
+    for (int i = 1; i < n; i++) m = x[i] > x[m] ? i : m;
+    return m;
+}
+
+/* The shifted cache equals, within the rope-shift tolerance class (test_kv.c: float rounding of the rope
+ * angles, ~|pos| * 2^-23 relative, plus the cache type's rounding), a cache computed at the new
+ * positions: P0 decoded at 0.. then shifted by D against P0 decoded at D.. directly.  Layer 0's K rows
+ * differ by the rope alone and its V rows not at all (V never sees a position).  Deeper rows and the
+ * next token's logits also carry the rounding of attention scores computed at other absolute positions
+ * (the same relative ones), which decoding the same tokens at another offset shows as well: with an f16
+ * cache a 1-ulp K difference moves an activation across a q8 level of the q4_0 matmuls.  Measured on
+ * qwen3 q4_0 (genmodel seed 3), D = 50: f32 layer 0 K 3.8e-6, deeper rows 4.5e-6, logits 0; f16 layer 0
+ * K 2.0e-3 (one f16 ulp), logits 1.57 where decoding at 0 instead of D directly already moves them by
+ * 1.18 (|logits| ~ 70).  So: layer 0 K within the class, the rest within twice what the offset alone
+ * does (f32: a fixed 1e-3), and the same next token. */
+static void shift_equals_cache_at_new_positions(uint32_t kv_type, double tol_k0) {
+    const int D = 50;
+    eng a, b, c;
+    REQUIRE(open_eng_kv(q3_path, 128, kv_type, &a) && open_eng_kv(q3_path, 128, kv_type, &b) &&
+                open_eng_kv(q3_path, 128, kv_type, &c),
+            "open");
+    const int n = a.n_vocab;
+    float *la = malloc(sizeof(float) * (size_t)n * 3), *lb = la + n, *lc = lb + n;
+    REQUIRE(feed_at(&a, P0, NP0, 0, 0, NULL) && feed_at(&b, P0, NP0, D, 0, NULL) && feed_at(&c, P0, NP0, 0, 0, NULL),
+            "prefill");
+    mf_error err = {0};
+    REQUIRE(mf_seq_add(a.c, 0, -1, -1, D, &err) == 0, "%s", err.msg);
+    CHECK(mf_seq_pos_max(a.c, 0) == D + NP0 - 1, "pos max %d, want %d", mf_seq_pos_max(a.c, 0), D + NP0 - 1);
+    const mf_hparams *hp = &a.m->hp;
+    double e_k0 = 0, e_v0 = 0, e_rows = 0, base_rows = 0;
+    for (int p = D; p < D + NP0; p++) {
+        const int32_t ca = cell_of(a.c->kv, 0, p), cb = cell_of(b.c->kv, 0, p), cc = cell_of(c.c->kv, 0, p - D);
+        REQUIRE(ca >= 0 && cb >= 0 && cc >= 0, "position %d: cells %d %d %d", p, ca, cb, cc);
+        e_k0 = MF_MAX(e_k0, row_diff(a.c->kv, b.c->kv, true, 0, ca, cb, hp->n_embd_kv));
+        e_v0 = MF_MAX(e_v0, row_diff(a.c->kv, b.c->kv, false, 0, ca, cb, hp->n_embd_kv));
+        for (int l = 1; l < hp->n_layer; l++) {
+            e_rows = MF_MAX(e_rows, MF_MAX(row_diff(a.c->kv, b.c->kv, true, l, ca, cb, hp->n_embd_kv),
+                                           row_diff(a.c->kv, b.c->kv, false, l, ca, cb, hp->n_embd_kv)));
+            base_rows = MF_MAX(base_rows, row_diff(c.c->kv, b.c->kv, false, l, cc, cb, hp->n_embd_kv));
+        }
+    }
+    REQUIRE(feed_at(&a, P1, 1, D + NP0, 0, la) && feed_at(&b, P1, 1, D + NP0, 0, lb) &&
+                feed_at(&c, P1, 1, NP0, 0, lc),
+            "next token");
+    double e_l = 0, base_l = 0;
+    for (int i = 0; i < n; i++) {
+        e_l = MF_MAX(e_l, fabs((double)la[i] - lb[i]));
+        base_l = MF_MAX(base_l, fabs((double)lc[i] - lb[i]));
+    }
+    const double tol_rows = MF_MAX(1e-3, 2 * base_rows), tol_l = MF_MAX(1e-3, 2 * base_l);
+    if (getenv("MF_TEST_VERBOSE"))
+        printf("  %s: layer 0 K %.3g, V %.3g; deeper rows %.3g (offset alone: V %.3g); logits %.3g (offset alone "
+               "%.3g)\n",
+               mf_type_name(kv_type), e_k0, e_v0, e_rows, base_rows, e_l, base_l);
+    CHECK(e_k0 <= tol_k0, "%s: layer 0 K rows differ by %.3g > %.3g", mf_type_name(kv_type), e_k0, tol_k0);
+    CHECK(e_v0 == 0, "%s: layer 0 V rows differ by %.3g (V has no position)", mf_type_name(kv_type), e_v0);
+    CHECK(e_rows <= tol_rows, "%s: deeper K/V rows differ by %.3g > %.3g", mf_type_name(kv_type), e_rows, tol_rows);
+    CHECK(e_l <= tol_l, "%s: next-token logits differ by %.3g > %.3g", mf_type_name(kv_type), e_l, tol_l);
+    CHECK(argmax(la, n) == argmax(lb, n), "%s: next token %d after the shift, %d computed in place",
+          mf_type_name(kv_type), argmax(la, n), argmax(lb, n));
+    free(la);
+    close_eng(&a);
+    close_eng(&b);
+    close_eng(&c);
+}
+
+static void test_context_shift_equals_cache_at_new_positions(void) {
+    /* layer 0 K: the rope-shift class at |pos| <= 63 (4 ulp of the angle ~3e-5 on these rows) plus the
+     * cache type's rounding of one element (f16: one ulp at |k| < 4 = 2^-9) */
+    shift_equals_cache_at_new_positions(MF_KV_TYPE_F32, 1e-5);
+    shift_equals_cache_at_new_positions(MF_KV_TYPE_F16, 1e-5 + 2 * ldexp(1.0, -9));
+}
+
+/* llama.cpp's context shift: keep n_keep, drop n_discard, shift the rest down, decode on.  With
+ * n_keep = 0 the next token sees every kept row at the same distances as without the shift (a gap
+ * instead), so the two continuations agree within the rope-shift class. */
+static void test_context_shift_continues_decoding(void) {
+    eng a, b;
+    REQUIRE(open_eng_kv(q3_path, 64, MF_KV_TYPE_F32, &a) && open_eng_kv(q3_path, 64, MF_KV_TYPE_F32, &b), "open");
+    const int n = a.n_vocab, n_discard = 4;
+    float *la = malloc(sizeof(float) * (size_t)n * 2), *lb = la + n;
+    mf_error err = {0};
+    REQUIRE(feed_at(&a, P0, NP0, 0, 0, NULL) && feed_at(&b, P0, NP0, 0, 0, NULL), "prefill");
+    mf_seq_rm(a.c, 0, 0, n_discard);
+    REQUIRE(mf_seq_add(a.c, 0, n_discard, -1, -n_discard, &err) == 0, "%s", err.msg);
+    mf_seq_rm(b.c, 0, 0, n_discard); /* the same rows, left where they are */
+    REQUIRE(feed_at(&a, P1, 1, NP0 - n_discard, 0, la) && feed_at(&b, P1, 1, NP0, 0, lb), "continue");
+    double e = 0;
+    for (int i = 0; i < n; i++) e = MF_MAX(e, fabs((double)la[i] - lb[i]));
+    CHECK(e <= 1e-3 && argmax(la, n) == argmax(lb, n), "shifted continuation differs by %.3g (argmax %d vs %d)", e,
+          argmax(la, n), argmax(lb, n));
+    /* n_keep = 2: the system prompt stays, the rest moves down; the positions are contiguous again */
+    const int n_keep = 2;
+    REQUIRE(feed_at(&a, P1 + 1, NP1 - 1, NP0 - n_discard + 1, 0, NULL), "more tokens");
+    const int32_t last = mf_seq_pos_max(a.c, 0); /* NP0 - n_discard + NP1 - 1 */
+    mf_seq_rm(a.c, 0, n_keep, n_keep + n_discard);
+    REQUIRE(mf_seq_add(a.c, 0, n_keep + n_discard, -1, -n_discard, &err) == 0, "%s", err.msg);
+    CHECK(mf_seq_pos_max(a.c, 0) == last - n_discard && mf_kv_seq_n_cells(a.c->kv, 0) == last - n_discard + 1,
+          "after the shift: pos max %d (want %d), %d cells", mf_seq_pos_max(a.c, 0), last - n_discard,
+          mf_kv_seq_n_cells(a.c->kv, 0));
+    for (int p = 0; p <= last - n_discard; p++) CHECK(cell_of(a.c->kv, 0, p) >= 0, "position %d has no cell", p);
+    REQUIRE(feed_at(&a, P0, 3, last - n_discard + 1, 0, la), "decode after the second shift");
+    CHECK(isfinite(la[argmax(la, n)]), "logits not finite");
+    /* decoding at a position the shifted sequence already holds is refused */
+    CHECK(!feed_at(&a, P0, 1, 3, 0, NULL), "a position the shifted rows hold was accepted");
+    free(la);
+    close_eng(&a);
+    close_eng(&b);
 }
 
 static void test_a_batch_without_outputs_fills_the_cache(void) {
@@ -422,6 +584,8 @@ int main(void) {
     RUN(test_chunked_prefill_equals_one_forward);
     RUN(test_two_runs_and_cache_hit_equal_rebuild);
     RUN(test_seq_cp_and_seq_rm_continue_exactly);
+    RUN(test_context_shift_equals_cache_at_new_positions);
+    RUN(test_context_shift_continues_decoding);
     RUN(test_a_batch_without_outputs_fills_the_cache);
     RUN(test_refusals);
     RUN(test_model_info_and_progress);

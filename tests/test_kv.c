@@ -3,7 +3,11 @@
 #include "harness.h"
 
 #include "kv/kv.h"
+#include "core/rope.h"
 #include "quant/quant.h"
+
+#include <math.h>
+#include <stdlib.h>
 
 #define NC 16
 #define WS (NC + 1)
@@ -165,6 +169,154 @@ static void test_f16_rows_and_bad_types(void) {
     CHECK(strstr(err.msg, "q4_0") != NULL, "msg: %s", err.msg);
 }
 
+/* ---- context shift ---- */
+#define HD 128
+#define NH 8
+#define NE (HD * NH)
+
+static uint32_t rng_state = 12345;
+static float frand(void) { /* deterministic values in [-1, 1) */
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return (float)(rng_state >> 8) / (float)(1u << 23) - 1.0f;
+}
+
+/* rope every head of x at position p (the graph's rope, core/rope.c) */
+static void rope_at(float *y, const float *x, int32_t p, const mf_kv_rope *r) {
+    float cache[HD];
+    mf_rope_cache(cache, r->n_rot, (float)p, r->freq_scale, mf_rope_theta_scale(r->freq_base, r->n_rot));
+    for (int h = 0; h < NH; h++) mf_rope_row(y + h * HD, x + h * HD, HD, r->n_rot, r->mode, cache);
+}
+
+/* Rope tolerance class "rope-shift": a row roped at p then re-roped by d equals the row roped at p + d
+ * up to float rounding of the angles.  ggml computes pair i's angle as p * theta_scale^i by repeated
+ * multiplication in float, so two rotations (p, then d) and one (p + d) differ by a few ulp of the
+ * largest angle: relative error ~ |p + d| * 2^-23.  Measured max |error| over rows of |x| < 1.42 (f32,
+ * MF_TEST_VERBOSE=1 prints them): 2.2e-6 at p + d = 63, 1.7e-4 at 4096, 2.2e-3 at 32005 (freq_base 1e6,
+ * 128 rotary dims) - 0.2 to 0.5 ulp of the largest angle; f16 adds its rounding (9.8e-4), q8_0 its step
+ * (1.2e-2).  The bound below is 4 ulp of the
+ * angle, 4 * max(|p|, |d|, |p+d|, 1) * 2^-23 * 1.42 plus the cache type's own rounding of one element:
+ * f16 2^-11 relative (x 2 conversions), q8_0 one quantization step (amax / 127) on each side. */
+static double shift_tol(uint32_t type, int32_t p, int32_t d) {
+    const double amax = 1.42, big = MF_MAX(MF_MAX(abs(p), abs(d)), MF_MAX(abs(p + d), 1));
+    const double angle = 4.0 * big * ldexp(1.0, -23) * amax;
+    switch (type) {
+    case MF_TYPE_F16: return angle + 2.0 * amax * ldexp(1.0, -11);
+    case MF_TYPE_Q8_0: return angle + 2.0 * amax / 127.0;
+    default: return angle;
+    }
+}
+
+static void test_rope_row_shift_equals_rope_at_new_position(void) {
+    const mf_kv_rope ropes[2] = {{.head_dim = HD, .n_rot = HD, .mode = MF_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f},
+                                 {.head_dim = HD, .n_rot = 64, .mode = MF_ROPE_NEOX, .freq_base = 1e4f, .freq_scale = 0.5f}};
+    const int32_t pd[][2] = {{0, 7}, {100, -37}, {4000, 96}, {30000, -2048}, {5, 32000}, {17, -17}};
+    const uint32_t types[3] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_Q8_0};
+    float *x = malloc(sizeof(float) * NE * 4), *a = x + NE, *b = x + 2 * NE, *tmp = x + 3 * NE;
+    uint8_t *row = malloc(NE * 4), *want = malloc(NE * 4);
+    REQUIRE(x && row && want, "alloc");
+    for (int i = 0; i < NE; i++) x[i] = frand();
+    mf_error err = {0};
+    for (int ri = 0; ri < 2; ri++)
+        for (int ti = 0; ti < 3; ti++)
+            for (size_t k = 0; k < MF_ARRAY_LEN(pd); k++) {
+                const uint32_t t = types[ti];
+                const int32_t p = pd[k][0], d = pd[k][1];
+                rope_at(a, x, p, &ropes[ri]); /* the row stored at p, in the cache type */
+                REQUIRE(mf_quantize_row_cpu(t, a, row, NE) == 0, "store %s", mf_type_name(t));
+                REQUIRE(mf_kv_rope_row(t, row, NE, d, &ropes[ri], tmp, &err) == 0, "%s", err.msg);
+                REQUIRE(mf_dequantize_row(t, row, a, NE) == 0, "load");
+                rope_at(b, x, p + d, &ropes[ri]); /* the row stored at p + d directly */
+                REQUIRE(mf_quantize_row_cpu(t, b, want, NE) == 0 && mf_dequantize_row(t, want, b, NE) == 0, "direct");
+                double e = 0;
+                for (int i = 0; i < NE; i++) e = MF_MAX(e, fabs((double)a[i] - b[i]));
+                const double tol = shift_tol(t, p, d);
+                CHECK(e <= tol, "%s rope %d: p %d + d %d: max error %.3g > tolerance %.3g", mf_type_name(t), ri, p,
+                      d, e, tol);
+                if (getenv("MF_TEST_VERBOSE"))
+                    printf("  %s n_rot %d p %d d %d: max error %.3g (tolerance %.3g)\n", mf_type_name(t),
+                           ropes[ri].n_rot, p, d, e, tol);
+                /* past n_rot the elements pass through */
+                if (t == MF_TYPE_F32 && ropes[ri].n_rot < HD)
+                    CHECK(a[HD - 1] == x[HD - 1], "element past n_rot changed: %g vs %g", a[HD - 1], x[HD - 1]);
+            }
+    /* refusals: a type without a re-rope, a rope that does not fit the row */
+    CHECK(mf_kv_rope_row(MF_TYPE_Q4_0, row, NE, 3, &ropes[0], tmp, &err) == MF_E_UNSUPPORTED &&
+              strstr(err.msg, "q4_0"),
+          "q4_0 re-rope: %s", err.msg);
+    mf_kv_rope bad = ropes[0];
+    bad.head_dim = 96;
+    CHECK(mf_kv_rope_row(MF_TYPE_F32, row, NE, 3, &bad, tmp, &err) == MF_E_INVAL, "head 96 of a 1024 row accepted");
+    free(x);
+    free(row);
+    free(want);
+}
+
+/* seq_add's bookkeeping: positions in [p0, p1) move, K rows re-roped, V rows untouched, below 0 removed,
+ * other sequences and the rest of the sequence untouched; a collision is refused with nothing changed */
+static void test_seq_add_moves_positions_and_ropes_k_only(void) {
+    mf_kv *kv = NULL;
+    mf_error err = {0};
+    REQUIRE(mf_kv_new(2, NE, NE, NC, MF_TYPE_F32, &kv, &err) == 0, "%s", err.msg);
+    const mf_kv_rope r = {.head_dim = HD, .n_rot = HD, .mode = MF_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
+    int32_t pos[8] = {0, 1, 2, 3, 4, 5, 0, 1}, seq[8] = {0, 0, 0, 0, 0, 0, 1, 1}, cells[8];
+    REQUIRE(mf_kv_prepare(kv, 8, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
+    float *k0 = malloc(sizeof(float) * NE * NC * 2 * 2), *v0 = k0 + NE * NC * 2, *want = malloc(sizeof(float) * NE);
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < NE * 8; i++) {
+            ((float *)mf_kv_k(kv, l))[i] = frand();
+            ((float *)mf_kv_v(kv, l))[i] = frand();
+        }
+    for (int l = 0; l < 2; l++) {
+        memcpy(k0 + l * NE * NC, mf_kv_k(kv, l), sizeof(float) * NE * NC);
+        memcpy(v0 + l * NE * NC, mf_kv_v(kv, l), sizeof(float) * NE * NC);
+    }
+    /* a collision: moving [4, 6) by -2 lands on 2 and 3, which the sequence keeps */
+    CHECK(mf_kv_seq_add(kv, 0, 4, 6, -2, &r, &err) == MF_E_INVAL && strstr(err.msg, "seq_rm"), "collision: %s",
+          err.msg);
+    for (int l = 0; l < 2; l++)
+        CHECK(!memcmp(k0 + l * NE * NC, mf_kv_k(kv, l), sizeof(float) * NE * NC), "refused shift changed layer %d", l);
+    CHECK(mf_kv_cell_pos(kv, 4) == 4 && mf_kv_n_used(kv) == 8, "refused shift moved cell 4 to %d", mf_kv_cell_pos(kv, 4));
+    /* llama.cpp's context shift: keep 1, drop [1, 3), shift [3, inf) by -2 */
+    mf_kv_seq_rm(kv, 0, 1, 3);
+    REQUIRE(mf_kv_seq_add(kv, 0, 3, -1, -2, &r, &err) == 0, "%s", err.msg);
+    CHECK(mf_kv_seq_pos_max(kv, 0) == 3 && mf_kv_seq_n_cells(kv, 0) == 4, "seq 0: max %d, %d cells",
+          mf_kv_seq_pos_max(kv, 0), mf_kv_seq_n_cells(kv, 0));
+    for (int c = 0; c < 8; c++) {
+        const int moved = c >= 3 && c <= 5, gone = c == 1 || c == 2;
+        const int32_t want_pos = gone ? -1 : moved ? c - 2 : pos[c];
+        CHECK(mf_kv_cell_pos(kv, c) == want_pos, "cell %d at %d, want %d", c, mf_kv_cell_pos(kv, c), want_pos);
+        for (int l = 0; l < 2 && !gone; l++) {
+            const float *k = (const float *)mf_kv_k(kv, l) + c * NE, *ko = k0 + l * NE * NC + c * NE;
+            if (moved) {
+                float cache[HD];
+                mf_rope_cache(cache, HD, -2.0f, 1.0f, mf_rope_theta_scale(1e6f, HD));
+                for (int h = 0; h < NH; h++) mf_rope_row(want + h * HD, ko + h * HD, HD, HD, MF_ROPE_NEOX, cache);
+            } else {
+                memcpy(want, ko, sizeof(float) * NE);
+            }
+            CHECK(!memcmp(k, want, sizeof(float) * NE), "layer %d cell %d: K row not %s", l, c,
+                  moved ? "re-roped by -2" : "untouched");
+            CHECK(!memcmp((const float *)mf_kv_v(kv, l) + c * NE, v0 + l * NE * NC + c * NE, sizeof(float) * NE),
+                  "layer %d cell %d: V row changed", l, c);
+        }
+    }
+    /* shifted below 0: removed (positions 0 and 1 of seq 1 by -1: position 0 goes) */
+    REQUIRE(mf_kv_seq_add(kv, 1, -1, -1, -1, &r, &err) == 0, "%s", err.msg);
+    CHECK(mf_kv_seq_n_cells(kv, 1) == 1 && mf_kv_cell_seq(kv, 6) == -1 && mf_kv_cell_pos(kv, 7) == 0,
+          "seq 1: %d cells, cell 6 seq %d, cell 7 pos %d", mf_kv_seq_n_cells(kv, 1), mf_kv_cell_seq(kv, 6),
+          mf_kv_cell_pos(kv, 7));
+    CHECK(mf_kv_n_used(kv) == 5, "used %d", mf_kv_n_used(kv));
+    /* the windows follow the new positions: a token at 4 sees 0..3 of seq 0 (cells 0, 3, 4, 5) */
+    int32_t p4 = 4, s0 = 0, c4, w[WS];
+    REQUIRE(mf_kv_prepare(kv, 1, &p4, &s0, &c4, w, WS, &err) == 0, "%s", err.msg);
+    CHECK(w[0] == 5 && w[1] == 0 && w[2] == 3 && w[3] == 4 && w[4] == 5 && w[5] == c4, "window %d: %d %d %d %d %d",
+          w[0], w[1], w[2], w[3], w[4], w[5]);
+    CHECK(mf_kv_seq_add(kv, -1, -1, -1, 1, &r, &err) == MF_E_INVAL, "seq -1 accepted");
+    free(k0);
+    free(want);
+    mf_kv_free(kv);
+}
+
 int main(void) {
     RUN(test_single_sequence_windows_are_causal);
     RUN(test_two_sequences_never_see_each_other);
@@ -172,5 +324,7 @@ int main(void) {
     RUN(test_refusals_change_nothing);
     RUN(test_seq_cp_copies_rows_into_new_cells);
     RUN(test_f16_rows_and_bad_types);
+    RUN(test_rope_row_shift_equals_rope_at_new_position);
+    RUN(test_seq_add_moves_positions_and_ropes_k_only);
     return mf_test_done();
 }

@@ -8,14 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* TEMPORARY until the KV context-shift branch (mf_seq_add) is merged: a weak stand-in that refuses. */
-int mf_seq_add(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1, mf_pos delta, mf_error *err);
-__attribute__((weak)) int mf_seq_add(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1, mf_pos delta,
-                                     mf_error *err) {
-    (void)ctx, (void)seq, (void)p0, (void)p1, (void)delta;
-    return mf_err(err, MF_E_UNSUPPORTED, "context shift (mf_seq_add) is not in this build");
-}
-
 struct mf_gen {
     mf_context *ctx;
     const mf_model *model;
@@ -472,18 +464,33 @@ int32_t mf_gen_n_ctx(const mf_gen *g) {
     return g->limit;
 }
 
-/* TEMP(server) */
-int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
-    if (g->n_tok != 0) return mf_err(err, MF_E_INVAL, "generation: attach needs a fresh generator (it holds %d tokens)", g->n_tok);
-    if (n < 0 || n > g->limit) return mf_err(err, MF_E_RANGE, "generation: %d tokens do not fit %d positions", n, g->limit);
-    mf_pos pm = mf_seq_pos_max(g->ctx, g->p.seq);
-    if (pm != n - 1)
-        return mf_err(err, MF_E_INVAL, "generation: sequence %d holds positions up to %d, not the %d tokens to attach",
-                      g->p.seq, pm, n);
-    int rc = grow_i32(&g->toks, &g->cap, n, err);
+mf_context *mf_gen_context_of(const mf_gen *g) {
+    return g->ctx;
+}
+
+mf_seq_id mf_gen_seq_of(const mf_gen *g) {
+    return g->p.seq;
+}
+
+int mf_gen_restore(mf_gen *g, const mf_token *ids, int32_t n, int32_t n_cached, mf_error *err) {
+    if (g->n_tok)
+        return mf_err(err, MF_E_INVAL, "generation: restore needs an empty sequence, this one holds %d tokens",
+                      g->n_tok);
+    if (n < 0 || n_cached < 0 || n_cached > n || n > g->limit || (n > 0 && !ids))
+        return mf_err(err, MF_E_RANGE, "generation: cannot restore %d tokens (%d cached) into %d positions", n,
+                      n_cached, g->limit);
+    int rc = grow_i32(&g->toks, &g->cap, MF_MAX(n, 1), err);
     if (rc) return rc;
-    memcpy(g->toks, ids, sizeof *ids * (size_t)n);
-    g->n_tok = g->n_cached = n;
+    /* the penalty history sees the tokens again; the RNG state is the caller's (the session file's) */
+    uint64_t rng[4];
+    mf_sampler_get_rng(g->smp, rng);
+    mf_sampler_reset(g->smp);
     for (int32_t i = 0; i < n; i++) mf_sampler_accept(g->smp, ids[i]);
+    mf_sampler_set_rng(g->smp, rng, NULL);
+    memcpy(g->toks, ids, sizeof *ids * (size_t)n);
+    g->n_tok = n;
+    g->n_cached = n_cached;
+    g->gen_queued = n > n_cached; /* a saved turn ends with its last sampled token queued */
+    g->status = MF_GEN_LENGTH; /* the restored turn has ended; the next feed starts one */
     return 0;
 }

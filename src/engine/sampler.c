@@ -351,3 +351,15 @@ int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, 
     }
     return n;
 }
+
+void mf_sampler_get_rng(const mf_sampler *s, uint64_t state[4]) {
+    memcpy(state, s->s, sizeof s->s);
+}
+
+int mf_sampler_set_rng(mf_sampler *s, const uint64_t state[4], mf_error *err) {
+    if (!(state[0] | state[1] | state[2] | state[3]))
+        return mf_err(err, MF_E_INVAL, "the sampler RNG state is all zero, which xoshiro256** never reaches "
+                                       "(a damaged or hand-made state)");
+    memcpy(s->s, state, sizeof s->s);
+    return 0;
+}

@@ -13,6 +13,7 @@
 #define MF_GRAPH_H
 
 #include "core/core.h"
+#include "core/rope.h" /* MF_ROPE_NEOX */
 
 #include <stdio.h>
 
@@ -50,7 +51,6 @@ typedef enum {
     MF_OP_COUNT
 } mf_op;
 
-#define MF_ROPE_NEOX 2 /* llama.cpp's GGML_ROPE_TYPE_NEOX: rotate pairs (i, i + n_rot/2) - Qwen style */
 
 enum {
     MF_NODE_OUTPUT = 1u << 0, /* value must survive the forward (logits); never reused by the allocator */

@@ -1,6 +1,7 @@
 /* The KV cell store: cell ownership, sequence operations and per-batch window resolution. */
 #include "kv/kv.h"
 
+#include "core/rope.h"
 #include "quant/quant.h"
 
 #include <stdlib.h>
@@ -140,6 +141,104 @@ int32_t mf_kv_seq_n_cells(const mf_kv *kv, int32_t seq) {
     return n;
 }
 
+/* the rope fits a K row of n_embd elements of this type */
+static int rope_check(uint32_t type, int64_t n_embd, const mf_kv_rope *r, mf_error *err) {
+    if (r->head_dim <= 0 || n_embd % r->head_dim || r->n_rot <= 0 || r->n_rot > r->head_dim || r->n_rot % 2 ||
+        r->n_rot > MF_KV_ROPE_MAX)
+        return mf_err(err, MF_E_INVAL, "rope of %d of %d head elements does not fit a K row of %lld (at most %d)",
+                      r->n_rot, r->head_dim, (long long)n_embd, MF_KV_ROPE_MAX);
+    if (type != MF_TYPE_F32 && type != MF_TYPE_F16 && type != MF_TYPE_Q8_0)
+        return mf_err(err, MF_E_UNSUPPORTED, "cannot re-rope a K row of type %s (f32, f16, q8_0)", mf_type_name(type));
+    if (!mf_row_size(type, n_embd))
+        return mf_err(err, MF_E_INVAL, "a K row of %lld %s elements is not whole blocks", (long long)n_embd,
+                      mf_type_name(type));
+    return 0;
+}
+
+static void rope_row(uint32_t type, void *row, int64_t n_embd, const mf_kv_rope *r, const float *cache, float *tmp) {
+    if (type == MF_TYPE_F32)
+        memcpy(tmp, row, sizeof(float) * (size_t)n_embd);
+    else
+        mf_dequantize_row(type, row, tmp, n_embd);
+    for (int64_t h = 0; h < n_embd / r->head_dim; h++)
+        mf_rope_row(tmp + h * r->head_dim, tmp + h * r->head_dim, r->head_dim, r->n_rot, r->mode, cache);
+    /* back with the converter KV_STORE uses, so a shifted cell holds what a store of that row would */
+    if (type == MF_TYPE_F32)
+        memcpy(row, tmp, sizeof(float) * (size_t)n_embd);
+    else
+        mf_quantize_row_cpu(type, tmp, row, n_embd);
+}
+
+int mf_kv_rope_row(uint32_t type, void *row, int64_t n_embd, int32_t delta, const mf_kv_rope *r, float *tmp,
+                   mf_error *err) {
+    int rc = rope_check(type, n_embd, r, err);
+    if (rc) return rc;
+    float cache[MF_KV_ROPE_MAX];
+    mf_rope_cache(cache, r->n_rot, (float)delta, r->freq_scale, mf_rope_theta_scale(r->freq_base, r->n_rot));
+    rope_row(type, row, n_embd, r, cache, tmp);
+    return 0;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const mf_kv_rope *rope,
+                  mf_error *err) {
+    if (seq < 0) return mf_err(err, MF_E_INVAL, "seq_add needs a sequence id >= 0, got %d", seq);
+    int rc = rope_check(kv->type, kv->n_embd_k, rope, err);
+    if (rc || delta == 0) return rc;
+    /* the new positions of the moved cells, sorted; a kept cell of the sequence may not be among them */
+    int32_t n_mv = 0;
+    for (int32_t c = 0; c < kv->n_cells; c++) n_mv += kv->seq[c] == seq && in_range(kv->pos[c], p0, p1);
+    if (!n_mv) return 0;
+    int32_t *np = malloc(sizeof(int32_t) * (size_t)n_mv);
+    float *tmp = malloc(sizeof(float) * (size_t)kv->n_embd_k);
+    if (!np || !tmp) {
+        free(np);
+        free(tmp);
+        return mf_err(err, MF_E_NOMEM, "out of memory shifting %d cells", n_mv);
+    }
+    int32_t k = 0;
+    for (int32_t c = 0; c < kv->n_cells && !rc; c++) {
+        if (kv->seq[c] != seq || !in_range(kv->pos[c], p0, p1)) continue;
+        const int64_t p = (int64_t)kv->pos[c] + delta;
+        if (p > INT32_MAX)
+            rc = mf_err(err, MF_E_RANGE, "seq_add: position %d of sequence %d + %d overflows", kv->pos[c], seq, delta);
+        np[k++] = (int32_t)p;
+    }
+    qsort(np, (size_t)k, sizeof *np, cmp_i32);
+    for (int32_t c = 0; c < kv->n_cells && !rc; c++) {
+        if (kv->seq[c] != seq || in_range(kv->pos[c], p0, p1) || kv->pos[c] < 0) continue;
+        if (bsearch(&kv->pos[c], np, (size_t)k, sizeof *np, cmp_i32))
+            rc = mf_err(err, MF_E_INVAL,
+                        "seq_add: a cell of sequence %d would move onto position %d, which the sequence keeps "
+                        "outside [%d, %d); remove it first with seq_rm",
+                        seq, kv->pos[c], MF_MAX(p0, 0), p1);
+    }
+    if (!rc) {
+        float cache[MF_KV_ROPE_MAX];
+        mf_rope_cache(cache, rope->n_rot, (float)delta, rope->freq_scale,
+                      mf_rope_theta_scale(rope->freq_base, rope->n_rot));
+        for (int32_t c = 0; c < kv->n_cells; c++) {
+            if (kv->seq[c] != seq || !in_range(kv->pos[c], p0, p1)) continue;
+            if (kv->pos[c] + delta < 0) { /* llama.cpp: shifted before the start = gone */
+                kv->seq[c] = -1;
+                kv->pos[c] = -1;
+                kv->n_used--;
+                continue;
+            }
+            kv->pos[c] += delta;
+            for (int32_t l = 0; l < kv->n_layer; l++)
+                rope_row(kv->type, (uint8_t *)mf_kv_k(kv, l) + (size_t)c * kv->row_k, kv->n_embd_k, rope, cache, tmp);
+        }
+    }
+    free(np);
+    free(tmp);
+    return rc;
+}
+
 static void copy_cell(mf_kv *kv, int32_t dst, int32_t src) {
     for (int32_t l = 0; l < kv->n_layer; l++) {
         uint8_t *k = mf_kv_k(kv, l), *v = mf_kv_v(kv, l);
@@ -259,4 +358,51 @@ void mf_kv_unprepare(mf_kv *kv, int32_t n_tok, const int32_t *cells) {
         kv->pos[c] = -1;
         kv->n_used--;
     }
+}
+
+/* ---- session files: one sequence's cells out and in (built on the public cell accessors above) ---- */
+
+/* Sort (pos, cell) pairs by position; a sequence never holds one position twice. */
+static int pair_cmp(const void *a, const void *b) {
+    const int32_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+int32_t mf_kv_seq_export(const mf_kv *kv, int32_t seq, int32_t *pos, int32_t *cells, int32_t cap) {
+    int32_t n = 0, n_cells = mf_kv_n_cells(kv);
+    int32_t *pairs = malloc(sizeof(int32_t) * 2 * (size_t)MF_MAX(cap, 1));
+    if (!pairs) return -1;
+    for (int32_t c = 0; c < n_cells && n < cap; c++) {
+        if (mf_kv_cell_seq(kv, c) != seq) continue;
+        pairs[2 * n] = mf_kv_cell_pos(kv, c);
+        pairs[2 * n + 1] = c;
+        n++;
+    }
+    qsort(pairs, (size_t)n, 2 * sizeof(int32_t), pair_cmp);
+    for (int32_t i = 0; i < n; i++) {
+        pos[i] = pairs[2 * i];
+        cells[i] = pairs[2 * i + 1];
+    }
+    free(pairs);
+    return n;
+}
+
+int mf_kv_seq_import(mf_kv *kv, int32_t seq, int32_t n, const int32_t *pos, int32_t *cells_out, mf_error *err) {
+    if (seq < 0 || n < 0)
+        return mf_err(err, MF_E_INVAL, "importing %d cells into sequence %d: both must be >= 0", n, seq);
+    if (n == 0) return 0;
+    int32_t held = mf_kv_seq_n_cells(kv, seq);
+    if (held > 0)
+        return mf_err(err, MF_E_INVAL, "sequence %d already holds %d cells; remove them before importing", seq, held);
+    for (int32_t i = 1; i < n; i++)
+        if (pos[i] <= pos[i - 1])
+            return mf_err(err, MF_E_INVAL, "imported positions must rise strictly: entry %d is %d after %d", i,
+                          pos[i], pos[i - 1]);
+    int32_t *seqs = malloc(sizeof(int32_t) * (size_t)n);
+    if (!seqs) return mf_err(err, MF_E_NOMEM, "out of memory importing %d cells", n);
+    for (int32_t i = 0; i < n; i++) seqs[i] = seq;
+    /* a batch without a window: prepare takes the free cells (lowest first) and refuses with nothing changed */
+    int rc = mf_kv_prepare(kv, n, pos, seqs, cells_out, NULL, 0, err);
+    free(seqs);
+    return rc;
 }

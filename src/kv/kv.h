@@ -8,7 +8,8 @@
  * The store resolves each batch token to a free cell (lowest index first: deterministic) and produces,
  * for every query token, its window = the cells of the same sequence with pos <= the query's pos, in
  * position order.  Two sequences never see each other's rows.  seq_cp copies rows into new cells (no
- * sharing yet, so a store never writes through a shared cell). */
+ * sharing yet, so a store never writes through a shared cell).  seq_add moves positions and re-ropes the
+ * moved K rows (the context shift). */
 #ifndef MF_KV_H
 #define MF_KV_H
 
@@ -43,6 +44,24 @@ int mf_kv_seq_cp(mf_kv *kv, int32_t src, int32_t dst, int32_t p0, int32_t p1, mf
 int32_t mf_kv_seq_pos_max(const mf_kv *kv, int32_t seq); /* -1 when the sequence holds no cell */
 int32_t mf_kv_seq_n_cells(const mf_kv *kv, int32_t seq);
 
+/* The model's rope, for re-roping K rows (core/rope.h): every K row is n_embd_k / head_dim heads. */
+#define MF_KV_ROPE_MAX 1024 /* rotary dimensions a re-rope handles */
+typedef struct {
+    int32_t head_dim, n_rot, mode;
+    float freq_base, freq_scale;
+} mf_kv_rope;
+
+/* Context shift: the cells of seq with p0 <= pos < p1 move to pos + delta, and their K rows are
+ * re-roped by delta (a rotation by p then by delta is one by p + delta, up to rounding; V untouched).
+ * A cell whose new position would be < 0 is removed.  Refused (nothing changed) when a moved cell
+ * would land on a position seq keeps outside the range, or seq < 0. */
+int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const mf_kv_rope *rope,
+                  mf_error *err);
+/* Re-rope one K row of `type` (F32, F16: llama.cpp's cast to f32, rope, cast back; Q8_0: dequantize,
+ * rope, requantize with the bytes KV_STORE writes) in place by delta.  tmp holds n_embd floats. */
+int mf_kv_rope_row(uint32_t type, void *row, int64_t n_embd, int32_t delta, const mf_kv_rope *rope, float *tmp,
+                   mf_error *err);
+
 /* Resolve a batch: for each token t (seq[t], pos[t]) take a free cell (cells_out[t]) and fill the
  * window input: win is [win_stride, n_tok], column t = {count, cell ids in position order}, where
  * win_stride must be >= n_cells + 1 (unused entries are zeroed).  Tokens of the batch are visible to
@@ -53,5 +72,12 @@ int mf_kv_prepare(mf_kv *kv, int32_t n_tok, const int32_t *pos, const int32_t *s
                   int32_t *win, int32_t win_stride, mf_error *err);
 /* Give back the cells a prepare took (a failed forward): the cells become free again. */
 void mf_kv_unprepare(mf_kv *kv, int32_t n_tok, const int32_t *cells);
+
+/* Session files.  export: the cells of seq in position order (pos[i] at cells[i]), at most cap of them;
+ * the count (-1 when out of memory).  import: take n free cells (lowest first) for seq at the strictly
+ * rising positions pos (cells_out[i] gets pos[i]'s cell; the caller then writes the rows).  Refused with
+ * nothing changed: too few free cells (both numbers), a sequence that already holds cells, bad positions. */
+int32_t mf_kv_seq_export(const mf_kv *kv, int32_t seq, int32_t *pos, int32_t *cells, int32_t cap);
+int mf_kv_seq_import(mf_kv *kv, int32_t seq, int32_t n, const int32_t *pos, int32_t *cells_out, mf_error *err);
 
 #endif

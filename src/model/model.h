@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "gguf/gguf.h"
 #include "graph/graph.h"
+#include "kv/kv.h"
 #include "tok/tok.h"
 
 typedef enum { MF_ARCH_QWEN2 = 0, MF_ARCH_QWEN3 = 1, MF_ARCH_COUNT } mf_arch;
@@ -78,5 +79,7 @@ typedef struct {
 
 /* Builds into g and returns the ids of its inputs and logits in *io. */
 int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_graph_io *io, mf_error *err);
+/* The rope the graph applies to K, for re-roping cached K rows (the context shift). */
+mf_kv_rope mf_model_kv_rope(const mf_model *m);
 
 #endif

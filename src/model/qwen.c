@@ -36,6 +36,14 @@ static int32_t named(mf_graph *g, int32_t id, int layer, const char *name) {
     return mf_g_layer(g, id, layer);
 }
 
+mf_kv_rope mf_model_kv_rope(const mf_model *m) {
+    return (mf_kv_rope){.head_dim = m->hp.head_dim,
+                        .n_rot = m->hp.n_rot,
+                        .mode = MF_ROPE_NEOX,
+                        .freq_base = m->hp.rope_freq_base,
+                        .freq_scale = m->hp.rope_freq_scale};
+}
+
 int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_graph_io *io, mf_error *err) {
     const mf_hparams *hp = &m->hp;
     const int64_t nt = p->n_tokens, no = p->n_outputs;
@@ -44,6 +52,7 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
                       (long long)nt, (long long)no);
     const int64_t hd = hp->head_dim;
     const float eps = hp->rms_eps;
+    const mf_kv_rope rope = mf_model_kv_rope(m); /* the one rope rule; the KV shift re-ropes with it */
 
     int64_t ne[4] = {nt, 1, 1, 1};
     io->tokens = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, ne), "inp_tokens");
@@ -81,12 +90,10 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
             q = norm(g, q, L->q_norm, eps, il, "Qcur_normed");
             k = norm(g, k, L->k_norm, eps, il, "Kcur_normed");
         }
-        q = named(g,
-                  mf_g_rope(g, q, io->pos, hp->n_rot, MF_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
-                  il, "Qcur_rope");
-        k = named(g,
-                  mf_g_rope(g, k, io->pos, hp->n_rot, MF_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
-                  il, "Kcur_rope");
+        q = named(g, mf_g_rope(g, q, io->pos, rope.n_rot, rope.mode, rope.freq_base, rope.freq_scale), il,
+                  "Qcur_rope");
+        k = named(g, mf_g_rope(g, k, io->pos, rope.n_rot, rope.mode, rope.freq_base, rope.freq_scale), il,
+                  "Kcur_rope");
         int64_t kv2[4] = {hp->n_embd_kv, nt, 1, 1};
         int32_t k2 = named(g, mf_g_reshape(g, k, 2, kv2), il, "Kcur_2d");
 

@@ -556,8 +556,37 @@ static void slot_action(mf_srv_engine *e, mf_srv_job *j) {
         mf_srv_job_finish(j, 200, strdup(body));
         return;
     }
-    mf_srv_job_fail(j, 501, "not_supported_error",
-                    "slot save/restore is not available in this build yet (session files)");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", e->s->o.slot_save_path, j->filename);
+    mf_error err = {0};
+    double t0 = mf_time_now();
+    char body[512];
+    if (j->kind == MF_JOB_SLOT_SAVE) {
+        if (mf_session_save(e->ctx, j->slot, sl->cache, sl->n_cache, NULL, NULL, 0, path, &err)) {
+            mf_srv_job_fail(j, 500, "server_error", "slot %d: saving '%s' failed: %s", j->slot, j->filename, err.msg);
+            return;
+        }
+        snprintf(body, sizeof body, "{\"id_slot\":%d,\"filename\":\"%s\",\"n_saved\":%d,\"timings\":{\"save_ms\":%.3f}}",
+                 j->slot, j->filename, sl->n_cache, (mf_time_now() - t0) * 1e3);
+    } else {
+        /* the slot's cache is only a cache: it is replaced, and a refused file leaves the slot empty */
+        drop_cells(e, j->slot);
+        mf_token *toks = NULL;
+        int32_t n = 0;
+        int rc = mf_session_load(e->ctx, j->slot, path, &toks, &n, NULL, NULL, NULL, &err);
+        if (rc) {
+            mf_srv_job_fail(j, rc == MF_E_IO || rc == MF_E_NOTFOUND ? 404 : 400, "invalid_request_error",
+                            "slot %d: cannot restore '%s': %s", j->slot, j->filename, err.msg);
+            return;
+        }
+        set_cache(sl, toks, n);
+        free(toks);
+        snprintf(body, sizeof body,
+                 "{\"id_slot\":%d,\"filename\":\"%s\",\"n_restored\":%d,\"timings\":{\"restore_ms\":%.3f}}", j->slot,
+                 j->filename, n, (mf_time_now() - t0) * 1e3);
+    }
+    sl->used_at = ++e->tick;
+    mf_srv_job_finish(j, 200, strdup(body));
 }
 
 /* ---------------- the step ---------------- */

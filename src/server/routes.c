@@ -382,13 +382,17 @@ static void h_slots(mf_server *s, const char *method, const char *url, const cha
             cJSON *o = body_object(body, len, a);
             if (!o) return;
             const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "filename");
-            bool ok = cJSON_IsString(f) && f->valuestring[0] && strlen(f->valuestring) < sizeof filename &&
-                      !strchr(f->valuestring, '/') && !strchr(f->valuestring, '\\') && !strstr(f->valuestring, "..");
+            /* a plain name: letters, digits, '.', '_', '-', not starting with '.' (no path, no "..") */
+            bool ok = cJSON_IsString(f) && f->valuestring[0] && f->valuestring[0] != '.' &&
+                      strlen(f->valuestring) < sizeof filename &&
+                      strspn(f->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+                          strlen(f->valuestring) &&
+                      !strstr(f->valuestring, "..");
             if (ok) snprintf(filename, sizeof filename, "%s", f->valuestring);
             else
                 mf_srv_answer_error(a, 400, "invalid_request_error", "filename",
-                                    "'filename' must be a plain file name inside --slot-save-path (no '/', '\\' or "
-                                    "'..', at most 255 bytes)");
+                                    "'filename' must be a plain file name inside --slot-save-path: letters, digits, "
+                                    "'.', '_' and '-', not starting with '.', at most 255 bytes");
             cJSON_Delete(o);
             if (!ok) return;
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # minfer serve over loopback: routes and OpenAI shapes, a 70-request bad-input corpus, batch invariance end to
 # end (4 concurrent greedy requests equal alone), streaming, a client disconnect freeing its slot, a bounded
-# load test that overflows --max-queue, the API key, the openai npm client, and SIGTERM draining.
+# load test that overflows --max-queue, slot save/restore, the API key, the openai npm client, and SIGTERM draining.
 # Servers listen on 127.0.0.1 with --port 0 (the port is read from the startup line); every wait is bounded.
 source "$(dirname "$0")/lib.bash"
 M="$TMP/serve-qwen3.gguf"
@@ -48,12 +48,14 @@ py() {
     [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "client.py $*" "exit $rc: $out"
 }
 
-if start_server main -np 4 -c 4096 -b 128; then
+rm -rf "$TMP/serve-slots" && mkdir -p "$TMP/serve-slots"
+if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; then
     py routes
     py bad_input
     py identity
     py stream
     py disconnect
+    py slots
     if [ -d tests/server/node_modules/openai ]; then
         out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" 2>&1); rc=$?
         while IFS= read -r line; do
@@ -80,9 +82,9 @@ if start_server auth -np 1 -c 512 --api-key-file "$TMP/serve-key"; then
 fi
 
 # SIGTERM while a request runs: it finishes (200), a new one is refused 503, the process exits 0
-if start_server drain -np 1 -c 2048; then
+if MINFER_DRAIN_MS=120000 start_server drain -np 1 -c 1024; then
     curl -s -o "$TMP/serve-drain.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
-        -d '{"prompt":"Hello","max_tokens":1500,"temperature":0,"ignore_eos":true}' >"$TMP/serve-drain.code" &
+        -d '{"prompt":"Hello","max_tokens":200,"temperature":0,"ignore_eos":true}' >"$TMP/serve-drain.code" &
     CPID=$!
     for _ in $(seq 100); do
         curl -s "http://127.0.0.1:$PORT/metrics" | grep -q '^minfer_slots_busy 1' && break; sleep 0.05
@@ -92,7 +94,7 @@ if start_server drain -np 1 -c 2048; then
     code=$(curl -s -o "$TMP/serve-late.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
         -d '{"prompt":"Hello","max_tokens":2}')
     wait "$CPID"
-    if [ "$(cat "$TMP/serve-drain.code")" = 200 ] && grep -q '"completion_tokens":1500' "$TMP/serve-drain.json"; then
+    if [ "$(cat "$TMP/serve-drain.code")" = 200 ] && grep -q '"completion_tokens":200' "$TMP/serve-drain.json"; then
         ok "drain: the in-flight request finished"
     else bad "drain: in-flight" "$(cat "$TMP/serve-drain.code") $(head -c 300 "$TMP/serve-drain.json")"; fi
     if [ "$code" = 503 ] && grep -q 'server shutting down' "$TMP/serve-late.json"; then ok "drain: a new request is 503"

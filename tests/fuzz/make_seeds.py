@@ -8,7 +8,8 @@ files it does not write (regress-* inputs a harness once crashed on) are left al
 Each seed follows its harness's input format (see the comment at the top of tests/fuzz/fuzz_<name>.c).
 The GGUF seeds are hand-built tiny files: the writer's layout (v3, 32-byte alignment) with every value
 type, nested arrays, a 268-token byte-level BPE vocabulary with merges and added tokens, and a qwen3
-header with small tensors of several block types; one v2 file and one 64-byte-aligned file."""
+header with small tensors of several block types; one v2 file and one 64-byte-aligned file.  The session
+seeds are small valid session files (docs/SESSION.md; the checksum is XXH64, implemented below)."""
 import os
 import struct
 
@@ -220,6 +221,77 @@ def chat_seeds():
     }
 
 
+# ---------------------------------------------------------------- session files (docs/SESSION.md)
+M64 = (1 << 64) - 1
+X1, X2, X3, X4, X5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,
+                      0x27D4EB2F165667C5)
+
+
+def _rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & M64
+
+
+def _xround(acc, v):
+    return (_rotl((acc + v * X2) & M64, 31) * X1) & M64
+
+
+def xxh64(b, seed=0):
+    n, i = len(b), 0
+    if n >= 32:
+        v = [(seed + X1 + X2) & M64, (seed + X2) & M64, seed, (seed - X1) & M64]
+        while i + 32 <= n:
+            for k in range(4):
+                v[k] = _xround(v[k], struct.unpack_from("<Q", b, i + 8 * k)[0])
+            i += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & M64
+        for k in range(4):
+            h = ((h ^ _xround(0, v[k])) * X1 + X4) & M64
+    else:
+        h = (seed + X5) & M64
+    h = (h + n) & M64
+    while i + 8 <= n:
+        h = (_rotl(h ^ _xround(0, struct.unpack_from("<Q", b, i)[0]), 27) * X1 + X4) & M64
+        i += 8
+    if i + 4 <= n:
+        h = (_rotl(h ^ ((struct.unpack_from("<I", b, i)[0] * X1) & M64), 23) * X2 + X3) & M64
+        i += 4
+    while i < n:
+        h = (_rotl(h ^ ((b[i] * X5) & M64), 11) * X1) & M64
+        i += 1
+    h ^= h >> 33
+    h = (h * X2) & M64
+    h ^= h >> 29
+    h = (h * X3) & M64
+    return h ^ (h >> 32)
+
+
+def session(k_type, v_type, n_embd_kv, positions, tokens, app=b"", rng=None, n_layer=2):
+    row = {0: lambda n: 4 * n, 1: lambda n: 2 * n, 8: lambda n: n // 32 * 34}
+    rk, rv = row[k_type](n_embd_kv), row[v_type](n_embd_kv)
+    head = b"MFSESS\r\n" + struct.pack("<II", 1, 184) + b"qwen2".ljust(32, b"\0")
+    head += struct.pack("<7iI", n_layer, 64, 4, 2, n_embd_kv // 2, 128, 300, 0)
+    head += struct.pack("<QIIQQQQ", 0x0123456789ABCDEF, k_type, v_type, n_embd_kv, n_embd_kv, rk, rv)
+    head += struct.pack("<iiQII", len(positions), len(tokens), len(app), 1 if rng else 0, 0)
+    head += struct.pack("<4Q", *(rng or (0, 0, 0, 0)))
+    assert len(head) == 184
+    body = struct.pack("<%di" % len(positions), *positions) + struct.pack("<%di" % len(tokens), *tokens) + app
+    for layer in range(n_layer):
+        for kv, r in (("K", rk), ("V", rv)):
+            body += bytes((layer * 37 + i * 11 + (kv == "V") * 5) & 0xFF for i in range(r * len(positions)))
+    data = head + body
+    return data + struct.pack("<Q", xxh64(data))
+
+
+def session_seeds():
+    assert xxh64(b"") == 0xEF46DB3751D8E999 and xxh64(b"Nobody inspects the spammish repetition") == 0xFBCEA83C8A378BF1
+    return {
+        "f32": session(0, 0, 8, [0, 1, 2], [10, 11, 12, 13], b"{\"turns\":[]}", (1, 2, 3, 4)),
+        "f16-gaps": session(1, 1, 8, [0, 5, 9], [299, 0], b"", (0xFFFFFFFFFFFFFFFF, 0, 0, 0)),
+        "q8_0-k-f16-v": session(8, 1, 32, [3, 4], [7], b"x", None, n_layer=1),
+        "empty": session(0, 0, 8, [], [], b"", None),
+    }
+
+
 # ---------------------------------------------------------------- --tokens
 def args_seeds():
     cases = ["[9707, 11, 1879]", "[]", " [ 1 ,2 ]\n", "[2147483647]", "[2147483648]", "[-1]", "[1,]", "[1e3]",
@@ -229,7 +301,7 @@ def args_seeds():
 
 def main():
     for name, seeds in (("gguf", gguf_seeds()), ("tok", tok_seeds()), ("chat", chat_seeds()),
-                        ("args", args_seeds())):
+                        ("args", args_seeds()), ("session", session_seeds())):
         d = os.path.join(CORPUS, name)
         os.makedirs(d, exist_ok=True)
         for fname, data in seeds.items():

@@ -391,6 +391,34 @@ def check_load():
     check("load: metrics count the 200s", served >= codes.get(200, 0), "%r vs %r" % (served, codes))
 
 
+def check_slots():
+    prompt = "Once upon a time, in a land far away, there lived"
+    st, _, d = post("/v1/completions", {"prompt": prompt, "max_tokens": 6, "temperature": 0, "id_slot": 1})
+    first = json.loads(d)["choices"][0]["text"]
+    st, _, d = request("GET", "/slots")
+    slots = json.loads(d)
+    check("slots: GET /slots lists every slot", st == 200 and [s["id"] for s in slots] == list(range(len(slots)))
+          and slots[1]["n_cached"] > 0 and not slots[1]["is_processing"], d)
+    st, _, d = post("/slots/1?action=save", {"filename": "slot1.bin"})
+    saved = json.loads(d)
+    check("slots: save", st == 200 and saved["n_saved"] == slots[1]["n_cached"], d)
+    st, _, d = post("/slots/1?action=erase", {})
+    check("slots: erase", st == 200 and json.loads(d)["n_erased"] == saved["n_saved"], d)
+    st, _, d = post("/slots/1?action=restore", {"filename": "slot1.bin"})
+    check("slots: restore", st == 200 and json.loads(d)["n_restored"] == saved["n_saved"], d)
+    m0 = metrics()
+    st, _, d = post("/v1/completions", {"prompt": prompt, "max_tokens": 6, "temperature": 0, "id_slot": 1})
+    m1 = metrics()
+    reused = m1["minfer_prompt_tokens_reused_total"] - m0["minfer_prompt_tokens_reused_total"]
+    check("slots: a restored slot serves its prefix and the same text", json.loads(d)["choices"][0]["text"] == first
+          and reused > 0, "reused %d, %s" % (reused, d))
+    for name in ["../x.bin", "a/b", ".hidden", "x y", "é.bin"]:
+        st, _, d = post("/slots/0?action=save", {"filename": name})
+        check("slots: file name %r refused" % name, st == 400 and "plain file name" in json.loads(d)["error"]["message"], d)
+    st, _, d = post("/slots/0?action=restore", {"filename": "missing.bin"})
+    check("slots: restoring a missing file is 404 naming it", st == 404 and "missing.bin" in d.decode(), d)
+
+
 def check_auth(key):
     st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=2))
     check("auth: no key is 401", st == 401 and json.loads(d)["error"]["type"] == "authentication_error", d)
@@ -407,5 +435,5 @@ def check_auth(key):
 if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
-     "disconnect": check_disconnect, "load": check_load}.get(what, lambda: check_auth(sys.argv[3]))()
+     "disconnect": check_disconnect, "load": check_load, "slots": check_slots}.get(what, lambda: check_auth(sys.argv[3]))()
     sys.exit(1 if FAILED else 0)

@@ -159,45 +159,26 @@ size_t mf_cpu_rope_thread_bytes(const mf_node *n) {
     return (size_t)n->ne[0] * sizeof(float) + 64;
 }
 
-/* cos/sin per pair for position p, as ggml_rope_cache_init (no YaRN, mscale 1) */
-static void rope_cache(float *cache, int64_t ne0, float p, float freq_scale, float theta_scale) {
-    float theta = p;
-    for (int64_t i0 = 0; i0 < ne0; i0 += 2) {
-        const float t = freq_scale * theta;
-        cache[i0 + 0] = cosf(t);
-        cache[i0 + 1] = sinf(t);
-        theta *= theta_scale;
-    }
-}
-
 void mf_cpu_op_rope(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     const mf_node *a = src(ex, n, 0), *pos = src(ex, n, 1);
     const int n_dims = n->iparams[0], mode = n->iparams[1];
     const float freq_base = n->fparams[0], freq_scale = n->fparams[1];
-    const float theta_scale = powf(freq_base, -2.0f / (float)n_dims);
+    const float theta_scale = mf_rope_theta_scale(freq_base, n_dims);
     const int64_t ne0 = a->ne[0], ne1 = a->ne[1];
     const int32_t *p = pos->data;
     float *cache = mf_cpu_thread_scratch(ex, ith);
     int64_t r0, r1, last_i2 = -1;
     mf_cpu_split(ne1 * a->ne[2], ith, nth, &r0, &r1);
-    const int64_t half = mode == MF_ROPE_NEOX ? n_dims / 2 : 1;
     for (int64_t r = r0; r < r1; r++) {
         const int64_t i1 = r % ne1, i2 = r / ne1;
         if (i2 != last_i2) {
-            rope_cache(cache, ne0, (float)p[i2], freq_scale, theta_scale);
+            mf_rope_cache(cache, n_dims, (float)p[i2], freq_scale, theta_scale);
             last_i2 = i2;
         }
         const float *x =
             (const float *)((const char *)a->data + (size_t)i1 * a->nb[1] + (size_t)i2 * a->nb[2]);
         float *y = (float *)((char *)n->data + (size_t)i1 * n->nb[1] + (size_t)i2 * n->nb[2]);
-        for (int64_t i0 = 0; i0 < n_dims; i0 += 2) {
-            const int64_t ic = mode == MF_ROPE_NEOX ? i0 / 2 : i0;
-            const float c = cache[i0], s = cache[i0 + 1];
-            const float x0 = x[ic], x1 = x[ic + half];
-            y[ic] = x0 * c - x1 * s;
-            y[ic + half] = x0 * s + x1 * c;
-        }
-        if (y != x && ne0 > n_dims) memcpy(y + n_dims, x + n_dims, (size_t)(ne0 - n_dims) * sizeof(float));
+        mf_rope_row(y, x, ne0, n_dims, mode, cache); /* core/rope.c: the rule the KV shift uses too */
     }
 }
 
