@@ -333,13 +333,20 @@ int mf_gen_truncate(mf_gen *g, int32_t n, mf_error *err);
 /* Context shift: removes positions [p0, p1) (cached ones only) and moves the later tokens down by
  * p1 - p0 (their K rows re-roped by mf_seq_add). */
 int mf_gen_drop(mf_gen *g, mf_pos p0, mf_pos p1, mf_error *err);
+/* After a session load (mf_session_load into the generator's sequence): the sequence holds ids, the first
+ * n_cached of them in the KV cache, the rest queued.  The penalty history takes the ids again; the
+ * sampler's RNG state (which the load set) is kept.  Needs an empty generator; the turn counts as ended. */
+int mf_gen_restore(mf_gen *g, const mf_token *ids, int32_t n, int32_t n_cached, mf_error *err);
 /* The sequence's tokens (cached, then queued); valid until the next call that changes them. */
 const mf_token *mf_gen_tokens(const mf_gen *g, int32_t *n);
 /* All the text the current turn produced so far (what the steps returned, concatenated). */
 const char *mf_gen_turn_text(const mf_gen *g, size_t *len);
 int32_t mf_gen_status(const mf_gen *g);
 int32_t mf_gen_n_ctx(const mf_gen *g); /* the positions the sequence may use */
-/* TEMP(server): the sequence already holds ids[0..n) at positions 0..n-1 (a kept or shared prefix). */
+/* A fresh generator adopts the tokens its sequence already holds at positions 0..n-1 (a prefix kept from
+ * an earlier request, or shared from another sequence with mf_seq_cp): they enter the history and the
+ * sampler's penalty history without a forward.  Refused unless the generator holds nothing yet and the
+ * sequence's last position is exactly n - 1. */
 int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err);
 mf_sampler *mf_gen_sampler(mf_gen *g); /* its sampler (e.g. to save its state) */
 void mf_gen_get_stats(const mf_gen *g, mf_gen_stats *st);
@@ -377,6 +384,15 @@ void mf_conv_free(mf_conv *c);
  * Refused, with nothing changed, when the message alone does not fit beside the system prompt. */
 int mf_conv_user(mf_conv *c, const char *text, mf_conv_turn *info, mf_error *err);
 int32_t mf_conv_n_turns(const mf_conv *c); /* user turns currently in the conversation */
+/* Session files (mf_session_save / mf_session_load): save writes the generator's sequence (KV rows,
+ * tokens, sampler RNG) and the conversation (messages, the last reply, what the cache stands for, as
+ * JSON application bytes).  load, into a new conversation over an empty generator, resumes it: nothing
+ * is prefilled and the next turn continues exactly as the saved run would have.  A file written for
+ * another model, KV type or a larger context than this one is not loaded into the cache: its
+ * conversation text is taken instead (*rerendered = true, *reason says why) and the next turn prefills
+ * it re-rendered.  A missing file is MF_E_NOTFOUND (nothing changed); a damaged one is refused. */
+int mf_conv_save(mf_conv *c, const char *path, mf_error *err);
+int mf_conv_load(mf_conv *c, const char *path, bool *rerendered, char *reason, size_t reason_cap, mf_error *err);
 
 #ifdef __cplusplus
 }

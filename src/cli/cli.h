@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "minfer.h"
+
 int mf_cmd_info(int argc, char **argv);
 int mf_cmd_tokenize(int argc, char **argv);
 int mf_cmd_run(int argc, char **argv);
@@ -16,6 +18,7 @@ int mf_cmd_viz(int argc, char **argv);
 int mf_cmd_bench(int argc, char **argv);
 int mf_cmd_backends(int argc, char **argv);
 int mf_cmd_serve(int argc, char **argv);
+int mf_cmd_chat(int argc, char **argv);
 
 /* Shared argument helpers: print "Error: ..." naming the flag, the value and the allowed range, and
  * return false on bad input. */
@@ -39,6 +42,16 @@ typedef struct {
     int n;
 } mf_arg_seen;
 bool mf_arg_once(mf_arg_seen *s, const char *name, const char *value);
+
+/* Generation flags shared by run and chat (args_gen.c).  mf_arg_sampler: argv[*i] is a sampler flag
+ * (--temp --top-k --top-p --min-p --typical --repeat-penalty --repeat-last-n --presence-penalty
+ * --frequency-penalty --seed): parse its value into sp and return 1; not one: 0; a bad value: -1 (printed).
+ * mf_arg_stop: one --stop value appended (repeatable, at most MF_ARG_MAX_STOP). */
+enum { MF_ARG_MAX_STOP = 16 };
+mf_sampler_params mf_arg_sampler_defaults(void);
+int mf_arg_sampler(int argc, char **argv, int *i, mf_sampler_params *sp, mf_arg_seen *seen);
+bool mf_arg_stop(int argc, char **argv, int *i, const char **stops, int32_t *n_stop);
+const char *mf_arg_sampler_help(void); /* the usage lines of the sampler flags */
 
 /* Flushes f and checks its error flag; on a failed write prints "Error: writing to WHAT failed: ..."
  * and returns false, so a command stops at the first write that did not happen (a full disk, a reader

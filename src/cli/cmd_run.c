@@ -13,10 +13,11 @@ static void usage(FILE *f) {
     fprintf(
         f,
         "usage: minfer run -m MODEL (-p PROMPT | -f FILE | --tokens JSON_IDS) [options]\n"
+        "       minfer run --cnv -m MODEL [chat options]   (the same as minfer chat)\n"
         "\n"
         "Generates text after the prompt and streams it to stdout; load time and prefill/decode speed go to\n"
-        "stderr.  Generation stops at an end-of-generation token, after -n tokens, or when the context is "
-        "full.\n"
+        "stderr.  Generation stops at an end-of-generation token, after -n tokens, at a --stop string, or\n"
+        "when the context is full.\n"
         "\n"
         "  -m, --model FILE         GGUF model (qwen2, qwen3 architectures)\n"
         "  -p, --prompt TEXT        prompt text\n"
@@ -33,27 +34,22 @@ static void usage(FILE *f) {
         "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096)); it must\n"
         "                           hold the prompt plus one generated token\n"
         "      --n-ctx N            the same as -c\n"
-        "      --temp X             temperature (default 0.8; 0 = greedy)\n"
-        "      --top-k N            top-k (default 40; 0 = off)\n"
-        "      --top-p X            top-p (default 0.95; 1 = off)\n"
-        "      --min-p X            min-p (default 0.05; 0 = off)\n"
-        "      --typical X          typical-p (default 1 = off)\n"
-        "      --repeat-penalty X   repetition penalty (default 1 = off)\n"
-        "      --repeat-last-n N    penalty window in tokens (default 64; 0 = off, -1 = all)\n"
-        "      --presence-penalty X presence penalty (default 0)\n"
-        "      --frequency-penalty X frequency penalty (default 0)\n"
-        "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n"
+        "%s"
+        "      --stop S             stop when the text S appears; S is not printed (a stop string split across\n"
+        "                           tokens is held back until decided); repeatable, up to 16\n"
         "      --ignore-eos         keep generating past end-of-generation tokens\n"
         "      --ids                print one JSON array of the generated ids on stdout instead of text\n"
         "  -h, --help               this help\n"
         "\n"
         "Sampler order (llama.cpp's default): penalties -> top-k -> typical -> top-p -> min-p -> temperature "
         "-> draw.\n"
-        "Numbers must be finite and in range; every option is given at most once.  A write to stdout that\n"
+        "Numbers must be finite and in range; every option but --stop is given at most once.  A write to stdout that\n"
         "fails (a full disk, a closed pipe) stops the run with exit status 1, as does a model whose logits\n"
         "come out NaN or infinite (the error names the position).\n"
         "Short form: minfer MODEL.gguf [PROMPT] [options] is minfer run -m MODEL.gguf [-p PROMPT] "
-        "[options].\n");
+        "[options].\n"
+        "--cnv anywhere on the line turns it into minfer chat (see minfer chat --help).\n",
+        mf_arg_sampler_help());
 }
 
 static void progress(float p, void *user) {
@@ -64,15 +60,21 @@ static void progress(float p, void *user) {
 int mf_cmd_run(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *file = NULL, *tokens_json = NULL, *system = NULL;
     long n_predict = 128, n_threads = 0, n_ctx = 0;
-    uint64_t seed = 24301;
     bool chat = false, ids_only = false, ignore_eos = false;
     const char *chat_template = NULL;
     int think = -1;
-    mf_sampler_params sp = mf_sampler_default_params();
+    mf_sampler_params sp = mf_arg_sampler_defaults();
     mf_arg_seen seen = {0};
+    /* --cnv is chat's other spelling (llama.cpp's): the rest of the line is chat's */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--cnv")) {
+            memmove(argv + i, argv + i + 1, sizeof *argv * (size_t)(argc - i)); /* argv[argc] is NULL */
+            return mf_cmd_chat(argc - 1, argv);
+        }
+    const char *stops[MF_ARG_MAX_STOP];
+    int32_t n_stop = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        double d;
         long l;
 /* a value option / a switch, each at most once (mf_arg_once) */
 #define VAL(name)                                                                                            \
@@ -122,6 +124,8 @@ int mf_cmd_run(int argc, char **argv) {
                 fprintf(stderr, "Error: --think expects on or off, got '%s'\n", v);
                 return 2;
             }
+        } else if (!strcmp(a, "--stop")) {
+            if (!mf_arg_stop(argc, argv, &i, stops, &n_stop)) return 2;
         } else if (!strcmp(a, "--ids")) {
             ONCE("--ids");
             ids_only = true;
@@ -137,44 +141,8 @@ int mf_cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--n-ctx")) {
             VAL("-c/--ctx-size/--n-ctx");
             if (!mf_arg_int(a, v, 0, 1 << 24, &n_ctx)) return 2;
-        } else if (!strcmp(a, "--seed")) {
-            VAL("--seed");
-            if (!mf_arg_u64(a, v, &seed)) return 2;
-        } else if (!strcmp(a, "--top-k")) {
-            VAL("--top-k");
-            if (!mf_arg_int(a, v, 0, 1 << 30, &l)) return 2;
-            sp.top_k = (int32_t)l;
-        } else if (!strcmp(a, "--repeat-last-n")) {
-            VAL("--repeat-last-n");
-            if (!mf_arg_int(a, v, -1, 1 << 20, &l)) return 2;
-            sp.penalty_last_n = (int32_t)l;
-        } else if (!strcmp(a, "--temp") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
-                   !strcmp(a, "--typical") || !strcmp(a, "--repeat-penalty") ||
-                   !strcmp(a, "--presence-penalty") || !strcmp(a, "--frequency-penalty")) {
-            VAL(a);
-            if (!mf_arg_float(a, v, &d)) return 2;
-            if (d < 0 && strcmp(a, "--presence-penalty") && strcmp(a, "--frequency-penalty")) {
-                fprintf(stderr, "Error: %s must be >= 0, got %s\n", a, v);
-                return 2;
-            }
-            if (!strcmp(a, "--temp"))
-                sp.temp = (float)d;
-            else if (!strcmp(a, "--top-p"))
-                sp.top_p = (float)d;
-            else if (!strcmp(a, "--min-p"))
-                sp.min_p = (float)d;
-            else if (!strcmp(a, "--typical"))
-                sp.typ_p = (float)d;
-            else if (!strcmp(a, "--repeat-penalty")) {
-                if (d <= 0) {
-                    fprintf(stderr, "Error: --repeat-penalty must be > 0, got %s\n", v);
-                    return 2;
-                }
-                sp.penalty_repeat = (float)d;
-            } else if (!strcmp(a, "--presence-penalty"))
-                sp.penalty_present = (float)d;
-            else
-                sp.penalty_freq = (float)d;
+        } else if ((l = mf_arg_sampler(argc, argv, &i, &sp, &seen)) != 0) {
+            if (l < 0) return 2;
         } else {
             fprintf(stderr, "Error: unknown flag '%s' for 'minfer run' (see minfer run --help)\n", a);
             return 2;
@@ -182,7 +150,6 @@ int mf_cmd_run(int argc, char **argv) {
 #undef VAL
 #undef ONCE
     }
-    sp.seed = seed;
     if (!model_path) {
         fprintf(stderr, "Error: no model given: minfer run -m MODEL.gguf -p PROMPT\n");
         return 2;
@@ -227,11 +194,8 @@ int mf_cmd_run(int argc, char **argv) {
     mf_error err = {0};
     mf_model *model = NULL;
     mf_context *ctx = NULL;
-    mf_sampler *smp = NULL;
-    mf_detok_stream *ds = NULL;
-    mf_batch batch = {0};
+    mf_gen *gen = NULL;
     char *rendered = NULL;
-    mf_token *gen = NULL;
 
     double t0 = mf_time_now();
     mf_model_params mp = mf_model_default_params();
@@ -276,78 +240,51 @@ int mf_cmd_run(int argc, char **argv) {
                 n_ids, n_ids == 1 ? "" : "s", nc, n_ids + 1);
         goto out;
     }
-    if (mf_sampler_new(&sp, info.n_vocab, &smp, &err)) goto fail;
-    if (!ids_only && mf_detok_stream_new(model, &ds, &err)) goto fail;
-    if (mf_batch_init(&batch, n_ids, &err)) goto fail;
-    /* generation stops when the context is full, so a huge -n never needs more than nc ids */
-    gen = malloc(sizeof(mf_token) * (size_t)(MF_MIN(n_predict, nc) + 1));
-    if (!gen) goto fail;
-    for (int32_t i = 0; i < n_ids; i++) {
-        mf_batch_add(&batch, ids[i], i, 0, i == n_ids - 1);
-        mf_sampler_accept(smp, ids[i]);
-    }
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = sp;
+    gp.n_predict = (int32_t)n_predict;
+    gp.ignore_eos = ignore_eos;
+    gp.no_text = ids_only && n_stop == 0; /* --ids needs no tokenizer unless a stop string is matched */
+    gp.stop = stops;
+    gp.n_stop = n_stop;
+    if (mf_gen_new(ctx, &gp, &gen, &err) || mf_gen_feed(gen, ids, n_ids, &err)) goto fail;
     fprintf(stderr, "load: %.1f ms (%s, %d layers, n_vocab %d)\n", t_load * 1e3, info.arch, info.n_layer,
             info.n_vocab);
-    double tp0 = mf_time_now();
-    if (mf_decode(ctx, &batch, &err)) goto fail;
-    double t_prefill = mf_time_now() - tp0, t_decode = 0;
-    int32_t n_gen = 0, pos = n_ids;
-    const char *stop = "length";
-    while (n_gen < n_predict) {
-        mf_token t = mf_sampler_sample(smp, mf_get_logits(ctx, -1));
-        mf_sampler_accept(smp, t);
-        gen[n_gen++] = t;
-        bool eog = mf_model_is_eog(model, t);
-        if (eog && !ignore_eos) {
-            stop = "eog";
-            break;
-        }
-        if (ds) {
-            const char *piece;
-            size_t len;
-            if (mf_detok_stream_push(ds, t, &piece, &len, &err)) goto fail;
-            fwrite(piece, 1, len, stdout);
+    mf_gen_out o;
+    do {
+        if (mf_gen_step(gen, &o, &err)) goto fail;
+        if (!ids_only) {
+            fwrite(o.text, 1, o.text_len, stdout);
             if (!mf_out_check(stdout, "stdout")) goto out; /* stop at the first write that failed */
         }
-        if (n_gen == n_predict) break;
-        if (pos >= nc) {
-            stop = "context";
-            fprintf(stderr, "\nnote: the context is full (%d tokens); stopping (raise -c/--ctx-size)\n", nc);
-            break;
-        }
-        mf_batch_clear(&batch);
-        mf_batch_add(&batch, t, pos++, 0, true);
-        double td0 = mf_time_now();
-        if (mf_decode(ctx, &batch, &err)) goto fail;
-        t_decode += mf_time_now() - td0;
-    }
-    if (ds) {
-        const char *piece;
-        size_t len;
-        if (mf_detok_stream_flush(ds, &piece, &len, &err)) goto fail;
-        fwrite(piece, 1, len, stdout);
+    } while (o.status == MF_GEN_RUNNING);
+    if (o.status == MF_GEN_CONTEXT)
+        fprintf(stderr, "\nnote: the context is full (%d tokens); stopping (raise -c/--ctx-size)\n", nc);
+    int32_t n_all;
+    const mf_token *all = mf_gen_tokens(gen, &n_all);
+    mf_gen_stats gs;
+    mf_gen_get_stats(gen, &gs);
+    if (!ids_only) {
         fputc('\n', stdout);
     } else {
         fputc('[', stdout);
-        for (int32_t i = 0; i < n_gen; i++) fprintf(stdout, "%s%d", i ? ", " : "", gen[i]);
+        for (int32_t i = n_ids; i < n_all; i++) fprintf(stdout, "%s%d", i > n_ids ? ", " : "", all[i]);
         fputs("]\n", stdout);
     }
     if (!mf_out_check(stdout, "stdout")) goto out;
+    int32_t n_gen = gs.turn_generated;
     int32_t n_dec = n_gen > 0 ? n_gen - 1 : 0; /* the first token comes from the prefill's logits */
-    fprintf(stderr, "prefill: %d tokens in %.3f s (%.2f tok/s)\n", n_ids, t_prefill,
-            t_prefill > 0 ? n_ids / t_prefill : 0.0);
-    fprintf(stderr, "decode: %d tokens in %.3f s (%.2f tok/s), stop: %s\n", n_dec, t_decode,
-            t_decode > 0 ? n_dec / t_decode : 0.0, stop);
+    fprintf(stderr, "prefill: %d tokens in %.3f s (%.2f tok/s)\n", n_ids, gs.t_prefill_s,
+            gs.t_prefill_s > 0 ? n_ids / gs.t_prefill_s : 0.0);
+    fprintf(stderr, "decode: %d tokens in %.3f s (%.2f tok/s), stop: %s\n", n_dec, gs.t_decode_s,
+            gs.t_decode_s > 0 ? n_dec / gs.t_decode_s : 0.0, mf_gen_status_name(o.status));
     ret = 0;
     goto out;
 fail:
     fprintf(stderr, "Error: %s\n", err.msg[0] ? err.msg : "out of memory");
     ret = 1;
 out:
-    free(gen);
-    mf_batch_free(&batch);
-    mf_detok_stream_free(ds);
-    mf_sampler_free(smp);
+    mf_gen_free(gen);
     mf_context_free(ctx);
     mf_model_free(model);
     free(rendered);

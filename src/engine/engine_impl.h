@@ -42,4 +42,9 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
  * the chain left them, with their softmax probabilities.  Returns the count (<= cap). */
 int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, float *probs, int32_t cap);
 
+/* The model a generator's context runs (the conversation renders with it). */
+const mf_model *mf_gen_model_of(const mf_gen *g);
+mf_context *mf_gen_context_of(const mf_gen *g);
+mf_seq_id mf_gen_seq_of(const mf_gen *g);
+
 #endif

@@ -1,0 +1,521 @@
+/* The step API (mf_gen) and the conversation (mf_conv) on a generated tiny model: the loop gives exactly
+ * what the hand-written decode loop gives, stop strings are held back across token boundaries and never
+ * returned, the abort callback stops between forwards, limits, drafted tokens verified in one forward give
+ * the plain output, several generators in one batch equal each alone, and a conversation prefills only
+ * what a turn adds. */
+#include "harness.h"
+#include "minfer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char path[512];
+static mf_model *model;
+static int32_t n_vocab;
+
+static mf_context *new_ctx(int32_t n_ctx) {
+    mf_context_params cp = mf_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_threads = 1;
+    mf_context *c = NULL;
+    mf_error err = {0};
+    if (mf_context_new(model, &cp, &c, &err)) printf("  context: %s\n", err.msg);
+    return c;
+}
+
+static const mf_token k_prompt[] = {785, 6722, 315, 9625, 374};
+#define N_PROMPT 5
+
+typedef struct {
+    mf_token tok[512];
+    int32_t n;
+    char text[8192];
+    size_t len;
+    int status;
+} result;
+
+/* The decode loop minfer run had before the step API (prompt in one forward, sample, accept, stream). */
+static void old_loop(mf_sampler_params sp, int32_t n_predict, int32_t n_ctx, result *r) {
+    memset(r, 0, sizeof *r);
+    mf_context *ctx = new_ctx(n_ctx);
+    mf_sampler *s = NULL;
+    mf_detok_stream *ds = NULL;
+    mf_batch b;
+    mf_sampler_new(&sp, n_vocab, &s, NULL);
+    mf_detok_stream_new(model, &ds, NULL);
+    mf_batch_init(&b, N_PROMPT, NULL);
+    for (int32_t i = 0; i < N_PROMPT; i++) {
+        mf_batch_add(&b, k_prompt[i], i, 0, i == N_PROMPT - 1);
+        mf_sampler_accept(s, k_prompt[i]);
+    }
+    mf_decode(ctx, &b, NULL);
+    int32_t pos = N_PROMPT, nc = mf_context_n_ctx(ctx);
+    const char *piece;
+    size_t len;
+    r->status = MF_GEN_LENGTH;
+    while (r->n < n_predict) {
+        mf_token t = mf_sampler_sample(s, mf_get_logits(ctx, -1));
+        mf_sampler_accept(s, t);
+        r->tok[r->n++] = t;
+        if (mf_model_is_eog(model, t)) {
+            r->status = MF_GEN_EOG;
+            break;
+        }
+        mf_detok_stream_push(ds, t, &piece, &len, NULL);
+        memcpy(r->text + r->len, piece, len);
+        r->len += len;
+        if (r->n == n_predict) break;
+        if (pos >= nc) {
+            r->status = MF_GEN_CONTEXT;
+            break;
+        }
+        mf_batch_clear(&b);
+        mf_batch_add(&b, t, pos++, 0, true);
+        mf_decode(ctx, &b, NULL);
+    }
+    mf_detok_stream_flush(ds, &piece, &len, NULL);
+    memcpy(r->text + r->len, piece, len);
+    r->len += len;
+    mf_batch_free(&b);
+    mf_detok_stream_free(ds);
+    mf_sampler_free(s);
+    mf_context_free(ctx);
+}
+
+/* Drives a generator to the end of its turn, collecting tokens and text; *steps counts the calls. */
+static int drive(mf_gen *g, result *r, int *steps) {
+    memset(r, 0, sizeof *r);
+    mf_gen_out o;
+    mf_error err = {0};
+    int k = 0;
+    do {
+        if (mf_gen_step(g, &o, &err)) {
+            printf("  step: %s\n", err.msg);
+            return -1;
+        }
+        memcpy(r->tok + r->n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
+        r->n += o.n_tokens;
+        memcpy(r->text + r->len, o.text, o.text_len);
+        r->len += o.text_len;
+        k++;
+    } while (o.status == MF_GEN_RUNNING && k < 2000);
+    r->status = o.status;
+    if (steps) *steps = k;
+    return 0;
+}
+
+static bool same(const result *a, const result *b) {
+    return a->n == b->n && !memcmp(a->tok, b->tok, sizeof *a->tok * (size_t)a->n) && a->len == b->len &&
+           !memcmp(a->text, b->text, a->len) && a->status == b->status;
+}
+
+/* A generator over a fresh context, prompt queued. */
+static mf_gen *new_gen(mf_context *ctx, mf_gen_params gp) {
+    mf_gen *g = NULL;
+    mf_error err = {0};
+    if (mf_gen_new(ctx, &gp, &g, &err) || mf_gen_feed(g, k_prompt, N_PROMPT, &err)) {
+        printf("  gen: %s\n", err.msg);
+        mf_gen_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+static mf_sampler_params greedy(void) {
+    mf_sampler_params sp = mf_sampler_default_params();
+    sp.temp = 0;
+    return sp;
+}
+
+static mf_sampler_params seeded(uint64_t seed) {
+    mf_sampler_params sp = mf_sampler_default_params();
+    sp.seed = seed;
+    return sp;
+}
+
+static void test_identical_to_the_old_loop(void) {
+    struct {
+        mf_sampler_params sp;
+        int32_t n_predict, n_ctx;
+    } cases[] = {{greedy(), 24, 64}, {seeded(7), 24, 64}, {seeded(11), 40, 16}, {greedy(), 0, 64}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        result a, b;
+        old_loop(cases[i].sp, cases[i].n_predict, cases[i].n_ctx, &a);
+        mf_context *ctx = new_ctx(cases[i].n_ctx);
+        REQUIRE(ctx, "context");
+        mf_gen_params gp = mf_gen_default_params();
+        gp.sampler = cases[i].sp;
+        gp.n_predict = cases[i].n_predict;
+        mf_gen *g = new_gen(ctx, gp);
+        REQUIRE(g, "generator");
+        drive(g, &b, NULL);
+        CHECK(same(&a, &b), "case %zu: %d tokens '%.*s' (%s), old loop %d tokens '%.*s' (%s)", i, b.n, (int)b.len,
+              b.text, mf_gen_status_name(b.status), a.n, (int)a.len, a.text, mf_gen_status_name(a.status));
+        if (i == 2) CHECK(b.status == MF_GEN_CONTEXT && b.n == 16 - N_PROMPT + 1, "context: %d tokens", b.n);
+        if (i == 3) CHECK(b.status == MF_GEN_LENGTH && b.n == 0, "-n 0: %d tokens", b.n);
+        mf_gen_free(g);
+        mf_context_free(ctx);
+    }
+}
+
+/* The longest ASCII-printable stretch at the boundary of tokens k and k+1 of r: returns a stop string
+ * that starts inside token k's text and ends inside token k+1's, or false. */
+static bool boundary_stop(const result *r, char *stop, size_t *at) {
+    size_t off = 0;
+    for (int32_t k = 0; k + 1 < r->n; k++) {
+        char *p0 = NULL, *p1 = NULL;
+        size_t l0 = 0, l1 = 0;
+        mf_detokenize(model, &r->tok[k], 1, &p0, &l0, NULL);
+        mf_detokenize(model, &r->tok[k + 1], 1, &p1, &l1, NULL);
+        bool ok = l0 >= 2 && l1 >= 2 && off + l0 + l1 <= r->len && !memcmp(r->text + off, p0, l0) &&
+                  !memcmp(r->text + off + l0, p1, l1);
+        for (size_t i = l0 - 2; ok && i < l0 + 2; i++) ok = r->text[off + i] > ' ' && r->text[off + i] < 127;
+        free(p0);
+        free(p1);
+        if (ok) {
+            memcpy(stop, r->text + off + l0 - 2, 4);
+            stop[4] = 0;
+            *at = off + l0 - 2;
+            /* it must not occur earlier, or it would stop there */
+            char *first = memmem(r->text, r->len, stop, 4);
+            if (first && (size_t)(first - r->text) == *at) return true;
+        }
+        off += l0;
+        if (off > r->len) return false;
+    }
+    return false;
+}
+
+static void test_stop_string_across_tokens_is_held_back(void) {
+    mf_context *ctx = new_ctx(128);
+    REQUIRE(ctx, "context");
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = greedy();
+    gp.n_predict = 48;
+    mf_gen *g = new_gen(ctx, gp);
+    REQUIRE(g, "generator");
+    result plain;
+    drive(g, &plain, NULL);
+    mf_gen_free(g);
+    char stop[8];
+    size_t at = 0;
+    REQUIRE(boundary_stop(&plain, stop, &at), "no token boundary with printable ASCII on both sides in '%.*s'",
+            (int)plain.len, plain.text);
+    /* with the stop string: the text is exactly what came before it, and no step ever returned a byte of it */
+    mf_kv_clear_all(ctx);
+    const char *stops[] = {"never-there", stop};
+    gp.stop = stops;
+    gp.n_stop = 2;
+    REQUIRE((g = new_gen(ctx, gp)), "generator");
+    result r;
+    drive(g, &r, NULL);
+    CHECK(r.status == MF_GEN_STOP, "status %s", mf_gen_status_name(r.status));
+    CHECK(r.len == at && !memcmp(r.text, plain.text, at), "text '%.*s' (%zu bytes), want the %zu bytes before '%s'",
+          (int)r.len, r.text, r.len, at, stop);
+    size_t tl;
+    const char *tt = mf_gen_turn_text(g, &tl);
+    CHECK(tl == at && !memcmp(tt, plain.text, at), "turn text %zu bytes", tl);
+    mf_gen_free(g);
+    /* a stop string whose start appears but which never completes: held back while undecided, then
+     * released - the whole text comes out, and the step after the boundary token returned the held bytes */
+    mf_kv_clear_all(ctx);
+    char partial[8];
+    memcpy(partial, stop, 2);
+    partial[2] = '\x01';
+    partial[3] = 0;
+    const char *stops2[] = {partial};
+    gp.stop = stops2;
+    gp.n_stop = 1;
+    REQUIRE((g = new_gen(ctx, gp)), "generator");
+    mf_gen_out o;
+    size_t got = 0;
+    bool held = false;
+    char text[8192];
+    do {
+        REQUIRE_OK(mf_gen_step(g, &o, NULL), "step");
+        memcpy(text + got, o.text, o.text_len);
+        got += o.text_len;
+        if (got == at && o.status == MF_GEN_RUNNING) held = true; /* stopped right before the candidate */
+    } while (o.status == MF_GEN_RUNNING);
+    CHECK(held, "no step ended exactly before the undecided '%.2s' at byte %zu", stop, at);
+    CHECK(got == plain.len && !memcmp(text, plain.text, got) && o.status == MF_GEN_LENGTH,
+          "released text differs: %zu bytes, want %zu (%s)", got, plain.len, mf_gen_status_name(o.status));
+    mf_gen_free(g);
+    /* refusals */
+    const char *empty[] = {""};
+    gp.stop = empty;
+    mf_error err = {0};
+    CHECK(mf_gen_new(ctx, &gp, &g, &err) == MF_E_INVAL && strstr(err.msg, "empty"), "empty stop: %s", err.msg);
+    gp.stop = stops;
+    gp.no_text = true;
+    CHECK(mf_gen_new(ctx, &gp, &g, &err) == MF_E_INVAL && strstr(err.msg, "no_text"), "no_text: %s", err.msg);
+    mf_context_free(ctx);
+}
+
+static int abort_after;
+static bool abort_cb(void *user) {
+    int *calls = user;
+    return ++*calls > abort_after;
+}
+
+static void test_abort_stops_between_forwards(void) {
+    mf_context *ctx = new_ctx(64);
+    REQUIRE(ctx, "context");
+    int calls = 0;
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = greedy();
+    gp.n_predict = 20;
+    gp.abort = abort_cb;
+    gp.abort_user = &calls;
+    abort_after = 3; /* prefill + 2 decodes run, the 4th forward does not */
+    mf_gen *g = new_gen(ctx, gp);
+    REQUIRE(g, "generator");
+    result r;
+    drive(g, &r, NULL);
+    CHECK(r.status == MF_GEN_ABORT, "status %s", mf_gen_status_name(r.status));
+    CHECK(r.n == 3, "%d tokens committed, want 3 (one per forward that ran)", r.n);
+    CHECK(mf_seq_pos_max(ctx, 0) == N_PROMPT + 1, "cached up to %d, want %d", mf_seq_pos_max(ctx, 0), N_PROMPT + 1);
+    CHECK(calls == 4, "abort asked %d times", calls);
+    /* the text of the committed tokens is all returned (the detokenizer is flushed at the abort) */
+    char *want = NULL;
+    size_t wl = 0;
+    mf_detokenize(model, r.tok, r.n, &want, &wl, NULL);
+    CHECK(wl == r.len && !memcmp(want, r.text, wl), "text '%.*s', want '%s'", (int)r.len, r.text, want);
+    free(want);
+    mf_gen_free(g);
+    /* during a chunked prefill: the check runs between chunks too */
+    mf_kv_clear_all(ctx);
+    calls = 0;
+    abort_after = 2;
+    gp.n_batch = 2;
+    REQUIRE((g = new_gen(ctx, gp)), "generator");
+    drive(g, &r, NULL);
+    CHECK(r.status == MF_GEN_ABORT && r.n == 0, "%s after %d tokens", mf_gen_status_name(r.status), r.n);
+    CHECK(mf_seq_pos_max(ctx, 0) == 3, "cached up to %d, want 3 (two chunks of 2)", mf_seq_pos_max(ctx, 0));
+    mf_gen_free(g);
+    mf_context_free(ctx);
+}
+
+static void test_n_predict_per_turn(void) {
+    mf_context *ctx = new_ctx(128);
+    REQUIRE(ctx, "context");
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = greedy();
+    gp.n_predict = 5;
+    mf_gen *g = new_gen(ctx, gp);
+    REQUIRE(g, "generator");
+    result r;
+    int steps = 0;
+    drive(g, &r, &steps);
+    CHECK(r.n == 5 && r.status == MF_GEN_LENGTH && steps == 5, "%d tokens in %d steps, %s", r.n, steps,
+          mf_gen_status_name(r.status));
+    /* stepping an ended turn does nothing */
+    mf_gen_out o;
+    REQUIRE_OK(mf_gen_step(g, &o, NULL), "step");
+    CHECK(o.n_tokens == 0 && o.status == MF_GEN_LENGTH, "an ended turn stepped: %d tokens", o.n_tokens);
+    /* a second turn: the limit counts again, and the queued last token is decoded with the new input */
+    const mf_token more[] = {11, 1879};
+    REQUIRE_OK(mf_gen_feed(g, more, 2, NULL), "feed");
+    drive(g, &r, &steps);
+    mf_gen_stats st;
+    mf_gen_get_stats(g, &st);
+    CHECK(r.n == 5 && st.turn_generated == 5 && st.turn_prefilled == 2, "turn 2: %d tokens, prefilled %d", r.n,
+          st.turn_prefilled);
+    CHECK(st.n_tokens == N_PROMPT + 5 + 2 + 5 && st.n_cached == st.n_tokens - 1, "%d tokens, %d cached", st.n_tokens,
+          st.n_cached);
+    /* a feed that does not fit is refused and changes nothing */
+    mf_token big[128] = {0};
+    mf_error err = {0};
+    CHECK(mf_gen_feed(g, big, 128, &err) == MF_E_RANGE && strstr(err.msg, "128 positions"), "%s", err.msg);
+    mf_gen_get_stats(g, &st);
+    CHECK(st.n_tokens == N_PROMPT + 12, "refused feed changed the sequence: %d", st.n_tokens);
+    mf_gen_free(g);
+    mf_context_free(ctx);
+}
+
+/* Drafts verified in one forward give the plain tokens, for a draft that is right, one that goes wrong
+ * at its 2nd token and one that is all wrong; with greedy and with seeded sampling. */
+static void test_drafts_give_the_plain_output(void) {
+    for (int mode = 0; mode < 2; mode++) {
+        mf_gen_params gp = mf_gen_default_params();
+        gp.sampler = mode ? seeded(5) : greedy();
+        gp.n_predict = 20;
+        mf_context *ctx = new_ctx(64);
+        REQUIRE(ctx, "context");
+        mf_gen *g = new_gen(ctx, gp);
+        REQUIRE(g, "generator");
+        result plain;
+        drive(g, &plain, NULL);
+        mf_gen_free(g);
+        for (int kind = 0; kind < 3; kind++) {
+            mf_kv_clear_all(ctx);
+            REQUIRE((g = new_gen(ctx, gp)), "generator");
+            result r = {0};
+            mf_gen_out o;
+            int forwards = 0, drafted = 0, accepted = 0;
+            do {
+                mf_token d[3];
+                int32_t nd = 0;
+                for (; nd < 3 && r.n + nd < plain.n; nd++) d[nd] = plain.tok[r.n + nd];
+                if (kind == 1 && nd >= 2) d[1] = (d[1] + 1) % n_vocab;
+                if (kind == 2)
+                    for (int32_t i = 0; i < nd; i++) d[i] = (d[i] + 7) % n_vocab;
+                REQUIRE_OK(mf_gen_step_draft(g, d, nd, &o, NULL), "step");
+                memcpy(r.tok + r.n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
+                r.n += o.n_tokens;
+                drafted += o.n_drafted;
+                accepted += o.n_accepted;
+                forwards++;
+            } while (o.status == MF_GEN_RUNNING && forwards < 100);
+            CHECK(r.n == plain.n && !memcmp(r.tok, plain.tok, sizeof *r.tok * (size_t)r.n) &&
+                      o.status == plain.status,
+                  "mode %d draft kind %d: %d tokens, plain %d", mode, kind, r.n, plain.n);
+            if (kind == 0) CHECK(forwards == 5, "a right draft took %d forwards", forwards);
+            if (kind == 2) CHECK(accepted == 0 && forwards == 20, "wrong drafts: %d accepted in %d forwards", accepted,
+                                 forwards);
+            /* the cache holds exactly the committed tokens but the last (queued, as in plain decoding) */
+            mf_gen_stats st;
+            mf_gen_get_stats(g, &st);
+            CHECK(mf_seq_pos_max(ctx, 0) == st.n_cached - 1 && st.n_cached == st.n_tokens - 1,
+                  "kind %d: cache up to %d, %d cached of %d", kind, mf_seq_pos_max(ctx, 0), st.n_cached, st.n_tokens);
+            (void)drafted;
+            mf_gen_free(g);
+        }
+        mf_context_free(ctx);
+    }
+}
+
+/* Two generators sharing one batch per forward equal each run alone. */
+static void test_two_generators_in_one_batch(void) {
+    mf_context *ctx = new_ctx(128);
+    REQUIRE(ctx, "context");
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = seeded(3);
+    gp.n_predict = 12;
+    result alone[2];
+    const mf_token p1[] = {9707, 11, 1879, 0};
+    for (int k = 0; k < 2; k++) {
+        mf_kv_clear_all(ctx);
+        mf_gen *g = NULL;
+        gp.seq = k;
+        REQUIRE_OK(mf_gen_new(ctx, &gp, &g, NULL), "gen");
+        REQUIRE_OK(k ? mf_gen_feed(g, p1, 4, NULL) : mf_gen_feed(g, k_prompt, N_PROMPT, NULL), "feed");
+        drive(g, &alone[k], NULL);
+        mf_gen_free(g);
+    }
+    mf_kv_clear_all(ctx);
+    mf_gen *g[2] = {0};
+    for (int k = 0; k < 2; k++) {
+        gp.seq = k;
+        REQUIRE_OK(mf_gen_new(ctx, &gp, &g[k], NULL), "gen");
+    }
+    REQUIRE_OK(mf_gen_feed(g[0], k_prompt, N_PROMPT, NULL), "feed");
+    REQUIRE_OK(mf_gen_feed(g[1], p1, 4, NULL), "feed");
+    mf_batch b;
+    REQUIRE_OK(mf_batch_init(&b, 16, NULL), "batch");
+    result r[2] = {0};
+    for (int step = 0; step < 40 && (mf_gen_status(g[0]) == MF_GEN_RUNNING || mf_gen_status(g[1]) == MF_GEN_RUNNING);
+         step++) {
+        mf_batch_clear(&b);
+        for (int k = 0; k < 2; k++) REQUIRE(mf_gen_batch_add(g[k], &b, NULL, 0, NULL) >= 0, "batch_add");
+        REQUIRE_OK(mf_decode(ctx, &b, NULL), "decode");
+        for (int k = 0; k < 2; k++) {
+            mf_gen_out o;
+            REQUIRE_OK(mf_gen_batch_done(g[k], &o, NULL), "done");
+            memcpy(r[k].tok + r[k].n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
+            r[k].n += o.n_tokens;
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        CHECK(r[k].n == alone[k].n && !memcmp(r[k].tok, alone[k].tok, sizeof *r[k].tok * (size_t)r[k].n),
+              "sequence %d: %d tokens batched, %d alone", k, r[k].n, alone[k].n);
+    mf_batch_free(&b);
+    for (int k = 0; k < 2; k++) mf_gen_free(g[k]);
+    mf_context_free(ctx);
+}
+
+/* A conversation's second turn prefills only what it adds, and continues exactly as a fresh prefill of
+ * the whole sequence would. */
+static void test_conversation_prefills_only_the_new_turn(void) {
+    mf_context *ctx = new_ctx(512);
+    REQUIRE(ctx, "context");
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = greedy();
+    gp.n_predict = 6;
+    mf_gen *g = NULL;
+    mf_conv *c = NULL;
+    mf_conv_params vp = mf_conv_default_params();
+    vp.system = "You are terse.";
+    vp.chat.template_name = "chatml";
+    REQUIRE_OK(mf_gen_new(ctx, &gp, &g, NULL), "gen");
+    REQUIRE_OK(mf_conv_new(g, &vp, &c, NULL), "conv");
+    mf_conv_turn t1, t2;
+    mf_error err = {0};
+    REQUIRE_OK(mf_conv_user(c, "Hello there", &t1, &err), "turn 1: %s", err.msg);
+    result r1, r2;
+    drive(g, &r1, NULL);
+    mf_gen_stats s1;
+    mf_gen_get_stats(g, &s1);
+    REQUIRE_OK(mf_conv_user(c, "And again", &t2, &err), "turn 2: %s", err.msg);
+    drive(g, &r2, NULL);
+    mf_gen_stats s2;
+    mf_gen_get_stats(g, &s2);
+    CHECK(t1.n_reused == 0 && t1.n_new == s1.turn_prefilled, "turn 1: %d new, %d reused, prefilled %d", t1.n_new,
+          t1.n_reused, s1.turn_prefilled);
+    CHECK(t2.n_reused == s1.n_tokens && s2.turn_prefilled == t2.n_new && !t2.rerendered,
+          "turn 2: %d new, %d reused (turn 1 ended with %d), prefilled %d", t2.n_new, t2.n_reused, s1.n_tokens,
+          s2.turn_prefilled);
+    /* the new tokens are "<|im_end|>\n<|im_start|>user\nAnd again<|im_end|>\n<|im_start|>assistant\n" */
+    mf_token *want = NULL;
+    int32_t nw = 0;
+    const char *tail = "<|im_end|>\n<|im_start|>user\nAnd again<|im_end|>\n<|im_start|>assistant\n";
+    REQUIRE_OK(mf_tokenize(model, tail, strlen(tail), false, true, &want, &nw, NULL), "tokenize");
+    int32_t n_all;
+    const mf_token *all = mf_gen_tokens(g, &n_all);
+    CHECK(t2.n_new == nw && !memcmp(all + t2.n_reused, want, sizeof *want * (size_t)nw), "turn 2 fed %d tokens, want %d",
+          t2.n_new, nw);
+    free(want);
+    /* a fresh generator prefilling the same sequence up to turn 2's reply continues identically */
+    mf_token *seq = malloc(sizeof *seq * (size_t)n_all);
+    REQUIRE(seq, "oom");
+    memcpy(seq, all, sizeof *seq * (size_t)n_all);
+    int32_t n_before = n_all - r2.n;
+    mf_context *ctx2 = new_ctx(512);
+    mf_gen *g2 = NULL;
+    REQUIRE_OK(mf_gen_new(ctx2, &gp, &g2, NULL), "gen");
+    REQUIRE_OK(mf_gen_feed(g2, seq, n_before, NULL), "feed");
+    result r3;
+    drive(g2, &r3, NULL);
+    CHECK(r3.n == r2.n && !memcmp(r3.tok, r2.tok, sizeof *r3.tok * (size_t)r3.n), "turn 2 differs from a fresh prefill");
+    free(seq);
+    mf_gen_free(g2);
+    mf_context_free(ctx2);
+    mf_conv_free(c);
+    mf_gen_free(g);
+    mf_context_free(ctx);
+}
+
+int main(void) {
+    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
+    snprintf(path, sizeof path, "%s/gen-qwen2-q8_0.gguf", mf_test_tmpdir());
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/mf-genmodel --arch qwen2 --type q8_0 --seed 3 -q -o %s", build, path);
+    mf_error err = {0};
+    if (system(cmd) != 0 || mf_model_load(path, NULL, &model, &err)) {
+        printf("FAIL: the test model: %s\n", err.msg);
+        return mf_test_done() | 1;
+    }
+    mf_model_info info;
+    mf_model_get_info(model, &info);
+    n_vocab = info.n_vocab;
+    RUN(test_identical_to_the_old_loop);
+    RUN(test_stop_string_across_tokens_is_held_back);
+    RUN(test_abort_stops_between_forwards);
+    RUN(test_n_predict_per_turn);
+    RUN(test_drafts_give_the_plain_output);
+    RUN(test_two_generators_in_one_batch);
+    RUN(test_conversation_prefills_only_the_new_turn);
+    mf_model_free(model);
+    remove(path);
+    return mf_test_done();
+}
