@@ -157,7 +157,7 @@ int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
     if (rc) return rc;
     if (n) memcpy(g->toks, ids, sizeof *ids * (size_t)n);
     g->n_tok = g->n_cached = n;
-    for (int32_t i = 0; i < n; i++) mf_sampler_accept(g->smp, ids[i]);
+    for (int32_t k = 0; k < n; k++) mf_sampler_accept(g->smp, ids[k]); /* the penalties see the prefix */
     return 0;
 }
 
