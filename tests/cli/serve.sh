@@ -83,7 +83,7 @@ fi
 
 # SIGTERM while a request runs: it finishes (200), a new one is refused 503, the process exits 0
 if MINFER_DRAIN_MS=120000 start_server drain -np 1 -c 1024; then
-    curl -s -o "$TMP/serve-drain.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
+    curl -s -m 300 -o "$TMP/serve-drain.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
         -d '{"prompt":"Hello","max_tokens":200,"temperature":0,"ignore_eos":true}' >"$TMP/serve-drain.code" &
     CPID=$!
     for _ in $(seq 100); do
@@ -91,7 +91,7 @@ if MINFER_DRAIN_MS=120000 start_server drain -np 1 -c 1024; then
     done
     kill -TERM "$SPID"
     sleep 0.2
-    code=$(curl -s -o "$TMP/serve-late.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
+    code=$(curl -s -m 60 -o "$TMP/serve-late.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
         -d '{"prompt":"Hello","max_tokens":2}')
     wait "$CPID"
     if [ "$(cat "$TMP/serve-drain.code")" = 200 ] && grep -q '"completion_tokens":200' "$TMP/serve-drain.json"; then
@@ -102,6 +102,42 @@ if MINFER_DRAIN_MS=120000 start_server drain -np 1 -c 1024; then
     else bad "drain: new request" "$code $(cat "$TMP/serve-late.json")"; fi
     stop_server
 fi
+
+# a forward that fails (a NaN in the LM head: every forward's logits are refused) answers each request in it
+# with one 500, and the server goes on serving
+N="$TMP/serve-nan.gguf"
+cp "$M" "$N"
+data=$("$MINFER" info -m "$M" --no-metadata | sed -n 's/.*data section at byte \([0-9]*\).*/\1/p')
+off=$("$MINFER" info -m "$M" --no-metadata | awk '$2 == "output.weight" { print $NF }')
+python3 - "$N" "$((data + off + 1000 * 272))" <<'PY'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    f.write(struct.pack("<H", 0x7E00))
+PY
+M_SAVE=$M M=$N
+if start_server nan -np 2 -c 512; then
+    cpids=()
+    for i in 1 2; do
+        curl -s -m 120 -o "$TMP/serve-nan-$i.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
+            -d '{"prompt":"Hello","max_tokens":4}' >"$TMP/serve-nan-$i.code" &
+        cpids+=($!)
+    done
+    wait "${cpids[@]}"
+    for i in 1 2; do
+        if [ "$(cat "$TMP/serve-nan-$i.code")" = 500 ] && grep -q 'the forward failed: .*not finite' "$TMP/serve-nan-$i.json"; then
+            ok "failed forward: request $i answered 500 naming the cause"
+        else bad "failed forward: request $i" "$(cat "$TMP/serve-nan-$i.code") $(cat "$TMP/serve-nan-$i.json")"; fi
+    done
+    h=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health")
+    d=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -n 's/^minfer_jobs_dropped_total //p')
+    b=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -n 's/^minfer_slots_busy //p')
+    if [ "$h" = 200 ] && [ "$d" = 2 ] && [ "$b" = 0 ] && grep -q '^\[server\] step failed' "$LOG"; then
+        ok "failed forward: still serving, 2 jobs dropped, slots free, logged"
+    else bad "failed forward: after" "health $h, dropped '$d', busy '$b'"; fi
+    stop_server
+fi
+M=$M_SAVE
 
 # flags
 expect "serve without -m" 2 "no model given" -- "$MINFER" serve
