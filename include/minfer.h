@@ -42,8 +42,10 @@ typedef struct mf_error {
 /* "format error", "out of memory", ... for an MF_E_* code ("unknown error" for anything else). */
 const char *mf_err_code_name(int code);
 
-/* KV cache element types for mf_context_params.kv_type (the ggml type ids, which the internals use). */
-enum { MF_KV_TYPE_F32 = 0, MF_KV_TYPE_F16 = 1 };
+/* KV cache element types for mf_context_params.type_k / type_v (the ggml type ids, which the internals
+ * use).  Bytes per cell row of n elements: f32 4n, f16 2n, q8_0 34n/32 (blocks of 32: an f16 scale and 32
+ * int8, exactly the bytes of the reference q8_0 quantizer); n must be a multiple of 32 for q8_0. */
+enum { MF_KV_TYPE_F32 = 0, MF_KV_TYPE_F16 = 1, MF_KV_TYPE_Q8_0 = 8 };
 
 typedef int32_t mf_token;
 typedef int32_t mf_pos;
@@ -131,7 +133,8 @@ typedef struct {
     int32_t n_ctx;     /* KV cells (all sequences together); 0 = min(n_ctx_train, 4096) */
     int32_t n_threads; /* 0 = all online CPUs, at most 16 */
     int32_t n_ubatch;  /* largest forward; mf_decode splits bigger batches; 0 = 512 */
-    uint32_t kv_type;  /* MF_KV_TYPE_F32 (default) or MF_KV_TYPE_F16; anything else is refused */
+    uint32_t type_k;   /* K cache element type: MF_KV_TYPE_F16 (default, llama.cpp's), _F32 or _Q8_0 */
+    uint32_t type_v;   /* V cache element type, the same choices (K and V may differ); anything else is refused */
 } mf_context_params;
 
 mf_context_params mf_context_default_params(void);

@@ -680,6 +680,16 @@ static void test_kv_store_scattered(void) {
     float rows[4 * 64];
     seed(23);
     fill(rows, E * T, 1.0f);
+    /* a q8_0 block with exact ties: amax 127 makes the scale 1, so 2.5 and -0.5 sit on .5 - ggml-cpu's
+     * converter (round half to even: 2, 0) and the _ref quantizer (half away from zero: 3, -1) differ there,
+     * and a store with the wrong one is caught */
+    rows[0] = 127.0f, rows[1] = 2.5f, rows[2] = -0.5f;
+    {
+        uint8_t a[34], b[34];
+        mf_quantize_row_cpu(MF_TYPE_Q8_0, rows, a, 32);
+        mf_quantize_row(MF_TYPE_Q8_0, rows, b, 32);
+        CHECK(memcmp(a, b, sizeof a) != 0, "the tie block does not tell the two q8_0 quantizers apart");
+    }
     for (size_t ti = 0; ti < MF_ARRAY_LEN(types); ti++) {
         uint32_t t = types[ti];
         size_t rs = mf_row_size(t, E);
@@ -724,6 +734,8 @@ static void test_kv_store_scattered(void) {
 typedef struct {
     int64_t hd, nh, nkv, cells, nt, nwin;
     uint32_t kv_type;
+    bool v_own;      /* V's type is v_type, not kv_type */
+    uint32_t v_type;
 } att_shape;
 
 /* runs attention; window: [nwin+1, nt] */
@@ -733,7 +745,7 @@ static float *run_attention(const att_shape *s, const float *q, const void *k, c
     const int64_t nk[2] = {s->hd * s->nkv, s->cells}, nw[2] = {s->nwin + 1, s->nt};
     int32_t qi = input_f32(g, "q", 3, s->hd, s->nh, s->nt);
     int32_t ki = mf_g_external(g, "k", s->kv_type, 2, nk, (void *)k);
-    int32_t vi = mf_g_external(g, "v", s->kv_type, 2, nk, (void *)v);
+    int32_t vi = mf_g_external(g, "v", s->v_own ? s->v_type : s->kv_type, 2, nk, (void *)v);
     int32_t wi = mf_g_input(g, "win", MF_TYPE_I32, 2, nw);
     int32_t o =
         mf_g_name(g, mf_g_attention(g, qi, ki, vi, wi, (int)s->nkv, 1.0f / sqrtf((float)s->hd)), "att");
@@ -782,10 +794,16 @@ static void round_query(uint32_t kv_type, float *q, int64_t n, int64_t hd) {
     free(tmp);
 }
 
+/* the probability the values are weighted with: llama.cpp's kqv = mul_mat(v, kq) converts kq to an f16 V's
+ * vec_dot type, f16 (attention.c round_p_f16) */
+static double p_as_used(uint32_t v_type, double p) {
+    return v_type == MF_TYPE_F16 ? (double)mf_fp16_to_fp32(mf_fp32_to_fp16((float)p)) : p;
+}
+
 static void test_attention_reference(void) {
     const uint32_t types[] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_Q8_0};
     for (size_t ti = 0; ti < MF_ARRAY_LEN(types); ti++) {
-        att_shape s = {64, 4, 2, 12, 3, 8, types[ti]};
+        att_shape s = {64, 4, 2, 12, 3, 8, types[ti], false, 0};
         seed(31 + ti);
         float *kf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
         float *vf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
@@ -825,7 +843,7 @@ static void test_attention_reference(void) {
                     for (int64_t i = 0; i < s.hd; i++) {
                         double acc = 0;
                         for (int j = 0; j < col[0]; j++)
-                            acc += exp(sc[j] - mx) / sum * vf[col[1 + j] * s.hd * s.nkv + kh * s.hd + i];
+                            acc += p_as_used(s.kv_type, exp(sc[j] - mx) / sum) * vf[col[1 + j] * s.hd * s.nkv + kh * s.hd + i];
                         worst = fmax(worst, fabs(o[0][t * s.hd * s.nh + h * s.hd + i] - acc));
                     }
                 }
@@ -844,7 +862,7 @@ static void test_attention_reference(void) {
 /* decode: one token, so query heads of a kv head are split into blocks by thread count; the blocking
  * must not change any value */
 static void test_attention_decode_blocking(void) {
-    att_shape s = {64, 8, 2, 40, 1, 32, MF_TYPE_F16};
+    att_shape s = {64, 8, 2, 40, 1, 32, MF_TYPE_F16, false, 0};
     seed(37);
     float *kf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
     float *vf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
@@ -876,7 +894,7 @@ static void test_attention_decode_blocking(void) {
         for (int j = 0; j < 32; j++) sum += exp(sc[j] - mx);
         for (int i = 0; i < 64; i++) {
             double acc = 0;
-            for (int j = 0; j < 32; j++) acc += exp(sc[j] - mx) / sum * vf[win[1 + j] * 128 + kh * 64 + i];
+            for (int j = 0; j < 32; j++) acc += p_as_used(s.kv_type, exp(sc[j] - mx) / sum) * vf[win[1 + j] * 128 + kh * 64 + i];
             worst = fmax(worst, fabs(o[0][h * 64 + i] - acc));
         }
     }
@@ -890,7 +908,7 @@ static void test_attention_decode_blocking(void) {
 
 static void test_attention_interleaved_sequences(void) {
     /* sequence A: tokens at batch rows 0, 2, 4 over cells {0,1,2,...}; B: rows 1, 3 over cells {6,7,...} */
-    att_shape s = {32, 4, 1, 12, 5, 6, MF_TYPE_F16};
+    att_shape s = {32, 4, 1, 12, 5, 6, MF_TYPE_F16, false, 0};
     seed(41);
     float *kf = malloc((size_t)(s.hd * s.cells) * sizeof(float)),
           *vf = malloc((size_t)(s.hd * s.cells) * sizeof(float));
@@ -935,7 +953,7 @@ static void test_attention_prefill_blocks(void) {
     enum { NT = 13, PAST = 4, CELLS = 20 }; /* PAST cells already cached: a second prefill chunk */
     for (size_t ti = 0; ti < MF_ARRAY_LEN(types); ti++)
         for (size_t gi = 0; gi < MF_ARRAY_LEN(groups); gi++) {
-            att_shape s = {64, 2 * groups[gi], 2, CELLS, NT, CELLS, types[ti]};
+            att_shape s = {64, 2 * groups[gi], 2, CELLS, NT, CELLS, types[ti], false, 0};
             seed(43 + ti * 2 + gi);
             float *kf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
             float *vf = malloc((size_t)(s.hd * s.nkv * s.cells) * sizeof(float));
@@ -1154,6 +1172,119 @@ static void test_threadpool(void) {
 }
 
 
+/* A q8_0 V cache runs llama.cpp's CPU flash attention (attention.c fa_row).  (1) The vec kernels it calls
+ * give the scalar forms' bits on every ISA this CPU has: mad_q8_0 reads the q8_0 row in place (no converted
+ * copy) as fma(q * d, p, y), scale is y * s.  (2) The op, with K q8_0 or f16 and any thread count, equals
+ * bit for bit this plain-C replica of ggml_compute_forward_flash_attn_ext_f16_one_chunk: the query
+ * converted to K's vec_dot type, s = vec_dot * scale, the online softmax with libm's expf, V as q * d
+ * accumulated by fma, S = fma(S, ms, vs), the result times 1 / S. */
+static void test_attention_q8_0(void) {
+    enum { HD = 64, NR = 3 };
+    static float y0[HD * 4], y1[HD * 4];
+    static uint8_t row[34 * 4 * 4];
+    float src[HD * 4];
+    mf_cpu_vec ref, simd;
+    mf_cpu_vec_init_isa(&ref, MF_ISA_SCALAR);
+    const mf_isa isas[] = {MF_ISA_AVX2, MF_ISA_AVX512, MF_ISA_NEON};
+    int bad = 0;
+    for (size_t ii = 0; ii < MF_ARRAY_LEN(isas); ii++) {
+        if (!mf_quant_kernels_get_isa(MF_TYPE_Q8_0, isas[ii])) continue; /* not on this CPU / build */
+        mf_cpu_vec_init_isa(&simd, isas[ii]);
+        seed(77 + ii);
+        for (int rep = 0; rep < 20; rep++) {
+            fill(src, HD * 4, 3.0f);
+            mf_quantize_row_cpu(MF_TYPE_Q8_0, src, row, HD * 4);
+            fill(y0, HD * 4, 2.0f);
+            memcpy(y1, y0, sizeof y0);
+            const float p = frand();
+            ref.mad_q8_0(HD * 4, p, row, y0);
+            simd.mad_q8_0(HD * 4, p, row, y1);
+            bad += memcmp(y0, y1, sizeof y0) != 0;
+            ref.scale(HD * 4 - 3, p, y0); /* a tail too */
+            simd.scale(HD * 4 - 3, p, y1);
+            bad += memcmp(y0, y1, sizeof y0) != 0;
+        }
+        CHECK(bad == 0, "%s mad_q8_0/scale differ from the scalar forms in %d cases", mf_isa_name(isas[ii]), bad);
+    }
+    /* the in-place read is the dequantized value: mad with p = 1 onto zeros gives dequantize_row's floats */
+    float deq[HD * 4];
+    memset(y0, 0, sizeof y0);
+    ref.mad_q8_0(HD * 4, 1.0f, row, y0);
+    mf_dequantize_row(MF_TYPE_Q8_0, row, deq, HD * 4);
+    CHECK(!memcmp(deq, y0, sizeof deq), "mad_q8_0 does not read q8_0 as dequantize_row does");
+
+    const uint32_t ktypes[] = {MF_TYPE_Q8_0, MF_TYPE_F16};
+    for (size_t ki = 0; ki < MF_ARRAY_LEN(ktypes); ki++) {
+        att_shape s = {HD, 4, 2, 12, 3, 8, ktypes[ki], true, MF_TYPE_Q8_0};
+        seed(41 + ki);
+        const int64_t ne = s.hd * s.nkv;
+        float *kf = malloc((size_t)(ne * s.cells) * sizeof(float)), *vf = malloc((size_t)(ne * s.cells) * sizeof(float));
+        fill(kf, ne * s.cells, 1.0f);
+        fill(vf, ne * s.cells, 1.0f);
+        const size_t krs = mf_row_size(s.kv_type, ne), vrs = mf_row_size(MF_TYPE_Q8_0, ne);
+        uint8_t *k = malloc(krs * (size_t)s.cells), *v = malloc(vrs * (size_t)s.cells);
+        for (int64_t c = 0; c < s.cells; c++) {
+            mf_quantize_row_cpu(s.kv_type, kf + c * ne, k + krs * (size_t)c, ne);
+            mf_quantize_row_cpu(MF_TYPE_Q8_0, vf + c * ne, v + vrs * (size_t)c, ne);
+        }
+        float *q = malloc((size_t)(s.hd * s.nh * s.nt) * sizeof(float));
+        fill(q, s.hd * s.nh * s.nt, 2.0f);
+        int32_t win[9 * 3] = {0};
+        const int32_t w0[] = {1, 3}, w1[] = {3, 3, 0, 11}, w2[] = {8, 5, 1, 2, 3, 0, 11, 7, 9};
+        memcpy(win + 0, w0, sizeof w0);
+        memcpy(win + 9, w1, sizeof w1);
+        memcpy(win + 18, w2, sizeof w2);
+        float *o[2] = {run_attention(&s, q, k, v, win, 1), run_attention(&s, q, k, v, win, 3)};
+        const mf_quant_kernels *kk = mf_quant_kernels_get(s.kv_type);
+        const float scale = 1.0f / sqrtf((float)s.hd);
+        int diff = 0;
+        if (o[0] && o[1]) {
+            CHECK(!memcmp(o[0], o[1], (size_t)(s.hd * s.nh * s.nt) * sizeof(float)), "K %s: thread counts differ",
+                  mf_type_name(s.kv_type));
+            uint8_t qc[HD * 4];
+            float acc[HD], vrow[HD];
+            for (int64_t t = 0; t < s.nt; t++)
+                for (int64_t h = 0; h < s.nh; h++) {
+                    const int32_t *col = win + t * 9;
+                    const int64_t kh = h / (s.nh / s.nkv);
+                    kk->from_float(q + (t * s.nh + h) * s.hd, qc, s.hd);
+                    float M = -INFINITY, S = 0;
+                    memset(acc, 0, sizeof acc);
+                    for (int j = 0; j < col[0]; j++) {
+                        float sc;
+                        kk->vec_dot(s.hd, &sc, k + krs * (size_t)col[1 + j] + mf_row_size(s.kv_type, kh * s.hd), qc);
+                        sc = sc * scale;
+                        float ms = 1, vs = 1;
+                        if (sc > M) {
+                            const float mo = M;
+                            M = sc;
+                            ms = expf(mo - M);
+                            for (int d = 0; d < HD; d++) acc[d] *= ms;
+                        } else {
+                            vs = expf(sc - M);
+                        }
+                        mf_dequantize_row(MF_TYPE_Q8_0, v + vrs * (size_t)col[1 + j] + mf_row_size(MF_TYPE_Q8_0, kh * s.hd), vrow, s.hd);
+                        for (int d = 0; d < HD; d++) acc[d] = fmaf(vrow[d], vs, acc[d]);
+                        S = fmaf(S, ms, vs);
+                    }
+                    const float inv = 1.0f / S;
+                    for (int d = 0; d < HD; d++) {
+                        const float want = acc[d] * inv;
+                        diff += memcmp(&want, &o[0][(t * s.nh + h) * s.hd + d], sizeof want) != 0;
+                    }
+                }
+        }
+        CHECK(diff == 0, "K %s V q8_0: %d outputs differ from the flash-attention replica", mf_type_name(s.kv_type), diff);
+        free(o[0]);
+        free(o[1]);
+        free(kf);
+        free(vf);
+        free(k);
+        free(v);
+        free(q);
+    }
+}
+
 /* The AVX-512 attention kernels give the plain path's bits: scores16 lane i = the AVX2 F32 vec_dot of the
  * query row with key i (every head size the path takes, 1..11 rows), pv16 = llama.cpp's tinyBLAS order
  * (key j into lane j % 8 by fma, then its hsum tree) times the factor, from f32 and f16 caches. */
@@ -1238,6 +1369,7 @@ int main(void) {
     RUN(test_attention_interleaved_sequences);
     RUN(test_attention_prefill_blocks);
     RUN(test_attention_x16_kernels);
+    RUN(test_attention_q8_0);
     RUN(test_fusion_bitwise);
     RUN(test_compute_range_splits);
     RUN(test_refuses_unsupported_and_bad_ids);

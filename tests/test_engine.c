@@ -8,6 +8,7 @@
 
 #include "minfer.h"
 
+#include "engine/engine_impl.h" /* the context's KV store, for the byte checks */
 #include "gguf/gguf.h"
 #include "engine/engine_impl.h" /* the KV rows, for the context shift */
 #include "model/model.h"
@@ -20,6 +21,8 @@
 #include <string.h>
 
 static char q2_path[512], q3_path[512];
+static uint32_t g_kv = MF_KV_TYPE_F16; /* the KV type open_eng gives K and V (the identities hold for each) */
+static const uint32_t k_kv_types[] = {MF_KV_TYPE_F32, MF_KV_TYPE_F16, MF_KV_TYPE_Q8_0};
 
 static int n_threads(void) {
     const char *t = getenv("MF_TEST_THREADS");
@@ -52,6 +55,8 @@ static bool open_eng(const char *path, int n_ctx, int n_ubatch, eng *e) {
     cp.n_ctx = n_ctx;
     cp.n_threads = n_threads();
     cp.n_ubatch = n_ubatch;
+    cp.type_k = g_kv;
+    cp.type_v = g_kv;
     if (mf_context_new(e->m, &cp, &e->c, &err)) {
         printf("  context: %s\n", err.msg);
         return false;
@@ -133,8 +138,12 @@ static void two_sequences(const char *path) {
 }
 
 static void test_two_sequences_in_one_batch_equal_alone(void) {
-    two_sequences(q2_path);
-    two_sequences(q3_path);
+    for (size_t t = 0; t < MF_ARRAY_LEN(k_kv_types); t++) {
+        g_kv = k_kv_types[t];
+        two_sequences(q2_path);
+        two_sequences(q3_path);
+    }
+    g_kv = MF_KV_TYPE_F16;
 }
 
 static void chunks(const char *path) {
@@ -156,8 +165,97 @@ static void chunks(const char *path) {
 }
 
 static void test_chunked_prefill_equals_one_forward(void) {
-    chunks(q2_path);
-    chunks(q3_path);
+    for (size_t t = 0; t < MF_ARRAY_LEN(k_kv_types); t++) {
+        g_kv = k_kv_types[t];
+        chunks(q2_path);
+        chunks(q3_path);
+    }
+    g_kv = MF_KV_TYPE_F16;
+}
+
+/* KV element types in a real context (issue 11): layer 0's K and V rows depend only on the embeddings, so
+ * after the same prefill the f16 and q8_0 cells hold exactly what the CPU converter makes of the f32 cells
+ * (q8_0: quantize_row_q8_0's bytes, ggml-cpu's, mf_quantize_row_cpu); the footprint is 1/2 and 34/128 of
+ * f32's; K and V may differ; other types and block-splitting head sizes are refused, leaving no context. */
+static void test_kv_types_store_and_footprint(void) {
+    eng e[3];
+    size_t bytes[3];
+    for (int t = 0; t < 3; t++) {
+        g_kv = k_kv_types[t];
+        REQUIRE(open_eng(q3_path, 32, 512, &e[t]), "open %u", g_kv);
+        REQUIRE(feed(&e[t], P0, 0, NP0, 0, NULL), "prefill");
+        mf_context_stats st;
+        mf_context_get_stats(e[t].c, &st);
+        bytes[t] = st.kv_bytes;
+    }
+    g_kv = MF_KV_TYPE_F16;
+    CHECK(bytes[1] * 2 == bytes[0] && bytes[2] * 128 == bytes[0] * 34, "kv bytes f32 %zu f16 %zu q8_0 %zu", bytes[0],
+          bytes[1], bytes[2]);
+    const mf_kv *kv32 = e[0].c->kv;
+    const int64_t n = (int64_t)(mf_kv_row_bytes_k(kv32) / sizeof(float));
+    uint8_t *want = malloc(mf_kv_row_bytes_k(kv32));
+    int diff = 0, cells = 0;
+    for (int t = 1; t < 3; t++) {
+        const mf_kv *kv = e[t].c->kv;
+        for (int r = 0; r < 2; r++) { /* K, then V */
+            const float *src = r ? mf_kv_v(e[0].c->kv, 0) : mf_kv_k(e[0].c->kv, 0);
+            const uint8_t *got = r ? mf_kv_v(e[t].c->kv, 0) : mf_kv_k(e[t].c->kv, 0);
+            const size_t rb = r ? mf_kv_row_bytes_v(kv) : mf_kv_row_bytes_k(kv);
+            for (int32_t c = 0; c < mf_kv_n_cells(kv); c++) {
+                if (mf_kv_cell_seq(kv, c) < 0) continue;
+                REQUIRE(mf_kv_cell_pos(kv, c) == mf_kv_cell_pos(kv32, c), "cell %d positions differ", c);
+                mf_quantize_row_cpu(k_kv_types[t], src + (size_t)c * (size_t)n, want, n);
+                diff += memcmp(got + (size_t)c * rb, want, rb) != 0;
+                cells++;
+            }
+        }
+    }
+    CHECK(cells == 4 * NP0 && diff == 0, "%d of %d f16/q8_0 layer-0 rows are not the converter's bytes", diff, cells);
+    free(want);
+    for (int t = 0; t < 3; t++) close_eng(&e[t]);
+
+    /* K and V apart: f16 K, q8_0 V */
+    mf_error err = {0};
+    mf_model *m = NULL;
+    mf_context *c = NULL;
+    REQUIRE(mf_model_load(q2_path, NULL, &m, &err) == 0, "%s", err.msg);
+    mf_context_params cp = mf_context_default_params();
+    CHECK(cp.type_k == MF_KV_TYPE_F16 && cp.type_v == MF_KV_TYPE_F16, "default %u/%u", cp.type_k, cp.type_v);
+    cp.n_ctx = 32;
+    cp.type_v = MF_KV_TYPE_Q8_0;
+    /* both mixes decode (q8_0 V: the flash-attention form with an f16 K; q8_0 K with an f16 V: the plain
+     * form's q8_0 dot) and agree with the all-f16 cache to within the q8_0 rounding */
+    float *ref = NULL;
+    for (int mix = 0; mix < 3; mix++) {
+        cp.type_k = mix == 2 ? MF_KV_TYPE_Q8_0 : MF_KV_TYPE_F16;
+        cp.type_v = mix == 1 ? MF_KV_TYPE_Q8_0 : MF_KV_TYPE_F16;
+        REQUIRE(mf_context_new(m, &cp, &c, &err) == 0, "%s", err.msg);
+        CHECK(mf_kv_type_k(c->kv) == cp.type_k && mf_kv_type_v(c->kv) == cp.type_v, "mixed types");
+        eng e = {.m = m, .c = c};
+        mf_model_info info;
+        mf_model_get_info(m, &info);
+        e.n_vocab = info.n_vocab;
+        float *l = malloc(sizeof(float) * (size_t)e.n_vocab);
+        REQUIRE(l && feed(&e, P0, 0, NP0, 0, l), "decode K %u V %u", cp.type_k, cp.type_v);
+        if (!ref) ref = l;
+        else {
+            double worst = 0, top = 0;
+            for (int i = 0; i < e.n_vocab; i++) worst = fmax(worst, fabs(l[i] - ref[i])), top = fmax(top, fabs(ref[i]));
+            CHECK(worst > 0 && worst < 0.05 * top, "K %u V %u: worst |dlogit| %g against f16 (top %g)", cp.type_k,
+                  cp.type_v, worst, top);
+            free(l);
+        }
+        mf_context_free(c);
+        c = NULL;
+    }
+    free(ref);
+    cp.type_k = MF_TYPE_Q4_0;
+    CHECK(mf_context_new(m, &cp, &c, &err) == MF_E_UNSUPPORTED && c == NULL && strstr(err.msg, "q4_0"), "q4_0 K: %s",
+          err.msg);
+    cp.type_k = 999;
+    CHECK(mf_context_new(m, &cp, &c, &err) == MF_E_UNSUPPORTED && c == NULL && strstr(err.msg, "999"), "id 999: %s",
+          err.msg);
+    mf_model_free(m);
 }
 
 static void test_two_runs_and_cache_hit_equal_rebuild(void) {
@@ -210,7 +308,7 @@ static bool open_eng_kv(const char *path, int n_ctx, uint32_t kv_type, eng *e) {
     mf_context_params cp = mf_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = n_threads();
-    cp.kv_type = kv_type;
+    cp.type_k = cp.type_v = kv_type;
     if (mf_context_new(e->m, &cp, &e->c, &err)) return printf("  context: %s\n", err.msg), false;
     mf_model_info info;
     mf_model_get_info(e->m, &info);
@@ -243,8 +341,8 @@ static double row_diff(mf_kv *a, mf_kv *b, bool k, int32_t layer, int32_t ca, in
     const size_t rb = k ? mf_kv_row_bytes_k(a) : mf_kv_row_bytes_v(a);
     const uint8_t *ra = (const uint8_t *)(k ? mf_kv_k(a, layer) : mf_kv_v(a, layer)) + (size_t)ca * rb;
     const uint8_t *rb_ = (const uint8_t *)(k ? mf_kv_k(b, layer) : mf_kv_v(b, layer)) + (size_t)cb * rb;
-    mf_dequantize_row(mf_kv_type(a), ra, x, n);
-    mf_dequantize_row(mf_kv_type(b), rb_, y, n);
+    mf_dequantize_row(k ? mf_kv_type_k(a) : mf_kv_type_v(a), ra, x, n);
+    mf_dequantize_row(k ? mf_kv_type_k(b) : mf_kv_type_v(b), rb_, y, n);
     double e = 0;
     for (int64_t i = 0; i < n; i++) e = MF_MAX(e, fabs((double)x[i] - y[i]));
     free(x);
@@ -540,7 +638,7 @@ static void graph_params(const char *path, const char *arch, int want_norms) {
     static float cache[4096];
     void *kc[2] = {cache, cache}, *vc[2] = {cache, cache};
     REQUIRE(m->hp.n_layer == 2, "layers %d", m->hp.n_layer);
-    mf_build_params bp = {.n_tokens = 3, .n_outputs = 1, .n_cells = 8, .kv_type = MF_TYPE_F32, .k_cache = kc, .v_cache = vc};
+    mf_build_params bp = {.n_tokens = 3, .n_outputs = 1, .n_cells = 8, .type_k = MF_TYPE_F32, .type_v = MF_TYPE_F32, .k_cache = kc, .v_cache = vc};
     mf_graph_io io;
     mf_graph *g = mf_graph_new();
     REQUIRE(mf_model_build(m, &bp, g, &io, &err) == 0, "%s", err.msg);
@@ -582,6 +680,7 @@ int main(void) {
     }
     RUN(test_two_sequences_in_one_batch_equal_alone);
     RUN(test_chunked_prefill_equals_one_forward);
+    RUN(test_kv_types_store_and_footprint);
     RUN(test_two_runs_and_cache_hit_equal_rebuild);
     RUN(test_seq_cp_and_seq_rm_continue_exactly);
     RUN(test_context_shift_equals_cache_at_new_positions);

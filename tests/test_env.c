@@ -10,9 +10,9 @@
 #include "harness.h"
 #include "minfer.h"
 
-static const char *k_all[] = {"MINFER_LOG",     "MINFER_ISA",      "MINFER_REPACK",       "MINFER_PROFILE",
-                              "MINFER_SPIN",    "MINFER_SPIN_US",  "MINFER_BACKENDS",     "MINFER_DISABLE_CUDA",
-                              "MINFER_SYNC_COPIES"};
+static const char *k_all[] = {"MINFER_LOG",      "MINFER_ISA",     "MINFER_REPACK",   "MINFER_CACHE_TYPE",
+                              "MINFER_PROFILE",  "MINFER_SPIN",    "MINFER_SPIN_US",  "MINFER_BACKENDS",
+                              "MINFER_DISABLE_CUDA", "MINFER_SYNC_COPIES"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < MF_ARRAY_LEN(k_all); i++) unsetenv(k_all[i]);
@@ -131,6 +131,27 @@ static void test_word(void) {
         CHECK(mf_env_word("MINFER_LOG", &w, &err) == MF_E_INVAL, "'%s' accepted as %d", bad[i], w);
     }
     unsetenv("MINFER_LOG");
+    /* MINFER_CACHE_TYPE: f16 by default (index 1), words case-insensitive, and its own refusal wording (the
+     * table's noun): it names what the run would otherwise have used */
+    CHECK(mf_env_word("MINFER_CACHE_TYPE", &w, &err) == 0 && w == 1, "cache type unset: %d", w);
+    const char *kv_ok[] = {"f32", "F16", " q8_0 ", "Q8_0"};
+    const int kv_want[] = {0, 1, 2, 2};
+    for (size_t i = 0; i < MF_ARRAY_LEN(kv_ok); i++) {
+        setenv("MINFER_CACHE_TYPE", kv_ok[i], 1);
+        CHECK(mf_env_word("MINFER_CACHE_TYPE", &w, &err) == 0 && w == kv_want[i], "'%s': %d", kv_ok[i], w);
+    }
+    const char *kv_bad[] = {"q4", "q8", "bf16", "f16,q8_0", "q4_0"};
+    for (size_t i = 0; i < MF_ARRAY_LEN(kv_bad); i++) {
+        setenv("MINFER_CACHE_TYPE", kv_bad[i], 1);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "MINFER_CACHE_TYPE=%s is not a KV cache type (f32, f16, q8_0); refusing rather than silently running "
+                 "with f16",
+                 kv_bad[i]);
+        CHECK(mf_env_word("MINFER_CACHE_TYPE", &w, &err) == MF_E_INVAL && !strcmp(err.msg, want), "'%s': %s",
+              kv_bad[i], err.msg);
+    }
+    unsetenv("MINFER_CACHE_TYPE");
     /* MINFER_ISA has no fixed default: unset is -1, and the message says what the default is */
     CHECK(mf_env_word("MINFER_ISA", &w, &err) == 0 && w == -1, "ISA unset: %d", w);
     /* the words are the build architecture's kernel sets */
@@ -185,7 +206,7 @@ static void test_table(void) {
         setenv(v[i].name, "bogus", 1);
         err.msg[0] = 0;
         CHECK(mf_env_check(&err) == MF_E_INVAL && !strncmp(err.msg, v[i].name, strlen(v[i].name)) &&
-                  strstr(err.msg, "'bogus'"),
+                  strstr(err.msg, v[i].noun ? "=bogus is not" : "'bogus'"),
               "%s=bogus: %s", v[i].name, err.msg);
     }
     clear_env();
@@ -224,12 +245,12 @@ static void test_reading_points(void) {
 
     /* model load checks everything before it opens the file: the path does not even exist */
     const char *bad[][2] = {{"MINFER_REPACK", "abc"}, {"MINFER_LOG", "bogus"}, {"MINFER_SPIN_US", "1x"},
-                            {"MINFER_DISABLE_CUDA", "no"}};
+                            {"MINFER_DISABLE_CUDA", "no"}, {"MINFER_CACHE_TYPE", "q4"}};
     for (size_t i = 0; i < MF_ARRAY_LEN(bad); i++) {
         setenv(bad[i][0], bad[i][1], 1);
         mf_model *m = (mf_model *)1;
         char want[64];
-        snprintf(want, sizeof want, "%s='%s'", bad[i][0], bad[i][1]);
+        snprintf(want, sizeof want, strcmp(bad[i][0], "MINFER_CACHE_TYPE") ? "%s='%s'" : "%s=%s", bad[i][0], bad[i][1]);
         int rc = mf_model_load("no-such-model.gguf", NULL, &m, &err);
         CHECK(rc == MF_E_INVAL && m == NULL && !strncmp(err.msg, want, strlen(want)), "load with %s: rc %d '%s'", want,
               rc, err.msg);

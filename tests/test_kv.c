@@ -15,7 +15,7 @@
 static mf_kv *mk(void) {
     mf_kv *kv = NULL;
     mf_error err = {0};
-    int rc = mf_kv_new(2, 8, 8, NC, MF_TYPE_F32, &kv, &err);
+    int rc = mf_kv_new(2, 8, 8, NC, MF_TYPE_F32, MF_TYPE_F32, &kv, &err);
     if (rc) printf("  mf_kv_new: %s\n", err.msg);
     return kv;
 }
@@ -161,12 +161,47 @@ static void test_seq_cp_copies_rows_into_new_cells(void) {
 static void test_f16_rows_and_bad_types(void) {
     mf_kv *kv = NULL;
     mf_error err = {0};
-    REQUIRE(mf_kv_new(1, 64, 64, 4, MF_TYPE_F16, &kv, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_new(1, 64, 64, 4, MF_TYPE_F16, MF_TYPE_F16, &kv, &err) == 0, "%s", err.msg);
     CHECK(mf_kv_row_bytes_k(kv) == 128, "row %zu", mf_kv_row_bytes_k(kv));
     CHECK(mf_kv_bytes(kv) == 4 * 256, "bytes %zu", mf_kv_bytes(kv));
     mf_kv_free(kv);
-    CHECK(mf_kv_new(1, 64, 64, 4, MF_TYPE_Q4_0, &kv, &err) == MF_E_UNSUPPORTED, "q4_0 KV accepted");
-    CHECK(strstr(err.msg, "q4_0") != NULL, "msg: %s", err.msg);
+    CHECK(mf_kv_new(1, 64, 64, 4, MF_TYPE_Q4_0, MF_TYPE_F16, &kv, &err) == MF_E_UNSUPPORTED, "q4_0 KV accepted");
+    CHECK(strstr(err.msg, "q4_0") != NULL && strstr(err.msg, "for K") != NULL, "msg: %s", err.msg);
+    CHECK(mf_kv_new(1, 64, 64, 4, MF_TYPE_F16, MF_TYPE_BF16, &kv, &err) == MF_E_UNSUPPORTED, "bf16 V accepted");
+    CHECK(strstr(err.msg, "bf16") != NULL && strstr(err.msg, "for V") != NULL, "msg: %s", err.msg);
+    /* q8_0 rows are whole blocks of 32: 48 elements are refused, naming both numbers */
+    CHECK(mf_kv_new(1, 48, 64, 4, MF_TYPE_Q8_0, MF_TYPE_F16, &kv, &err) == MF_E_UNSUPPORTED, "q8_0 K of 48 accepted");
+    CHECK(strstr(err.msg, "multiple of 32") && strstr(err.msg, "have 48"), "msg: %s", err.msg);
+}
+
+/* The footprint of each KV type (issue 11): per cell row of n elements f32 4n bytes, f16 2n, q8_0 34n/32, so
+ * a q8_0 cache is exactly 34/128 of an f32 one; K and V are sized by their own types. */
+static void test_footprint_per_type(void) {
+    const int32_t L = 3, C = 40;
+    const int64_t NK = 256, NV = 128;
+    size_t bytes[3];
+    const uint32_t types[3] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_Q8_0};
+    for (int i = 0; i < 3; i++) {
+        mf_kv *kv = NULL;
+        mf_error err = {0};
+        REQUIRE(mf_kv_new(L, NK, NV, C, types[i], types[i], &kv, &err) == 0, "%s", err.msg);
+        bytes[i] = mf_kv_bytes(kv);
+        CHECK(mf_kv_type_k(kv) == types[i] && mf_kv_type_v(kv) == types[i], "types");
+        /* the regions really are that large: the last V row of the last layer ends at the end */
+        CHECK((uint8_t *)mf_kv_v(kv, L - 1) + (size_t)C * mf_kv_row_bytes_v(kv) == (uint8_t *)mf_kv_k(kv, 0) + bytes[i],
+              "%s: regions do not tile the %zu bytes", mf_type_name(types[i]), bytes[i]);
+        mf_kv_free(kv);
+    }
+    CHECK(bytes[0] == (size_t)L * C * (NK + NV) * 4, "f32 %zu", bytes[0]);
+    CHECK(bytes[1] * 2 == bytes[0], "f16 %zu is not half of f32 %zu", bytes[1], bytes[0]);
+    CHECK(bytes[2] * 128 == bytes[0] * 34, "q8_0 %zu is not 34/128 of f32 %zu", bytes[2], bytes[0]);
+    mf_kv *kv = NULL;
+    mf_error err = {0};
+    REQUIRE(mf_kv_new(L, NK, NV, C, MF_TYPE_F16, MF_TYPE_Q8_0, &kv, &err) == 0, "%s", err.msg);
+    CHECK(mf_kv_row_bytes_k(kv) == (size_t)NK * 2 && mf_kv_row_bytes_v(kv) == (size_t)NV / 32 * 34, "rows %zu %zu",
+          mf_kv_row_bytes_k(kv), mf_kv_row_bytes_v(kv));
+    CHECK(mf_kv_bytes(kv) == (size_t)L * C * (NK * 2 + NV / 32 * 34), "mixed %zu", mf_kv_bytes(kv));
+    mf_kv_free(kv);
 }
 
 /* ---- context shift ---- */
@@ -256,7 +291,7 @@ static void test_rope_row_shift_equals_rope_at_new_position(void) {
 static void test_seq_add_moves_positions_and_ropes_k_only(void) {
     mf_kv *kv = NULL;
     mf_error err = {0};
-    REQUIRE(mf_kv_new(2, NE, NE, NC, MF_TYPE_F32, &kv, &err) == 0, "%s", err.msg);
+    REQUIRE(mf_kv_new(2, NE, NE, NC, MF_TYPE_F32, MF_TYPE_F32, &kv, &err) == 0, "%s", err.msg);
     const mf_kv_rope r = {.head_dim = HD, .n_rot = HD, .mode = MF_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
     int32_t pos[8] = {0, 1, 2, 3, 4, 5, 0, 1}, seq[8] = {0, 0, 0, 0, 0, 0, 1, 1}, cells[8];
     REQUIRE(mf_kv_prepare(kv, 8, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
@@ -326,5 +361,6 @@ int main(void) {
     RUN(test_f16_rows_and_bad_types);
     RUN(test_rope_row_shift_equals_rope_at_new_position);
     RUN(test_seq_add_moves_positions_and_ropes_k_only);
+    RUN(test_footprint_per_type);
     return mf_test_done();
 }

@@ -42,7 +42,7 @@ static mf_context *new_ctx(mf_model *m, int n_ctx, uint32_t kv_type) {
     mf_context_params cp = mf_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = 1;
-    cp.kv_type = kv_type;
+    cp.type_k = cp.type_v = kv_type;
     mf_context *c = NULL;
     mf_error err = {0};
     if (mf_context_new(m, &cp, &c, &err)) printf("  context: %s\n", err.msg);

@@ -1,6 +1,9 @@
 /* Argument helpers shared by the subcommands: strict number parsing with messages that name the flag,
  * the value and the allowed range; the one rule for repeated options; checked writes to stdout. */
 #include "cli/cli.h"
+#include "core/env.h"
+
+#include "minfer.h"
 
 #include <cJSON.h>
 #include <ctype.h>
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Only an optional '-' then decimal digits: no leading blanks, no '+', so what is printed back in a
  * message is exactly what the number was. */
@@ -222,5 +226,51 @@ bool mf_arg_token_ids(const char *flag, const char *s, int32_t **out, int32_t *n
     }
     *out = ids;
     *n = count;
+    return true;
+}
+
+/* ---- KV cache types ---- */
+static const struct {
+    const char *name;
+    uint32_t id;
+} k_cache_types[] = {{"f32", MF_KV_TYPE_F32}, {"f16", MF_KV_TYPE_F16}, {"q8_0", MF_KV_TYPE_Q8_0}};
+#define CACHE_DEFAULT MF_KV_TYPE_F16 /* MINFER_CACHE_TYPE's default in src/core/env.c says the same */
+
+const char *mf_arg_cache_name(uint32_t type) {
+    for (size_t i = 0; i < sizeof k_cache_types / sizeof k_cache_types[0]; i++)
+        if (k_cache_types[i].id == type) return k_cache_types[i].name;
+    return "unknown";
+}
+
+int mf_arg_cache_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_cache *c) {
+    const char *a = argv[*i], *v;
+    int *slot;
+    const char *name;
+    if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) slot = &c->k, name = "-ctk/--cache-type-k";
+    else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) slot = &c->v, name = "-ctv/--cache-type-v";
+    else if (!strcmp(a, "--cache-type")) slot = &c->both, name = "--cache-type";
+    else return 0;
+    if (!(v = mf_arg_value(argc, argv, i)) || !mf_arg_once(seen, name, v)) return -1;
+    for (size_t j = 0; j < sizeof k_cache_types / sizeof k_cache_types[0]; j++)
+        if (!strcasecmp(v, k_cache_types[j].name)) {
+            *slot = (int)k_cache_types[j].id;
+            return 1;
+        }
+    fprintf(stderr, "Error: %s %s is not a KV cache type (f32, f16, q8_0); refusing rather than silently running with %s\n",
+            a, *v ? v : "''", mf_arg_cache_name(CACHE_DEFAULT));
+    return -1;
+}
+
+bool mf_arg_cache_type(const mf_arg_cache *c, uint32_t *type_k, uint32_t *type_v) {
+    mf_error err = {0};
+    int w = -1;
+    if (mf_env_word("MINFER_CACHE_TYPE", &w, &err)) {
+        fprintf(stderr, "Error: %s\n", err.msg);
+        return false;
+    }
+    const uint32_t env = w >= 0 ? k_cache_types[w].id : CACHE_DEFAULT;
+    const uint32_t both = c->both >= 0 ? (uint32_t)c->both : env;
+    *type_k = c->k >= 0 ? (uint32_t)c->k : both;
+    *type_v = c->v >= 0 ? (uint32_t)c->v : both;
     return true;
 }

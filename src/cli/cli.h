@@ -52,6 +52,28 @@ mf_sampler_params mf_arg_sampler_defaults(void);
 int mf_arg_sampler(int argc, char **argv, int *i, mf_sampler_params *sp, mf_arg_seen *seen);
 bool mf_arg_stop(int argc, char **argv, int *i, const char **stops, int32_t *n_stop);
 const char *mf_arg_sampler_help(void); /* the usage lines of the sampler flags */
+/* KV cache element types, the same flags on every command that makes a context (run, eval, bench; chat
+ * and serve reuse them): -ctk/--cache-type-k T, -ctv/--cache-type-v T (llama.cpp's) and --cache-type T
+ * (both), T one of f32, f16, q8_0.  Precedence: -ctk/-ctv, then --cache-type, then MINFER_CACHE_TYPE, then
+ * f16 (llama.cpp's default).  Ids are the public MF_KV_TYPE_* ones. */
+typedef struct {
+    int k, v, both; /* a type id from the flags, -1 when not given */
+} mf_arg_cache;
+#define MF_ARG_CACHE_INIT {-1, -1, -1}
+/* When argv[*i] is one of the flags: takes its value (each flag at most once, through seen), checks it and
+ * returns 1; returns 0 when argv[*i] is not one of them; -1 after printing the refusal ("Error: -ctk q4 is
+ * not a KV cache type (f32, f16, q8_0); refusing rather than silently running with f16"). */
+int mf_arg_cache_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_cache *c);
+/* The resolved K and V types (flags over MINFER_CACHE_TYPE over f16); false after printing the refusal of
+ * a bad MINFER_CACHE_TYPE. */
+bool mf_arg_cache_type(const mf_arg_cache *c, uint32_t *type_k, uint32_t *type_v);
+const char *mf_arg_cache_name(uint32_t type); /* "f32", "f16", "q8_0" */
+#define MF_ARG_CACHE_HELP                                                                                        \
+    "  -ctk, --cache-type-k T   KV cache element type of K: f16 (default, llama.cpp's), f32 or q8_0\n"          \
+    "  -ctv, --cache-type-v T   the same for V (K and V may differ)\n"                                           \
+    "      --cache-type T       both at once (-ctk/-ctv win); MINFER_CACHE_TYPE sets it from the environment\n"  \
+    "                           (any flag wins).  Memory per cell row: f32 4 bytes per element, f16 2, q8_0\n"  \
+    "                           34 per 32 (34/128 of f32); q8_0 needs head sizes that are multiples of 32\n"
 
 /* Flushes f and checks its error flag; on a failed write prints "Error: writing to WHAT failed: ..."
  * and returns false, so a command stops at the first write that did not happen (a full disk, a reader

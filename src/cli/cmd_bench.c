@@ -26,7 +26,8 @@ typedef struct {
     const char *model;
     long n_prompt, n_gen, threads, reps, depth, ubatch;
     int fmt;
-    uint32_t kv_type;
+    uint32_t type_k, type_v;
+    mf_arg_cache cache;
     uint64_t seed;
     bool warmup, progress;
 } bench_opts;
@@ -68,7 +69,8 @@ static void usage(FILE *f) {
             "                           object per test, llama-bench's field names) or csv (llama-bench's\n"
             "                           columns, every value quoted)\n"
             "  -ub, --ubatch-size N     largest single forward (default 512)\n"
-            "  -ctk, --cache-type T     KV cache type: f32 (default, minfer's default) or f16 (llama-bench's)\n"
+            MF_ARG_CACHE_HELP
+            "                           (f16 is llama-bench's default too; the table always shows type_k/type_v)\n"
             "  --seed N                 seed of the token PRNG (default 42; unsigned 64-bit decimal)\n"
             "  --no-warmup              skip the uncounted warm-up run\n"
             "  --progress               report each run on stderr\n"
@@ -265,7 +267,8 @@ static int run_test(mf_model *model, const model_meta *mm, const bench_opts *o, 
     cp.n_ctx = (int32_t)(o->depth + n_prompt + n_gen);
     cp.n_threads = (int32_t)o->threads;
     cp.n_ubatch = (int32_t)o->ubatch;
-    cp.kv_type = o->kv_type;
+    cp.type_k = o->type_k;
+    cp.type_v = o->type_v;
     int rc = mf_context_new(model, &cp, &r.ctx, err);
     long cap = MF_MAX(MF_MAX(n_prompt, o->depth), 1);
     if (!rc) rc = mf_batch_init(&r.batch, (int32_t)cap, err);
@@ -342,7 +345,6 @@ static void ns_stats(const test_result *t, long n, uint64_t *avg, uint64_t *sd) 
 }
 
 /* ---------------- output ---------------- */
-static const char *kv_name(uint32_t t) { return t == MF_TYPE_F16 ? "f16" : "f32"; }
 
 /* llama-bench's test::get_fields(), in order */
 static const char *const k_fields[] = {
@@ -385,8 +387,8 @@ static void test_values(const bench_opts *o, const model_meta *mm, const test_re
     S("0x0");
     B(0);
     I(0);
-    S(kv_name(o->kv_type));
-    S(kv_name(o->kv_type));
+    S(mf_arg_cache_name(o->type_k));
+    S(mf_arg_cache_name(o->type_v));
     I(0);
     I(0);
     S("none");
@@ -431,11 +433,12 @@ static void json_escaped(FILE *f, const char *s) {
 static void md_header(const bench_opts *o) {
     printf("| %-30s | %10s | %10s | %-10s | %7s |", "model", "size", "params", "backend", "threads");
     if (o->ubatch != 512) printf(" %8s |", "n_ubatch");
-    if (o->kv_type != MF_TYPE_F32) printf(" %6s | %6s |", "type_k", "type_v");
+    /* llama-bench shows these only when they differ from its f16 default; minfer always says which ran */
+    printf(" %6s | %6s |", "type_k", "type_v");
     printf(" %15s | %20s |\n", "test", "t/s");
     printf("| ------------------------------ | ---------: | ---------: | ---------- | ------: |");
     if (o->ubatch != 512) printf(" -------: |");
-    if (o->kv_type != MF_TYPE_F32) printf(" -----: | -----: |");
+    printf(" -----: | -----: |");
     printf(" --------------: | -------------------: |\n");
 }
 
@@ -455,7 +458,7 @@ static void md_row(const bench_opts *o, const model_meta *mm, const test_result 
     snprintf(ts, sizeof ts, "%.2f ± %.2f", avg_d(t->ts, o->reps), sd_d(t->ts, o->reps));
     printf("| %-30s | %10s | %10s | %-10s | %7ld |", mm->type, size, params, "CPU", o->threads);
     if (o->ubatch != 512) printf(" %8ld |", o->ubatch);
-    if (o->kv_type != MF_TYPE_F32) printf(" %6s | %6s |", kv_name(o->kv_type), kv_name(o->kv_type));
+    printf(" %6s | %6s |", mf_arg_cache_name(o->type_k), mf_arg_cache_name(o->type_v));
     printf(" %15s | %21s |\n", test, ts); /* 21: the ± is two bytes (llama-bench's same hack) */
 }
 
@@ -503,11 +506,12 @@ static bool is(const char *a, const char *s1, const char *s2) { return !strcmp(a
 
 static int parse(int argc, char **argv, bench_opts *o) {
     *o = (bench_opts){.n_prompt = 512, .n_gen = 128, .threads = 2, .reps = 5, .ubatch = 512, .fmt = FMT_MD,
-                      .kv_type = MF_TYPE_F32, .seed = 42, .warmup = true};
+                      .cache = MF_ARG_CACHE_INIT, .seed = 42, .warmup = true};
     mf_arg_seen seen = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
         long *num = NULL, lo = 0, hi = 0;
+        int cf;
         if (is(a, "-h", "--help")) {
             usage(stdout);
             return -1;
@@ -539,14 +543,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
                 return 2;
             }
             continue;
-        } else if (is(a, "-ctk", "--cache-type")) {
-            if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-ctk/--cache-type", v)) return 2;
-            if (!strcmp(v, "f32")) o->kv_type = MF_TYPE_F32;
-            else if (!strcmp(v, "f16")) o->kv_type = MF_TYPE_F16;
-            else {
-                fprintf(stderr, "Error: --cache-type must be f32 or f16, got '%s'\n", v);
-                return 2;
-            }
+        } else if ((cf = mf_arg_cache_flag(argc, argv, &i, &seen, &o->cache)) != 0) {
+            if (cf < 0) return 2;
             continue;
         } else if (is(a, "--seed", NULL)) {
             if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, a, v) || !mf_arg_u64(a, v, &o->seed))
@@ -559,6 +557,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
         if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;
         if (!mf_arg_int(a, v, lo, hi, num)) return 2;
     }
+    if (!mf_arg_cache_type(&o->cache, &o->type_k, &o->type_v)) return 2;
     if (!o->model) {
         fprintf(stderr, "Error: -m/--model is required (see minfer bench --help)\n");
         return 2;

@@ -22,6 +22,7 @@ static void usage(FILE *f) {
             "      --top K           logits per position (default 5)\n"
             "  -c, --ctx-size N      context size (default: the token count); --n-ctx N is the same\n"
             "  -t, --threads N       CPU threads (default: online CPUs, at most 16)\n"
+            MF_ARG_CACHE_HELP
             "  -h, --help            this help\n"
             "\n"
             "Every option is given at most once.  stdout is JSON lines only: a model whose logits come out "
@@ -55,12 +56,16 @@ int mf_cmd_eval(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *tokens_json = NULL;
     long k = 5, n_ctx = 0, n_threads = 0;
     mf_arg_seen seen = {0};
+    mf_arg_cache cache = MF_ARG_CACHE_INIT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return mf_out_check(stdout, "stdout") ? 0 : 1;
         }
+        const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
+        if (cf < 0) return 2;
+        if (cf > 0) continue;
         bool m = !strcmp(a, "-m") || !strcmp(a, "--model"), p = !strcmp(a, "-p") || !strcmp(a, "--prompt"),
              t = !strcmp(a, "--tokens"), top = !strcmp(a, "--top"),
              c = !strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--n-ctx"),
@@ -83,6 +88,8 @@ int mf_cmd_eval(int argc, char **argv) {
         if (c && !mf_arg_int(a, v, 0, 1 << 24, &n_ctx)) return 2;
         if (th && !mf_arg_int(a, v, 1, 1024, &n_threads)) return 2;
     }
+    uint32_t type_k, type_v;
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v)) return 2;
     if (!model_path) {
         fprintf(stderr, "Error: no model given: minfer eval -m MODEL.gguf --tokens '[...]'\n");
         return 2;
@@ -111,6 +118,8 @@ int mf_cmd_eval(int argc, char **argv) {
     mf_context_params cp = mf_context_default_params();
     cp.n_ctx = n_ctx ? (int32_t)n_ctx : n;
     cp.n_threads = (int32_t)n_threads;
+    cp.type_k = type_k;
+    cp.type_v = type_v;
     if (cp.n_ctx < n) {
         fprintf(stderr, "Error: %d tokens do not fit a context of %d (raise -c/--ctx-size to at least %d)\n",
                 n, cp.n_ctx, n);

@@ -34,6 +34,7 @@ static void usage(FILE *f) {
         "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096)); it must\n"
         "                           hold the prompt plus one generated token\n"
         "      --n-ctx N            the same as -c\n"
+        MF_ARG_CACHE_HELP
         "%s"
         "      --stop S             stop when the text S appears; S is not printed (a stop string split across\n"
         "                           tokens is held back until decided); repeatable, up to 16\n"
@@ -73,9 +74,13 @@ int mf_cmd_run(int argc, char **argv) {
         }
     const char *stops[MF_ARG_MAX_STOP];
     int32_t n_stop = 0;
+    mf_arg_cache cache = MF_ARG_CACHE_INIT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long l;
+        const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
+        if (cf < 0) return 2;
+        if (cf > 0) continue;
 /* a value option / a switch, each at most once (mf_arg_once) */
 #define VAL(name)                                                                                            \
     do {                                                                                                     \
@@ -150,6 +155,8 @@ int mf_cmd_run(int argc, char **argv) {
 #undef VAL
 #undef ONCE
     }
+    uint32_t type_k, type_v;
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v)) return 2;
     if (!model_path) {
         fprintf(stderr, "Error: no model given: minfer run -m MODEL.gguf -p PROMPT\n");
         return 2;
@@ -229,6 +236,8 @@ int mf_cmd_run(int argc, char **argv) {
     }
     mf_context_params cp = mf_context_default_params();
     cp.n_ctx = (int32_t)n_ctx;
+    cp.type_k = type_k;
+    cp.type_v = type_v;
     cp.n_threads = (int32_t)n_threads;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
     int32_t nc = mf_context_n_ctx(ctx);
@@ -248,8 +257,11 @@ int mf_cmd_run(int argc, char **argv) {
     gp.stop = stops;
     gp.n_stop = n_stop;
     if (mf_gen_new(ctx, &gp, &gen, &err) || mf_gen_feed(gen, ids, n_ids, &err)) goto fail;
-    fprintf(stderr, "load: %.1f ms (%s, %d layers, n_vocab %d)\n", t_load * 1e3, info.arch, info.n_layer,
-            info.n_vocab);
+    mf_context_stats cst;
+    mf_context_get_stats(ctx, &cst);
+    fprintf(stderr, "load: %.1f ms (%s, %d layers, n_vocab %d); KV cache %d cells, K %s V %s, %.2f MiB\n",
+            t_load * 1e3, info.arch, info.n_layer, info.n_vocab, nc, mf_arg_cache_name(type_k),
+            mf_arg_cache_name(type_v), (double)cst.kv_bytes / (1 << 20));
     mf_gen_out o;
     do {
         if (mf_gen_step(gen, &o, &err)) goto fail;

@@ -24,7 +24,7 @@ static void usage(FILE *f) {
             "                           slot); any request may use whatever is free\n"
             "  -b, --batch-size N       most tokens per forward: decode rows plus prefill chunks (default 512;\n"
             "                           at least -np)\n"
-            "      --cache-type T       KV cache element type: f32 (default) or f16\n"
+            MF_ARG_CACHE_HELP
             "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
             "      --api-key KEY        require 'Authorization: Bearer KEY' (or X-Api-Key) on every route but\n"
             "                           /health and /v1/models\n"
@@ -58,9 +58,13 @@ int mf_cmd_serve(int argc, char **argv) {
     mf_server_opts o = mf_server_default_opts();
     const char *key_file = NULL;
     mf_arg_seen seen = {0};
+    mf_arg_cache cache = MF_ARG_CACHE_INIT;
     long l;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
+        const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
+        if (cf < 0) return 2;
+        if (cf > 0) continue;
 #define IS(x, y) (!strcmp(a, x) || !strcmp(a, y))
 #define VAL(name)                                                                                            \
     do {                                                                                                     \
@@ -95,14 +99,6 @@ int mf_cmd_serve(int argc, char **argv) {
             INT("--timeout", 1, 86400, o.timeout_s);
         } else if (IS("--max-queue", "--max-queue")) {
             INT("--max-queue", 0, 1 << 20, o.max_queue);
-        } else if (IS("--cache-type", "--cache-type")) {
-            VAL("--cache-type");
-            if (!strcmp(v, "f32")) o.kv_type = MF_KV_TYPE_F32;
-            else if (!strcmp(v, "f16")) o.kv_type = MF_KV_TYPE_F16;
-            else {
-                fprintf(stderr, "Error: --cache-type '%s' is not a KV cache type (f32, f16)\n", v);
-                return 2;
-            }
         } else if (IS("--api-key", "--api-key")) {
             VAL("--api-key");
             if (!*v) {
@@ -127,6 +123,7 @@ int mf_cmd_serve(int argc, char **argv) {
 #undef VAL
 #undef INT
     }
+    if (!mf_arg_cache_type(&cache, &o.type_k, &o.type_v)) return 2;
     if (!o.model_path) {
         fprintf(stderr, "Error: no model given: minfer serve -m MODEL.gguf\n");
         return 2;

@@ -18,25 +18,28 @@
  * spin time is held in nanoseconds (60 s fits easily, and nobody wants a thread spinning for longer). */
 static const mf_env_var k_vars[] = {
     {"MINFER_LOG", MF_ENV_WORD, "error|warn|info|debug", 0, 0, 1, NULL, NULL,
-     "messages on stderr at this level and above"},
+     "messages on stderr at this level and above", NULL},
     /* the kernel sets of this build's architecture, in quant/kernels.c's k_levels order */
     {"MINFER_ISA", MF_ENV_WORD, MF_ENV_ISA_WORDS, 0, 0, MF_ENV_NO_DEFAULT, "the best this CPU has", NULL,
-     "force a lower kernel set (one this CPU lacks is refused)"},
+     "force a lower kernel set (one this CPU lacks is refused)", NULL},
     {"MINFER_REPACK", MF_ENV_BOOL, NULL, 0, 0, 1, NULL, NULL,
-     "0: keep Q4_0/Q5_0/Q8_0/Q4_K/Q6_K weights in the file's layout (slower)"},
-    {"MINFER_PROFILE", MF_ENV_BOOL, NULL, 0, 0, 0, NULL, NULL, "1: print the CPU time per op kind per forward"},
+     "0: keep Q4_0/Q5_0/Q8_0/Q4_K/Q6_K weights in the file's layout (slower)", NULL},
+    /* the KV element type the CLI uses for K and V (-ctk/-ctv/--cache-type win); index 1 = f16, llama.cpp's */
+    {"MINFER_CACHE_TYPE", MF_ENV_WORD, "f32|f16|q8_0", 0, 0, 1, NULL, NULL,
+     "KV cache element type for K and V of run/eval/bench/chat/serve (their -ctk/-ctv/--cache-type win)", "a KV cache type"},
+    {"MINFER_PROFILE", MF_ENV_BOOL, NULL, 0, 0, 0, NULL, NULL, "1: print the CPU time per op kind per forward", NULL},
     {"MINFER_SPIN", MF_ENV_UINT, NULL, 0, 100000000, 256, NULL, "pause iterations",
-     "how long a waiting thread pauses before it yields"},
+     "how long a waiting thread pauses before it yields", NULL},
     {"MINFER_SPIN_US", MF_ENV_UINT, NULL, 0, 60000000, 3000, NULL, "microseconds",
-     "how long it then yield-spins before it sleeps"},
+     "how long it then yield-spins before it sleeps", NULL},
     {"MINFER_DRAIN_MS", MF_ENV_UINT, NULL, 0, 3600000, 30000, NULL, "milliseconds",
-     "serve: how long in-flight requests may finish after SIGTERM/SIGINT before they are answered 503"},
+     "serve: how long in-flight requests may finish after SIGTERM/SIGINT before they are answered 503", NULL},
     {"MINFER_BACKENDS", MF_ENV_LIST, NULL, 0, 0, MF_ENV_NO_DEFAULT, "every usable backend",
-     "cpu,metal,cuda", "the backend fence, as --backend (the flag wins; names case-insensitive; blank = unset)"},
+     "cpu,metal,cuda", "the backend fence, as --backend (the flag wins; names case-insensitive; blank = unset)", NULL},
     {"MINFER_DISABLE_CUDA", MF_ENV_FLAG, NULL, 0, 0, 0, "unset", "set (empty or 1)",
-     "never use the CUDA device (presence-checked)"},
+     "never use the CUDA device (presence-checked)", NULL},
     {"MINFER_SYNC_COPIES", MF_ENV_FLAG, NULL, 0, 0, 0, "unset", "set (empty or 1)",
-     "blocking cross-backend copies (the bitwise reference; presence-checked)"},
+     "blocking cross-backend copies (the bitwise reference; presence-checked)", NULL},
 };
 
 const mf_env_var *mf_env_vars(size_t *n) {
@@ -168,6 +171,17 @@ int mf_env_word(const char *name, int *out, mf_error *err) {
         return 0;
     }
     char shown[300], dw[32];
+    if (e->noun) {
+        char list[128];
+        size_t at = 0;
+        for (const char *p = e->words; *p && at + 3 < sizeof list; p++) {
+            if (*p == '|') list[at++] = ',', list[at++] = ' ';
+            else list[at++] = *p;
+        }
+        list[at] = 0;
+        return mf_err(err, MF_E_INVAL, "%s=%s is not %s (%s); refusing rather than silently running with %s", name,
+                      mf_env_show(v, shown, sizeof shown), e->noun, list, word_at(e->words, (int)e->dflt, dw, sizeof dw));
+    }
     return mf_err(err, MF_E_INVAL, "%s='%s' is not one of %s (case-insensitive; default: %s); unset it or pick one of those",
                   name, mf_env_show(v, shown, sizeof shown), e->words,
                   e->dflt == MF_ENV_NO_DEFAULT ? e->dflt_text : word_at(e->words, (int)e->dflt, dw, sizeof dw));

@@ -32,6 +32,9 @@ typedef struct {
     const char *dflt_text; /* help text for the default when the number alone does not say it (or NULL) */
     const char *allowed;   /* LIST/FLAG: the values, for help; UINT: the unit; else NULL */
     const char *help;      /* what it does, one line */
+    /* WORD, optional: what a value is ("a KV cache type"); a bad value is then refused as "NAME=VALUE is not
+     * <noun> (a, b, c); refusing rather than silently running with <default>" */
+    const char *noun;
 } mf_env_var;
 
 #define MF_ENV_NO_DEFAULT UINT64_MAX

@@ -4,7 +4,9 @@
 #include "core/env.h"
 #include "quant/quant.h"
 
-_Static_assert((int)MF_KV_TYPE_F32 == (int)MF_TYPE_F32 && (int)MF_KV_TYPE_F16 == (int)MF_TYPE_F16, "public KV type ids are ggml's");
+_Static_assert((int)MF_KV_TYPE_F32 == (int)MF_TYPE_F32 && (int)MF_KV_TYPE_F16 == (int)MF_TYPE_F16 &&
+                   (int)MF_KV_TYPE_Q8_0 == (int)MF_TYPE_Q8_0,
+               "public KV type ids are ggml's");
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +74,19 @@ bool mf_model_is_eog(const mf_model *model, mf_token token) {
 /* ---------------- context ---------------- */
 mf_context_params mf_context_default_params(void) {
     mf_context_params p = {0};
-    p.kv_type = MF_TYPE_F32;
+    /* llama.cpp's default: half the memory and bandwidth of f32 (docs/API.md) */
+    p.type_k = MF_TYPE_F16;
+    p.type_v = MF_TYPE_F16;
     return p;
+}
+
+/* The KV footprint at info level (the CLI's load line says it too): bytes, and their share of what f32 cells
+ * would take (f16 50 %, q8_0 34/128 = 26.6 %). */
+static void kv_log_footprint(const mf_kv *kv, const mf_hparams *hp, int32_t n_cells) {
+    const double f32 = 4.0 * (double)hp->n_layer * n_cells * (double)(2 * hp->n_embd_kv);
+    mf_log(MF_LOG_INFO, "KV cache: %d cells x %d layers, K %s, V %s: %zu bytes (%.2f MiB, %.1f %% of f32's %.0f)",
+           n_cells, hp->n_layer, mf_type_name(mf_kv_type_k(kv)), mf_type_name(mf_kv_type_v(kv)), mf_kv_bytes(kv),
+           (double)mf_kv_bytes(kv) / (1 << 20), 100.0 * (double)mf_kv_bytes(kv) / f32, f32);
 }
 
 int mf_context_new(mf_model *model, const mf_context_params *params, mf_context **out, mf_error *err) {
@@ -96,9 +109,22 @@ int mf_context_new(mf_model *model, const mf_context_params *params, mf_context 
     c->n_ctx = p.n_ctx;
     c->n_ubatch = p.n_ubatch;
     c->n_threads = p.n_threads;
-    c->kv_type = p.kv_type;
-    int rc = mf_kv_new(hp->n_layer, hp->n_embd_kv, hp->n_embd_kv, p.n_ctx, p.kv_type, &c->kv, err);
+    c->type_k = p.type_k;
+    c->type_v = p.type_v;
+    int rc = 0;
+    /* attention reads one head's slice of a row: a block-quantized row must not split a head */
+    for (int i = 0; i < 2; i++) {
+        const uint32_t t = i ? p.type_v : p.type_k;
+        if (mf_kv_type_ok(t) && hp->head_dim % (int64_t)mf_type_get(t)->blck_size) {
+            rc = mf_err(err, MF_E_UNSUPPORTED,
+                        "a %s %s cache needs a head size that is a multiple of %lld, this model's is %lld (use f16)",
+                        mf_type_name(t), i ? "V" : "K", (long long)mf_type_get(t)->blck_size, (long long)hp->head_dim);
+            goto fail;
+        }
+    }
+    rc = mf_kv_new(hp->n_layer, hp->n_embd_kv, hp->n_embd_kv, p.n_ctx, p.type_k, p.type_v, &c->kv, err);
     if (rc) goto fail;
+    kv_log_footprint(c->kv, hp, p.n_ctx);
     c->k_ptr = calloc((size_t)hp->n_layer, sizeof(void *));
     c->v_ptr = calloc((size_t)hp->n_layer, sizeof(void *));
     c->cache = mf_graph_cache_new(MF_GRAPH_CACHE_CAP);
@@ -179,7 +205,8 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
         .n_tokens = n_tokens,
         .n_outputs = n_outputs,
         .n_cells = ctx->n_ctx,
-        .kv_type = ctx->kv_type,
+        .type_k = ctx->type_k,
+        .type_v = ctx->type_v,
         .k_cache = ctx->k_ptr,
         .v_cache = ctx->v_ptr,
     };

@@ -19,7 +19,7 @@ struct mf_context {
     mf_kv *kv;
     mf_graph_cache *cache;
     int32_t n_ctx, n_ubatch, n_threads;
-    uint32_t kv_type;
+    uint32_t type_k, type_v; /* KV element types */
     void **k_ptr, **v_ptr; /* per-layer KV regions */
     /* logits of the last decode: rows in batch order of the rows that asked */
     float *logits;

@@ -136,12 +136,12 @@ static uint64_t tensor_hash(const mf_gguf *g) {
     return mf_xxh64_digest(&s);
 }
 
-/* K and V element types of the store (one type for both today; the file keeps them apart). */
+/* K and V element types of the store (each its own; the file keeps them apart). */
 static uint32_t kv_type_k(const mf_kv *kv) {
-    return mf_kv_type(kv);
+    return mf_kv_type_k(kv);
 }
 static uint32_t kv_type_v(const mf_kv *kv) {
-    return mf_kv_type(kv);
+    return mf_kv_type_v(kv);
 }
 
 static void context_fp(const mf_context *ctx, mf_session_fp *fp) {

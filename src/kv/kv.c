@@ -10,7 +10,7 @@
 struct mf_kv {
     int32_t n_layer, n_cells, n_used;
     int64_t n_embd_k, n_embd_v;
-    uint32_t type;
+    uint32_t type_k, type_v;
     size_t row_k, row_v;
     uint8_t *mem; /* n_layer * n_cells * (row_k + row_v), aligned */
     int32_t *seq; /* per cell: owner or -1 */
@@ -24,12 +24,25 @@ typedef struct kv_ent {
     int32_t seq, pos, cell, tok; /* tok: batch index, or -1 for a cached cell */
 } kv_ent;
 
-int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cells, uint32_t type,
-              mf_kv **out, mf_error *err) {
+bool mf_kv_type_ok(uint32_t type) {
+    return type == MF_TYPE_F32 || type == MF_TYPE_F16 || type == MF_TYPE_Q8_0;
+}
+
+int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cells, uint32_t type_k,
+              uint32_t type_v, mf_kv **out, mf_error *err) {
     *out = NULL;
-    if (type != MF_TYPE_F32 && type != MF_TYPE_F16)
-        return mf_err(err, MF_E_UNSUPPORTED, "KV cache type %s is not supported (use f32 or f16)",
-                      mf_type_name(type));
+    for (int i = 0; i < 2; i++) {
+        const uint32_t t = i ? type_v : type_k;
+        const int64_t n = i ? n_embd_v : n_embd_k;
+        if (!mf_kv_type_ok(t))
+            return mf_err(err, MF_E_UNSUPPORTED, "KV cache type %s (id %u) for %s is not supported (use f32, f16 or q8_0)",
+                          mf_type_name(t), t, i ? "V" : "K");
+        if (n > 0 && n % mf_type_get(t)->blck_size)
+            return mf_err(err, MF_E_UNSUPPORTED,
+                          "a %s KV cache needs rows of a multiple of %lld elements, the model's %s rows have %lld "
+                          "(use --cache-type f16)",
+                          mf_type_name(t), (long long)mf_type_get(t)->blck_size, i ? "V" : "K", (long long)n);
+    }
     if (n_layer <= 0 || n_cells <= 0 || n_embd_k <= 0 || n_embd_v <= 0)
         return mf_err(err, MF_E_INVAL, "KV cache needs positive sizes: %d layers, %d cells, k %lld, v %lld",
                       n_layer, n_cells, (long long)n_embd_k, (long long)n_embd_v);
@@ -39,9 +52,10 @@ int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cel
     kv->n_cells = n_cells;
     kv->n_embd_k = n_embd_k;
     kv->n_embd_v = n_embd_v;
-    kv->type = type;
-    kv->row_k = mf_row_size(type, n_embd_k);
-    kv->row_v = mf_row_size(type, n_embd_v);
+    kv->type_k = type_k;
+    kv->type_v = type_v;
+    kv->row_k = mf_row_size(type_k, n_embd_k);
+    kv->row_v = mf_row_size(type_v, n_embd_v);
     uint64_t per = 0, total = 0;
     if (!mf_mul_u64((uint64_t)n_cells, kv->row_k + kv->row_v, &per) ||
         !mf_mul_u64(per, (uint64_t)n_layer, &total) || total > SIZE_MAX) {
@@ -78,8 +92,11 @@ int32_t mf_kv_n_cells(const mf_kv *kv) {
 int32_t mf_kv_n_used(const mf_kv *kv) {
     return kv->n_used;
 }
-uint32_t mf_kv_type(const mf_kv *kv) {
-    return kv->type;
+uint32_t mf_kv_type_k(const mf_kv *kv) {
+    return kv->type_k;
+}
+uint32_t mf_kv_type_v(const mf_kv *kv) {
+    return kv->type_v;
 }
 size_t mf_kv_row_bytes_k(const mf_kv *kv) {
     return kv->row_k;
@@ -187,7 +204,7 @@ static int cmp_i32(const void *a, const void *b) {
 int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const mf_kv_rope *rope,
                   mf_error *err) {
     if (seq < 0) return mf_err(err, MF_E_INVAL, "seq_add needs a sequence id >= 0, got %d", seq);
-    int rc = rope_check(kv->type, kv->n_embd_k, rope, err);
+    int rc = rope_check(kv->type_k, kv->n_embd_k, rope, err);
     if (rc || delta == 0) return rc;
     /* the new positions of the moved cells, sorted; a kept cell of the sequence may not be among them */
     int32_t n_mv = 0;
@@ -231,7 +248,7 @@ int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta,
             }
             kv->pos[c] += delta;
             for (int32_t l = 0; l < kv->n_layer; l++)
-                rope_row(kv->type, (uint8_t *)mf_kv_k(kv, l) + (size_t)c * kv->row_k, kv->n_embd_k, rope, cache, tmp);
+                rope_row(kv->type_k, (uint8_t *)mf_kv_k(kv, l) + (size_t)c * kv->row_k, kv->n_embd_k, rope, cache, tmp);
         }
     }
     free(np);

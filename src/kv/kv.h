@@ -1,7 +1,8 @@
 /* kv: the KV cell store of one context.
  *
- * Per layer one K and one V region of n_cells cells (a cell = one row of n_embd_kv elements of the
- * store's type: F32 now, F16 allowed).  The graph sees each region as an EXTERNAL tensor
+ * Per layer one K and one V region of n_cells cells (a cell = one row of n_embd_k / n_embd_v elements of
+ * the region's element type: F32, F16 or Q8_0, chosen separately for K and V; a Q8_0 row is the bytes of
+ * the reference quantizer, 34 bytes per 32 elements).  The graph sees each region as an EXTERNAL tensor
  * [n_embd_kv, n_cells]; KV_STORE writes the rows a batch resolves to, ATTENTION reads the windows.
  *
  * Cells belong to sequences; positions are sequence-relative.  A cell holds (seq, pos) or is free.
@@ -17,14 +18,18 @@
 
 typedef struct mf_kv mf_kv;
 
-/* type: MF_TYPE_F32 or MF_TYPE_F16 (quant/quant.h ids). */
-int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cells, uint32_t type,
-              mf_kv **out, mf_error *err);
+/* type_k, type_v: MF_TYPE_F32, MF_TYPE_F16 or MF_TYPE_Q8_0 (quant/quant.h ids; Q8_0 needs a row length
+ * that is a multiple of 32).  Anything else is refused naming the type. */
+int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cells, uint32_t type_k,
+              uint32_t type_v, mf_kv **out, mf_error *err);
+/* Is this a KV element type the store holds (f32, f16, q8_0)? */
+bool mf_kv_type_ok(uint32_t type);
 void mf_kv_free(mf_kv *kv);
 
 int32_t mf_kv_n_cells(const mf_kv *kv);
 int32_t mf_kv_n_used(const mf_kv *kv);
-uint32_t mf_kv_type(const mf_kv *kv);
+uint32_t mf_kv_type_k(const mf_kv *kv);
+uint32_t mf_kv_type_v(const mf_kv *kv);
 size_t mf_kv_row_bytes_k(const mf_kv *kv);
 size_t mf_kv_row_bytes_v(const mf_kv *kv);
 void *mf_kv_k(mf_kv *kv, int32_t layer); /* region [n_embd_k, n_cells] */

@@ -73,7 +73,7 @@ typedef struct {
     int32_t n_tokens;  /* batch rows */
     int32_t n_outputs; /* rows that get logits (selected by GET_ROWS before the last FFN) */
     int32_t n_cells;   /* KV cells per layer (the window input is [n_cells + 1, n_tokens]) */
-    uint32_t kv_type;
+    uint32_t type_k, type_v; /* KV cache element types */
     void **k_cache, **v_cache; /* per layer region pointers (EXTERNAL data) */
 } mf_build_params;
 

@@ -98,8 +98,8 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
         int32_t k2 = named(g, mf_g_reshape(g, k, 2, kv2), il, "Kcur_2d");
 
         int64_t cne[4] = {hp->n_embd_kv, p->n_cells, 1, 1};
-        int32_t kc = named(g, mf_g_external(g, "", p->kv_type, 2, cne, p->k_cache[il]), il, "cache_k");
-        int32_t vc = named(g, mf_g_external(g, "", p->kv_type, 2, cne, p->v_cache[il]), il, "cache_v");
+        int32_t kc = named(g, mf_g_external(g, "", p->type_k, 2, cne, p->k_cache[il]), il, "cache_k");
+        int32_t vc = named(g, mf_g_external(g, "", p->type_v, 2, cne, p->v_cache[il]), il, "cache_v");
         int32_t ks_ = named(g, mf_g_kv_store(g, kc, k2, io->cells), il, "k_store");
         int32_t vs_ = named(g, mf_g_kv_store(g, vc, v, io->cells), il, "v_store");
         int32_t att =

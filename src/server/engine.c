@@ -712,7 +712,8 @@ static int load(mf_srv_engine *e, mf_error *err) {
     cp.n_ctx = s->o.n_ctx > 0 ? s->o.n_ctx : per_slot * s->o.n_parallel;
     cp.n_threads = s->o.n_threads;
     cp.n_ubatch = s->o.n_batch;
-    cp.kv_type = s->o.kv_type;
+    cp.type_k = s->o.type_k;
+    cp.type_v = s->o.type_v;
     if ((rc = mf_context_new(s->model, &cp, &e->ctx, err))) return rc;
     s->n_ctx = mf_context_n_ctx(e->ctx);
     e->batch_cap = s->o.n_batch;

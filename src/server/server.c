@@ -16,7 +16,8 @@ mf_server_opts mf_server_default_opts(void) {
                             .port = 8080,
                             .n_parallel = 4,
                             .n_batch = 512,
-                            .kv_type = MF_KV_TYPE_F32,
+                            .type_k = MF_KV_TYPE_F16,
+                            .type_v = MF_KV_TYPE_F16,
                             .timeout_s = 600,
                             .max_queue = 64,
                             .drain_ms = 30000};
@@ -28,6 +29,13 @@ static const char *base_name(const char *path) {
 }
 
 static const char *kv_name(uint32_t t) { return t == MF_KV_TYPE_F16 ? "f16" : t == MF_KV_TYPE_F32 ? "f32" : "q8_0"; }
+
+/* "f16" or "K f16 V q8_0" */
+static const char *kv_names(const mf_server_opts *o, char *buf, size_t n) {
+    if (o->type_k == o->type_v) snprintf(buf, n, "%s", kv_name(o->type_k));
+    else snprintf(buf, n, "K %s V %s", kv_name(o->type_k), kv_name(o->type_v));
+    return buf;
+}
 
 /* Waits for SIGINT/SIGTERM (blocked in every thread, so only this wait sees them), or for the model to
  * fail to load.  Returns the signal, or 0 when the load failed. */
@@ -72,8 +80,9 @@ int mf_server_run(const mf_server_opts *o, mf_error *err) {
         goto out;
     }
     engine_started = true;
+    char kvb[32];
     fprintf(stderr, "[server] listening on http://%s:%d (slots %d, KV type %s, batch %d, queue %d%s); loading %s\n",
-            o->host, mf_srv_http_port(http), o->n_parallel, kv_name(o->kv_type), o->n_batch, o->max_queue,
+            o->host, mf_srv_http_port(http), o->n_parallel, kv_names(o, kvb, sizeof kvb), o->n_batch, o->max_queue,
             o->api_key ? ", API key required" : "", o->model_path);
     /* the ready line comes from this thread once the engine says so, so tests can wait for it */
     for (;;) {
@@ -87,7 +96,7 @@ int mf_server_run(const mf_server_opts *o, mf_error *err) {
     }
     if (atomic_load(&s->state) == MF_SRV_READY)
         fprintf(stderr, "[server] ready: model %s, context %d cells shared by %d slots, KV type %s, batch %d\n",
-                s->model_name, s->n_ctx, o->n_parallel, kv_name(o->kv_type), o->n_batch);
+                s->model_name, s->n_ctx, o->n_parallel, kv_names(o, kvb, sizeof kvb), o->n_batch);
     if (atomic_load(&s->state) == MF_SRV_READY) {
         int sig = wait_signal(s, &set);
         if (sig) {

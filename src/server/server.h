@@ -16,7 +16,7 @@ typedef struct {
     int32_t n_ctx;    /* KV cells shared by every slot (0 = min(training context, 4096) x n_parallel) */
     int32_t n_batch;  /* tokens per forward, decode rows and prefill chunks together (512) */
     int n_threads;
-    uint32_t kv_type;
+    uint32_t type_k, type_v; /* KV element types (MF_KV_TYPE_*) */
     const char *api_key;        /* NULL: no key */
     int timeout_s;              /* idle connection timeout (600) */
     int max_queue;              /* requests waiting for a slot before 503 (64) */

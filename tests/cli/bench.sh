@@ -23,11 +23,12 @@ if [ "$rc" -ne 0 ]; then
 else
     ok md_run
     hdr=$(sed -n 1p <<<"$out") sep=$(sed -n 2p <<<"$out")
-    want='| model                          |       size |     params | backend    | threads |            test |                  t/s |'
+    # llama-bench's columns, plus type_k/type_v always (llama-bench shows them only off its f16 default)
+    want='| model                          |       size |     params | backend    | threads | type_k | type_v |            test |                  t/s |'
     [ "$hdr" = "$want" ] && ok md_header || bad md_header "got '$hdr'"
-    [ "$sep" = '| ------------------------------ | ---------: | ---------: | ---------- | ------: | --------------: | -------------------: |' ] &&
+    [ "$sep" = '| ------------------------------ | ---------: | ---------: | ---------- | ------: | -----: | -----: | --------------: | -------------------: |' ] &&
         ok md_separator || bad md_separator "got '$sep'"
-    rows=$(grep -cE '^\| qwen2 \?B Q8_0 +\| +80\.03 MiB \| +78\.97 M \| CPU +\| +2 \| +(pp8|tg4) \| +[0-9]+\.[0-9]{2} ± [0-9]+\.[0-9]{2} \|$' <<<"$out")
+    rows=$(grep -cE '^\| qwen2 \?B Q8_0 +\| +80\.03 MiB \| +78\.97 M \| CPU +\| +2 \| +f16 \| +f16 \| +(pp8|tg4) \| +[0-9]+\.[0-9]{2} ± [0-9]+\.[0-9]{2} \|$' <<<"$out")
     [ "$rows" = 2 ] && ok md_rows || bad md_rows "wanted a pp8 and a tg4 row, got: $out"
 fi
 
@@ -50,7 +51,7 @@ for t, (p, n) in zip(d, [(8, 0), (0, 4)]):
     assert (t["n_prompt"], t["n_gen"], t["n_depth"]) == (p, n, 0), (t["n_prompt"], t["n_gen"], t["n_depth"])
     assert t["model_filename"] == sys.argv[3] and t["model_type"] == "qwen2 ?B Q8_0", t["model_type"]
     assert t["model_size"] == 83915776 and t["model_n_params"] == 78973184, (t["model_size"], t["model_n_params"])
-    assert t["n_threads"] == 2 and t["n_ubatch"] == 512 and t["type_k"] == "f32", (t["n_threads"], t["type_k"])
+    assert t["n_threads"] == 2 and t["n_ubatch"] == 512 and t["type_k"] == "f16" and t["type_v"] == "f16", (t["n_threads"], t["type_k"])
     assert isinstance(t["cpu_strict"], bool) and isinstance(t["avg_ns"], int) and isinstance(t["avg_ts"], float)
     assert len(t["samples_ns"]) == 2 and len(t["samples_ts"]) == 2, "want 2 samples (-r 2)"
     assert all(x > 0 for x in t["samples_ns"] + t["samples_ts"]) and t["avg_ts"] > 0 and t["stddev_ts"] >= 0
@@ -90,7 +91,7 @@ fi
 out=$("$MINFER" bench --help 2>&1); rc=$?
 miss=""
 for f in -m --model -p --n-prompt -n --n-gen -t --threads -r --repetitions -d --depth -o --output -ub --ubatch-size \
-    -ctk --cache-type --seed --no-warmup --progress -h --help; do
+    -ctk --cache-type-k -ctv --cache-type-v --cache-type --seed --no-warmup --progress -h --help; do
     [[ "$out" == *" $f"* ]] || miss="$miss $f"
 done
 [ "$rc" -eq 0 ] && [ -z "$miss" ] && ok help || bad help "exit $rc, undocumented:$miss"
@@ -102,7 +103,7 @@ expect refuse_threads0 2 "got 0" -- "$MINFER" bench -m "$M" -t 0
 expect refuse_reps0 2 "got 0" -- "$MINFER" bench -m "$M" -r 0
 expect refuse_depth 2 "'1k'" -- "$MINFER" bench -m "$M" -d 1k
 expect refuse_output 2 "'xml'" -- "$MINFER" bench -m "$M" -o xml
-expect refuse_cache 2 "'q4_0'" -- "$MINFER" bench -m "$M" -ctk q4_0
+expect refuse_cache 2 "-ctk q4_0 is not a KV cache type" -- "$MINFER" bench -m "$M" -ctk q4_0
 expect refuse_seed 2 "'-3'" -- "$MINFER" bench -m "$M" --seed -3
 expect refuse_unknown 2 "'--bogus'" -- "$MINFER" bench -m "$M" --bogus
 expect refuse_nothing 2 "-p 0 and -n 0" -- "$MINFER" bench -m "$M" -p 0 -n 0

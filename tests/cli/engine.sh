@@ -4,6 +4,8 @@
 # steps before any near-tie), the output shapes, and the refusals with their exit codes.
 cd "$(dirname "$0")/../.." || exit 1
 source tests/cli/lib.bash
+# the golden below was recorded with an f32 KV cache; minfer's default is f16 (tests/cli/cache_type.sh)
+export MINFER_CACHE_TYPE=f32
 
 M="$TMP/cli-engine-q8_0.gguf"
 if ! "$GEN" --arch qwen2 --preset tiny --type q8_0 --seed 1 --untied -q -o "$M"; then

@@ -6,7 +6,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 source tests/cli/lib.bash
 for v in MINFER_LOG MINFER_ISA MINFER_REPACK MINFER_PROFILE MINFER_SPIN MINFER_SPIN_US MINFER_BACKENDS \
-    MINFER_DISABLE_CUDA MINFER_SYNC_COPIES; do unset "$v"; done
+    MINFER_DISABLE_CUDA MINFER_SYNC_COPIES MINFER_CACHE_TYPE; do unset "$v"; done
 
 M="$TMP/cli-env-q8_0.gguf"
 if ! "$GEN" --arch qwen2 --preset tiny --type q8_0 --seed 1 -q -o "$M"; then
@@ -43,6 +43,8 @@ refuse MINFER_REPACK abc \
     "Error: MINFER_REPACK='abc' is not a boolean: allowed 1|0, true|false, on|off, yes|no (case-insensitive; default: 1); unset it or pick one of those"
 refuse MINFER_PROFILE 2 \
     "Error: MINFER_PROFILE='2' is not a boolean: allowed 1|0, true|false, on|off, yes|no (case-insensitive; default: 0); unset it or pick one of those"
+refuse MINFER_CACHE_TYPE q4 \
+    "Error: MINFER_CACHE_TYPE=q4 is not a KV cache type (f32, f16, q8_0); refusing rather than silently running with f16"
 refuse MINFER_LOG bogus \
     "Error: MINFER_LOG='bogus' is not one of error|warn|info|debug (case-insensitive; default: warn); unset it or pick one of those"
 # the build architecture's kernel sets (an aarch64 build under scripts/cross-test.sh has scalar|neon)
@@ -62,7 +64,7 @@ want=$("$MINFER" run -m "$M" -p hi -n 3 --temp 0 --ids -t 2 2>"$TMP/_err")
 [ -n "$want" ] && ok baseline || bad baseline "no ids: $(cat "$TMP/_err")"
 for kv in "MINFER_LOG=DEBUG" "MINFER_LOG= Error " "MINFER_LOG=" "MINFER_SPIN_US=0" "MINFER_SPIN_US=60000000" \
     "MINFER_SPIN=0" "MINFER_SPIN= 100 " "MINFER_PROFILE=off" "MINFER_PROFILE=1" "MINFER_DISABLE_CUDA=" \
-    "MINFER_DISABLE_CUDA=1" "MINFER_SYNC_COPIES=1" "MINFER_ISA=scalar" "MINFER_ISA=$isa_second"; do
+    "MINFER_DISABLE_CUDA=1" "MINFER_SYNC_COPIES=1" "MINFER_ISA=scalar" "MINFER_ISA=$isa_second" "MINFER_CACHE_TYPE=F16"; do
     out=$(env "$kv" "$MINFER" run -m "$M" -p hi -n 3 --temp 0 --ids -t 2 2>"$TMP/_err"); rc=$?
     # scalar sums in another order: same shape, ids may differ in principle, so only the exit is compared there
     if [ "$rc" -ne 0 ]; then bad "good:$kv" "exit $rc: $(cat "$TMP/_err")"

@@ -23,12 +23,13 @@ int main(void) {
     mf_error err;
     memset(&err, 0, sizeof err);
     mf_context_params cp = mf_context_default_params();
-    cp.kv_type = MF_KV_TYPE_F16;
+    if (cp.type_k != MF_KV_TYPE_F16 || cp.type_v != MF_KV_TYPE_F16) return 3; /* the documented default */
+    cp.type_v = MF_KV_TYPE_Q8_0;
     mf_model *m = NULL;
     int rc = mf_model_load("", NULL, &m, &err); /* no path: refused with MF_E_INVAL */
     if (rc != MF_E_INVAL || strcmp(mf_err_code_name(rc), "invalid argument") != 0 || !err.msg[0]) return 1;
     if (mf_model_load("", NULL, &m, NULL) != MF_E_INVAL) return 2; /* err is optional */
-    return (int)cp.kv_type - MF_KV_TYPE_F16 + (mf_err + mf_add_u64 + mf_log + mf_aligned_alloc) * 0;
+    return (int)cp.type_v - MF_KV_TYPE_Q8_0 + (mf_err + mf_add_u64 + mf_log + mf_aligned_alloc) * 0;
 }
 EOF
 

@@ -31,6 +31,10 @@ WORK=${WORK:-$BUILD/conformance-work}
 N_GEN=${N_GEN:-40}
 REPACK=${REPACK:-0}
 CPU_VARIANT=${CPU_VARIANT:-haswell}
+KV=${KV:-f32}
+if [ "$KV" = q8_0 ]; then FA=${FA:-on}; else FA=${FA:-off}; fi
+attn_rot=null # llama.cpp rotates only quantized caches
+if [ "$KV" = q8_0 ]; then export LLAMA_ATTN_ROT_DISABLE=1; attn_rot=false; fi
 repack_flag=--no-repack repack_json=false
 if [ "$REPACK" = 1 ]; then repack_flag='' repack_json=true; fi
 full=0
@@ -41,7 +45,12 @@ filter=${1:-}
 mkdir -p "$OUT" "$WORK"
 
 # name | generator args
-if [ $full -eq 0 ]; then
+if [ "$KV" != f32 ]; then
+models=(
+    "qwen2-tiny-q8_0-kv$KV|--arch qwen2 --preset tiny --type q8_0 --seed 1 --untied"
+    "qwen3-tiny-q8_0-kv$KV|--arch qwen3 --preset tiny --type q8_0 --seed 1 --untied"
+)
+elif [ $full -eq 0 ]; then
 models=(
     "qwen2-tiny-f32|--arch qwen2 --preset tiny --type f32 --seed 1 --untied"
     "qwen2-tiny-f16|--arch qwen2 --preset tiny --type f16 --seed 1 --untied"
@@ -98,18 +107,18 @@ for entry in "${models[@]}"; do
         pname=${p%%|*}
         ptext=${p#*|}
         ids=$("$ORACLE" tokenize --cpu-variant "$CPU_VARIANT" --model "$model" --text "$ptext" 2>/dev/null | tr -d ' \n')
-        greedy=$("$ORACLE" greedy --cpu-variant "$CPU_VARIANT" --model "$model" --tokens "$ids" -n "$N_GEN" --top 5 --threads 2 ${repack_flag:+"$repack_flag"} 2>/dev/null)
+        greedy=$("$ORACLE" greedy --cpu-variant "$CPU_VARIANT" --model "$model" --tokens "$ids" -n "$N_GEN" --top 5 --threads 2 --kv "$KV" --fa "$FA" ${repack_flag:+"$repack_flag"} 2>/dev/null)
         seq=$(printf '%s' "$greedy" | jq -c '.prompt + .generated')
-        evalj=$("$ORACLE" eval --cpu-variant "$CPU_VARIANT" --model "$model" --tokens "$seq" --top 5 --threads 2 ${repack_flag:+"$repack_flag"} 2>/dev/null | jq -s -c '.')
+        evalj=$("$ORACLE" eval --cpu-variant "$CPU_VARIANT" --model "$model" --tokens "$seq" --top 5 --threads 2 --kv "$KV" --fa "$FA" ${repack_flag:+"$repack_flag"} 2>/dev/null | jq -s -c '.')
         jq -n -c --arg name "$pname" --arg text "$ptext" --argjson prompt "$ids" --argjson g "$greedy" \
             --argjson e "$evalj" \
             '{name: $name, text: $text, prompt: $prompt, greedy: {generated: $g.generated, steps: $g.steps}, eval: $e}' \
             >>"$cases_file"
     done
     jq -n -c --arg name "$name" --arg args "$args" --arg sha "$sha" --arg commit "$commit" --argjson n_gen "$N_GEN" \
-        --argjson repack "$repack_json" --arg cpu_variant "$CPU_VARIANT" --slurpfile cases "$cases_file" \
+        --argjson repack "$repack_json" --arg cpu_variant "$CPU_VARIANT" --arg kv "$KV" --arg fa "$FA" --argjson attn_rot "$attn_rot" --slurpfile cases "$cases_file" \
         '{name: $name, generator: {args: ($args | split(" "))}, sha256: $sha,
-          oracle: {llama_cpp: $commit, kv: "f32", flash_attn: "off", logits: "raw", n_gen: $n_gen, repack: $repack,
+          oracle: {llama_cpp: $commit, kv: $kv, flash_attn: $fa, attn_rot: $attn_rot, logits: "raw", n_gen: $n_gen, repack: $repack,
                   cpu_variant: $cpu_variant},
           cases: $cases}' >"$OUT/$name.json"
     rm -f "$model" "$cases_file"

@@ -1,5 +1,11 @@
 /* CPU attention over explicit cell windows, and the KV store.
  *
+ * Two forms, chosen by the V cache's element type:
+ *   - f32 / f16 V (K f32, f16 or q8_0): llama.cpp's graph without flash attention, kq = mul_mat(k, q),
+ *     soft_max_ext, kqv = mul_mat(v, kq) (below);
+ *   - q8_0 V: llama.cpp refuses a quantized V cache without flash attention, so minfer repeats its CPU
+ *     flash attention (ggml_compute_forward_flash_attn_ext_f16_one_chunk) for it: fa_row.
+ *
  * For query t and head h (kv head h / (n_head / n_head_kv)): scores s_c = dot(q, k_c) * scale for the
  * cells c of column t of the window in list order, softmax with max subtraction as llama.cpp's
  * soft_max_ext (see normalize), out = sum_c p_c v_c.  One (t, h) pair is always computed by one thread in one fixed order, so a
@@ -72,6 +78,7 @@ static bool use_x16(const mf_graph *g, const mf_node *n) {
     const mf_node *q = mf_graph_node_c(g, n->src[0]), *k = mf_graph_node_c(g, n->src[1]),
                   *v = mf_graph_node_c(g, n->src[2]);
     const bool fk = k->type == MF_TYPE_F32 || k->type == MF_TYPE_F16, fv = v->type == MF_TYPE_F32 || v->type == MF_TYPE_F16;
+    /* (a q8_0 V takes fa_row whatever the ISA: its SIMD is in the vec kernels it calls) */
     return mf_quant_active_isa() == MF_ISA_AVX512 && fk && fv && mf_cpu_att_x16_ok(q->ne[0]);
 }
 
@@ -262,6 +269,15 @@ static void normalize(const mf_cpu_vec *vec, int64_t cnt, float *p, float mx) {
     for (int64_t j = 0; j < cnt; j++) p[j] *= inv;
 }
 
+/* kqv = mul_mat(v, kq) with an f16 V: ggml-cpu converts kq to V's vec_dot type (f16) before the product,
+ * so the probabilities the values are weighted with are rounded to f16 (exact in f32 afterwards).  Measured
+ * against llama.cpp run with an f16 cache (docs/CONFORMANCE.md, "KV cache types"): without this rounding
+ * 237 and 241 of the tiny q8_0 models' 289 compared rows were off by up to 1.36, with it 2 and 85. */
+static void round_p_f16(const att_ctx *a, int64_t cnt, float *p) {
+    if (a->v->type != MF_TYPE_F16) return;
+    for (int64_t j = 0; j < cnt; j++) p[j] = mf_fp16_to_fp32(mf_fp32_to_fp16(p[j]));
+}
+
 /* The AVX-512 path over the same run (see attend_run for the run): the scores (by blocks; key by key when
  * the run has fewer than X16_MIN_ROWS rows, e.g. one decode token's heads, which do not pay for the
  * transposition - the same bits either way), softmax per row as there, then the values per token. */
@@ -275,6 +291,7 @@ static void attend_run_x16(const att_ctx *a, const int32_t *const *cols, int64_t
     for (int64_t r = 0; r < rows; r++) {
         const int64_t cr = cols[r / nh][0];
         normalize(a->vec, cr, scores + r * nw, mx[r]);
+        round_p_f16(a, cr, scores + r * nw);
         a->inv[r] = 1.0f; /* the probabilities are normalized already */
     }
     for (int64_t i = 0; i < nt; i++) {
@@ -310,7 +327,10 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
     }
     score_keys(a, cols, nh, rows, kvh);
     const size_t vslice = mf_row_size(a->v->type, e0), vbytes = mf_row_size(a->v->type, hd);
-    for (int64_t r = 0; r < rows; r++) normalize(a->vec, cols[r / nh][0], scores + r * nw, mx[r]);
+    for (int64_t r = 0; r < rows; r++) {
+        normalize(a->vec, cols[r / nh][0], scores + r * nw, mx[r]);
+        round_p_f16(a, cols[r / nh][0], scores + r * nw);
+    }
     /* the values in llama.cpp's order (cpu_impl.h, MF_PV_LANE): one pass per lane over its keys, each pass
      * merged into the partial sums p0..p2 as soon as its pair of the tree is complete */
     const size_t n = (size_t)(rows * hd);
@@ -350,6 +370,61 @@ static void attend_run(const att_ctx *a, const int32_t *const *cols, int64_t t0,
         memcpy(out_row(a, t0 + r / nh, h0 + r % nh), p0 + r * hd, (size_t)hd * sizeof(float));
 }
 
+/* A q8_0 V cache: llama.cpp's CPU flash attention for one query row (ggml-cpu ops.cpp,
+ * ggml_compute_forward_flash_attn_ext_f16_one_chunk, the F32-accumulator branch it takes for a V that is
+ * not f16), operation for operation: the query converted once to K's vec_dot type (q8_0 for a q8_0 K: the
+ * same bytes as quantize_row_q8_0), then over the window in order (llama.cpp walks the cells in cell order
+ * and skips the masked ones: the same order for a sequence's cells) s = vec_dot(k, q) * scale, an online
+ * softmax with libm's expf (new maximum: the running sum of values is scaled by e^(M_old - M) first, as
+ * ggml_vec_scale_f32), the value row read in q8_0 and added as fma(q * d, e^(s - M), acc) (its
+ * dequantize_row_q8_0 then ggml_vec_mad_f32), the denominator S = S * ms + vs (here one fma, as a
+ * contracting compiler makes it; the unfused form gives the same conformance results, measured, so which
+ * one llama.cpp's build has is not pinned down), and at the end acc * (1 / S).  Every step is element-wise or scalar, so
+ * the scalar and SIMD vec kernels give the same bits (test_cpu_ops test_attention_q8_0). */
+static void fa_row(const att_ctx *a, const int32_t *col, int64_t kvh, float *out) {
+    const int64_t hd = a->hd, e0 = kvh * hd, cnt = col[0];
+    const int32_t *cell = col + 1;
+    const size_t kslice = mf_row_size(a->k->type, e0), kbytes = mf_row_size(a->k->type, hd);
+    const size_t vslice = mf_row_size(MF_TYPE_Q8_0, e0), vbytes = mf_row_size(MF_TYPE_Q8_0, hd);
+    float *acc = a->acc;
+    memset(acc, 0, (size_t)hd * sizeof(float));
+    float M = -INFINITY, S = 0.0f;
+    for (int64_t j = 0; j < cnt; j++) {
+        if (j + KV_PREFETCH_AHEAD < cnt) {
+            prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice, kbytes);
+            prefetch_slice((const char *)a->v->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->v->nb[1] + vslice, vbytes);
+        }
+        float s;
+        a->kk->vec_dot(hd, &s, (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice, a->qc);
+        s = s * a->scale;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            const float m_old = M;
+            M = s;
+            ms = expf(m_old - M);
+            a->vec->scale(hd, ms, acc);
+        } else {
+            vs = expf(s - M);
+        }
+        a->vec->mad_q8_0(hd, vs, (const char *)a->v->data + (size_t)cell[j] * a->v->nb[1] + vslice, acc);
+        S = fmaf(S, ms, vs);
+    }
+    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (int64_t d = 0; d < hd; d++) out[d] = acc[d];
+    a->vec->scale(hd, inv, out);
+}
+
+/* A run under the flash-attention form: every row on its own (no sharing between the run's rows: each one's
+ * bits are its window's alone). */
+static void attend_run_fa(const att_ctx *a, const int32_t *const *cols, int64_t t0, int64_t nt, int64_t kvh,
+                          int64_t h0, int64_t nh) {
+    for (int64_t i = 0; i < nt; i++)
+        for (int64_t h = 0; h < nh; h++) {
+            convert_query(a, 0, t0 + i, h0 + h, false);
+            fa_row(a, cols[i], kvh, out_row(a, t0 + i, h0 + h));
+        }
+}
+
 /* Work item = (block of tokens, kv head, block of that kv head's query heads).  The tokens of a block
  * are cut into runs of nested windows (a token alone when its window does not extend the previous
  * one's: another sequence, a bad or empty window).  The blocking - chosen from the shapes and the thread
@@ -359,7 +434,7 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
     const mf_node *q = mf_graph_node_c(ex->g, n->src[0]), *k = mf_graph_node_c(ex->g, n->src[1]);
     const int64_t hd = q->ne[0], n_tok = q->ne[2], nw = n_win(ex->g, n);
     const int64_t n_kv = n->iparams[0], grp = q->ne[1] / n_kv;
-    const bool x16 = use_x16(ex->g, n);
+    const bool x16 = use_x16(ex->g, n), fa = mf_graph_node_c(ex->g, n->src[2])->type == MF_TYPE_Q8_0;
     const int64_t tb = tok_block(grp, nw, n_tok, x16), n_tb = (n_tok + tb - 1) / tb;
     /* enough items for every thread when the batch is small (decode) */
     int64_t n_blk = 1;
@@ -416,7 +491,7 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
             }
             int64_t e = i + 1;
             while (e < nt && cols[e] && extends(cols[e - 1], cols[e])) e++;
-            (x16 ? attend_run_x16 : attend_run)(&a, cols + i, t0 + i, e - i, kvh, h0, nh);
+            (fa ? attend_run_fa : x16 ? attend_run_x16 : attend_run)(&a, cols + i, t0 + i, e - i, kvh, h0, nh);
             i = e;
         }
     }

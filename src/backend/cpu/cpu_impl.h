@@ -24,6 +24,9 @@ typedef struct {
 typedef struct {
     float (*dot)(const float *a, const float *b, int64_t n);
     void (*axpy)(int64_t n, float p, const float *x, float *y); /* y = fma(p, x, y) */
+    /* y = fma(x, p, y), x a q8_0 row of n elements (n % 32 == 0) read in place, x_i = q_i * d */
+    void (*mad_q8_0)(int64_t n, float p, const void *x, float *y);
+    void (*scale)(int64_t n, float s, float *y); /* y *= s */
     void (*f16_to_f32)(const uint16_t *h, float *f, int64_t n);
     /* y = e^(x - sub), y may be x; returns their sum as llama.cpp's softmax adds it (vec.c) */
     double (*exp_sub)(int64_t n, const float *x, float sub, float *y);
@@ -31,7 +34,8 @@ typedef struct {
 } mf_cpu_vec;
 /* the exp every CPU op uses: one lane of ggml's AVX2 ggml_v_expf (vec.c's kernels give the same bits) */
 float mf_cpu_expf(float x);
-void mf_cpu_vec_init(mf_cpu_vec *v);
+void mf_cpu_vec_init(mf_cpu_vec *v); /* the active ISA's (mf_quant_active_isa) */
+void mf_cpu_vec_init_isa(mf_cpu_vec *v, mf_isa isa); /* tests: one ISA's (the CPU must have it) */
 
 struct mf_cpu {
     int n_threads;

@@ -93,6 +93,23 @@ static void axpy_scalar(int64_t n, float p, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(p, x[i], y[i]);
 }
 
+/* q8_0 rows for the flash-attention form (attention.c, fa_row): y[i] = fma(x_i, p, y[i]) with x_i = q_i * d,
+ * the value dequantize_row_q8_0 gives (one rounding), so no row is converted into a buffer first; every
+ * ISA's form does the same two roundings per element, hence the same bits.  n is a multiple of 32. */
+static void mad_q8_0_scalar(int64_t n, float p, const void *x, float *y) {
+    const uint8_t *b = x;
+    for (int64_t i = 0; i < n; i += 32, b += 34) {
+        uint16_t dh;
+        memcpy(&dh, b, 2);
+        const float d = mf_fp16_to_fp32(dh);
+        for (int j = 0; j < 32; j++) y[i + j] = fmaf((float)(int8_t)b[2 + j] * d, p, y[i + j]);
+    }
+}
+
+static void scale_scalar(int64_t n, float s, float *y) {
+    for (int64_t i = 0; i < n; i++) y[i] *= s;
+}
+
 static void f16_scalar(const uint16_t *h, float *f, int64_t n) {
     for (int64_t i = 0; i < n; i++) f[i] = mf_fp16_to_fp32(h[i]);
 }
@@ -118,6 +135,42 @@ AVX2 static void axpy_fma(int64_t n, float p, const float *x, float *y) {
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     for (; i < n; i++) y[i] = fmaf(p, x[i], y[i]);
 }
+AVX2 static void mad_q8_0_avx2(int64_t n, float p, const void *x, float *y) {
+    const __m256 vp = _mm256_set1_ps(p);
+    const uint8_t *b = x;
+    for (int64_t i = 0; i < n; i += 32, b += 34) {
+        uint16_t dh;
+        memcpy(&dh, b, 2);
+        const __m256 d = _mm256_set1_ps(mf_fp16_to_fp32(dh));
+        for (int j = 0; j < 32; j += 8) {
+            const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + j))));
+            _mm256_storeu_ps(y + i + j, _mm256_fmadd_ps(_mm256_mul_ps(q, d), vp, _mm256_loadu_ps(y + i + j)));
+        }
+    }
+}
+
+AVX2 static void scale_avx2(int64_t n, float s, float *y) {
+    const __m256 vs = _mm256_set1_ps(s);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), vs));
+    for (; i < n; i++) y[i] *= s;
+}
+
+#define AVX512 __attribute__((target("avx2,fma,avx512f,avx512bw")))
+AVX512 static void mad_q8_0_avx512(int64_t n, float p, const void *x, float *y) {
+    const __m512 vp = _mm512_set1_ps(p);
+    const uint8_t *b = x;
+    for (int64_t i = 0; i < n; i += 32, b += 34) {
+        uint16_t dh;
+        memcpy(&dh, b, 2);
+        const __m512 d = _mm512_set1_ps(mf_fp16_to_fp32(dh));
+        for (int j = 0; j < 32; j += 16) {
+            const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + j))));
+            _mm512_storeu_ps(y + i + j, _mm512_fmadd_ps(_mm512_mul_ps(q, d), vp, _mm512_loadu_ps(y + i + j)));
+        }
+    }
+}
+
 /* ggml_v_expf (ggml-cpu vec.h, the __AVX2__ && __FMA__ form), unchanged */
 static inline AVX2 __m256 exp8(__m256 x) {
     const __m256 r = _mm256_set1_ps(EXP_SHIFT);
@@ -189,20 +242,30 @@ __attribute__((target("avx,f16c"))) static void f16_f16c(const uint16_t *h, floa
 }
 #endif
 
-void mf_cpu_vec_init(mf_cpu_vec *v) {
+void mf_cpu_vec_init_isa(mf_cpu_vec *v, mf_isa isa) {
     v->dot = dot_scalar;
     v->axpy = axpy_scalar;
+    v->mad_q8_0 = mad_q8_0_scalar;
+    v->scale = scale_scalar;
     v->f16_to_f32 = f16_scalar;
     v->exp_sub = exp_sub_scalar;
     v->swiglu = swiglu_scalar;
 #ifdef MF_CPU_X86
     /* quant's AVX2 level implies AVX and F16C (AVX-512 includes it); MINFER_ISA=scalar forces the plain loops */
-    if (mf_quant_active_isa() == MF_ISA_AVX2 || mf_quant_active_isa() == MF_ISA_AVX512) {
+    if (isa == MF_ISA_AVX2 || isa == MF_ISA_AVX512) {
         v->dot = dot_avx;
         v->axpy = axpy_fma;
+        v->mad_q8_0 = isa == MF_ISA_AVX512 ? mad_q8_0_avx512 : mad_q8_0_avx2;
+        v->scale = scale_avx2;
         v->f16_to_f32 = f16_f16c;
         v->exp_sub = exp_sub_avx2;
         v->swiglu = swiglu_avx2;
     }
+#else
+    (void)isa;
 #endif
+}
+
+void mf_cpu_vec_init(mf_cpu_vec *v) {
+    mf_cpu_vec_init_isa(v, mf_quant_active_isa());
 }
