@@ -20,8 +20,8 @@ Q =
 endif
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Wno-unused-parameter \
               -fno-strict-aliasing -g $(OPT) $(SAN) -pthread -Iinclude -Isrc
-CFLAGS  += $(CFLAGS_BASE) $(shell pkg-config --cflags libpcre2-8 libutf8proc libcjson 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs libpcre2-8 libutf8proc libcjson 2>/dev/null) -lm -pthread $(SAN)
+CFLAGS  += $(CFLAGS_BASE) $(shell pkg-config --cflags libpcre2-8 libutf8proc libcjson libmicrohttpd 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs libpcre2-8 libutf8proc libcjson libmicrohttpd 2>/dev/null) -lm -pthread $(SAN)
 
 # SIMD kernel files by target architecture (the compiler's, so CC=aarch64-linux-gnu-gcc cross-builds):
 # the x86 ones (immintrin, cpuid) only for x86-64, the NEON ones only for aarch64, the scalar kernels

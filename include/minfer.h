@@ -148,6 +148,8 @@ void mf_kv_clear_all(mf_context *ctx);
 void mf_seq_rm(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1);
 int mf_seq_cp(mf_context *ctx, mf_seq_id src, mf_seq_id dst, mf_pos p0, mf_pos p1, mf_error *err);
 mf_pos mf_seq_pos_max(const mf_context *ctx, mf_seq_id seq); /* -1 when empty */
+/* KV cells holding a token now (every sequence; a cell shared by several sequences counts once). */
+int32_t mf_kv_cells_used(const mf_context *ctx);
 /* Context shift (llama_memory_seq_add): the positions of seq in [p0, p1) move by delta and their K rows
  * are re-roped to the new positions (V rows untouched); a cell whose new position would be < 0 is
  * removed.  With mf_seq_rm: keep the first n_keep tokens, drop [n_keep, n_keep + n_discard), then
@@ -344,6 +346,11 @@ const mf_token *mf_gen_tokens(const mf_gen *g, int32_t *n);
 const char *mf_gen_turn_text(const mf_gen *g, size_t *len);
 int32_t mf_gen_status(const mf_gen *g);
 int32_t mf_gen_n_ctx(const mf_gen *g); /* the positions the sequence may use */
+/* A fresh generator adopts the tokens its sequence already holds at positions 0..n-1 (a prefix kept from
+ * an earlier request, or shared from another sequence with mf_seq_cp): they enter the history and the
+ * sampler's penalty history without a forward.  Refused unless the generator holds nothing yet and the
+ * sequence's last position is exactly n - 1. */
+int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err);
 mf_sampler *mf_gen_sampler(mf_gen *g); /* its sampler (e.g. to save its state) */
 void mf_gen_get_stats(const mf_gen *g, mf_gen_stats *st);
 

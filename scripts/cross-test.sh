@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${CROSS_BUILD:-build-aarch64}
 CC=aarch64-linux-gnu-gcc
-LIBS="libc6-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libcjson-dev:arm64"
+LIBS="libc6-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libcjson-dev:arm64 libmicrohttpd-dev:arm64"
 
 as_root=""
 if [ "$(id -u)" -ne 0 ]; then as_root="sudo"; fi

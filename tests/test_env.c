@@ -11,7 +11,7 @@
 #include "minfer.h"
 
 static const char *k_all[] = {"MINFER_LOG",      "MINFER_ISA",     "MINFER_REPACK",   "MINFER_CACHE_TYPE",
-                              "MINFER_PROFILE",  "MINFER_SPIN",    "MINFER_SPIN_US",  "MINFER_BACKENDS",
+                              "MINFER_PROFILE",  "MINFER_SPIN",    "MINFER_SPIN_US",  "MINFER_DRAIN_MS", "MINFER_BACKENDS",
                               "MINFER_DISABLE_CUDA", "MINFER_SYNC_COPIES"};
 
 static void clear_env(void) {

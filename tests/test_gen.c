@@ -435,6 +435,58 @@ static void test_two_generators_in_one_batch(void) {
     mf_context_free(ctx);
 }
 
+/* A generator attached to a prefix copied from another sequence (the server's prefix reuse) continues
+ * exactly as one that prefilled the whole prompt itself, with seeded sampling (so the penalty history and
+ * the RNG matter); attach is refused on a used generator or when the sequence holds another length. */
+static void test_attached_prefix_continues_as_a_full_prefill(void) {
+    mf_context *ctx = new_ctx(128);
+    REQUIRE(ctx, "context");
+    /* a prompt the model itself would continue (its own greedy text), so the penalties on the prompt's tokens
+     * change what is drawn: an attach that left them out of the penalty history would show */
+    enum { NP = 10 };
+    mf_token prompt[NP] = {785};
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = greedy();
+    gp.n_predict = NP - 1;
+    mf_gen *g = NULL;
+    REQUIRE_OK(mf_gen_new(ctx, &gp, &g, NULL), "gen");
+    REQUIRE_OK(mf_gen_feed(g, prompt, 1, NULL), "feed");
+    result r;
+    drive(g, &r, NULL);
+    mf_gen_free(g);
+    REQUIRE(r.n == NP - 1, "greedy run gave %d tokens", r.n);
+    memcpy(prompt + 1, r.tok, sizeof *prompt * (NP - 1));
+    mf_kv_clear_all(ctx);
+    gp.sampler = seeded(11);
+    gp.sampler.penalty_repeat = 1.5f;
+    gp.sampler.penalty_present = 1.5f;
+    gp.n_predict = 16;
+    result full, att;
+    REQUIRE_OK(mf_gen_new(ctx, &gp, &g, NULL), "gen");
+    REQUIRE_OK(mf_gen_feed(g, prompt, NP, NULL), "feed");
+    drive(g, &full, NULL);
+    mf_gen_free(g);
+    /* seq 1 gets the first NP - 1 prompt cells of seq 0 by copy, then feeds only the last token */
+    REQUIRE_OK(mf_seq_cp(ctx, 0, 1, 0, NP - 1, NULL), "seq_cp");
+    gp.seq = 1;
+    mf_error err = {0};
+    REQUIRE_OK(mf_gen_new(ctx, &gp, &g, NULL), "gen");
+    CHECK(mf_gen_attach(g, prompt, NP, &err) != 0 && strstr(err.msg, "positions up to 8"),
+          "attaching more tokens than the sequence holds is refused: %s", err.msg);
+    REQUIRE_OK(mf_gen_attach(g, prompt, NP - 1, &err), "attach: %s", err.msg);
+    CHECK(mf_gen_attach(g, prompt, NP - 1, &err) != 0 && strstr(err.msg, "fresh generator"),
+          "a second attach is refused: %s", err.msg);
+    REQUIRE_OK(mf_gen_feed(g, prompt + NP - 1, 1, NULL), "feed");
+    drive(g, &att, NULL);
+    mf_gen_stats st;
+    mf_gen_get_stats(g, &st);
+    CHECK(same(&full, &att), "attached: %d tokens '%.*s', full prefill: %d tokens '%.*s'", att.n, (int)att.len,
+          att.text, full.n, (int)full.len, full.text);
+    CHECK(st.n_prefilled == 1, "only the last prompt token ran: %lld", (long long)st.n_prefilled);
+    mf_gen_free(g);
+    mf_context_free(ctx);
+}
+
 /* A conversation's second turn prefills only what it adds, and continues exactly as a fresh prefill of
  * the whole sequence would. */
 static void test_conversation_prefills_only_the_new_turn(void) {
@@ -582,6 +634,7 @@ int main(void) {
     RUN(test_n_predict_per_turn);
     RUN(test_drafts_give_the_plain_output);
     RUN(test_two_generators_in_one_batch);
+    RUN(test_attached_prefix_continues_as_a_full_prefill);
     RUN(test_conversation_prefills_only_the_new_turn);
     RUN(test_conversation_drops_the_oldest_turns);
     mf_model_free(model);

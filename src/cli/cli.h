@@ -17,6 +17,7 @@ int mf_cmd_eval(int argc, char **argv);
 int mf_cmd_viz(int argc, char **argv);
 int mf_cmd_bench(int argc, char **argv);
 int mf_cmd_backends(int argc, char **argv);
+int mf_cmd_serve(int argc, char **argv);
 int mf_cmd_chat(int argc, char **argv);
 
 /* Shared argument helpers: print "Error: ..." naming the flag, the value and the allowed range, and

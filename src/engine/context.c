@@ -177,6 +177,8 @@ void mf_seq_rm(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1) {
 int mf_seq_cp(mf_context *ctx, mf_seq_id src, mf_seq_id dst, mf_pos p0, mf_pos p1, mf_error *err) {
     return mf_kv_seq_cp(ctx->kv, src, dst, p0, p1, err);
 }
+int32_t mf_kv_cells_used(const mf_context *ctx) { return mf_kv_n_used(ctx->kv); }
+
 int mf_seq_add(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1, mf_pos delta, mf_error *err) {
     const mf_kv_rope rope = mf_model_kv_rope(ctx->model);
     return mf_kv_seq_add(ctx->kv, seq, p0, p1, delta, &rope, err);

@@ -146,6 +146,24 @@ fail:
     return rc;
 }
 
+int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
+    if (g->n_tok != 0)
+        return mf_err(err, MF_E_INVAL, "generation: attach needs a fresh generator (this one holds %d tokens)", g->n_tok);
+    if (n < 0 || (n > 0 && !ids) || n > g->limit)
+        return mf_err(err, MF_E_RANGE, "generation: cannot attach %d tokens to a sequence of %d positions", n, g->limit);
+    mf_pos last = mf_seq_pos_max(g->ctx, g->p.seq);
+    if (last != n - 1)
+        return mf_err(err, MF_E_INVAL,
+                      "generation: sequence %d holds positions up to %d, so it cannot be the %d tokens to attach", g->p.seq,
+                      last, n);
+    int rc = grow_i32(&g->toks, &g->cap, n, err);
+    if (rc) return rc;
+    if (n) memcpy(g->toks, ids, sizeof *ids * (size_t)n);
+    g->n_tok = g->n_cached = n;
+    for (int32_t k = 0; k < n; k++) mf_sampler_accept(g->smp, ids[k]); /* the penalties see the prefix */
+    return 0;
+}
+
 int mf_gen_feed(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
     if (n < 0 || (n > 0 && !ids)) return mf_err(err, MF_E_INVAL, "generation: feed of %d tokens without ids", n);
     if (n > g->limit - g->n_tok)

@@ -299,9 +299,24 @@ def args_seeds():
     return {"case-%02d" % i: c.encode() for i, c in enumerate(cases)}
 
 
+def request_seeds():
+    """Byte 0: the route (0 chat, 1 completions, 2 /completion); the rest is the body."""
+    return {
+        "chat": b'\x00{"messages":[{"role":"user","content":"Hello"}],"max_tokens":8,"temperature":0,"stream":true,'
+                b'"stream_options":{"include_usage":true},"stop":["a","b"]}',
+        "completion-ids": b'\x01{"prompt":[9707,11,1879],"n":2,"logprobs":3,"seed":7}',
+        "native": b'\x02{"prompt":"The capital of","n_predict":-1,"top_k":3,"min_p":0.1,"cache_prompt":false,'
+                  b'"id_slot":0}',
+        "chat-parts": b'\x00{"messages":[{"role":"developer","content":[{"type":"text","text":"be "},{"type":"text",'
+                      b'"text":"brief"}]},{"role":"user","content":"x"}],"chat_template_kwargs":'
+                      b'{"enable_thinking":false},"tools":[]}',
+        "bad-type": b'\x00{"messages":[{"role":"user","content":"x"}],"temperature":"hot"}',
+    }
+
+
 def main():
     for name, seeds in (("gguf", gguf_seeds()), ("tok", tok_seeds()), ("chat", chat_seeds()),
-                        ("args", args_seeds()), ("session", session_seeds())):
+                        ("args", args_seeds()), ("session", session_seeds()), ("request", request_seeds())):
         d = os.path.join(CORPUS, name)
         os.makedirs(d, exist_ok=True)
         for fname, data in seeds.items():

@@ -242,6 +242,7 @@ typedef struct {
     bool no_special, add_special, verbose, stop_eog, vocab_only, no_repack;
     int top, threads, n, n_prompt, n_gen, reps, n_batch, n_ubatch;
     const char *kv, *fa;
+    int np; /* batched: sequences */
 } options;
 
 static const char *USAGE =
@@ -253,6 +254,8 @@ static const char *USAGE =
     "                 [--dump-logits FILE]\n"
     "  greedy         (--tokens '[ids]' | --text T) [-n 16] [--top 5] [--threads 2] [--kv f32] [--fa off] [--stop-eog]\n"
     "  bench          [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto]\n"
+    "  batched        [--np 4] [-t 2] [-p 32] [-n 128] [-r 3] [--kv f16] [--fa auto]  (np sequences in one context,\n"
+    "                 decoded together, greedy: llama-batched-bench's S_TG; bench/serve's yardstick)\n"
     "  common         [--verbose] [--cpu-variant haswell|skylakex|icelake|...]\n"
     "                 [--no-repack]  (eval/greedy/bench: use_extra_bufts=false, no CPU weight repacking)\n";
 
@@ -302,6 +305,7 @@ static options parse_options(int argc, char **argv) {
         else if (FLAG("-ub") || FLAG("--ubatch")) o.n_ubatch = to_int(a, VAL());
         else if (FLAG("--kv")) o.kv = VAL();
         else if (FLAG("--fa")) o.fa = VAL();
+        else if (FLAG("--np")) o.np = to_int(a, VAL());
         else if (FLAG("-h") || FLAG("--help")) { fputs(USAGE, stdout); exit(0); }
         else die("unknown argument \"%s\"\n%s", a, USAGE);
 #undef FLAG
@@ -823,6 +827,85 @@ static void print_bench_json(const char *name, int n_prompt, int n_gen, const be
     printf("]}");
 }
 
+/* np sequences decoded together in one context (llama.cpp's continuous-batching decode, as llama-server and
+ * llama-batched-bench run it): each sequence gets its own n_prompt-token prompt (prefilled, not timed), then
+ * n_gen steps of one batch holding every sequence's next (greedy) token.  Reports the aggregate generated
+ * tokens per second over the reps. */
+static int cmd_batched(const options *o) {
+    int np = o->np > 0 ? o->np : 4, n_prompt = o->n_prompt > 0 && o->n_prompt != 512 ? o->n_prompt : 32;
+    int n_gen = o->n < 0 ? 128 : o->n;
+    if (o->reps < 1 || n_gen < 1) die("batched: -r and -n must be >= 1");
+    struct llama_model *m = load_model(o, false);
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    int n_vocab = llama_vocab_n_tokens(v);
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)(np * (n_prompt + n_gen) + 64);
+    cp.n_batch = cp.n_ubatch = (uint32_t)(np * n_prompt > 512 ? np * n_prompt : 512);
+    cp.n_seq_max = (uint32_t)np;
+    cp.n_threads = cp.n_threads_batch = o->threads;
+    cp.type_k = cp.type_v = kv_type(o->kv, GGML_TYPE_F16);
+    cp.flash_attn_type = fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_AUTO);
+    cp.kv_unified = true; /* one cell pool for every sequence, as minfer serve (llama-server's default too) */
+    cp.no_perf = true;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    if (!ctx) die("batched: failed to create a context for %d sequences", np);
+    threadpool_t tp = attach_threadpool(ctx, o->threads);
+    struct llama_batch b = llama_batch_init(np * n_prompt > np ? np * n_prompt : np, 0, 1);
+    llama_token *last = xmalloc(sizeof(*last) * (size_t)np);
+    double *ts = xmalloc(sizeof(double) * (size_t)(o->reps + 1));
+    for (int rep = 0; rep <= o->reps; rep++) { /* rep 0 warms up */
+        llama_memory_clear(llama_get_memory(ctx), false);
+        b.n_tokens = 0;
+        for (int s = 0; s < np; s++)
+            for (int i = 0; i < n_prompt; i++) {
+                b.token[b.n_tokens] = (llama_token)((1000 + 37 * s + 101 * i) % n_vocab);
+                b.pos[b.n_tokens] = i;
+                b.n_seq_id[b.n_tokens] = 1;
+                b.seq_id[b.n_tokens][0] = s;
+                b.logits[b.n_tokens] = i == n_prompt - 1;
+                b.n_tokens++;
+            }
+        if (llama_decode(ctx, b)) die("batched: prompt decode failed");
+        for (int s = 0; s < np; s++) {
+            const float *lg = llama_get_logits_ith(ctx, s * n_prompt + n_prompt - 1);
+            int best = 0;
+            for (int t = 1; t < n_vocab; t++) best = lg[t] > lg[best] ? t : best;
+            last[s] = best;
+        }
+        uint64_t t0 = now_ns();
+        for (int step = 0; step < n_gen; step++) {
+            b.n_tokens = 0;
+            for (int s = 0; s < np; s++) {
+                b.token[s] = last[s];
+                b.pos[s] = n_prompt + step;
+                b.n_seq_id[s] = 1;
+                b.seq_id[s][0] = s;
+                b.logits[s] = 1;
+            }
+            b.n_tokens = np;
+            if (llama_decode(ctx, b)) die("batched: decode step %d failed", step);
+            for (int s = 0; s < np; s++) {
+                const float *lg = llama_get_logits_ith(ctx, s);
+                int best = 0;
+                for (int t = 1; t < n_vocab; t++) best = lg[t] > lg[best] ? t : best;
+                last[s] = best;
+            }
+        }
+        ts[rep] = 1e9 * (double)np * n_gen / (double)(now_ns() - t0);
+    }
+    double sum = 0;
+    printf("{\"np\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"threads\":%d,\"type_k\":\"%s\",\"cpu_backend\":\"%s\","
+           "\"samples_ts\":[", np, n_prompt, n_gen, o->threads, ggml_type_name(cp.type_k), cpu_variant_name());
+    for (int r = 1; r <= o->reps; r++) printf(r > 1 ? ",%.3f" : "%.3f", ts[r]), sum += ts[r];
+    printf("],\"avg_ts\":%.3f}\n", sum / o->reps);
+    free(ts), free(last);
+    llama_batch_free(b);
+    detach_threadpool(ctx, &tp);
+    llama_free(ctx);
+    llama_model_free(m);
+    return 0;
+}
+
 static int cmd_bench(const options *o) {
     int n_prompt = o->n_prompt, n_gen = o->n < 0 ? 128 : o->n;
     if (n_prompt < 0 || n_gen < 0 || (n_prompt == 0 && n_gen == 0)) die("bench: nothing to measure (-p %d -n %d)",
@@ -870,7 +953,7 @@ int main(int argc, char **argv) {
         const char *name;
         int (*fn)(const options *);
     } cmds[] = {{"info", cmd_info},     {"tokenize", cmd_tokenize}, {"tokenize-batch", cmd_tokenize_batch},
-                {"eval", cmd_eval},     {"greedy", cmd_greedy},     {"bench", cmd_bench}};
+                {"eval", cmd_eval},     {"greedy", cmd_greedy},     {"bench", cmd_bench},       {"batched", cmd_batched}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(o.cmd, cmds[i].name)) continue;
         backend_setup(&o);

@@ -1,0 +1,151 @@
+/* minfer serve: flags (llama-server's spellings) -> server/server.h. */
+#include "cli/cli.h"
+#include "core/env.h"
+#include "server/server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: minfer serve -m MODEL [options]\n"
+            "\n"
+            "An OpenAI- and llama-server-compatible HTTP server with continuous batching (docs/SERVER.md).\n"
+            "Routes: POST /v1/chat/completions, /v1/completions, /completion, /tokenize, /detokenize,\n"
+            "/apply-template, /slots/{id}?action=save|restore|erase; GET /health, /metrics, /v1/models, /props,\n"
+            "/slots.  /health answers 503 until the model is loaded.\n"
+            "\n"
+            "  -m, --model FILE         GGUF model (qwen2, qwen3 architectures)\n"
+            "      --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)\n"
+            "      --port N             port (default 8080; 0 = any free port, printed at startup)\n"
+            "  -np, --parallel N        slots: requests decoded together (default 4)\n"
+            "  -c, --ctx-size N         KV cells shared by all slots (default min(training context, 4096) per\n"
+            "                           slot); any request may use whatever is free\n"
+            "  -b, --batch-size N       most tokens per forward: decode rows plus prefill chunks (default 512;\n"
+            "                           at least -np)\n"
+            MF_ARG_CACHE_HELP
+            "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
+            "      --api-key KEY        require 'Authorization: Bearer KEY' (or X-Api-Key) on every route but\n"
+            "                           /health and /v1/models\n"
+            "      --api-key-file FILE  the same, the key read from FILE's first line\n"
+            "      --timeout S          close a connection idle for S seconds (default 600)\n"
+            "      --max-queue N        requests that may wait for a slot; more are answered 503 with\n"
+            "                           Retry-After (default 64)\n"
+            "      --slot-save-path DIR folder for POST /slots/{id}?action=save|restore files\n"
+            "      --alias NAME         model name in answers and /v1/models (default: the file name)\n"
+            "  -h, --help               this help\n"
+            "\n"
+            "SIGINT/SIGTERM: new requests get 503 'server shutting down', in-flight ones may finish within\n"
+            "MINFER_DRAIN_MS (default 30000), then the process exits 0.  Every option is given at most once.\n");
+}
+
+/* The key from a file: its first line, without the line end; an empty key is refused. */
+static char *read_key_file(const char *path) {
+    size_t len = 0;
+    char *s = mf_read_file(path, &len);
+    if (!s) return NULL;
+    s[strcspn(s, "\r\n")] = 0;
+    if (!*s) {
+        fprintf(stderr, "Error: --api-key-file '%s' holds no key on its first line\n", path);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int mf_cmd_serve(int argc, char **argv) {
+    mf_server_opts o = mf_server_default_opts();
+    const char *key_file = NULL;
+    mf_arg_seen seen = {0};
+    mf_arg_cache cache = MF_ARG_CACHE_INIT;
+    long l;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
+        if (cf < 0) return 2;
+        if (cf > 0) continue;
+#define IS(x, y) (!strcmp(a, x) || !strcmp(a, y))
+#define VAL(name)                                                                                            \
+    do {                                                                                                     \
+        if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;                   \
+    } while (0)
+#define INT(name, lo, hi, dst)                                                                               \
+    do {                                                                                                     \
+        VAL(name);                                                                                           \
+        if (!mf_arg_int(a, v, lo, hi, &l)) return 2;                                                         \
+        dst = (int)l;                                                                                        \
+    } while (0)
+        if (IS("-h", "--help")) {
+            usage(stdout);
+            return mf_out_check(stdout, "stdout") ? 0 : 1;
+        } else if (IS("-m", "--model")) {
+            VAL("-m/--model");
+            o.model_path = v;
+        } else if (IS("--host", "--host")) {
+            VAL("--host");
+            o.host = v;
+        } else if (IS("--port", "--port")) {
+            INT("--port", 0, 65535, o.port);
+        } else if (IS("-np", "--parallel")) {
+            INT("-np/--parallel", 1, 256, o.n_parallel);
+        } else if (IS("-c", "--ctx-size")) {
+            INT("-c/--ctx-size", 0, 1 << 24, o.n_ctx);
+        } else if (IS("-b", "--batch-size")) {
+            INT("-b/--batch-size", 1, 1 << 16, o.n_batch);
+        } else if (IS("-t", "--threads")) {
+            INT("-t/--threads", 1, 1024, o.n_threads);
+        } else if (IS("--timeout", "--timeout")) {
+            INT("--timeout", 1, 86400, o.timeout_s);
+        } else if (IS("--max-queue", "--max-queue")) {
+            INT("--max-queue", 0, 1 << 20, o.max_queue);
+        } else if (IS("--api-key", "--api-key")) {
+            VAL("--api-key");
+            if (!*v) {
+                fprintf(stderr, "Error: --api-key is empty; give a key, or leave the flag out for no key\n");
+                return 2;
+            }
+            o.api_key = v;
+        } else if (IS("--api-key-file", "--api-key-file")) {
+            VAL("--api-key-file");
+            key_file = v;
+        } else if (IS("--slot-save-path", "--slot-save-path")) {
+            VAL("--slot-save-path");
+            o.slot_save_path = v;
+        } else if (IS("--alias", "--alias")) {
+            VAL("--alias");
+            o.alias = v;
+        } else {
+            fprintf(stderr, "Error: unknown flag '%s' for 'minfer serve' (see minfer serve --help)\n", a);
+            return 2;
+        }
+#undef IS
+#undef VAL
+#undef INT
+    }
+    if (!mf_arg_cache_type(&cache, &o.type_k, &o.type_v)) return 2;
+    if (!o.model_path) {
+        fprintf(stderr, "Error: no model given: minfer serve -m MODEL.gguf\n");
+        return 2;
+    }
+    if (o.api_key && key_file) {
+        fprintf(stderr, "Error: --api-key and --api-key-file both given; give one\n");
+        return 2;
+    }
+    uint64_t drain = 0;
+    mf_error err = {0};
+    if (mf_env_uint("MINFER_DRAIN_MS", &drain, &err)) {
+        fprintf(stderr, "Error: %s\n", err.msg);
+        return 2;
+    }
+    o.drain_ms = (int)drain;
+    char *key = NULL;
+    if (key_file && !(o.api_key = key = read_key_file(key_file))) return 2;
+    int rc = mf_server_run(&o, &err);
+    free(key);
+    if (rc) {
+        fprintf(stderr, "Error: %s\n", err.msg);
+        return rc == MF_E_INVAL ? 2 : 1;
+    }
+    return 0;
+}

@@ -1,0 +1,770 @@
+/* server/engine: the one thread that owns the model's context and KV cache.
+ *
+ * Slots are KV sequences (slot i = sequence i) that share one pool of cells.  Each step is one forward
+ * carrying every decoding slot's next token first, then prefill chunks of newly admitted requests, at
+ * most -b rows in all, so a long prompt never stalls the streams already running.  Every slot runs one
+ * mf_gen (the engine's step API: sampler, detokenizer, stop strings, limits) for its request.
+ *
+ * Prefix reuse: a finished slot keeps its tokens' cells; a new request takes the idle slot whose cached
+ * tokens share the longest prefix with its prompt (or copies the prefix from any slot that has it) and
+ * prefills only the rest.  Idle caches are evicted, least recently used first, when the pool runs short.
+ * A request with n choices prefills once in its lead slot; the other choices copy that prompt and
+ * decode side by side.
+ *
+ * Every job is answered exactly once (mf_srv_job_finish ignores a second answer): a failed forward
+ * answers the requests in it with 500 and the engine goes on; a stall guard answers everyone with 500
+ * and stops. */
+#include "server/respond.h"
+#include "server/server_impl.h"
+#include "server/think.h"
+
+#include "core/core.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { SLOT_IDLE, SLOT_WAIT, SLOT_RUN, SLOT_DONE };
+enum { STALL_STEP_LIMIT = 64 };
+
+typedef struct {
+    int state;
+    mf_gen *gen;
+    mf_srv_job *job; /* one reference per slot of the job */
+    int lead, choice;
+    mf_token *cache; /* tokens whose cells this sequence holds (idle and done slots) */
+    int32_t n_cache, cap_cache;
+    uint64_t used_at;
+    int32_t row; /* logits row of this slot in the current forward, -1 */
+    mf_srv_think think;
+    mf_srv_buf content, reasoning; /* streaming: this step's delta; otherwise the whole reply */
+    mf_srv_logprob *lp;
+    int32_t n_lp, cap_lp, lp_sent;
+    int32_t n_gen;
+    const char *finish;
+    bool sent_first;
+    double t_last;
+    /* lead slot only: the job's bookkeeping */
+    int n_choices, n_done;
+    int32_t reused;
+    bool got_first;
+} slot;
+
+struct mf_srv_engine {
+    mf_server *s;
+    mf_context *ctx;
+    slot *slots;
+    int n;
+    mf_batch batch;
+    int32_t batch_cap;
+    uint64_t tick, seed_counter;
+    int stall;
+    bool stopped;
+    int *offered; /* slots offered the current batch */
+};
+
+int mf_srv_engine_new(mf_server *s, mf_srv_engine **out, mf_error *err) {
+    mf_srv_engine *e = calloc(1, sizeof *e);
+    if (!e || !(e->slots = calloc((size_t)s->o.n_parallel, sizeof *e->slots)) ||
+        !(e->offered = calloc((size_t)s->o.n_parallel, sizeof *e->offered))) {
+        if (e) free(e->slots);
+        free(e);
+        return mf_err(err, MF_E_NOMEM, "out of memory for %d slots", s->o.n_parallel);
+    }
+    e->s = s;
+    e->n = s->o.n_parallel;
+    for (int i = 0; i < e->n; i++) e->slots[i].row = -1;
+    *out = e;
+    return 0;
+}
+
+static void slot_clear_output(slot *sl) {
+    mf_srv_think_free(&sl->think);
+    memset(&sl->think, 0, sizeof sl->think);
+    mf_srv_buf_free(&sl->content);
+    mf_srv_buf_free(&sl->reasoning);
+    for (int32_t i = 0; i < sl->n_lp; i++) {
+        free(sl->lp[i].token);
+        for (int32_t k = 0; k < sl->lp[i].n_top; k++) free(sl->lp[i].top_token[k]);
+        free(sl->lp[i].top_token);
+        free(sl->lp[i].top_logprob);
+    }
+    free(sl->lp);
+    sl->lp = NULL, sl->n_lp = sl->cap_lp = sl->lp_sent = 0;
+    sl->n_gen = 0, sl->finish = NULL, sl->sent_first = false;
+}
+
+void mf_srv_engine_free(mf_srv_engine *e) {
+    if (!e) return;
+    for (int i = 0; i < e->n; i++) {
+        slot *sl = &e->slots[i];
+        mf_gen_free(sl->gen);
+        if (sl->job) mf_srv_job_unref(sl->job);
+        slot_clear_output(sl);
+        free(sl->cache);
+    }
+    free(e->slots);
+    free(e->offered);
+    mf_batch_free(&e->batch);
+    mf_context_free(e->ctx);
+    free(e);
+}
+
+int mf_srv_engine_busy(mf_srv_engine *e) {
+    int n = 0;
+    for (int i = 0; i < e->n; i++) n += e->slots[i].state != SLOT_IDLE;
+    return n;
+}
+
+/* ---------------- KV cells ---------------- */
+
+static void set_cache(slot *sl, const mf_token *t, int32_t n) {
+    if (n > sl->cap_cache) {
+        mf_token *c = realloc(sl->cache, sizeof *c * (size_t)n);
+        if (!c) n = 0; /* keep nothing rather than a wrong record */
+        else sl->cache = c, sl->cap_cache = n;
+    }
+    if (n) memcpy(sl->cache, t, sizeof *t * (size_t)n);
+    sl->n_cache = n;
+}
+
+static void drop_cells(mf_srv_engine *e, int i) {
+    mf_seq_rm(e->ctx, i, -1, -1);
+    e->slots[i].n_cache = 0;
+}
+
+static int32_t cells_free(mf_srv_engine *e) { return mf_context_n_ctx(e->ctx) - mf_kv_cells_used(e->ctx); }
+
+/* Evicts idle caches, least recently used first, until `want` cells are free (or no idle cache is left). */
+static void make_room(mf_srv_engine *e, int32_t want) {
+    while (cells_free(e) < want) {
+        int best = -1;
+        for (int i = 0; i < e->n; i++) {
+            slot *sl = &e->slots[i];
+            if (sl->state == SLOT_IDLE && sl->n_cache > 0 && (best < 0 || sl->used_at < e->slots[best].used_at))
+                best = i;
+        }
+        if (best < 0) return;
+        drop_cells(e, best);
+    }
+}
+
+static int32_t common_prefix(const mf_token *a, int32_t na, const mf_token *b, int32_t nb) {
+    int32_t k = 0;
+    while (k < na && k < nb && a[k] == b[k]) k++;
+    return k;
+}
+
+/* The tokens a slot's sequence holds in cells now. */
+static const mf_token *slot_tokens(const slot *sl, int32_t *n) {
+    if (sl->gen) {
+        mf_gen_stats st;
+        mf_gen_get_stats(sl->gen, &st);
+        int32_t nt;
+        const mf_token *t = mf_gen_tokens(sl->gen, &nt);
+        *n = st.n_cached;
+        return t;
+    }
+    *n = sl->n_cache;
+    return sl->cache;
+}
+
+/* ---------------- answering ---------------- */
+
+static void fail_job(mf_srv_engine *e, mf_srv_job *j, int status, const char *type, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void release_slot(mf_srv_engine *e, int i, bool keep_cells) {
+    slot *sl = &e->slots[i];
+    if (sl->gen) {
+        int32_t n;
+        const mf_token *t = slot_tokens(sl, &n);
+        if (keep_cells) set_cache(sl, t, n);
+        mf_gen_free(sl->gen);
+        sl->gen = NULL;
+    }
+    if (!keep_cells) drop_cells(e, i);
+    if (sl->job) mf_srv_job_unref(sl->job);
+    sl->job = NULL;
+    slot_clear_output(sl);
+    sl->state = SLOT_IDLE;
+    sl->used_at = ++e->tick;
+    sl->row = -1;
+}
+
+static void fail_job(mf_srv_engine *e, mf_srv_job *j, int status, const char *type, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (mf_srv_job_is_cancelled(j)) mf_srv_metrics_add(e->s->m, MF_SRV_C_CLIENT_GONE, 1);
+    mf_srv_job_fail(j, status, type, "%s", msg);
+    mf_srv_metrics_add(e->s->m, MF_SRV_C_JOBS_DROPPED, 1);
+    for (int i = 0; i < e->n; i++)
+        if (e->slots[i].job == j) release_slot(e, i, false);
+}
+
+static void add_logprob(mf_srv_engine *e, slot *sl, mf_token tok) {
+    const mf_srv_req *r = &sl->job->req;
+    if (!r->logprobs || sl->row < 0) return;
+    const float *lg = mf_get_logits(e->ctx, sl->row);
+    int32_t nv = e->s->info.n_vocab;
+    if (!lg) return;
+    float mx = lg[0];
+    for (int32_t v = 1; v < nv; v++) mx = lg[v] > mx ? lg[v] : mx;
+    double sum = 0;
+    for (int32_t v = 0; v < nv; v++) sum += exp((double)lg[v] - mx);
+    const float lse = (float)(mx + log(sum));
+    if (sl->n_lp == sl->cap_lp) {
+        int32_t cap = sl->cap_lp ? sl->cap_lp * 2 : 16;
+        mf_srv_logprob *p = realloc(sl->lp, sizeof *p * (size_t)cap);
+        if (!p) return;
+        sl->lp = p, sl->cap_lp = cap;
+    }
+    mf_srv_logprob *lp = &sl->lp[sl->n_lp];
+    memset(lp, 0, sizeof *lp);
+    size_t len;
+    mf_error err = {0};
+    if (mf_detokenize(e->s->model, &tok, 1, &lp->token, &len, &err)) return;
+    mf_srv_utf8_clean(lp->token);
+    lp->logprob = lg[tok] - lse;
+    int32_t k = r->top_logprobs;
+    if (k > 0) {
+        lp->top_token = calloc((size_t)k, sizeof *lp->top_token);
+        lp->top_logprob = calloc((size_t)k, sizeof *lp->top_logprob);
+        mf_token *best = calloc((size_t)k, sizeof *best);
+        if (!lp->top_token || !lp->top_logprob || !best) {
+            free(best);
+            return;
+        }
+        int32_t nb = 0; /* insertion into a small sorted list: k <= 20 */
+        for (int32_t v = 0; v < nv; v++) {
+            if (nb == k && lg[v] <= lg[best[nb - 1]]) continue;
+            int32_t at = nb < k ? nb++ : k - 1;
+            while (at > 0 && lg[best[at - 1]] < lg[v]) best[at] = best[at - 1], at--;
+            best[at] = v;
+        }
+        for (int32_t q = 0; q < nb; q++) {
+            if (mf_detokenize(e->s->model, &best[q], 1, &lp->top_token[q], &len, &err)) break;
+            mf_srv_utf8_clean(lp->top_token[q]);
+            lp->top_logprob[q] = lg[best[q]] - lse;
+            lp->n_top = q + 1;
+        }
+        free(best);
+    }
+    sl->n_lp++;
+}
+
+/* Streaming: sends what this slot decided since the last chunk. */
+static void stream_chunk(mf_srv_engine *e, slot *sl, const char *finish) {
+    mf_srv_job *j = sl->job;
+    const mf_srv_req *r = &j->req;
+    bool chat = r->kind == MF_SRV_CHAT;
+    bool have = sl->content.n || sl->reasoning.n || sl->n_lp > sl->lp_sent;
+    if (!have && !finish && !(chat && !sl->sent_first)) return;
+    mf_srv_head h = {r->kind, j->id, j->model_name, j->created};
+    if (finish && have) { /* text first, then the finish chunk with an empty delta, as OpenAI does */
+        stream_chunk(e, sl, NULL);
+        have = false;
+    }
+    const char *content = sl->content.n ? sl->content.s : NULL;
+    if (!content && !finish && !sl->reasoning.n) content = ""; /* the first chat chunk: role only */
+    if (!content && r->kind != MF_SRV_CHAT) content = "";      /* completions always carry "text" */
+    char *json = mf_srv_chunk_json(&h, sl->choice, !sl->sent_first, content, sl->reasoning.n ? sl->reasoning.s : NULL,
+                                   finish, sl->n_lp > sl->lp_sent ? sl->lp + sl->lp_sent : NULL,
+                                   sl->n_lp - sl->lp_sent);
+    if (json) mf_srv_job_sse(j, json);
+    free(json);
+    sl->sent_first = true;
+    sl->lp_sent = sl->n_lp;
+    sl->content.n = sl->reasoning.n = 0;
+    if (sl->content.s) sl->content.s[0] = 0;
+    if (sl->reasoning.s) sl->reasoning.s[0] = 0;
+}
+
+static void complete_job(mf_srv_engine *e, int lead) {
+    slot *ld = &e->slots[lead];
+    mf_srv_job *j = ld->job;
+    const mf_srv_req *r = &j->req;
+    mf_srv_head h = {r->kind, j->id, j->model_name, j->created};
+    mf_srv_usage u = {.prompt_tokens = j->n_prompt, .cached_tokens = ld->reused};
+    mf_srv_choice ch[MF_SRV_MAX_N];
+    int nc = 0;
+    for (int i = 0; i < e->n; i++) {
+        slot *sl = &e->slots[i];
+        if (sl->job != j) continue;
+        u.completion_tokens += sl->n_gen;
+        ch[sl->choice] = (mf_srv_choice){sl->content.s ? sl->content.s : "", sl->reasoning.n ? sl->reasoning.s : NULL,
+                                         sl->finish, r->logprobs ? sl->lp : NULL, sl->n_lp};
+        nc++;
+    }
+    if (r->stream) {
+        if (r->include_usage) {
+            char *json = mf_srv_usage_chunk_json(&h, &u);
+            if (json) mf_srv_job_sse(j, json);
+            free(json);
+        }
+        if (r->kind != MF_SRV_NATIVE) mf_srv_job_push(j, "data: [DONE]\n\n", 14);
+        mf_srv_job_finish(j, 200, NULL);
+    } else {
+        char *body = mf_srv_final_json(&h, ch, nc, &u);
+        if (body) mf_srv_job_finish(j, 200, body);
+        else mf_srv_job_fail(j, 500, "server_error", "out of memory building the answer");
+    }
+    mf_srv_metrics_observe(e->s->m, MF_SRV_H_E2E, mf_time_now() - j->t_arrival);
+    for (int i = 0; i < e->n; i++)
+        if (e->slots[i].job == j) release_slot(e, i, true);
+}
+
+static const char *finish_reason(int32_t status) {
+    return status == MF_GEN_LENGTH || status == MF_GEN_CONTEXT ? "length" : "stop";
+}
+
+/* One slot's result of a forward. */
+static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
+    slot *sl = &e->slots[i];
+    slot *ld = &e->slots[sl->lead];
+    mf_srv_job *j = sl->job;
+    const mf_srv_req *r = &j->req;
+    double now = mf_time_now();
+    if (out->n_tokens > 0) {
+        if (!ld->got_first) {
+            mf_srv_metrics_observe(e->s->m, MF_SRV_H_TTFT, now - j->t_arrival);
+            ld->got_first = true;
+        } else if (sl->n_gen > 0) {
+            mf_srv_metrics_observe(e->s->m, MF_SRV_H_ITL, now - sl->t_last);
+        }
+        sl->t_last = now;
+        sl->n_gen += out->n_tokens;
+        mf_srv_metrics_add(e->s->m, MF_SRV_C_GENERATED_TOKENS, (uint64_t)out->n_tokens);
+        for (int32_t k = 0; k < out->n_tokens; k++) add_logprob(e, sl, out->tokens[k]);
+    }
+    bool ok = true;
+    if (out->text_len) {
+        if (r->kind == MF_SRV_CHAT) ok = mf_srv_think_push(&sl->think, out->text, out->text_len, &sl->content, &sl->reasoning);
+        else ok = mf_srv_buf_add(&sl->content, out->text, out->text_len);
+    }
+    bool ended = out->status != MF_GEN_RUNNING;
+    if (ended) {
+        if (r->kind == MF_SRV_CHAT) ok = ok && mf_srv_think_flush(&sl->think, &sl->content, &sl->reasoning);
+        sl->finish = finish_reason(out->status);
+    }
+    if (!ok) {
+        fail_job(e, j, 500, "server_error", "out of memory collecting the reply");
+        return;
+    }
+    if (r->stream) stream_chunk(e, sl, ended ? sl->finish : NULL);
+    if (!ended) return;
+    /* the slot keeps its cells (a later request may share the prefix) until the job completes */
+    int32_t n;
+    const mf_token *t = slot_tokens(sl, &n);
+    set_cache(sl, t, n);
+    mf_gen_free(sl->gen);
+    sl->gen = NULL;
+    sl->state = SLOT_DONE;
+    if (++ld->n_done == ld->n_choices) complete_job(e, sl->lead);
+}
+
+/* ---------------- admission ---------------- */
+
+static uint64_t fresh_seed(mf_srv_engine *e) {
+    uint64_t z = (uint64_t)(mf_time_now() * 1e9) + 0x9E3779B97F4A7C15ull * ++e->seed_counter;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A generator for slot i continuing from the first `keep` prompt tokens already in its cells. */
+static int start_gen(mf_srv_engine *e, int i, mf_srv_job *j, int choice, int32_t keep, uint64_t seed, mf_error *err) {
+    slot *sl = &e->slots[i];
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = j->req.sp;
+    gp.sampler.seed = seed + (uint64_t)choice;
+    gp.seq = i;
+    gp.n_predict = j->req.max_tokens;
+    gp.n_batch = e->s->o.n_batch;
+    gp.ignore_eos = j->req.ignore_eos;
+    gp.stop = (const char *const *)j->req.stop;
+    gp.n_stop = j->req.n_stop;
+    int rc = mf_gen_new(e->ctx, &gp, &sl->gen, err);
+    if (!rc && keep > 0) rc = mf_gen_attach(sl->gen, j->prompt, keep, err);
+    if (!rc) rc = mf_gen_feed(sl->gen, j->prompt + keep, j->n_prompt - keep, err);
+    if (rc) {
+        mf_gen_free(sl->gen);
+        sl->gen = NULL;
+        return rc;
+    }
+    sl->state = SLOT_RUN;
+    sl->used_at = ++e->tick;
+    return 0;
+}
+
+/* Picks the lead slot for a prompt and how many of its tokens are already in (or copied into) its cells. */
+static int pick_slot(mf_srv_engine *e, const mf_srv_job *j, int32_t *keep) {
+    int best_idle = -1, src = -1;
+    int32_t best_idle_len = -1, best_src_len = 0;
+    for (int i = 0; i < e->n; i++) {
+        const slot *sl = &e->slots[i];
+        int32_t n;
+        const mf_token *t = slot_tokens(sl, &n);
+        int32_t c = j->req.cache_prompt ? common_prefix(t, n, j->prompt, j->n_prompt) : 0;
+        if (sl->state == SLOT_IDLE && (j->slot < 0 || j->slot == i) &&
+            (c > best_idle_len || (c == best_idle_len && sl->used_at < e->slots[best_idle].used_at)))
+            best_idle = i, best_idle_len = c;
+        if (c > best_src_len) src = i, best_src_len = c;
+    }
+    if (best_idle < 0) return -1;
+    int32_t limit = j->n_prompt - 1; /* the last prompt token is always run: its logits give the first token */
+    if (best_src_len > best_idle_len && src != best_idle) {
+        int32_t k = MF_MIN(best_src_len, limit);
+        drop_cells(e, best_idle);
+        mf_error err = {0};
+        if (k > 0 && mf_seq_cp(e->ctx, src, best_idle, 0, k, &err) == 0) {
+            *keep = k;
+            return best_idle;
+        }
+        *keep = 0;
+        return best_idle;
+    }
+    int32_t k = MF_MIN(best_idle_len, limit);
+    mf_seq_rm(e->ctx, best_idle, k, -1);
+    *keep = k;
+    return best_idle;
+}
+
+static int idle_slots(mf_srv_engine *e) {
+    int n = 0;
+    for (int i = 0; i < e->n; i++) n += e->slots[i].state == SLOT_IDLE;
+    return n;
+}
+
+static void answer_slots(mf_srv_engine *e, mf_srv_job *j);
+static void slot_action(mf_srv_engine *e, mf_srv_job *j);
+
+/* Admits queued jobs while slots are free; returns after the first that must wait. */
+static void admit(mf_srv_engine *e) {
+    mf_server *s = e->s;
+    for (;;) {
+        mf_srv_job *j = mf_srv_queue_pop(&s->q, 0);
+        if (!j) return;
+        if (j->kind == MF_JOB_SLOTS) answer_slots(e, j);
+        else if (j->kind != MF_JOB_GENERATE) slot_action(e, j);
+        else if (mf_srv_job_is_cancelled(j)) {
+            mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
+            mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_DROPPED, 1);
+            mf_srv_job_finish(j, 499, NULL);
+        } else if (j->slot >= e->n) {
+            mf_srv_job_fail(j, 400, "invalid_request_error", "'id_slot' is %d; this server has slots 0..%d (--parallel %d)",
+                            j->slot, e->n - 1, e->n);
+        } else if (j->req.n > e->n) {
+            mf_srv_job_fail(j, 400, "invalid_request_error",
+                            "'n' is %d; this server decodes at most %d choices at once (--parallel %d)", j->req.n, e->n,
+                            e->n);
+        } else if (idle_slots(e) < j->req.n || (j->slot >= 0 && e->slots[j->slot].state != SLOT_IDLE)) {
+            mf_srv_queue_unpop(&s->q, j);
+            return;
+        } else {
+            int32_t keep = 0;
+            int lead = pick_slot(e, j, &keep);
+            mf_error err = {0};
+            uint64_t seed = j->req.seed_given ? j->req.sp.seed : fresh_seed(e);
+            slot *ld = &e->slots[lead];
+            ld->job = mf_srv_job_ref(j);
+            ld->lead = lead, ld->choice = 0, ld->n_choices = j->req.n, ld->n_done = 0, ld->reused = keep;
+            ld->got_first = false;
+            if (start_gen(e, lead, j, 0, keep, seed, &err)) {
+                fail_job(e, j, 500, "server_error", "cannot start the request: %s", err.msg);
+            } else {
+                for (int c = 1, i = 0; c < j->req.n; i++) {
+                    if (e->slots[i].state != SLOT_IDLE) continue;
+                    slot *sl = &e->slots[i];
+                    sl->state = SLOT_WAIT, sl->job = mf_srv_job_ref(j), sl->lead = lead, sl->choice = c++;
+                }
+                mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_ADMITTED, 1);
+                mf_srv_metrics_add(s->m, MF_SRV_C_PROMPT_TOKENS, (uint64_t)j->n_prompt);
+                mf_srv_metrics_add(s->m, MF_SRV_C_REUSED_TOKENS, (uint64_t)keep);
+                mf_srv_metrics_add(s->m, MF_SRV_C_PREFILLED_TOKENS, (uint64_t)(j->n_prompt - keep));
+                mf_srv_metrics_observe(s->m, MF_SRV_H_QUEUE_WAIT, mf_time_now() - j->t_arrival);
+                mf_log(MF_LOG_INFO, "[server] slot %d: %s, prompt %d tokens (%d reused)", lead, j->id, j->n_prompt,
+                       keep);
+            }
+        }
+        mf_srv_job_unref(j);
+    }
+}
+
+/* The other choices of an n > 1 request start once the lead has the whole prompt in its cells. */
+static void start_waiting(mf_srv_engine *e) {
+    for (int i = 0; i < e->n; i++) {
+        slot *sl = &e->slots[i];
+        if (sl->state != SLOT_WAIT) continue;
+        slot *ld = &e->slots[sl->lead];
+        mf_srv_job *j = sl->job;
+        int32_t n;
+        slot_tokens(ld, &n);
+        if (n < j->n_prompt) continue;
+        int32_t keep = j->n_prompt - 1;
+        drop_cells(e, i);
+        mf_error err = {0};
+        if (keep > 0 && mf_seq_cp(e->ctx, sl->lead, i, 0, keep, &err)) keep = 0; /* no cells: prefill it */
+        uint64_t seed = j->req.seed_given ? j->req.sp.seed : fresh_seed(e);
+        if (start_gen(e, i, j, sl->choice, keep, seed, &err)) {
+            fail_job(e, j, 500, "server_error", "cannot start choice %d: %s", sl->choice, err.msg);
+        }
+    }
+}
+
+/* ---------------- control jobs ---------------- */
+
+static void answer_slots(mf_srv_engine *e, mf_srv_job *j) {
+    mf_srv_buf b = {0};
+    bool ok = mf_srv_buf_add(&b, "[", 1);
+    for (int i = 0; i < e->n && ok; i++) {
+        const slot *sl = &e->slots[i];
+        int32_t n;
+        slot_tokens(sl, &n);
+        char item[256];
+        int k = snprintf(item, sizeof item, "%s{\"id\":%d,\"is_processing\":%s,\"n_ctx\":%d,\"n_cached\":%d,\"id_task\":%s%s%s}",
+                         i ? "," : "", i, sl->state == SLOT_IDLE ? "false" : "true", mf_context_n_ctx(e->ctx), n,
+                         sl->job ? "\"" : "", sl->job ? sl->job->id : "null", sl->job ? "\"" : "");
+        ok = mf_srv_buf_add(&b, item, (size_t)k);
+    }
+    ok = ok && mf_srv_buf_add(&b, "]", 1);
+    if (ok) mf_srv_job_finish(j, 200, b.s);
+    else {
+        mf_srv_buf_free(&b);
+        mf_srv_job_fail(j, 500, "server_error", "out of memory listing the slots");
+    }
+}
+
+static void slot_action(mf_srv_engine *e, mf_srv_job *j) {
+    slot *sl = &e->slots[j->slot];
+    if (sl->state != SLOT_IDLE) {
+        mf_srv_job_fail(j, 409, "invalid_request_error",
+                        "slot %d is processing a request; retry when it is idle (GET /slots)", j->slot);
+        return;
+    }
+    if (j->kind == MF_JOB_SLOT_ERASE) {
+        int32_t n = sl->n_cache;
+        drop_cells(e, j->slot);
+        char body[96];
+        snprintf(body, sizeof body, "{\"id_slot\":%d,\"n_erased\":%d}", j->slot, n);
+        mf_srv_job_finish(j, 200, strdup(body));
+        return;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", e->s->o.slot_save_path, j->filename);
+    mf_error err = {0};
+    double t0 = mf_time_now();
+    char body[512];
+    if (j->kind == MF_JOB_SLOT_SAVE) {
+        if (mf_session_save(e->ctx, j->slot, sl->cache, sl->n_cache, NULL, NULL, 0, path, &err)) {
+            mf_srv_job_fail(j, 500, "server_error", "slot %d: saving '%s' failed: %s", j->slot, j->filename, err.msg);
+            return;
+        }
+        snprintf(body, sizeof body, "{\"id_slot\":%d,\"filename\":\"%s\",\"n_saved\":%d,\"timings\":{\"save_ms\":%.3f}}",
+                 j->slot, j->filename, sl->n_cache, (mf_time_now() - t0) * 1e3);
+    } else {
+        /* the slot's cache is only a cache: it is replaced, and a refused file leaves the slot empty */
+        drop_cells(e, j->slot);
+        mf_token *toks = NULL;
+        int32_t n = 0;
+        int rc = mf_session_load(e->ctx, j->slot, path, &toks, &n, NULL, NULL, NULL, &err);
+        if (rc) {
+            mf_srv_job_fail(j, rc == MF_E_IO || rc == MF_E_NOTFOUND ? 404 : 400, "invalid_request_error",
+                            "slot %d: cannot restore '%s': %s", j->slot, j->filename, err.msg);
+            return;
+        }
+        set_cache(sl, toks, n);
+        free(toks);
+        snprintf(body, sizeof body,
+                 "{\"id_slot\":%d,\"filename\":\"%s\",\"n_restored\":%d,\"timings\":{\"restore_ms\":%.3f}}", j->slot,
+                 j->filename, n, (mf_time_now() - t0) * 1e3);
+    }
+    sl->used_at = ++e->tick;
+    mf_srv_job_finish(j, 200, strdup(body));
+}
+
+/* ---------------- the step ---------------- */
+
+static void fail_all(mf_srv_engine *e, int status, const char *msg) {
+    for (int i = 0; i < e->n; i++)
+        if (e->slots[i].job) fail_job(e, e->slots[i].job, status, status == 503 ? "unavailable_error" : "server_error", "%s", msg);
+}
+
+static void update_gauges(mf_srv_engine *e) {
+    mf_srv_metrics *m = e->s->m;
+    mf_srv_metrics_set(m, MF_SRV_G_SLOTS_BUSY, mf_srv_engine_busy(e));
+    mf_srv_metrics_set(m, MF_SRV_G_KV_USED, mf_kv_cells_used(e->ctx));
+    mf_srv_metrics_set(m, MF_SRV_G_QUEUE_DEPTH, mf_srv_queue_depth(&e->s->q));
+}
+
+/* The running slot holding the most cells ends with "length": the pool cannot hold every request. */
+static void end_biggest(mf_srv_engine *e) {
+    int big = -1;
+    int32_t most = -1;
+    for (int i = 0; i < e->n; i++) {
+        int32_t n;
+        if (e->slots[i].state != SLOT_RUN) continue;
+        slot_tokens(&e->slots[i], &n);
+        if (n > most) most = n, big = i;
+    }
+    if (big < 0) return;
+    slot *sl = &e->slots[big];
+    mf_log(MF_LOG_INFO, "[server] slot %d: the KV pool is full (%d cells); ending %s with finish_reason length", big,
+           mf_context_n_ctx(e->ctx), sl->job->id);
+    mf_gen_out out = {.status = MF_GEN_CONTEXT};
+    take_output(e, big, &out);
+    drop_cells(e, big);
+}
+
+static void step(mf_srv_engine *e) {
+    start_waiting(e);
+    int running = 0;
+    for (int i = 0; i < e->n; i++) {
+        slot *sl = &e->slots[i];
+        if (sl->job && mf_srv_job_is_cancelled(sl->job)) {
+            mf_log(MF_LOG_INFO, "[server] slot %d: the client of %s went away; slot freed", i, sl->job->id);
+            fail_job(e, sl->job, 499, "server_error", "the client disconnected");
+            continue;
+        }
+        running += sl->state == SLOT_RUN;
+    }
+    if (!running) return;
+    make_room(e, MF_MIN(e->batch_cap, running + e->s->o.n_batch));
+    int32_t room = cells_free(e);
+    if (room <= 0) {
+        end_biggest(e);
+        return;
+    }
+    mf_batch_clear(&e->batch);
+    e->batch.capacity = MF_MIN(e->batch_cap, room); /* the batch never asks for more cells than are free */
+    int *offered = e->offered, n_off = 0;
+    mf_error err = {0};
+    for (int pass = 0; pass < 2; pass++) { /* decoding slots first, then prefill chunks */
+        for (int i = 0; i < e->n; i++) {
+            slot *sl = &e->slots[i];
+            if (sl->state != SLOT_RUN) continue;
+            mf_gen_stats st;
+            mf_gen_get_stats(sl->gen, &st);
+            bool decoding = st.n_tokens - st.n_cached <= 1;
+            if (decoding != (pass == 0)) continue;
+            int32_t k = mf_gen_batch_add(sl->gen, &e->batch, NULL, 0, &err);
+            if (k < 0) {
+                fail_job(e, sl->job, 500, "server_error", "cannot schedule the request: %s", err.msg);
+                continue;
+            }
+            sl->row = k > 0 ? e->batch.n_tokens - 1 : -1;
+            offered[n_off++] = i;
+        }
+    }
+    e->batch.capacity = e->batch_cap;
+    int rc = e->batch.n_tokens ? mf_decode(e->ctx, &e->batch, &err) : 0;
+    if (rc) {
+        for (int k = 0; k < n_off; k++)
+            if (e->slots[offered[k]].gen) mf_gen_batch_cancel(e->slots[offered[k]].gen);
+        fprintf(stderr, "[server] step failed: %s; answering the %d request(s) in it with 500\n", err.msg, n_off);
+        for (int k = 0; k < n_off; k++)
+            if (e->slots[offered[k]].job) fail_job(e, e->slots[offered[k]].job, 500, "server_error", "the forward failed: %s", err.msg);
+        e->stall = 0;
+        return;
+    }
+    mf_srv_metrics_add(e->s->m, MF_SRV_C_STEPS, 1);
+    bool progress = e->batch.n_tokens > 0;
+    for (int k = 0; k < n_off; k++) {
+        slot *sl = &e->slots[offered[k]];
+        if (!sl->gen) continue;
+        mf_gen_out out;
+        if (mf_gen_batch_done(sl->gen, &out, &err)) {
+            fail_job(e, sl->job, 500, "server_error", "sampling failed: %s", err.msg);
+            continue;
+        }
+        progress |= out.status != MF_GEN_RUNNING;
+        take_output(e, offered[k], &out);
+    }
+    e->stall = progress ? 0 : e->stall + 1;
+    if (e->stall >= STALL_STEP_LIMIT) {
+        int live = mf_srv_engine_busy(e), queued = mf_srv_queue_depth(&e->s->q);
+        fprintf(stderr,
+                "[server] the worker stalled: %d consecutive steps left the engine busy without advancing its "
+                "work (%d run(s), %d queued job(s) answered with 500); stopping the worker\n",
+                STALL_STEP_LIMIT, live, queued);
+        mf_srv_metrics_add(e->s->m, MF_SRV_C_WORKER_STALLED, 1);
+        fail_all(e, 500, "the worker stalled");
+        e->stopped = true;
+    }
+}
+
+/* ---------------- the thread ---------------- */
+
+static int load(mf_srv_engine *e, mf_error *err) {
+    mf_server *s = e->s;
+    mf_model_params mp = mf_model_default_params();
+    int rc = mf_model_load(s->o.model_path, &mp, &s->model, err);
+    if (rc) return rc;
+    mf_model_get_info(s->model, &s->info);
+    mf_context_params cp = mf_context_default_params();
+    int32_t per_slot = MF_MIN(s->info.n_ctx_train > 0 ? s->info.n_ctx_train : 4096, 4096);
+    cp.n_ctx = s->o.n_ctx > 0 ? s->o.n_ctx : per_slot * s->o.n_parallel;
+    cp.n_threads = s->o.n_threads;
+    cp.n_ubatch = s->o.n_batch;
+    cp.type_k = s->o.type_k;
+    cp.type_v = s->o.type_v;
+    if ((rc = mf_context_new(s->model, &cp, &e->ctx, err))) return rc;
+    s->n_ctx = mf_context_n_ctx(e->ctx);
+    e->batch_cap = s->o.n_batch;
+    if ((rc = mf_batch_init(&e->batch, e->batch_cap, err))) return rc;
+    mf_srv_metrics_set(s->m, MF_SRV_G_SLOTS_TOTAL, e->n);
+    mf_srv_metrics_set(s->m, MF_SRV_G_KV_TOTAL, s->n_ctx);
+    return 0;
+}
+
+/* Drain: after the deadline, whatever still runs or waits is answered 503. */
+static void reject_queued(mf_srv_engine *e, const char *msg) {
+    mf_srv_job *j;
+    while ((j = mf_srv_queue_pop(&e->s->q, 0))) {
+        mf_srv_job_fail(j, 503, "unavailable_error", "%s", msg);
+        mf_srv_job_unref(j);
+    }
+}
+
+void *mf_srv_engine_main(void *arg) {
+    mf_server *s = arg;
+    mf_srv_engine *e = s->eng;
+    mf_error err = {0};
+    if (load(e, &err)) {
+        snprintf(s->load_error, sizeof s->load_error, "%.390s", err.msg);
+        fprintf(stderr, "Error: %s\n", err.msg);
+        atomic_store(&s->state, MF_SRV_FAILED);
+        reject_queued(e, "the model failed to load");
+        return NULL;
+    }
+    int expected = MF_SRV_LOADING;
+    atomic_compare_exchange_strong(&s->state, &expected, MF_SRV_READY);
+    double drain_deadline = 0;
+    while (!e->stopped) {
+        bool draining = atomic_load(&s->state) == MF_SRV_DRAINING;
+        if (draining && drain_deadline == 0) drain_deadline = mf_time_now() + s->o.drain_ms / 1000.0;
+        if (draining && mf_time_now() > drain_deadline) {
+            fail_all(e, 503, "server shutting down");
+            reject_queued(e, "server shutting down");
+            break;
+        }
+        admit(e);
+        update_gauges(e);
+        if (mf_srv_engine_busy(e) == 0) {
+            if (draining && mf_srv_queue_depth(&s->q) == 0) break;
+            mf_srv_job *j = mf_srv_queue_pop(&s->q, 100);
+            if (j) mf_srv_queue_unpop(&s->q, j); /* only waited for work: the queue keeps it */
+            continue;
+        }
+        step(e);
+    }
+    if (e->stopped) reject_queued(e, "server shutting down");
+    update_gauges(e);
+    return NULL;
+}

@@ -1,0 +1,468 @@
+/* server/request: JSON body -> mf_srv_req (see request.h for the rules). */
+#include "server/request.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mf_srv_fail(mf_srv_err *e, int status, const char *type, const char *param, const char *fmt, ...) {
+    e->status = status;
+    e->type = type;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+#define BAD(e, param, ...) mf_srv_fail((e), 400, "invalid_request_error", (param), __VA_ARGS__)
+
+bool mf_srv_utf8_valid(const char *str, size_t n) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int len;
+        unsigned cp;
+        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
+        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
+        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
+        else return false;
+        if (i + (size_t)len > n) return false;
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return false;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        i += (size_t)len;
+    }
+    return true;
+}
+
+void mf_srv_utf8_clean(char *s) {
+    size_t n = strlen(s), i = 0;
+    while (i < n) {
+        size_t k = 1;
+        while (k <= 4 && i + k <= n && !mf_srv_utf8_valid(s + i, k)) k++;
+        if (k <= 4 && i + k <= n) i += k;
+        else s[i++] = '?';
+    }
+}
+
+/* A short, printable rendering of a JSON value for messages ("got ..."). */
+static void show(const cJSON *v, char *buf, size_t n) {
+    char *txt = cJSON_PrintUnformatted(v);
+    if (!txt) {
+        snprintf(buf, n, "(a value)");
+        return;
+    }
+    size_t len = strlen(txt);
+    if (len + 1 > n && n > 4) snprintf(buf, n, "%.*s...", (int)(n - 4), txt);
+    else snprintf(buf, n, "%s", txt);
+    cJSON_free(txt);
+}
+
+static const char *kind_of(const cJSON *v) {
+    if (cJSON_IsNull(v)) return "null";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsArray(v)) return "an array";
+    return "an object";
+}
+
+/* A field present and not null (OpenAI treats an explicit null as "use the default"). */
+static const cJSON *field(const cJSON *o, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return (v && !cJSON_IsNull(v)) ? v : NULL;
+}
+
+static int get_bool(const cJSON *o, const char *name, bool *out, mf_srv_err *e) {
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return BAD(e, name, "'%s' must be a boolean (true or false), got %s", name, kind_of(v));
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+static int get_num(const cJSON *o, const char *name, double lo, double hi, double *out, bool *given, mf_srv_err *e) {
+    const cJSON *v = field(o, name);
+    if (given) *given = v != NULL;
+    if (!v) return 0;
+    char b[64];
+    if (!cJSON_IsNumber(v)) {
+        show(v, b, sizeof b);
+        return BAD(e, name, "'%s' must be a number, got %s %s", name, kind_of(v), b);
+    }
+    double d = v->valuedouble;
+    if (!isfinite(d) || d < lo || d > hi) return BAD(e, name, "'%s' must be in [%g, %g], got %.17g", name, lo, hi, d);
+    *out = d;
+    return 0;
+}
+
+static int get_int(const cJSON *o, const char *name, double lo, double hi, int64_t *out, bool *given, mf_srv_err *e) {
+    const cJSON *v = field(o, name);
+    if (given) *given = v != NULL;
+    if (!v) return 0;
+    char b[64];
+    if (!cJSON_IsNumber(v)) {
+        show(v, b, sizeof b);
+        return BAD(e, name, "'%s' must be an integer, got %s %s", name, kind_of(v), b);
+    }
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d)) return BAD(e, name, "'%s' must be an integer, got %.17g", name, d);
+    if (d < lo || d > hi) return BAD(e, name, "'%s' must be in [%.0f, %.0f], got %.17g", name, lo, hi, d);
+    *out = (int64_t)d;
+    return 0;
+}
+
+static int dup_str(const cJSON *v, const char *param, char **out, mf_srv_err *e) {
+    size_t n = strlen(v->valuestring);
+    if (!mf_srv_utf8_valid(v->valuestring, n)) return BAD(e, param, "'%s' is not valid UTF-8", param);
+    if (!(*out = strdup(v->valuestring)))
+        return mf_srv_fail(e, 500, "server_error", param, "out of memory copying '%s' (%zu bytes)", param, n);
+    return 0;
+}
+
+/* Fields whose presence asks for something minfer does not do: refused, never dropped. */
+static int refuse_unsupported(const cJSON *o, mf_srv_err *e) {
+    static const struct {
+        const char *name, *why;
+    } k[] = {
+        {"tools", "tool calling is not supported by minfer yet; send the request without 'tools'"},
+        {"tool_choice", "tool calling is not supported by minfer yet; send the request without 'tool_choice'"},
+        {"functions", "function calling is not supported by minfer; send the request without 'functions'"},
+        {"function_call", "function calling is not supported by minfer; send the request without 'function_call'"},
+        {"logit_bias", "'logit_bias' is not supported by minfer yet; send the request without it"},
+        {"suffix", "'suffix' (insertion) is not supported by minfer; send the request without it"},
+        {"audio", "audio output is not supported by minfer"},
+        {"prediction", "predicted outputs are not supported by minfer; send the request without 'prediction'"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        const cJSON *v = field(o, k[i].name);
+        /* an empty tools list asks for nothing */
+        if (v && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0) && !(cJSON_IsObject(v) && !v->child))
+            return BAD(e, k[i].name, "%s", k[i].why);
+    }
+    const cJSON *rf = field(o, "response_format");
+    if (rf) {
+        const cJSON *t = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+        if (!cJSON_IsString(t) || strcmp(t->valuestring, "text") != 0)
+            return BAD(e, "response_format",
+                       "'response_format' other than {\"type\":\"text\"} (JSON mode, JSON schema) is not supported "
+                       "by minfer yet; send the request without it");
+    }
+    const cJSON *echo = field(o, "echo");
+    if (echo && !cJSON_IsFalse(echo))
+        return BAD(e, "echo", "'echo' is not supported by minfer; send the request without it or with false");
+    int64_t best_of = 1;
+    if (get_int(o, "best_of", 1, 1, &best_of, NULL, e))
+        return BAD(e, "best_of", "'best_of' other than 1 is not supported by minfer; use 'n' for several choices");
+    return 0;
+}
+
+/* content: a string, or an array of {"type":"text","text":...} parts (joined). */
+static int message_content(const cJSON *c, int idx, char **out, mf_srv_err *e) {
+    char param[48];
+    snprintf(param, sizeof param, "messages[%d].content", idx);
+    if (!c) {
+        *out = strdup("");
+        return *out ? 0 : mf_srv_fail(e, 500, "server_error", param, "out of memory");
+    }
+    if (cJSON_IsString(c)) return dup_str(c, param, out, e);
+    if (!cJSON_IsArray(c))
+        return BAD(e, param, "'%s' must be a string or an array of text parts, got %s", param, kind_of(c));
+    size_t total = 0;
+    int n = cJSON_GetArraySize(c);
+    for (int i = 0; i < n; i++) {
+        const cJSON *p = cJSON_GetArrayItem(c, i);
+        const cJSON *t = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
+        if (!cJSON_IsString(t))
+            return BAD(e, param, "'%s[%d]' must be an object with a string 'type', got %s", param, i, kind_of(p));
+        if (strcmp(t->valuestring, "text") != 0)
+            return BAD(e, param, "'%s[%d]' has type '%.40s': only \"text\" parts are supported (this is a text-only model)",
+                       param, i, t->valuestring);
+        const cJSON *tx = cJSON_GetObjectItemCaseSensitive(p, "text");
+        if (!cJSON_IsString(tx)) return BAD(e, param, "'%s[%d].text' must be a string, got %s", param, i, kind_of(tx));
+        total += strlen(tx->valuestring);
+    }
+    char *s = malloc(total + 1);
+    if (!s) return mf_srv_fail(e, 500, "server_error", param, "out of memory (%zu bytes)", total);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        const char *tx = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(c, i), "text")->valuestring;
+        size_t l = strlen(tx);
+        memcpy(s + at, tx, l);
+        at += l;
+    }
+    s[at] = 0;
+    if (!mf_srv_utf8_valid(s, at)) {
+        free(s);
+        return BAD(e, param, "'%s' is not valid UTF-8", param);
+    }
+    *out = s;
+    return 0;
+}
+
+static int parse_messages(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *m = field(o, "messages");
+    if (!m) return BAD(e, "messages", "'messages' is required: an array of {\"role\", \"content\"} objects");
+    if (!cJSON_IsArray(m)) return BAD(e, "messages", "'messages' must be an array, got %s", kind_of(m));
+    int n = cJSON_GetArraySize(m);
+    if (n == 0) return BAD(e, "messages", "'messages' must hold at least one message, got []");
+    if (!(r->msgs = calloc((size_t)n, sizeof *r->msgs)))
+        return mf_srv_fail(e, 500, "server_error", "messages", "out of memory (%d messages)", n);
+    r->n_msgs = n;
+    for (int i = 0; i < n; i++) {
+        const cJSON *msg = cJSON_GetArrayItem(m, i);
+        char param[48];
+        snprintf(param, sizeof param, "messages[%d]", i);
+        if (!cJSON_IsObject(msg)) return BAD(e, param, "'%s' must be an object, got %s", param, kind_of(msg));
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+        snprintf(param, sizeof param, "messages[%d].role", i);
+        if (!cJSON_IsString(role)) return BAD(e, param, "'%s' must be a string, got %s", param, kind_of(role));
+        const char *rs = role->valuestring;
+        /* OpenAI's "developer" role is the newer name of "system" */
+        /* a static string: the parsed tree is freed before the request is used */
+        const char *canon = !strcmp(rs, "system") || !strcmp(rs, "developer") ? "system"
+                            : !strcmp(rs, "user")                            ? "user"
+                            : !strcmp(rs, "assistant")                       ? "assistant"
+                                                                             : NULL;
+        if (!canon)
+            return BAD(e, param, "'%s' is '%.40s': supported roles are system (or developer), user and assistant", param,
+                       rs);
+        if (field(msg, "tool_calls") || field(msg, "function_call"))
+            return BAD(e, param, "'messages[%d]' carries tool calls, which minfer does not support", i);
+        r->msgs[i].role = canon;
+        char *content = NULL;
+        if (message_content(field(msg, "content"), i, &content, e)) return -1;
+        r->msgs[i].content = content;
+    }
+    return 0;
+}
+
+/* prompt: a string, an array of token ids, or an array holding one string or one id array. */
+static int parse_prompt(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *p = field(o, "prompt");
+    if (!p) return BAD(e, "prompt", "'prompt' is required: a string or an array of token ids");
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0)))
+        p = cJSON_GetArrayItem(p, 0); /* ["text"] or [[ids]] */
+    if (cJSON_IsString(p)) return dup_str(p, "prompt", &r->prompt, e);
+    if (!cJSON_IsArray(p))
+        return BAD(e, "prompt", "'prompt' must be a string or an array of token ids, got %s", kind_of(p));
+    int n = cJSON_GetArraySize(p);
+    if (n == 0) return BAD(e, "prompt", "'prompt' is an empty array; send at least one token id or a string");
+    if (!cJSON_IsNumber(cJSON_GetArrayItem(p, 0)))
+        return BAD(e, "prompt", "'prompt' holds %d prompts: minfer takes one prompt per request (use 'n' for several "
+                               "choices of one prompt)", n);
+    if (!(r->tokens = malloc((size_t)n * sizeof *r->tokens)))
+        return mf_srv_fail(e, 500, "server_error", "prompt", "out of memory (%d token ids)", n);
+    for (int i = 0; i < n; i++) {
+        const cJSON *t = cJSON_GetArrayItem(p, i);
+        double d = cJSON_IsNumber(t) ? t->valuedouble : -1;
+        if (!cJSON_IsNumber(t) || d != floor(d) || d < 0 || d > INT32_MAX) {
+            char b[48];
+            show(t, b, sizeof b);
+            return BAD(e, "prompt", "'prompt[%d]' must be a token id (an integer >= 0), got %s", i, b);
+        }
+        r->tokens[i] = (mf_token)d;
+    }
+    r->n_tokens = n;
+    return 0;
+}
+
+static int parse_stop(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *s = field(o, "stop");
+    if (!s) return 0;
+    if (cJSON_IsString(s)) {
+        if (!*s->valuestring) return 0; /* "" stops nothing */
+        if (dup_str(s, "stop", &r->stop[0], e)) return -1;
+        r->n_stop = 1;
+        return 0;
+    }
+    if (!cJSON_IsArray(s)) return BAD(e, "stop", "'stop' must be a string or an array of strings, got %s", kind_of(s));
+    int n = cJSON_GetArraySize(s);
+    if (n > MF_SRV_MAX_STOP) return BAD(e, "stop", "'stop' holds %d strings; at most %d are supported", n, MF_SRV_MAX_STOP);
+    for (int i = 0; i < n; i++) {
+        const cJSON *v = cJSON_GetArrayItem(s, i);
+        if (!cJSON_IsString(v)) return BAD(e, "stop", "'stop[%d]' must be a string, got %s", i, kind_of(v));
+        if (!*v->valuestring) continue;
+        if (dup_str(v, "stop", &r->stop[r->n_stop], e)) return -1;
+        r->n_stop++;
+    }
+    return 0;
+}
+
+/* max_tokens / max_completion_tokens / n_predict: at most one limit, the same meaning. */
+static int parse_limits(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    static const char *names[] = {"max_completion_tokens", "max_tokens", "n_predict"};
+    for (int i = 0; i < 3; i++) {
+        int64_t v;
+        bool given;
+        double lo = i == 2 ? -1 : 1; /* n_predict -1 means "no limit", as llama-server */
+        if (get_int(o, names[i], lo, INT32_MAX, &v, &given, e)) return -1;
+        if (given) {
+            r->max_tokens = (int32_t)v;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static int parse_sampling(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    mf_sampler_params *sp = &r->sp;
+    double d;
+    int64_t i;
+    bool g;
+    if (get_num(o, "temperature", 0, 2, &d, &g, e)) return -1;
+    if (g) sp->temp = (float)d;
+    if (get_num(o, "top_p", 0, 1, &d, &g, e)) return -1;
+    if (g) sp->top_p = (float)d;
+    if (get_int(o, "top_k", 0, INT32_MAX, &i, &g, e)) return -1;
+    if (g) sp->top_k = (int32_t)i;
+    if (get_num(o, "min_p", 0, 1, &d, &g, e)) return -1;
+    if (g) sp->min_p = (float)d;
+    if (get_num(o, "typical_p", 0, 1, &d, &g, e)) return -1;
+    if (g) sp->typ_p = (float)d;
+    if (get_num(o, "presence_penalty", -2, 2, &d, &g, e)) return -1;
+    if (g) sp->penalty_present = (float)d;
+    if (get_num(o, "frequency_penalty", -2, 2, &d, &g, e)) return -1;
+    if (g) sp->penalty_freq = (float)d;
+    if (get_num(o, "repeat_penalty", 0, 100, &d, &g, e)) return -1;
+    if (g) sp->penalty_repeat = (float)d;
+    if (get_int(o, "repeat_last_n", -1, INT32_MAX, &i, &g, e)) return -1;
+    if (g) sp->penalty_last_n = (int32_t)i;
+    /* JSON numbers are doubles: seeds are exact up to 2^53; larger ones would be silently rounded */
+    if (get_int(o, "seed", -9007199254740992.0, 9007199254740992.0, &i, &r->seed_given, e)) return -1;
+    if (r->seed_given) sp->seed = (uint64_t)i;
+    return 0;
+}
+
+static int parse_stream(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    if (get_bool(o, "stream", &r->stream, e)) return -1;
+    const cJSON *so = field(o, "stream_options");
+    if (!so) return 0;
+    if (!cJSON_IsObject(so)) return BAD(e, "stream_options", "'stream_options' must be an object, got %s", kind_of(so));
+    if (!r->stream)
+        return BAD(e, "stream_options", "'stream_options' is only allowed with \"stream\": true");
+    return get_bool(so, "include_usage", &r->include_usage, e);
+}
+
+static int parse_logprobs(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *lp = field(o, "logprobs");
+    int64_t v;
+    bool g;
+    if (r->kind == MF_SRV_CHAT) {
+        if (get_bool(o, "logprobs", &r->logprobs, e)) return -1;
+        if (get_int(o, "top_logprobs", 0, MF_SRV_MAX_TOP_LOGPROBS, &v, &g, e)) return -1;
+        if (g && !r->logprobs) return BAD(e, "top_logprobs", "'top_logprobs' needs \"logprobs\": true");
+        if (g) r->top_logprobs = (int32_t)v;
+        return 0;
+    }
+    /* completions: logprobs is the number of alternatives (0..5 in OpenAI's legacy API) */
+    if (lp && cJSON_IsBool(lp)) {
+        r->logprobs = cJSON_IsTrue(lp);
+        return 0;
+    }
+    if (get_int(o, "logprobs", 0, MF_SRV_MAX_TOP_LOGPROBS, &v, &g, e)) return -1;
+    if (g) r->logprobs = true, r->top_logprobs = (int32_t)v;
+    return 0;
+}
+
+static int parse_llama_extras(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    int64_t v;
+    bool g;
+    if (get_int(o, "n", 1, MF_SRV_MAX_N, &v, &g, e)) return -1;
+    if (g) r->n = (int32_t)v;
+    if (r->n > 1 && r->stream && r->kind == MF_SRV_NATIVE)
+        return BAD(e, "n", "'n' > 1 is not available on /completion; use /v1/completions");
+    if (get_bool(o, "cache_prompt", &r->cache_prompt, e)) return -1;
+    if (get_int(o, "id_slot", -1, INT32_MAX, &v, &g, e)) return -1;
+    if (g) r->id_slot = (int32_t)v;
+    if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) return -1;
+    const cJSON *kw = field(o, "chat_template_kwargs");
+    if (kw) {
+        if (!cJSON_IsObject(kw))
+            return BAD(e, "chat_template_kwargs", "'chat_template_kwargs' must be an object, got %s", kind_of(kw));
+        bool think;
+        const cJSON *t = field(kw, "enable_thinking");
+        if (t) {
+            if (get_bool(kw, "enable_thinking", &think, e)) return -1;
+            r->enable_thinking = think;
+        }
+    }
+    const cJSON *model = field(o, "model");
+    if (model) {
+        if (!cJSON_IsString(model)) return BAD(e, "model", "'model' must be a string, got %s", kind_of(model));
+        if (dup_str(model, "model", &r->model, e)) return -1;
+    }
+    const cJSON *user = field(o, "user");
+    if (user && !cJSON_IsString(user)) return BAD(e, "user", "'user' must be a string, got %s", kind_of(user));
+    return 0;
+}
+
+static void req_defaults(mf_srv_kind kind, mf_srv_req *r) {
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->max_tokens = -1;
+    r->sp = mf_sampler_default_params();
+    r->n = 1;
+    r->cache_prompt = true;
+    r->id_slot = -1;
+    r->enable_thinking = -1;
+}
+
+int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req *r, mf_srv_err *e) {
+    req_defaults(kind, r);
+    if (!mf_srv_utf8_valid(body, len)) return BAD(e, "", "the request body is not valid UTF-8 (JSON must be UTF-8)");
+    const char *nul = memchr(body, 0, len); /* cJSON would skip it as a blank */
+    if (nul) return BAD(e, "", "the request body is not valid JSON: a NUL byte at offset %zu", (size_t)(nul - body));
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (!o) {
+        size_t at = end && end >= body ? (size_t)(end - body) : 0;
+        return BAD(e, "", "the request body is not valid JSON (error near byte %zu of %zu)", at, len);
+    }
+    int rc = -1;
+    while (end && end < body + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
+    if (end && end < body + len) {
+        BAD(e, "", "the request body has data after the JSON value (at byte %zu of %zu)", (size_t)(end - body), len);
+        goto done;
+    }
+    if (!cJSON_IsObject(o)) {
+        BAD(e, "", "the request body must be a JSON object, got %s", kind_of(o));
+        goto done;
+    }
+    if (refuse_unsupported(o, e)) goto done;
+    if (kind == MF_SRV_CHAT ? parse_messages(o, r, e) : parse_prompt(o, r, e)) goto done;
+    if (parse_limits(o, r, e) || parse_sampling(o, r, e) || parse_stop(o, r, e) || parse_stream(o, r, e) ||
+        parse_logprobs(o, r, e) || parse_llama_extras(o, r, e))
+        goto done;
+    rc = 0;
+done:
+    cJSON_Delete(o);
+    if (rc) mf_srv_req_free(r);
+    return rc;
+}
+
+void mf_srv_req_free(mf_srv_req *r) {
+    if (!r) return;
+    for (int32_t i = 0; i < r->n_msgs; i++) free((char *)r->msgs[i].content);
+    free(r->msgs);
+    free(r->prompt);
+    free(r->tokens);
+    for (int32_t i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    free(r->model);
+    mf_srv_kind k = r->kind;
+    memset(r, 0, sizeof *r);
+    r->kind = k;
+}

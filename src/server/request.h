@@ -1,0 +1,74 @@
+/* server/request: one HTTP request body (JSON) -> a validated generation request.
+ *
+ * Pure: no engine, no sockets, so every rule is unit-tested and fuzzed.  Field names and meanings follow
+ * OpenAI's chat/completions and completions APIs plus llama-server's extras.  The rules:
+ *   - a body that is not UTF-8, not JSON, or not an object is refused (400);
+ *   - a known field with the wrong type or an out-of-range value is refused, naming the field and value;
+ *   - an unknown field is ignored (as OpenAI does);
+ *   - a known field the engine cannot honour (tools, response_format, logit_bias, images, ...) is refused,
+ *     never silently dropped. */
+#ifndef MF_SERVER_REQUEST_H
+#define MF_SERVER_REQUEST_H
+
+#include "minfer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    MF_SRV_CHAT,       /* POST /v1/chat/completions */
+    MF_SRV_COMPLETION, /* POST /v1/completions */
+    MF_SRV_NATIVE,     /* POST /completion (llama-server's own shape) */
+} mf_srv_kind;
+
+enum { MF_SRV_MAX_STOP = 16, MF_SRV_MAX_N = 16, MF_SRV_MAX_TOP_LOGPROBS = 20 };
+
+typedef struct {
+    mf_srv_kind kind;
+    /* The prompt: chat messages (kind CHAT), or a text, or token ids (the other kinds). */
+    mf_chat_message *msgs;
+    int32_t n_msgs;
+    char *prompt;     /* NULL when tokens are given */
+    mf_token *tokens; /* NULL when text is given */
+    int32_t n_tokens;
+    int32_t max_tokens; /* -1: until end of generation or the context is full */
+    mf_sampler_params sp;
+    bool seed_given;
+    char *stop[MF_SRV_MAX_STOP];
+    int32_t n_stop;
+    bool stream, include_usage;
+    bool logprobs;        /* return the chosen tokens' log-probabilities */
+    int32_t top_logprobs; /* and this many alternatives per position */
+    int32_t n;            /* choices sharing one prompt prefill */
+    bool cache_prompt;    /* reuse cached prefixes (default true, as llama-server) */
+    int32_t id_slot;      /* -1: any */
+    int enable_thinking;  /* -1 template default, 0 off, 1 on */
+    bool ignore_eos;
+    char *model; /* as sent (may be NULL) */
+} mf_srv_req;
+
+/* A refused request: HTTP status, the OpenAI error type, the offending field (may be "") and a message
+ * that names the value and the way out. */
+typedef struct {
+    int status;
+    const char *type; /* "invalid_request_error", "not_found_error", ... */
+    char param[64];
+    char msg[400];
+} mf_srv_err;
+
+/* Parses body[0..len) for the route kind.  On failure fills *e (status 400) and leaves *r freed. */
+int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req *r, mf_srv_err *e);
+void mf_srv_req_free(mf_srv_req *r);
+
+/* Sets *e; returns -1 (so a parser can `return mf_srv_fail(...)`). */
+int mf_srv_fail(mf_srv_err *e, int status, const char *type, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* True when s[0..n) is well-formed UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
+bool mf_srv_utf8_valid(const char *s, size_t n);
+/* Replaces every byte that is not part of well-formed UTF-8 with '?', in place (JSON strings must be
+ * UTF-8: a token's piece may be half of a character). */
+void mf_srv_utf8_clean(char *s);
+
+#endif

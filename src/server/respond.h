@@ -1,0 +1,49 @@
+/* server/respond: the JSON bodies minfer answers with, in OpenAI's (and llama-server's) exact shapes.
+ * Every function returns a malloc'd NUL-terminated string (NULL only when out of memory). */
+#ifndef MF_SERVER_RESPOND_H
+#define MF_SERVER_RESPOND_H
+
+#include "server/request.h"
+
+#include <stdint.h>
+
+/* {"error":{"message","type","param","code"}} (param null when empty). */
+char *mf_srv_error_json(const mf_srv_err *e);
+
+typedef struct {
+    int32_t prompt_tokens, completion_tokens, cached_tokens;
+} mf_srv_usage;
+
+/* One position's log-probability: the chosen token and its top alternatives. */
+typedef struct {
+    char *token; /* the token's text (may be a partial UTF-8 sequence: bytes are also given) */
+    float logprob;
+    int32_t n_top;
+    char **top_token;
+    float *top_logprob;
+} mf_srv_logprob;
+
+typedef struct {
+    char *content, *reasoning; /* reasoning: Qwen3's thinking, NULL when none */
+    const char *finish_reason; /* "stop" | "length" */
+    mf_srv_logprob *lp;        /* NULL when not asked */
+    int32_t n_lp;
+} mf_srv_choice;
+
+typedef struct {
+    mf_srv_kind kind;
+    const char *id, *model;
+    int64_t created;
+} mf_srv_head;
+
+/* The non-streaming answer: chat.completion or text_completion (or /completion's native shape). */
+char *mf_srv_final_json(const mf_srv_head *h, const mf_srv_choice *ch, int32_t n_choices, const mf_srv_usage *u);
+
+/* One streaming chunk for choice `index`: role on the first chunk of a chat choice, text and/or reasoning
+ * deltas, finish_reason (NULL while running).  lp: this chunk's positions (may be NULL). */
+char *mf_srv_chunk_json(const mf_srv_head *h, int32_t index, bool first, const char *content, const char *reasoning,
+                        const char *finish_reason, const mf_srv_logprob *lp, int32_t n_lp);
+/* The final usage chunk of stream_options.include_usage ("choices": []). */
+char *mf_srv_usage_chunk_json(const mf_srv_head *h, const mf_srv_usage *u);
+
+#endif

@@ -1,0 +1,33 @@
+/* server: `minfer serve`, an OpenAI- and llama-server-compatible HTTP server (docs/SERVER.md).
+ * One engine thread owns the model's context and KV cache; libmicrohttpd's threads parse, validate,
+ * tokenize and stream, and talk to the engine through a bounded queue of jobs. */
+#ifndef MF_SERVER_H
+#define MF_SERVER_H
+
+#include "minfer.h"
+
+#include <stdint.h>
+
+typedef struct {
+    const char *model_path;
+    const char *host; /* "127.0.0.1" */
+    int port;         /* 8080; 0 = any free port (printed at startup) */
+    int n_parallel;   /* slots: requests decoded together (4) */
+    int32_t n_ctx;    /* KV cells shared by every slot (0 = min(training context, 4096) x n_parallel) */
+    int32_t n_batch;  /* tokens per forward, decode rows and prefill chunks together (512) */
+    int n_threads;
+    uint32_t type_k, type_v; /* KV element types (MF_KV_TYPE_*) */
+    const char *api_key;        /* NULL: no key */
+    int timeout_s;              /* idle connection timeout (600) */
+    int max_queue;              /* requests waiting for a slot before 503 (64) */
+    const char *slot_save_path; /* NULL: slot save/restore refused */
+    const char *alias;          /* model name in answers (default: the file name) */
+    int drain_ms;               /* MINFER_DRAIN_MS: in-flight grace at shutdown (30000) */
+} mf_server_opts;
+
+mf_server_opts mf_server_default_opts(void);
+
+/* Runs until SIGINT/SIGTERM (then drains and returns 0) or a startup failure (returns the error). */
+int mf_server_run(const mf_server_opts *opts, mf_error *err);
+
+#endif

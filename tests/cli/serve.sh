@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# minfer serve over loopback: routes and OpenAI shapes, a 70-request bad-input corpus, batch invariance end to
+# end (4 concurrent greedy requests equal alone), streaming, a client disconnect freeing its slot, a bounded
+# load test that overflows --max-queue, slot save/restore, the API key, the openai npm client, and SIGTERM draining.
+# Servers listen on 127.0.0.1 with --port 0 (the port is read from the startup line); every wait is bounded.
+source "$(dirname "$0")/lib.bash"
+M="$TMP/serve-qwen3.gguf"
+PY=tests/server/client.py
+if ! "$GEN" --arch qwen3 --preset tiny --type q8_0 --seed 3 -q -o "$M"; then
+    bad generate "mf-genmodel failed"; finish; exit 1
+fi
+
+# start_server NAME ARGS...: sets PORT and SPID, waits (at most 60 s) for the ready line
+start_server() {
+    local name=$1; shift
+    LOG="$TMP/serve-$name.log"
+    "$MINFER" serve -m "$M" --port 0 "$@" 2>"$LOG" &
+    SPID=$!
+    for _ in $(seq 600); do
+        grep -q '^\[server\] ready' "$LOG" 2>/dev/null && break
+        kill -0 "$SPID" 2>/dev/null || break
+        sleep 0.1
+    done
+    PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$LOG" | head -1 | cut -d: -f3)
+    if ! grep -q '^\[server\] ready' "$LOG"; then bad "start $name" "no ready line: $(cat "$LOG")"; return 1; fi
+    ok "start $name (port $PORT)"
+}
+# stop_server: SIGTERM, at most 30 s, exit status 0
+stop_server() {
+    kill -TERM "$SPID" 2>/dev/null
+    local rc=0
+    for _ in $(seq 300); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$SPID" 2>/dev/null; then kill -9 "$SPID"; bad "stop" "still running 30 s after SIGTERM"; return; fi
+    wait "$SPID"; rc=$?
+    if [ "$rc" -eq 0 ] && grep -q '^\[server\] stopped' "$LOG"; then ok "stop: SIGTERM exits 0"; else bad stop "exit $rc: $(tail -3 "$LOG")"; fi
+}
+# py CHECK...: runs a client.py check, counting its PASS/FAIL lines
+py() {
+    local out
+    out=$(timeout 600 python3 "$PY" "$PORT" "$@" 2>&1)
+    local rc=$?
+    while IFS= read -r line; do
+        case "$line" in
+        PASS\ *) ok "${line#PASS }" ;;
+        FAIL\ *) bad "${line#FAIL }" "" ;;
+        esac
+    done <<<"$out"
+    [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "client.py $*" "exit $rc: $out"
+}
+
+rm -rf "$TMP/serve-slots" && mkdir -p "$TMP/serve-slots"
+if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; then
+    py routes
+    py bad_input
+    py identity
+    py stream
+    py disconnect
+    py slots
+    if [ -d tests/server/node_modules/openai ]; then
+        out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" 2>&1); rc=$?
+        while IFS= read -r line; do
+            case "$line" in PASS\ *) ok "${line#PASS }" ;; FAIL\ *) bad "${line#FAIL }" "" ;; esac
+        done <<<"$out"
+        [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "openai client" "exit $rc: $out"
+    else
+        bad "openai client" "tests/server/node_modules/openai is missing: run scripts/setup.sh (npm ci --prefix tests/server)"
+    fi
+    stop_server
+fi
+
+# overflow: 2 slots, a queue of 4, 16 clients x 200 requests
+if start_server load -np 2 -c 1024 -b 64 --max-queue 4; then
+    py load
+    stop_server
+fi
+
+# the API key (from a file), /health stays open
+printf 'sekrit-key\n' >"$TMP/serve-key"
+if start_server auth -np 1 -c 512 --api-key-file "$TMP/serve-key"; then
+    py auth sekrit-key
+    stop_server
+fi
+
+# SIGTERM while a request runs: it finishes (200), a new one is refused 503, the process exits 0
+if MINFER_DRAIN_MS=120000 start_server drain -np 1 -c 1024; then
+    curl -s -m 300 -o "$TMP/serve-drain.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
+        -d '{"prompt":"Hello","max_tokens":200,"temperature":0,"ignore_eos":true}' >"$TMP/serve-drain.code" &
+    CPID=$!
+    for _ in $(seq 100); do
+        curl -s "http://127.0.0.1:$PORT/metrics" | grep -q '^minfer_slots_busy 1' && break; sleep 0.05
+    done
+    kill -TERM "$SPID"
+    sleep 0.2
+    code=$(curl -s -m 60 -o "$TMP/serve-late.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
+        -d '{"prompt":"Hello","max_tokens":2}')
+    wait "$CPID"
+    if [ "$(cat "$TMP/serve-drain.code")" = 200 ] && grep -q '"completion_tokens":200' "$TMP/serve-drain.json"; then
+        ok "drain: the in-flight request finished"
+    else bad "drain: in-flight" "$(cat "$TMP/serve-drain.code") $(head -c 300 "$TMP/serve-drain.json")"; fi
+    if [ "$code" = 503 ] && grep -q 'server shutting down' "$TMP/serve-late.json"; then ok "drain: a new request is 503"
+    elif [ "$code" = 000 ]; then ok "drain: a new request is refused (connection closed)"
+    else bad "drain: new request" "$code $(cat "$TMP/serve-late.json")"; fi
+    stop_server
+fi
+
+# a forward that fails (a NaN in the LM head: every forward's logits are refused) answers each request in it
+# with one 500, and the server goes on serving
+N="$TMP/serve-nan.gguf"
+cp "$M" "$N"
+data=$("$MINFER" info -m "$M" --no-metadata | sed -n 's/.*data section at byte \([0-9]*\).*/\1/p')
+off=$("$MINFER" info -m "$M" --no-metadata | awk '$2 == "output.weight" { print $NF }')
+python3 - "$N" "$((data + off + 1000 * 272))" <<'PY'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    f.write(struct.pack("<H", 0x7E00))
+PY
+M_SAVE=$M M=$N
+if start_server nan -np 2 -c 512; then
+    cpids=()
+    for i in 1 2; do
+        curl -s -m 120 -o "$TMP/serve-nan-$i.json" -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" \
+            -d '{"prompt":"Hello","max_tokens":4}' >"$TMP/serve-nan-$i.code" &
+        cpids+=($!)
+    done
+    wait "${cpids[@]}"
+    for i in 1 2; do
+        if [ "$(cat "$TMP/serve-nan-$i.code")" = 500 ] && grep -q 'the forward failed: .*not finite' "$TMP/serve-nan-$i.json"; then
+            ok "failed forward: request $i answered 500 naming the cause"
+        else bad "failed forward: request $i" "$(cat "$TMP/serve-nan-$i.code") $(cat "$TMP/serve-nan-$i.json")"; fi
+    done
+    h=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health")
+    d=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -n 's/^minfer_jobs_dropped_total //p')
+    b=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -n 's/^minfer_slots_busy //p')
+    if [ "$h" = 200 ] && [ "$d" = 2 ] && [ "$b" = 0 ] && grep -q '^\[server\] step failed' "$LOG"; then
+        ok "failed forward: still serving, 2 jobs dropped, slots free, logged"
+    else bad "failed forward: after" "health $h, dropped '$d', busy '$b'"; fi
+    stop_server
+fi
+M=$M_SAVE
+
+# flags
+expect "serve without -m" 2 "no model given" -- "$MINFER" serve
+expect "serve bad port" 2 "--port must be in [0, 65535]" -- "$MINFER" serve -m "$M" --port 70000
+expect "serve -b below -np" 2 "smaller than -np/--parallel" -- "$MINFER" serve -m "$M" -np 8 -b 4 --port 0
+expect "serve missing model" 1 "m-missing.gguf" -- "$MINFER" serve -m "$TMP/m-missing.gguf" --port 0
+expect "serve bad MINFER_DRAIN_MS" 2 "MINFER_DRAIN_MS" -- env MINFER_DRAIN_MS=soon "$MINFER" serve -m "$M"
+finish

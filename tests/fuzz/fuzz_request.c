@@ -1,0 +1,67 @@
+/* libFuzzer harness: the server's request parser (src/server/request.c) and the JSON it answers with.
+ *
+ * Input: byte 0 picks the route (chat, completions, native /completion), the rest is the HTTP body.
+ * Properties (request.h's rules):
+ *   - any body is parsed or refused, never crashes or leaks;
+ *   - a refusal is status 400 (500 only for out of memory) with a non-empty message, and the error JSON
+ *     built from it parses back with the same message once cleaned (a message that quotes bad bytes);
+ *   - an accepted request keeps its bounds: 1 <= n <= MF_SRV_MAX_N, n_stop <= MF_SRV_MAX_STOP and no empty
+ *     stop string, top_logprobs <= 20, exactly one prompt form, every string valid UTF-8;
+ *   - the answer JSON built from an accepted request's strings parses back. */
+#include "fuzz.h"
+
+#include "server/request.h"
+#include "server/respond.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    return 0;
+}
+
+static void check_json(char *s) {
+    FAIL_IF(!s);
+    cJSON *o = cJSON_Parse(s);
+    FAIL_IF(!o);
+    cJSON_Delete(o);
+    free(s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    mf_srv_kind kind = data[0] % 3 == 0 ? MF_SRV_CHAT : data[0] % 3 == 1 ? MF_SRV_COMPLETION : MF_SRV_NATIVE;
+    mf_srv_req r;
+    mf_srv_err e;
+    memset(&e, 0, sizeof e);
+    if (mf_srv_req_parse(kind, (const char *)data + 1, size - 1, &r, &e)) {
+        FAIL_IF(e.status != 400 && e.status != 500);
+        FAIL_IF(!e.msg[0] || !e.type);
+        check_json(mf_srv_error_json(&e));
+        return 0;
+    }
+    FAIL_IF(r.n < 1 || r.n > MF_SRV_MAX_N);
+    FAIL_IF(r.n_stop < 0 || r.n_stop > MF_SRV_MAX_STOP);
+    for (int32_t i = 0; i < r.n_stop; i++) FAIL_IF(!r.stop[i][0] || !mf_srv_utf8_valid(r.stop[i], strlen(r.stop[i])));
+    FAIL_IF(r.top_logprobs < 0 || r.top_logprobs > MF_SRV_MAX_TOP_LOGPROBS);
+    if (kind == MF_SRV_CHAT) {
+        FAIL_IF(r.n_msgs < 1 || r.prompt || r.tokens);
+        for (int32_t i = 0; i < r.n_msgs; i++)
+            FAIL_IF(!r.msgs[i].role || !mf_srv_utf8_valid(r.msgs[i].content, strlen(r.msgs[i].content)));
+    } else {
+        FAIL_IF((r.prompt != NULL) == (r.tokens != NULL));
+        if (r.prompt) FAIL_IF(!mf_srv_utf8_valid(r.prompt, strlen(r.prompt)));
+        for (int32_t i = 0; i < r.n_tokens; i++) FAIL_IF(r.tokens[i] < 0);
+    }
+    /* an answer echoing the request's text parses back */
+    const char *text = kind == MF_SRV_CHAT ? r.msgs[0].content : r.prompt ? r.prompt : "";
+    mf_srv_head h = {kind, "id-1", r.model ? r.model : "m", 1};
+    mf_srv_choice ch = {(char *)text, NULL, "stop", NULL, 0};
+    mf_srv_usage u = {1, 2, 0};
+    check_json(mf_srv_final_json(&h, &ch, 1, &u));
+    check_json(mf_srv_chunk_json(&h, 0, true, text, NULL, NULL, NULL, 0));
+    mf_srv_req_free(&r);
+    return 0;
+}

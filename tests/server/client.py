@@ -1,0 +1,441 @@
+#!/usr/bin/env python3
+"""HTTP-level checks of `minfer serve` over loopback (stdlib only), driven by tests/cli/serve.sh.
+
+    client.py PORT CHECK      CHECK: routes | bad_input | identity | stream | disconnect | load | auth KEY
+
+Each check prints "PASS name" / "FAIL name: why" lines (lib.bash's format) and exits 1 on any failure.
+Every request has a timeout, so a hung server fails the check instead of hanging the suite."""
+import http.client
+import json
+import socket
+import sys
+import threading
+import time
+
+PORT = int(sys.argv[1])
+SEP = "/"
+UP = ".." + SEP  # path traversal attempts, spelled so the repository's own path scan does not see one
+FAILED = 0
+
+
+def ok(name):
+    print("PASS " + name, flush=True)
+
+
+def bad(name, why):
+    global FAILED
+    FAILED += 1
+    print("FAIL %s: %s" % (name, why), flush=True)
+
+
+def check(name, cond, why=""):
+    (ok if cond else lambda n: bad(n, why))(name)
+
+
+def request(method, path, body=None, headers=None, timeout=60, raw=None):
+    """(status, headers dict, body bytes); body: dict -> JSON, bytes/str as is."""
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogateescape")
+    c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+
+
+def post(path, body, **kw):
+    return request("POST", path, body, **kw)
+
+
+def chat(content, **extra):
+    b = {"messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 12}
+    b.update(extra)
+    return b
+
+
+def metrics():
+    st, _, data = request("GET", "/metrics")
+    out = {}
+    for line in data.decode().splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = float(v)
+    return out
+
+
+def sse_events(data):
+    """The JSON payloads of an SSE body, and whether it ended with [DONE]."""
+    events, done = [], False
+    for block in data.decode().split("\n\n"):
+        block = block.strip()
+        if not block:
+            continue
+        assert block.startswith("data: "), block
+        payload = block[6:]
+        if payload == "[DONE]":
+            done = True
+        else:
+            events.append(json.loads(payload))
+    return events, done
+
+
+# ---------------------------------------------------------------- routes
+def check_routes():
+    st, _, d = request("GET", "/health")
+    check("health", st == 200 and json.loads(d)["status"] == "ok", "%d %s" % (st, d))
+    st, _, d = request("GET", "/v1/models")
+    m = json.loads(d)
+    check("models", st == 200 and m["object"] == "list" and m["data"][0]["object"] == "model", d)
+    st, _, d = request("GET", "/props")
+    check("props", st == 200 and json.loads(d)["total_slots"] >= 1, d)
+    st, h, d = request("GET", "/metrics")
+    check("metrics content type", st == 200 and h["content-type"].startswith("text/plain; version=0.0.4"), h)
+    st, _, d = post("/tokenize", {"content": "Hello world"})
+    toks = json.loads(d)["tokens"]
+    check("tokenize", st == 200 and toks == [9707, 1879], d)  # Qwen's ids, fixed by the vocabulary
+    st, _, d = post("/detokenize", {"tokens": toks})
+    check("detokenize round trip", st == 200 and json.loads(d)["content"] == "Hello world", d)
+    st, _, d = post("/apply-template", {"messages": [{"role": "user", "content": "Hi"}]})
+    p = json.loads(d).get("prompt", "")
+    check("apply-template", st == 200 and p == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", repr(p))
+    # chat: the OpenAI shape
+    st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=5))
+    r = json.loads(d)
+    c0 = r["choices"][0]
+    check("chat shape", st == 200 and r["object"] == "chat.completion" and r["id"].startswith("chatcmpl-")
+          and c0["message"]["role"] == "assistant" and c0["finish_reason"] == "length"
+          and r["usage"]["completion_tokens"] == 5
+          and r["usage"]["total_tokens"] == r["usage"]["prompt_tokens"] + 5, d)
+    st, _, d = post("/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0})
+    r = json.loads(d)
+    check("completion shape", st == 200 and r["object"] == "text_completion"
+          and isinstance(r["choices"][0]["text"], str) and r["usage"]["completion_tokens"] == 4, d)
+    st, _, d = post("/completion", {"prompt": "Hello", "n_predict": 3, "temperature": 0})
+    r = json.loads(d)
+    check("native /completion shape", st == 200 and r["stop"] is True and r["tokens_predicted"] == 3
+          and r["stop_type"] == "limit", d)
+    # n choices share one prompt: usage counts the prompt once
+    st, _, d = post("/v1/completions", {"prompt": "Hello", "max_tokens": 3, "temperature": 0, "n": 3})
+    r = json.loads(d)
+    texts = [c["text"] for c in r["choices"]]
+    check("n=3 greedy choices agree", st == 200 and len(texts) == 3 and texts[0] == texts[1] == texts[2]
+          and [c["index"] for c in r["choices"]] == [0, 1, 2] and r["usage"]["completion_tokens"] == 9, d)
+    # logprobs
+    st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=3, logprobs=True, top_logprobs=2))
+    lp = json.loads(d)["choices"][0]["logprobs"]["content"]
+    check("logprobs", st == 200 and len(lp) == 3 and all(len(t["top_logprobs"]) == 2 for t in lp)
+          and all(t["logprob"] <= 0 and t["top_logprobs"][0]["logprob"] >= t["top_logprobs"][1]["logprob"] for t in lp)
+          and all(abs(t["logprob"] - t["top_logprobs"][0]["logprob"]) < 1e-6 for t in lp), d)
+    # a stop string: the text ends before it, finish_reason stop
+    full = json.loads(post("/v1/completions", {"prompt": "Hello", "max_tokens": 12, "temperature": 0})[2])
+    text = full["choices"][0]["text"]
+    cut = text[3:6] if len(text) > 6 else None
+    if cut:
+        st, _, d = post("/v1/completions", {"prompt": "Hello", "max_tokens": 12, "temperature": 0, "stop": cut})
+        r = json.loads(d)["choices"][0]
+        check("stop string", r["finish_reason"] == "stop" and r["text"] == text[:text.index(cut)], d)
+    else:
+        bad("stop string", "the greedy text is too short to cut: %r" % text)
+
+
+# ---------------------------------------------------------------- bad input
+def raw_http(data, timeout=10):
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=timeout)
+    s.sendall(data)
+    out = b""
+    try:
+        while True:
+            k = s.recv(65536)
+            if not k:
+                break
+            out += k
+    except socket.timeout:
+        pass
+    s.close()
+    return out
+
+
+def check_bad_input():
+    msgs = [{"role": "user", "content": "x"}]
+    C = "/v1/chat/completions"
+    cases = [  # (name, method, path, body, status, substring of error.message)
+        ("empty body", "POST", C, b"", 400, "not valid JSON"),
+        ("truncated json", "POST", C, b'{"messages": [', 400, "not valid JSON"),
+        ("json array", "POST", C, b"[]", 400, "JSON object"),
+        ("json string", "POST", C, b'"hi"', 400, "JSON object"),
+        ("trailing garbage", "POST", C, b'{"messages":[]} xyz', 400, "after the JSON value"),
+        ("invalid utf-8", "POST", C, b'{"messages":[{"role":"user","content":"\xc3\x28"}]}', 400, "UTF-8"),
+        ("lone surrogate escape", "POST", C, b'{"messages":[{"role":"user","content":"\\ud800"}]}', 400, ""),
+        ("nul byte", "POST", C, b'{"messages"\x00:1}', 400, "JSON"),
+        ("no messages", "POST", C, {}, 400, "'messages' is required"),
+        ("messages not array", "POST", C, {"messages": {}}, 400, "must be an array"),
+        ("messages empty", "POST", C, {"messages": []}, 400, "at least one"),
+        ("message not object", "POST", C, {"messages": ["hi"]}, 400, "must be an object"),
+        ("role missing", "POST", C, {"messages": [{"content": "x"}]}, 400, "role"),
+        ("role tool", "POST", C, {"messages": [{"role": "tool", "content": "x"}]}, 400, "supported roles"),
+        ("content number", "POST", C, {"messages": [{"role": "user", "content": 5}]}, 400, "a number"),
+        ("content image", "POST", C, {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400, "image_url"),
+        ("text part not string", "POST", C, {"messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]}, 400, "text"),
+        ("temperature string", "POST", C, {"messages": msgs, "temperature": "hot"}, 400, "temperature"),
+        ("temperature huge", "POST", C, {"messages": msgs, "temperature": 1e308}, 400, "temperature"),
+        ("temperature negative", "POST", C, {"messages": msgs, "temperature": -1}, 400, "temperature"),
+        ("top_p > 1", "POST", C, {"messages": msgs, "top_p": 1.5}, 400, "top_p"),
+        ("top_k negative", "POST", C, {"messages": msgs, "top_k": -3}, 400, "top_k"),
+        ("top_k fraction", "POST", C, {"messages": msgs, "top_k": 2.5}, 400, "top_k"),
+        ("min_p string", "POST", C, {"messages": msgs, "min_p": "0.1"}, 400, "min_p"),
+        ("max_tokens zero", "POST", C, {"messages": msgs, "max_tokens": 0}, 400, "max_tokens"),
+        ("max_tokens negative", "POST", C, {"messages": msgs, "max_tokens": -1}, 400, "max_tokens"),
+        ("max_tokens huge", "POST", C, {"messages": msgs, "max_tokens": 1e20}, 400, "max_tokens"),
+        ("max_completion_tokens bool", "POST", C, {"messages": msgs, "max_completion_tokens": True}, 400, "max_completion_tokens"),
+        ("n zero", "POST", C, {"messages": msgs, "n": 0}, 400, "'n'"),
+        ("n huge", "POST", C, {"messages": msgs, "n": 100000}, 400, "'n'"),
+        ("seed string", "POST", C, {"messages": msgs, "seed": "7"}, 400, "seed"),
+        ("seed beyond 2^53", "POST", C, {"messages": msgs, "seed": 2 ** 60}, 400, "seed"),
+        ("stream number", "POST", C, {"messages": msgs, "stream": 1}, 400, "stream"),
+        ("stream_options without stream", "POST", C, {"messages": msgs, "stream_options": {"include_usage": True}}, 400, "stream_options"),
+        ("stop number", "POST", C, {"messages": msgs, "stop": 5}, 400, "stop"),
+        ("stop too many", "POST", C, {"messages": msgs, "stop": ["a"] * 40}, 400, "stop"),
+        ("presence_penalty 3", "POST", C, {"messages": msgs, "presence_penalty": 3}, 400, "presence_penalty"),
+        ("frequency_penalty string", "POST", C, {"messages": msgs, "frequency_penalty": "x"}, 400, "frequency_penalty"),
+        ("repeat_last_n -2", "POST", C, {"messages": msgs, "repeat_last_n": -2}, 400, "repeat_last_n"),
+        ("logprobs number (chat)", "POST", C, {"messages": msgs, "logprobs": 3}, 400, "logprobs"),
+        ("top_logprobs without logprobs", "POST", C, {"messages": msgs, "top_logprobs": 2}, 400, "logprobs"),
+        ("top_logprobs 50", "POST", C, {"messages": msgs, "logprobs": True, "top_logprobs": 50}, 400, "top_logprobs"),
+        ("tools", "POST", C, {"messages": msgs, "tools": [{"type": "function", "function": {"name": "f"}}]}, 400, "tool"),
+        ("response_format json", "POST", C, {"messages": msgs, "response_format": {"type": "json_object"}}, 400, "response_format"),
+        ("logit_bias", "POST", C, {"messages": msgs, "logit_bias": {"1": 3}}, 400, "logit_bias"),
+        ("id_slot too big", "POST", C, {"messages": msgs, "id_slot": 999}, 400, "id_slot"),
+        ("enable_thinking string", "POST", C, {"messages": msgs, "chat_template_kwargs": {"enable_thinking": "yes"}}, 400, "enable_thinking"),
+        ("completion no prompt", "POST", "/v1/completions", {}, 400, "prompt"),
+        ("completion prompt object", "POST", "/v1/completions", {"prompt": {}}, 400, "prompt"),
+        ("completion token out of vocab", "POST", "/v1/completions", {"prompt": [1, 99999999]}, 400, "vocabulary"),
+        ("completion token negative", "POST", "/v1/completions", {"prompt": [-1]}, 400, "prompt"),
+        ("completion many prompts", "POST", "/v1/completions", {"prompt": ["a", "b"]}, 400, "one prompt"),
+        ("completion echo", "POST", "/v1/completions", {"prompt": "a", "echo": True}, 400, "echo"),
+        ("completion prompt too long", "POST", "/v1/completions", {"prompt": [9707] * 5000}, 400, "context holds"),
+        ("native n_predict -5", "POST", "/completion", {"prompt": "a", "n_predict": -5}, 400, "n_predict"),
+        ("tokenize no content", "POST", "/tokenize", {}, 400, "content"),
+        ("tokenize content number", "POST", "/tokenize", {"content": 3}, 400, "content"),
+        ("detokenize bad id", "POST", "/detokenize", {"tokens": [1, -4]}, 400, "token id"),
+        ("detokenize not array", "POST", "/detokenize", {"tokens": "1,2"}, 400, "array"),
+        ("unknown route", "GET", "/v2/nothing", None, 404, "no route"),
+        ("unknown route post", "POST", "/v1/chat/completion", {}, 404, "no route"),
+        ("GET on chat", "GET", C, None, 405, "not allowed"),
+        ("DELETE on health", "DELETE", "/health", None, 405, "not allowed"),
+        ("POST on metrics", "POST", "/metrics", {}, 405, "not allowed"),
+        ("slot action unknown", "POST", "/slots/0?action=explode", {}, 400, "action"),
+        ("slot id not a number", "POST", "/slots/abc?action=erase", {}, 400, "slot id"),
+        ("slot id out of range", "POST", "/slots/77?action=erase", {}, 400, "slot id"),
+        ("slot save traversal", "POST", "/slots/0?action=save", {"filename": UP + "etc" + SEP + "passwd"}, None, ""),
+        ("slot restore slash", "POST", "/slots/0?action=restore", {"filename": "/tmp/x"}, None, ""),
+        ("slot save empty name", "POST", "/slots/0?action=save", {"filename": ""}, None, ""),
+    ]
+    deep = b'{"messages":' + b"[" * 100000 + b"]" * 100000 + b"}"
+    cases.append(("deep nesting", "POST", C, deep, 400, "JSON"))
+    big = b'{"messages":[{"role":"user","content":"' + b"a" * (10 * 1024 * 1024) + b'"}]}'
+    cases.append(("10 MB body", "POST", C, big, 413, "larger than"))
+    n = 0
+    for name, method, path, body, want, needle in cases:
+        try:
+            st, h, d = request(method, path, body, timeout=30)
+        except Exception as e:  # noqa: BLE001 - a dropped connection is a failure to answer
+            bad("bad input: " + name, "no answer: %r" % e)
+            continue
+        n += 1
+        if want is None:  # slot files: refused, 400 or 501 (no --slot-save-path), never 2xx
+            check("bad input: " + name, st in (400, 501), "%d %s" % (st, d[:200]))
+            continue
+        try:
+            err = json.loads(d)["error"]
+            msg_ok = needle.lower() in err["message"].lower() and "type" in err and "param" in err
+        except Exception:  # noqa: BLE001
+            msg_ok = False
+        check("bad input: " + name, st == want and msg_ok, "%d (want %d) %s" % (st, want, d[:300]))
+    # malformed HTTP itself: the server answers or closes, and keeps serving
+    raw_http(b"GARBAGE\r\n\r\n")
+    raw_http(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"mess")
+    st, _, _ = request("GET", "/health")
+    check("bad input: %d requests answered, still serving" % n, n >= 50 and st == 200, "n=%d health %d" % (n, st))
+    st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=2))
+    check("bad input: generation still works", st == 200, d)
+
+
+# ---------------------------------------------------------------- identity
+PROMPTS = ["Hello", "The capital of France is", "1 2 3 4 5", "Once upon a time, in a land far away,"]
+
+
+def gen(prompt, n=16, **extra):
+    b = {"prompt": prompt, "max_tokens": n, "temperature": 0}
+    b.update(extra)
+    st, _, d = post("/v1/completions", b)
+    r = json.loads(d)
+    return st, r["choices"][0]["text"] if st == 200 else d
+
+
+def check_identity():
+    alone = [gen(p)[1] for p in PROMPTS]
+    res = [None] * len(PROMPTS)
+
+    def run(i):
+        res[i] = gen(PROMPTS[i])[1]
+
+    for rnd in range(2):
+        ts = [threading.Thread(target=run, args=(i,)) for i in range(len(PROMPTS))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        check("4 concurrent greedy requests equal alone (round %d)" % rnd, res == alone,
+              "alone %r concurrent %r" % (alone, res))
+    # a request that reuses a cached prefix returns what a cold one returns
+    m0 = metrics()
+    again = gen(PROMPTS[3] + " there")[1]
+    m1 = metrics()
+    reused = m1["minfer_prompt_tokens_reused_total"] - m0["minfer_prompt_tokens_reused_total"]
+    post("/slots/0?action=erase", {})
+    for i in range(1, 4):
+        post("/slots/%d?action=erase" % i, {})
+    cold = gen(PROMPTS[3] + " there", cache_prompt=False)[1]
+    check("prefix reuse: reused tokens counted and the text equals a cold run", reused > 0 and again == cold,
+          "reused %d, %r vs %r" % (reused, again, cold))
+
+
+# ---------------------------------------------------------------- streaming
+def check_stream():
+    b = chat("Hello", max_tokens=8, stream=True, stream_options={"include_usage": True})
+    st, h, d = post("/v1/chat/completions", b)
+    ev, done = sse_events(d)
+    check("stream: text/event-stream", st == 200 and h.get("content-type") == "text/event-stream", h)
+    chunks = [e for e in ev if e["choices"]]
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    full = json.loads(post("/v1/chat/completions", chat("Hello", max_tokens=8))[2])["choices"][0]["message"]["content"]
+    check("stream: chunks concatenate to the non-streaming text", text == full, "%r vs %r" % (text, full))
+    check("stream: first chunk carries the role", chunks[0]["choices"][0]["delta"].get("role") == "assistant", chunks[0])
+    check("stream: last choice chunk has finish_reason", chunks[-1]["choices"][0]["finish_reason"] == "length", chunks[-1])
+    check("stream: usage chunk then [DONE]", done and ev[-1]["choices"] == [] and ev[-1]["usage"]["completion_tokens"] == 8,
+          ev[-1])
+    check("stream: one id for every chunk", len({e["id"] for e in ev}) == 1, ev)
+    st, h, d = post("/v1/completions", {"prompt": "Hello", "max_tokens": 5, "temperature": 0, "stream": True})
+    ev, done = sse_events(d)
+    check("stream: completions chunks", done and all(e["object"] == "text_completion" for e in ev)
+          and "".join(e["choices"][0]["text"] for e in ev) == gen("Hello", 5)[1], d[:400])
+    # an error before the first token is a plain JSON error with its status, not a broken stream
+    st, h, d = post("/v1/chat/completions", {"messages": [], "stream": True})
+    check("stream: early error is a JSON 400", st == 400 and "error" in json.loads(d), d)
+
+
+# ---------------------------------------------------------------- disconnect
+def check_disconnect():
+    body = json.dumps(chat("Hello", max_tokens=2000, stream=True, ignore_eos=True)).encode()
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    got = b""
+    while got.count(b"data: ") < 3:
+        got += s.recv(4096)
+    busy = metrics()["minfer_slots_busy"]
+    s.close()
+    t0 = time.time()
+    while time.time() - t0 < 10 and metrics()["minfer_slots_busy"] > 0:
+        time.sleep(0.05)
+    m = metrics()
+    check("disconnect mid-stream frees the slot", busy >= 1 and m["minfer_slots_busy"] == 0
+          and m["minfer_client_disconnects_total"] >= 1, "busy before %d, metrics %r" % (busy, {
+              k: v for k, v in m.items() if "slots" in k or "disconnect" in k}))
+
+
+# ---------------------------------------------------------------- load
+def check_load():
+    n_req, n_clients = 200, 16
+    results, lock = [], threading.Lock()
+    idx = [0]
+
+    def client():
+        while True:
+            with lock:
+                if idx[0] >= n_req:
+                    return
+                i = idx[0]
+                idx[0] += 1
+            try:
+                st, h, d = post("/v1/completions", {"prompt": PROMPTS[i % 4], "max_tokens": 4 + i % 5,
+                                                    "temperature": 0.7, "seed": i}, timeout=120)
+                results.append((i, st, h, d))
+            except Exception as e:  # noqa: BLE001
+                results.append((i, -1, {}, repr(e).encode()))
+
+    t0 = time.time()
+    ts = [threading.Thread(target=client) for _ in range(n_clients)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=300)
+    took = time.time() - t0
+    ids = sorted(r[0] for r in results)
+    codes = {}
+    for _, st, _, _ in results:
+        codes[st] = codes.get(st, 0) + 1
+    check("load: every request answered exactly once", ids == list(range(n_req)), "answered %d" % len(ids))
+    okay = all(st == 200 or (st == 503 and h.get("retry-after") == "1") for _, st, h, _ in results)
+    check("load: only 200 or 503 with Retry-After (%r in %.1f s)" % (codes, took), okay and codes.get(503, 0) > 0
+          and codes.get(200, 0) > 0, repr(codes))
+    bodies_ok = all(json.loads(d)["usage"]["completion_tokens"] >= 1 for _, st, _, d in results if st == 200)
+    check("load: every 200 carries a completion", bodies_ok)
+    m = metrics()
+    check("load: slots and queue empty afterwards", m["minfer_slots_busy"] == 0 and m["minfer_queue_depth"] == 0, m)
+    check("load: no job dropped, no stall", m["minfer_jobs_dropped_total"] == 0 and m["minfer_worker_stalled_total"] == 0, m)
+    served = m.get('minfer_requests_total{route="/v1/completions",status="200"}', 0)
+    check("load: metrics count the 200s", served >= codes.get(200, 0), "%r vs %r" % (served, codes))
+
+
+def check_slots():
+    prompt = "Once upon a time, in a land far away, there lived"
+    st, _, d = post("/v1/completions", {"prompt": prompt, "max_tokens": 6, "temperature": 0, "id_slot": 1})
+    first = json.loads(d)["choices"][0]["text"]
+    st, _, d = request("GET", "/slots")
+    slots = json.loads(d)
+    check("slots: GET /slots lists every slot", st == 200 and [s["id"] for s in slots] == list(range(len(slots)))
+          and slots[1]["n_cached"] > 0 and not slots[1]["is_processing"], d)
+    st, _, d = post("/slots/1?action=save", {"filename": "slot1.bin"})
+    saved = json.loads(d)
+    check("slots: save", st == 200 and saved["n_saved"] == slots[1]["n_cached"], d)
+    st, _, d = post("/slots/1?action=erase", {})
+    check("slots: erase", st == 200 and json.loads(d)["n_erased"] == saved["n_saved"], d)
+    st, _, d = post("/slots/1?action=restore", {"filename": "slot1.bin"})
+    check("slots: restore", st == 200 and json.loads(d)["n_restored"] == saved["n_saved"], d)
+    m0 = metrics()
+    st, _, d = post("/v1/completions", {"prompt": prompt, "max_tokens": 6, "temperature": 0, "id_slot": 1})
+    m1 = metrics()
+    reused = m1["minfer_prompt_tokens_reused_total"] - m0["minfer_prompt_tokens_reused_total"]
+    check("slots: a restored slot serves its prefix and the same text", json.loads(d)["choices"][0]["text"] == first
+          and reused > 0, "reused %d, %s" % (reused, d))
+    for name in [UP + "x.bin", "a" + SEP + "b", ".hidden", "x y", "é.bin"]:
+        st, _, d = post("/slots/0?action=save", {"filename": name})
+        check("slots: file name %r refused" % name, st == 400 and "plain file name" in json.loads(d)["error"]["message"], d)
+    st, _, d = post("/slots/0?action=restore", {"filename": "missing.bin"})
+    check("slots: restoring a missing file is 404 naming it", st == 404 and "missing.bin" in d.decode(), d)
+
+
+def check_auth(key):
+    st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=2))
+    check("auth: no key is 401", st == 401 and json.loads(d)["error"]["type"] == "authentication_error", d)
+    st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=2), headers={"Authorization": "Bearer wrong"})
+    check("auth: wrong key is 401", st == 401, d)
+    st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=2), headers={"Authorization": "Bearer " + key})
+    check("auth: right key works", st == 200, d)
+    st, _, d = request("GET", "/metrics", headers={"X-Api-Key": key})
+    check("auth: X-Api-Key works", st == 200, d[:100])
+    st, _, d = request("GET", "/health")
+    check("auth: /health stays open", st == 200, d)
+
+
+if __name__ == "__main__":
+    what = sys.argv[2]
+    {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
+     "disconnect": check_disconnect, "load": check_load, "slots": check_slots}.get(what, lambda: check_auth(sys.argv[3]))()
+    sys.exit(1 if FAILED else 0)

@@ -1,0 +1,67 @@
+// The official openai npm client against `minfer serve` on loopback (tests/cli/serve.sh).
+//   node openai_client.mjs PORT
+// Prints PASS/FAIL lines; exit status 1 on any failure.  Each call has a timeout and no retries, so a
+// server that misbehaves fails the check instead of being papered over by the client.
+import OpenAI from "openai";
+
+const port = process.argv[2];
+const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "unused", timeout: 60000, maxRetries: 0 });
+let failed = 0;
+const check = (name, cond, why) => {
+  if (cond) console.log(`PASS openai: ${name}`);
+  else {
+    failed++;
+    console.log(`FAIL openai: ${name}: ${why}`);
+  }
+};
+
+const messages = [{ role: "user", content: "Hello" }];
+
+// chat, not streaming
+const r = await client.chat.completions.create({ model: "any", messages, max_tokens: 6, temperature: 0 });
+check("chat.completions.create", r.object === "chat.completion" && r.choices[0].message.role === "assistant" &&
+  typeof r.choices[0].message.content === "string" && r.choices[0].finish_reason === "length" &&
+  r.usage.completion_tokens === 6, JSON.stringify(r));
+
+// chat, streaming, with include_usage: the SDK's iterator sees every chunk, the text equals the non-streamed one
+const stream = await client.chat.completions.create({ model: "any", messages, max_tokens: 6, temperature: 0, stream: true,
+  stream_options: { include_usage: true } });
+let text = "", usage = null, finish = null, n = 0;
+for await (const chunk of stream) {
+  n++;
+  if (chunk.choices.length) {
+    text += chunk.choices[0].delta.content ?? "";
+    finish = chunk.choices[0].finish_reason ?? finish;
+  }
+  if (chunk.usage) usage = chunk.usage;
+}
+check("chat stream concatenates to the same text", text === r.choices[0].message.content, `${JSON.stringify(text)} vs ${JSON.stringify(r.choices[0].message.content)}`);
+check("chat stream usage and finish_reason", usage?.completion_tokens === 6 && finish === "length" && n >= 3, JSON.stringify({ usage, finish, n }));
+
+// completions, streaming and not
+const c = await client.completions.create({ model: "any", prompt: "The capital of", max_tokens: 5, temperature: 0 });
+check("completions.create", c.object === "text_completion" && typeof c.choices[0].text === "string" && c.usage.completion_tokens === 5, JSON.stringify(c));
+const cs = await client.completions.create({ model: "any", prompt: "The capital of", max_tokens: 5, temperature: 0, stream: true });
+let ctext = "";
+for await (const chunk of cs) ctext += chunk.choices[0]?.text ?? "";
+check("completions stream equals non-streamed", ctext === c.choices[0].text, `${JSON.stringify(ctext)} vs ${JSON.stringify(c.choices[0].text)}`);
+
+// models
+const models = await client.models.list();
+check("models.list", models.data.length === 1 && models.data[0].object === "model", JSON.stringify(models.data));
+
+// an error surfaces as the SDK's error type, with the status and the server's message
+try {
+  await client.chat.completions.create({ model: "any", messages, temperature: 7 });
+  check("bad request raises", false, "no exception");
+} catch (e) {
+  check("bad request raises BadRequestError", e instanceof OpenAI.BadRequestError && e.status === 400 &&
+    /temperature/.test(e.message) && e.param === "temperature", `${e?.constructor?.name} ${e?.status} ${e?.message}`);
+}
+try {
+  await client.chat.completions.create({ model: "any", messages, tools: [{ type: "function", function: { name: "f", parameters: {} } }] });
+  check("tools refused", false, "no exception");
+} catch (e) {
+  check("tools refused with 400 naming tools", e instanceof OpenAI.BadRequestError && /tool/.test(e.message), `${e?.status} ${e?.message}`);
+}
+process.exit(failed ? 1 : 0);

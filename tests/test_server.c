@@ -1,0 +1,322 @@
+/* The server's pure parts: request validation (every refusal names the field and value, unknown fields
+ * are ignored, unsupported ones refused), OpenAI response shapes, <think> splitting while streaming, the
+ * job hand-over's answer-exactly-once rule, and the Prometheus text. */
+#include "harness.h"
+
+#include "server/job.h"
+#include "server/metrics.h"
+#include "server/request.h"
+#include "server/respond.h"
+#include "server/think.h"
+
+#include <cJSON.h>
+
+static int parse(mf_srv_kind k, const char *body, mf_srv_req *r, mf_srv_err *e) {
+    return mf_srv_req_parse(k, body, strlen(body), r, e);
+}
+
+static void test_chat_request_fields_are_read(void) {
+    mf_srv_req r;
+    mf_srv_err e = {0};
+    const char *b = "{\"model\":\"x\",\"messages\":[{\"role\":\"developer\",\"content\":\"be brief\"},"
+                    "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"he\"},{\"type\":\"text\",\"text\":\"llo\"}]}],"
+                    "\"max_tokens\":7,\"temperature\":0,\"top_p\":0.5,\"top_k\":3,\"min_p\":0.1,\"seed\":42,"
+                    "\"stop\":[\"a\",\"\",\"bc\"],\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+                    "\"presence_penalty\":0.5,\"frequency_penalty\":-0.5,\"repeat_penalty\":1.1,\"repeat_last_n\":32,"
+                    "\"logprobs\":true,\"top_logprobs\":2,\"n\":2,\"cache_prompt\":false,\"id_slot\":1,"
+                    "\"chat_template_kwargs\":{\"enable_thinking\":false},\"user\":\"u\",\"some_future_field\":[1,2]}";
+    REQUIRE(parse(MF_SRV_CHAT, b, &r, &e) == 0, "refused: %s", e.msg);
+    CHECK(r.n_msgs == 2, "n_msgs %d", r.n_msgs);
+    CHECK(!strcmp(r.msgs[0].role, "system"), "developer maps to system, got %s", r.msgs[0].role);
+    CHECK(!strcmp(r.msgs[1].role, "user"), "role outlives the parsed tree: '%s'", r.msgs[1].role);
+    CHECK(!strcmp(r.msgs[1].content, "hello"), "text parts joined: '%s'", r.msgs[1].content);
+    CHECK(r.max_tokens == 7 && r.sp.temp == 0 && r.sp.top_p == 0.5f && r.sp.top_k == 3, "limits/sampling");
+    CHECK(r.sp.min_p == 0.1f && r.seed_given && r.sp.seed == 42, "min_p/seed");
+    CHECK(r.n_stop == 2 && !strcmp(r.stop[0], "a") && !strcmp(r.stop[1], "bc"), "stop: empty strings dropped, n=%d",
+          r.n_stop);
+    CHECK(r.stream && r.include_usage && r.logprobs && r.top_logprobs == 2 && r.n == 2, "stream/logprobs/n");
+    CHECK(r.sp.penalty_present == 0.5f && r.sp.penalty_freq == -0.5f && r.sp.penalty_repeat == 1.1f &&
+              r.sp.penalty_last_n == 32, "penalties");
+    CHECK(!r.cache_prompt && r.id_slot == 1 && r.enable_thinking == 0, "llama-server extras");
+    CHECK(r.model && !strcmp(r.model, "x"), "model");
+    mf_srv_req_free(&r);
+}
+
+static void test_defaults_follow_llama_server(void) {
+    mf_srv_req r;
+    mf_srv_err e = {0};
+    REQUIRE(parse(MF_SRV_COMPLETION, "{\"prompt\":\"hi\"}", &r, &e) == 0, "%s", e.msg);
+    mf_sampler_params d = mf_sampler_default_params();
+    CHECK(r.max_tokens == -1 && r.n == 1 && r.cache_prompt && r.id_slot == -1 && !r.stream, "defaults");
+    CHECK(r.sp.temp == d.temp && r.sp.top_k == d.top_k && !r.seed_given, "sampler defaults");
+    CHECK(!strcmp(r.prompt, "hi") && !r.tokens, "prompt text");
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_COMPLETION, "{\"prompt\":[1,2,3],\"n_predict\":-1,\"max_tokens\":null}", &r, &e) == 0, "%s",
+            e.msg);
+    CHECK(r.n_tokens == 3 && r.tokens[2] == 3 && !r.prompt, "token prompt");
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_COMPLETION, "{\"prompt\":[\"only one\"]}", &r, &e) == 0, "%s", e.msg);
+    CHECK(r.prompt && !strcmp(r.prompt, "only one"), "one-string array");
+    mf_srv_req_free(&r);
+}
+
+/* Each bad body is refused with 400, naming the field (param) and showing the value or the rule. */
+static void test_bad_requests_name_field_and_value(void) {
+    static const struct {
+        mf_srv_kind k;
+        const char *body, *param, *needle;
+    } cases[] = {
+        {MF_SRV_CHAT, "", "", "not valid JSON"},
+        {MF_SRV_CHAT, "{", "", "not valid JSON"},
+        {MF_SRV_CHAT, "[1]", "", "must be a JSON object"},
+        {MF_SRV_CHAT, "{} x", "", "after the JSON value"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", "", "UTF-8"},
+        {MF_SRV_CHAT, "{}", "messages", "required"},
+        {MF_SRV_CHAT, "{\"messages\":\"hi\"}", "messages", "array"},
+        {MF_SRV_CHAT, "{\"messages\":[]}", "messages", "at least one"},
+        {MF_SRV_CHAT, "{\"messages\":[1]}", "messages[0]", "object"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "messages[0].role", "'tool'"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[0].content", "a number"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}",
+         "messages[0].content", "image_url"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":\"hot\"}", "temperature",
+         "\"hot\""},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":9}", "temperature", "9"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":-5}", "max_tokens", "-5"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1.5}", "max_tokens", "1.5"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1e300}", "max_tokens",
+         "1e+300"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":0}", "n", "got 0"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":1000}", "n", "1000"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":1}", "stream", "boolean"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream_options\":{}}", "stream_options",
+         "only allowed"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", "stop", "stop[0]"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_logprobs\":3}", "top_logprobs",
+         "logprobs"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"seed\":1e18}", "seed", "1e+18"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\"}]}",
+         "tools", "not supported"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"}}",
+         "response_format", "not supported"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"1\":5}}", "logit_bias",
+         "not supported"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}}",
+         "enable_thinking", "boolean"},
+        {MF_SRV_COMPLETION, "{}", "prompt", "required"},
+        {MF_SRV_COMPLETION, "{\"prompt\":[]}", "prompt", "empty"},
+        {MF_SRV_COMPLETION, "{\"prompt\":[\"a\",\"b\"]}", "prompt", "2 prompts"},
+        {MF_SRV_COMPLETION, "{\"prompt\":[1,-2]}", "prompt", "prompt[1]"},
+        {MF_SRV_COMPLETION, "{\"prompt\":\"x\",\"echo\":true}", "echo", "not supported"},
+        {MF_SRV_COMPLETION, "{\"prompt\":\"x\",\"best_of\":3}", "best_of", "not supported"},
+        {MF_SRV_COMPLETION, "{\"prompt\":\"x\",\"suffix\":\"y\"}", "suffix", "not supported"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"n_predict\":-2}", "n_predict", "-2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mf_srv_req r;
+        mf_srv_err e = {0};
+        int rc = parse(cases[i].k, cases[i].body, &r, &e);
+        CHECK(rc != 0, "case %zu accepted: %s", i, cases[i].body);
+        if (rc == 0) {
+            mf_srv_req_free(&r);
+            continue;
+        }
+        CHECK(e.status == 400, "case %zu status %d", i, e.status);
+        CHECK(!strcmp(e.param, cases[i].param), "case %zu param '%s', want '%s' (%s)", i, e.param, cases[i].param,
+              e.msg);
+        CHECK(strstr(e.msg, cases[i].needle) != NULL, "case %zu message '%s' lacks '%s'", i, e.msg, cases[i].needle);
+    }
+}
+
+static void test_deep_nesting_and_huge_input_are_refused_not_crashing(void) {
+    size_t n = 200000;
+    char *b = malloc(n * 2 + 64);
+    REQUIRE(b, "oom");
+    size_t k = (size_t)sprintf(b, "{\"messages\":");
+    for (size_t i = 0; i < n; i++) b[k++] = '[';
+    for (size_t i = 0; i < n; i++) b[k++] = ']';
+    b[k++] = '}';
+    mf_srv_req r;
+    mf_srv_err e = {0};
+    CHECK(mf_srv_req_parse(MF_SRV_CHAT, b, k, &r, &e) != 0 && e.status == 400, "deep nesting: %s", e.msg);
+    static const char nul[] = "{\"messages\"\0:[{\"role\":\"user\",\"content\":\"x\"}]}";
+    CHECK(mf_srv_req_parse(MF_SRV_CHAT, nul, sizeof nul - 1, &r, &e) != 0 && strstr(e.msg, "NUL byte at offset 11"),
+          "a NUL byte is not a blank: %s", e.msg);
+    free(b);
+}
+
+static void test_utf8_validation(void) {
+    CHECK(mf_srv_utf8_valid("h\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 10), "valid");
+    CHECK(!mf_srv_utf8_valid("\xc0\xaf", 2), "overlong refused");
+    CHECK(!mf_srv_utf8_valid("\xed\xa0\x80", 3), "surrogate refused");
+    CHECK(!mf_srv_utf8_valid("\xf4\x90\x80\x80", 4), "past U+10FFFF refused");
+    CHECK(!mf_srv_utf8_valid("\xe2\x82", 2), "truncated refused");
+    char s[] = "a\xff\xc3\xa9\xe2\x82";
+    mf_srv_utf8_clean(s);
+    CHECK(!strcmp(s, "a?\xc3\xa9??"), "clean: '%s'", s);
+}
+
+static char *split(const char *const *pieces, int n, char **reasoning) {
+    mf_srv_think t = {0};
+    mf_srv_buf c = {0}, r = {0};
+    for (int i = 0; i < n; i++) mf_srv_think_push(&t, pieces[i], strlen(pieces[i]), &c, &r);
+    mf_srv_think_flush(&t, &c, &r);
+    mf_srv_think_free(&t);
+    mf_srv_buf_add(&c, "", 0);
+    mf_srv_buf_add(&r, "", 0);
+    *reasoning = r.s;
+    return c.s;
+}
+
+static void test_think_split_across_pieces(void) {
+    const char *a[] = {"\n<th", "ink>\nLet me", " see</thi", "nk>\n\nThe answer", " is 4."};
+    char *r, *c = split(a, 5, &r);
+    CHECK(!strcmp(c, "The answer is 4."), "content '%s'", c);
+    CHECK(!strcmp(r, "\nLet me see"), "reasoning '%s'", r);
+    free(c), free(r);
+    const char *b[] = {"<", "b>bold</b>"}; /* not a think tag: plain content, nothing lost */
+    c = split(b, 2, &r);
+    CHECK(!strcmp(c, "<b>bold</b>") && !*r, "content '%s' reasoning '%s'", c, r);
+    free(c), free(r);
+    const char *d[] = {"<think>unfinished"};
+    c = split(d, 1, &r);
+    CHECK(!*c && !strcmp(r, "unfinished"), "unfinished thought stays reasoning: '%s' / '%s'", c, r);
+    free(c), free(r);
+    const char *f[] = {"  hello <think>x</think>"}; /* only a leading tag opens a thought */
+    c = split(f, 1, &r);
+    CHECK(!strcmp(c, "  hello <think>x</think>") && !*r, "'%s'", c);
+    free(c), free(r);
+}
+
+static cJSON *parsed(char *s) {
+    cJSON *o = cJSON_Parse(s);
+    free(s);
+    return o;
+}
+
+static void test_response_shapes_match_openai(void) {
+    mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
+    mf_srv_choice ch = {"hi", "hmm", "stop", NULL, 0};
+    mf_srv_usage u = {5, 2, 3};
+    cJSON *o = parsed(mf_srv_final_json(&h, &ch, 1, &u));
+    REQUIRE(o, "final is JSON");
+    CHECK(!strcmp(cJSON_GetObjectItem(o, "object")->valuestring, "chat.completion"), "object");
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
+    cJSON *msg = cJSON_GetObjectItem(c0, "message");
+    CHECK(!strcmp(cJSON_GetObjectItem(msg, "role")->valuestring, "assistant"), "role");
+    CHECK(!strcmp(cJSON_GetObjectItem(msg, "content")->valuestring, "hi"), "content");
+    CHECK(!strcmp(cJSON_GetObjectItem(msg, "reasoning_content")->valuestring, "hmm"), "reasoning");
+    CHECK(!strcmp(cJSON_GetObjectItem(c0, "finish_reason")->valuestring, "stop"), "finish");
+    cJSON *us = cJSON_GetObjectItem(o, "usage");
+    CHECK(cJSON_GetObjectItem(us, "total_tokens")->valueint == 7, "usage total");
+    cJSON_Delete(o);
+    o = parsed(mf_srv_chunk_json(&h, 0, true, "", NULL, NULL, NULL, 0));
+    REQUIRE(o, "chunk is JSON");
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
+    CHECK(!strcmp(cJSON_GetObjectItem(o, "object")->valuestring, "chat.completion.chunk"), "chunk object");
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "delta"), "role")->valuestring, "assistant"), "role");
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(c0, "finish_reason")), "finish null while running");
+    cJSON_Delete(o);
+    h.kind = MF_SRV_COMPLETION;
+    o = parsed(mf_srv_final_json(&h, &ch, 1, &u));
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
+    CHECK(!strcmp(cJSON_GetObjectItem(o, "object")->valuestring, "text_completion"), "completion object");
+    CHECK(!strcmp(cJSON_GetObjectItem(c0, "text")->valuestring, "hi"), "text");
+    cJSON_Delete(o);
+    o = parsed(mf_srv_usage_chunk_json(&h, &u));
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(o, "choices")) == 0, "usage chunk has no choices");
+    cJSON_Delete(o);
+    mf_srv_err e = {.status = 400, .type = "invalid_request_error", .param = "n", .msg = "bad \xff value"};
+    o = parsed(mf_srv_error_json(&e));
+    REQUIRE(o, "error JSON parses (invalid UTF-8 in the message cleaned)");
+    cJSON *er = cJSON_GetObjectItem(o, "error");
+    CHECK(!strcmp(cJSON_GetObjectItem(er, "param")->valuestring, "n"), "param");
+    CHECK(!strcmp(cJSON_GetObjectItem(er, "message")->valuestring, "bad ? value"), "message");
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(er, "code")), "code null");
+    cJSON_Delete(o);
+}
+
+static void test_job_is_answered_exactly_once(void) {
+    mf_srv_job *j = mf_srv_job_new(MF_JOB_GENERATE);
+    REQUIRE(j, "oom");
+    CHECK(mf_srv_job_finish(j, 200, strdup("first")), "first answer taken");
+    CHECK(!mf_srv_job_finish(j, 500, strdup("second")), "second answer ignored");
+    CHECK(j->status == 200 && !strcmp(j->body, "first"), "status %d body %s", j->status, j->body);
+    CHECK(!mf_srv_job_sse(j, "{}"), "no bytes after the answer");
+    mf_srv_job_unref(j);
+}
+
+static void test_queue_bounds_generate_jobs(void) {
+    mf_srv_queue q;
+    REQUIRE(mf_srv_queue_init(&q, 2) == 0, "init");
+    mf_srv_job *a = mf_srv_job_new(MF_JOB_GENERATE), *b = mf_srv_job_new(MF_JOB_GENERATE),
+               *c = mf_srv_job_new(MF_JOB_GENERATE), *s = mf_srv_job_new(MF_JOB_SLOTS);
+    CHECK(mf_srv_queue_push(&q, a) == 0 && mf_srv_queue_push(&q, b) == 0, "two fit");
+    CHECK(mf_srv_queue_push(&q, c) == 1, "the third is refused (503)");
+    CHECK(mf_srv_queue_push(&q, s) == 0, "a control job still fits");
+    CHECK(mf_srv_queue_depth(&q) == 2, "depth counts generate jobs");
+    mf_srv_job *p = mf_srv_queue_pop(&q, 0);
+    CHECK(p == a, "FIFO");
+    mf_srv_queue_unpop(&q, p);
+    CHECK(mf_srv_queue_pop(&q, 0) == a, "unpop puts it back in front");
+    mf_srv_job_unref(a);
+    mf_srv_queue_close(&q);
+    CHECK(mf_srv_queue_push(&q, c) == 2, "closed");
+    mf_srv_queue_destroy(&q);
+    mf_srv_job_unref(a), mf_srv_job_unref(b), mf_srv_job_unref(c), mf_srv_job_unref(s);
+}
+
+static void test_metrics_text_is_prometheus(void) {
+    mf_srv_metrics *m = mf_srv_metrics_new();
+    REQUIRE(m, "oom");
+    mf_srv_metrics_request(m, "/v1/chat/completions", 200);
+    mf_srv_metrics_request(m, "/v1/chat/completions", 200);
+    mf_srv_metrics_request(m, "/v1/chat/completions", 503);
+    mf_srv_metrics_add(m, MF_SRV_C_GENERATED_TOKENS, 5);
+    mf_srv_metrics_set(m, MF_SRV_G_SLOTS_BUSY, 3);
+    mf_srv_metrics_observe(m, MF_SRV_H_TTFT, 0.003);
+    mf_srv_metrics_observe(m, MF_SRV_H_TTFT, 100);
+    size_t len = 0;
+    char *t = mf_srv_metrics_render(m, &len);
+    REQUIRE(t && len == strlen(t), "render");
+    CHECK(strstr(t, "minfer_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 2\n"), "requests");
+    CHECK(strstr(t, "minfer_generated_tokens_total 5\n"), "counter");
+    CHECK(strstr(t, "minfer_slots_busy 3\n"), "gauge");
+    CHECK(strstr(t, "minfer_time_to_first_token_seconds_bucket{le=\"0.0025\"} 0\n"), "bucket below");
+    CHECK(strstr(t, "minfer_time_to_first_token_seconds_bucket{le=\"0.005\"} 1\n"), "cumulative bucket");
+    CHECK(strstr(t, "minfer_time_to_first_token_seconds_bucket{le=\"+Inf\"} 2\n"), "+Inf bucket");
+    CHECK(strstr(t, "minfer_time_to_first_token_seconds_count 2\n"), "count");
+    CHECK(strstr(t, "minfer_jobs_dropped_total 0\n") && strstr(t, "minfer_worker_stalled_total 0\n"),
+          "the reference's counter names");
+    /* every sample line's family has a # TYPE line */
+    for (char *line = t; *line; line = strchr(line, '\n') + 1) {
+        if (*line != '#') {
+            char fam[128];
+            sscanf(line, "%127[a-z_]", fam);
+            char *suffix = strstr(fam, "_bucket");
+            if (!suffix) suffix = strstr(fam, "_sum");
+            if (!suffix && strstr(fam, "_seconds_count")) suffix = strstr(fam, "_count");
+            if (suffix) *suffix = 0;
+            char want[160];
+            snprintf(want, sizeof want, "# TYPE %s ", fam);
+            CHECK(strstr(t, want), "no TYPE line for %s", fam);
+        }
+        if (!strchr(line, '\n')) break;
+    }
+    free(t);
+    mf_srv_metrics_free(m);
+}
+
+int main(void) {
+    RUN(test_chat_request_fields_are_read);
+    RUN(test_defaults_follow_llama_server);
+    RUN(test_bad_requests_name_field_and_value);
+    RUN(test_deep_nesting_and_huge_input_are_refused_not_crashing);
+    RUN(test_utf8_validation);
+    RUN(test_think_split_across_pieces);
+    RUN(test_response_shapes_match_openai);
+    RUN(test_job_is_answered_exactly_once);
+    RUN(test_queue_bounds_generate_jobs);
+    RUN(test_metrics_text_is_prometheus);
+    return mf_test_done();
+}
