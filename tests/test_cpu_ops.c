@@ -1248,8 +1248,14 @@ static void test_attention_q8_0(void) {
             ref.scale(HD * 4 - 3, p, y0); /* a tail too */
             simd.scale(HD * 4 - 3, p, y1);
             bad += memcmp(y0, y1, sizeof y0) != 0;
+            /* probabilities, down into f16's subnormals and ties: the f16 round trip is bitwise too */
+            for (int j = 0; j < HD * 4; j++) y0[j] = y1[j] = fabsf(frand()) * ldexpf(1.0f, -(j % 28));
+            y0[0] = y1[0] = 1.0f + ldexpf(1.0f, -11); /* a tie: to even */
+            ref.round_f16(HD * 4 - 3, y0);
+            simd.round_f16(HD * 4 - 3, y1);
+            bad += memcmp(y0, y1, sizeof y0) != 0;
         }
-        CHECK(bad == 0, "%s mad_q8_0/scale differ from the scalar forms in %d cases", mf_isa_name(isas[ii]), bad);
+        CHECK(bad == 0, "%s mad_q8_0/scale/round_f16 differ from the scalar forms in %d cases", mf_isa_name(isas[ii]), bad);
     }
     /* the in-place read is the dequantized value: mad with p = 1 onto zeros gives dequantize_row's floats */
     float deq[HD * 4];

@@ -28,6 +28,8 @@ typedef struct {
     void (*mad_q8_0)(int64_t n, float p, const void *x, float *y);
     void (*scale)(int64_t n, float s, float *y); /* y *= s */
     void (*f16_to_f32)(const uint16_t *h, float *f, int64_t n);
+    /* y = (float)(f16)y, round to nearest even (the f16 probabilities of attention with an f16 V) */
+    void (*round_f16)(int64_t n, float *y);
     /* y = e^(x - sub), y may be x; returns their sum as llama.cpp's softmax adds it (vec.c) */
     double (*exp_sub)(int64_t n, const float *x, float sub, float *y);
     void (*swiglu)(int64_t n, const float *x, const float *u, float *y); /* y = silu(x) * u; u NULL: silu */

@@ -127,6 +127,10 @@ static void rope_scalar(int64_t n_dims, bool neox, const float *cs, const float 
     ROPE_BODY(fmaf)
 }
 
+static void round_f16_scalar(int64_t n, float *y) {
+    for (int64_t i = 0; i < n; i++) y[i] = mf_fp16_to_fp32(mf_fp32_to_fp16(y[i]));
+}
+
 static void f16_scalar(const uint16_t *h, float *f, int64_t n) {
     for (int64_t i = 0; i < n; i++) f[i] = mf_fp16_to_fp32(h[i]);
 }
@@ -256,6 +260,14 @@ static AVX2 void swiglu_avx2(int64_t n, const float *x, const float *u, float *y
     for (; i < n; i++) y[i] = u ? silu_tail(x[i]) * u[i] : silu_tail(x[i]);
 }
 
+/* F16C's conversion rounds to nearest even like mf_fp32_to_fp16 (subnormals included): the same bits */
+__attribute__((target("avx,f16c"))) static void round_f16_f16c(int64_t n, float *y) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(y + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; i++) y[i] = mf_fp16_to_fp32(mf_fp32_to_fp16(y[i]));
+}
+
 __attribute__((target("avx,f16c"))) static void f16_f16c(const uint16_t *h, float *f, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -270,6 +282,7 @@ void mf_cpu_vec_init_isa(mf_cpu_vec *v, mf_isa isa) {
     v->mad_q8_0 = mad_q8_0_scalar;
     v->scale = scale_scalar;
     v->f16_to_f32 = f16_scalar;
+    v->round_f16 = round_f16_scalar;
     v->exp_sub = exp_sub_scalar;
     v->swiglu = swiglu_scalar;
     v->rope = rope_scalar;
@@ -281,6 +294,7 @@ void mf_cpu_vec_init_isa(mf_cpu_vec *v, mf_isa isa) {
         v->mad_q8_0 = mf_isa_avx512(isa) ? mad_q8_0_avx512 : mad_q8_0_avx2;
         v->scale = scale_avx2;
         v->f16_to_f32 = f16_f16c;
+        v->round_f16 = round_f16_f16c;
         v->exp_sub = exp_sub_avx2;
         v->swiglu = swiglu_avx2;
         v->rope = rope_fma;
