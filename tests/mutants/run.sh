@@ -107,6 +107,8 @@ cleanup() { [ "${MF_MUTANTS_KEEP:-0}" = 1 ] && echo "scratch kept: $S" || rm -rf
 trap cleanup EXIT
 git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
     tar --null -T - -cf - | tar -xf - -C "$S" || { echo "run.sh: copying the tree failed" >&2; exit 2; }
+# installed test dependencies are git-ignored, so not copied: the server tests' npm client is linked in
+[ -d tests/server/node_modules ] && ln -s "$PWD/tests/server/node_modules" "$S/tests/server/node_modules"
 cd "$S"
 export MF_BUILD=build MF_TEST_TMP=build/test-tmp
 # warnings are not failures here: a mutant that only trips -Werror (an unused variable) must still run
