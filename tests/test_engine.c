@@ -364,8 +364,9 @@ static int argmax(const float *x, int n) {
  * cache a 1-ulp K difference moves an activation across a q8 level of the q4_0 matmuls.  Measured on
  * qwen3 q4_0 (genmodel seed 3), D = 50: f32 layer 0 K 3.8e-6, deeper rows 4.5e-6, logits 0; f16 layer 0
  * K 2.0e-3 (one f16 ulp), logits 1.57 where decoding at 0 instead of D directly already moves them by
- * 1.18 (|logits| ~ 70).  So: layer 0 K within the class, the rest within twice what the offset alone
- * does (f32: a fixed 1e-3), and the same next token. */
+ * 1.18 (|logits| ~ 70); f32 on aarch64 (NEON kernels) logits 0.71.  So: layer 0 K within the class, V
+ * bitwise, the deeper rows within twice what the offset alone does (at least 1e-3), the logits within that
+ * or the loose class (a q8 level crossed), and the same next token. */
 static void shift_equals_cache_at_new_positions(uint32_t kv_type, double tol_k0) {
     const int D = 50;
     eng a, b, c;
@@ -400,7 +401,13 @@ static void shift_equals_cache_at_new_positions(uint32_t kv_type, double tol_k0)
         e_l = MF_MAX(e_l, fabs((double)la[i] - lb[i]));
         base_l = MF_MAX(base_l, fabs((double)lc[i] - lb[i]));
     }
-    const double tol_rows = MF_MAX(1e-3, 2 * base_rows), tol_l = MF_MAX(1e-3, 2 * base_l);
+    /* the logits pass q4_0 matmuls over q8-quantized activations: a rope-ulp difference in K may move one
+     * activation across a q8 level, as the f16 case shows and as the f32 case does on aarch64's NEON path
+     * (measured 0.71 there, 0 on x86): so at most the loose class of docs/CONFORMANCE.md (3 % of the top
+     * logit), and the same next token */
+    float top = 0;
+    for (int i = 0; i < n; i++) top = MF_MAX(top, fabsf(lb[i]));
+    const double tol_rows = MF_MAX(1e-3, 2 * base_rows), tol_l = MF_MAX(MF_MAX(1e-3, 2 * base_l), 0.03 * top);
     if (getenv("MF_TEST_VERBOSE"))
         printf("  %s: layer 0 K %.3g, V %.3g; deeper rows %.3g (offset alone: V %.3g); logits %.3g (offset alone "
                "%.3g)\n",
