@@ -176,6 +176,7 @@ static const mf_token *slot_tokens(const slot *sl, int32_t *n) {
 
 static void fail_job(mf_srv_engine *e, mf_srv_job *j, int status, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+static void update_gauges(mf_srv_engine *e);
 
 static void release_slot(mf_srv_engine *e, int i, bool keep_cells) {
     slot *sl = &e->slots[i];
@@ -302,22 +303,29 @@ static void complete_job(mf_srv_engine *e, int lead) {
                                          sl->finish, r->logprobs ? sl->lp : NULL, sl->n_lp};
         nc++;
     }
-    if (r->stream) {
-        if (r->include_usage) {
-            char *json = mf_srv_usage_chunk_json(&h, &u);
-            if (json) mf_srv_job_sse(j, json);
-            free(json);
-        }
-        if (r->kind != MF_SRV_NATIVE) mf_srv_job_push(j, "data: [DONE]\n\n", 14);
-        mf_srv_job_finish(j, 200, NULL);
-    } else {
-        char *body = mf_srv_final_json(&h, ch, nc, &u);
-        if (body) mf_srv_job_finish(j, 200, body);
-        else mf_srv_job_fail(j, 500, "server_error", "out of memory building the answer");
-    }
+    /* The answer's last bytes are built first, then the job's metrics and slots are settled, and only then
+     * is the answer released: a client that reads /metrics right after its answer sees its slots free. */
+    char *usage = NULL, *body = NULL;
+    if (r->stream && r->include_usage) usage = mf_srv_usage_chunk_json(&h, &u);
+    if (!r->stream) body = mf_srv_final_json(&h, ch, nc, &u);
     mf_srv_metrics_observe(e->s->m, MF_SRV_H_E2E, mf_time_now() - j->t_arrival);
+    mf_srv_job_ref(j); /* the slots' references go now */
     for (int i = 0; i < e->n; i++)
         if (e->slots[i].job == j) release_slot(e, i, true);
+    update_gauges(e);
+    if (r->stream) {
+        if (usage) mf_srv_job_sse(j, usage);
+        if (r->kind != MF_SRV_NATIVE) mf_srv_job_push(j, "data: [DONE]\n\n", 14);
+        mf_srv_job_finish(j, 200, NULL);
+    } else if (body) {
+        mf_srv_job_finish(j, 200, body);
+        body = NULL;
+    } else {
+        mf_srv_job_fail(j, 500, "server_error", "out of memory building the answer");
+    }
+    free(usage);
+    free(body);
+    mf_srv_job_unref(j);
 }
 
 static const char *finish_reason(int32_t status) {
