@@ -94,15 +94,22 @@ static int get_bool(const cJSON *o, const char *name, bool *out, mf_srv_err *e) 
     return 0;
 }
 
-static int get_num(const cJSON *o, const char *name, double lo, double hi, double *out, bool *given, mf_srv_err *e) {
-    const cJSON *v = field(o, name);
-    if (given) *given = v != NULL;
-    if (!v) return 0;
+/* The field as a JSON number in *v (NULL when absent or null); anything else is refused as not being `what`
+ * ("a number", "an integer"), showing the value.  get_num and get_int share it. */
+static int number_field(const cJSON *o, const char *name, const char *what, bool *given, const cJSON **v,
+                        mf_srv_err *e) {
+    *v = field(o, name);
+    if (given) *given = *v != NULL;
+    if (!*v || cJSON_IsNumber(*v)) return 0;
     char b[64];
-    if (!cJSON_IsNumber(v)) {
-        show(v, b, sizeof b);
-        return BAD(e, name, "'%s' must be a number, got %s %s", name, kind_of(v), b);
-    }
+    show(*v, b, sizeof b);
+    return BAD(e, name, "'%s' must be %s, got %s %s", name, what, kind_of(*v), b);
+}
+
+static int get_num(const cJSON *o, const char *name, double lo, double hi, double *out, bool *given, mf_srv_err *e) {
+    const cJSON *v;
+    if (number_field(o, name, "a number", given, &v, e)) return -1;
+    if (!v) return 0;
     double d = v->valuedouble;
     if (!isfinite(d) || d < lo || d > hi) return BAD(e, name, "'%s' must be in [%g, %g], got %.17g", name, lo, hi, d);
     *out = d;
@@ -110,14 +117,9 @@ static int get_num(const cJSON *o, const char *name, double lo, double hi, doubl
 }
 
 static int get_int(const cJSON *o, const char *name, double lo, double hi, int64_t *out, bool *given, mf_srv_err *e) {
-    const cJSON *v = field(o, name);
-    if (given) *given = v != NULL;
+    const cJSON *v;
+    if (number_field(o, name, "an integer", given, &v, e)) return -1;
     if (!v) return 0;
-    char b[64];
-    if (!cJSON_IsNumber(v)) {
-        show(v, b, sizeof b);
-        return BAD(e, name, "'%s' must be an integer, got %s %s", name, kind_of(v), b);
-    }
     double d = v->valuedouble;
     if (!isfinite(d) || d != floor(d)) return BAD(e, name, "'%s' must be an integer, got %.17g", name, d);
     if (d < lo || d > hi) return BAD(e, name, "'%s' must be in [%.0f, %.0f], got %.17g", name, lo, hi, d);
