@@ -19,3 +19,18 @@ expect() {
     ok "$name"
 }
 finish() { echo "RESULT $_p passed, $_f failed, $_s skipped"; [ "$_f" -eq 0 ]; }
+# poison_lm_head SRC DST ROW F16: DST = SRC with row ROW's first block scale of the LM head set to the f16 bits
+# F16 (0x7E00 NaN, 0x7C00 inf), so every forward's logits come out non-finite at vocab id ROW.  SRC is an
+# untied tiny q8_0 model: output.weight [256, n_vocab], 8 blocks of 34 bytes per row.
+poison_lm_head() {
+    cp "$1" "$2" || return 1
+    local data off
+    data=$("$MINFER" info -m "$1" --no-metadata | sed -n 's/.*data section at byte \([0-9]*\).*/\1/p')
+    off=$("$MINFER" info -m "$1" --no-metadata | awk '$2 == "output.weight" { print $NF }')
+    python3 - "$2" "$((data + off + $3 * 272))" "$4" <<'PY'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    f.write(struct.pack("<H", int(sys.argv[3], 16)))
+PY
+}

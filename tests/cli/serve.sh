@@ -106,15 +106,7 @@ fi
 # a forward that fails (a NaN in the LM head: every forward's logits are refused) answers each request in it
 # with one 500, and the server goes on serving
 N="$TMP/serve-nan.gguf"
-cp "$M" "$N"
-data=$("$MINFER" info -m "$M" --no-metadata | sed -n 's/.*data section at byte \([0-9]*\).*/\1/p')
-off=$("$MINFER" info -m "$M" --no-metadata | awk '$2 == "output.weight" { print $NF }')
-python3 - "$N" "$((data + off + 1000 * 272))" <<'PY'
-import struct, sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(int(sys.argv[2]))
-    f.write(struct.pack("<H", 0x7E00))
-PY
+poison_lm_head "$M" "$N" 1000 0x7E00
 M_SAVE=$M M=$N
 if start_server nan -np 2 -c 512; then
     cpids=()

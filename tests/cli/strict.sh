@@ -126,16 +126,7 @@ rm -f "$TMP/_nul.txt"
 
 # ---- non-finite logits: a model with a NaN in its LM head is refused, naming the position and the id
 N="$TMP/cli-strict-nan.gguf"
-cp "$M" "$N"
-data=$("$MINFER" info -m "$M" --no-metadata | sed -n 's/.*data section at byte \([0-9]*\).*/\1/p')
-off=$("$MINFER" info -m "$M" --no-metadata | awk '$2 == "output.weight" { print $NF }')
-# output.weight is q8_0 [256, 151936]: 8 blocks of 34 bytes per row; row 1000's first scale := NaN (f16)
-python3 - "$N" "$((data + off + 1000 * 272))" <<'PY'
-import struct, sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(int(sys.argv[2]))
-    f.write(struct.pack("<H", 0x7E00))
-PY
+poison_lm_head "$M" "$N" 1000 0x7E00
 out=$("$MINFER" run -m "$N" --tokens "$T" -n 4 2>"$TMP/_err"); rc=$?
 if [ "$rc" -eq 1 ] && [ -z "$out" ] &&
     grep -q "the logits at position 4 (sequence 0, batch row 4) are not finite (nan at vocab id 1000)" "$TMP/_err"; then
@@ -152,13 +143,7 @@ if [ "$rc" -eq 1 ] && [ -z "$msg" ] && ! grep -qi nan "$TMP/_eval" &&
 else bad eval_nan_logits_refused_stdout_json "exit $rc, json: $msg, stderr: $(cat "$TMP/_err")"; fi
 expect bench_nan_logits_refused 1 "are not finite (nan at vocab id 1000)" -- "$MINFER" bench -m "$N" -p 8 -n 0 -r 1
 # an infinite scale on row 2000 instead: inf logits (the first one of that row, whose first quant is not 0)
-cp "$M" "$N"
-python3 - "$N" "$((data + off + 2000 * 272))" <<'PY'
-import struct, sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(int(sys.argv[2]))
-    f.write(struct.pack("<H", 0x7C00))
-PY
+poison_lm_head "$M" "$N" 2000 0x7C00
 expect eval_inf_logits_refused 1 "the logits at position 0 (sequence 0, batch row 0) are not finite (inf at vocab id 2000)" -- \
     "$MINFER" eval -m "$N" --tokens "[785, 6722, 315]"
 rm -f "$N"
