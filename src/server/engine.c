@@ -202,11 +202,16 @@ static void fail_job(mf_srv_engine *e, mf_srv_job *j, int status, const char *ty
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* as in complete_job: metrics and slots are settled before the answer is released, so /metrics read
+     * right after a failed answer shows its slots free and the drop counted */
     if (mf_srv_job_is_cancelled(j)) mf_srv_metrics_add(e->s->m, MF_SRV_C_CLIENT_GONE, 1);
-    mf_srv_job_fail(j, status, type, "%s", msg);
     mf_srv_metrics_add(e->s->m, MF_SRV_C_JOBS_DROPPED, 1);
+    mf_srv_job_ref(j); /* the slots' references go now */
     for (int i = 0; i < e->n; i++)
         if (e->slots[i].job == j) release_slot(e, i, false);
+    update_gauges(e);
+    mf_srv_job_fail(j, status, type, "%s", msg);
+    mf_srv_job_unref(j);
 }
 
 static void add_logprob(mf_srv_engine *e, slot *sl, mf_token tok) {
@@ -745,8 +750,8 @@ void *mf_srv_engine_main(void *arg) {
     mf_srv_engine *e = s->eng;
     mf_error err = {0};
     if (load(e, &err)) {
+        /* mf_server_run returns this error and the command prints it, once */
         snprintf(s->load_error, sizeof s->load_error, "%.390s", err.msg);
-        fprintf(stderr, "Error: %s\n", err.msg);
         atomic_store(&s->state, MF_SRV_FAILED);
         reject_queued(e, "the model failed to load");
         return NULL;

@@ -131,6 +131,28 @@ if start_server nan -np 2 -c 512; then
 fi
 M=$M_SAVE
 
+# while the model loads, /health and the API answer 503 "Loading model": a FIFO as the model file holds the
+# load in open() until the test opens it for writing; a FIFO is no regular file, so the server exits 1 with one error
+F="$TMP/serve-fifo.gguf"
+rm -f "$F" && mkfifo "$F"
+LOG="$TMP/serve-fifo.log"
+"$MINFER" serve -m "$F" --port 0 2>"$LOG" &
+SPID=$!
+for _ in $(seq 100); do grep -q 'listening on' "$LOG" && break; sleep 0.1; done
+PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$LOG" | head -1 | cut -d: -f3)
+h=$(curl -s -m 10 -w ' %{http_code}' "http://127.0.0.1:$PORT/health")
+c=$(curl -s -m 10 -w ' %{http_code}' -X POST "http://127.0.0.1:$PORT/v1/completions" -d '{"prompt":"Hi","max_tokens":2}')
+case "$h" in *'"Loading model"'*' 503') ok "loading: /health is 503 Loading model" ;; *) bad "loading: /health" "$h" ;; esac
+case "$c" in *'"Loading model"'*' 503') ok "loading: a completion is 503 Loading model" ;; *) bad "loading: completion" "$c" ;; esac
+timeout 30 bash -c ': >"$1"' _ "$F" # open and close the FIFO for writing: the load reads nothing
+rc=0
+for _ in $(seq 300); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$SPID" 2>/dev/null; then kill -9 "$SPID"; rc=killed; else wait "$SPID"; rc=$?; fi
+n=$(grep -c "cannot load model '$F'" "$LOG")
+if [ "$rc" = 1 ] && [ "$n" = 1 ]; then ok "loading: a failed load exits 1 with one error line"
+else bad "loading: failed load" "exit $rc, $n error lines: $(cat "$LOG")"; fi
+rm -f "$F"
+
 # flags
 expect "serve without -m" 2 "no model given" -- "$MINFER" serve
 expect "serve bad port" 2 "--port must be in [0, 65535]" -- "$MINFER" serve -m "$M" --port 70000
