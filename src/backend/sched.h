@@ -80,6 +80,22 @@ int mf_sched_cross_input_ready(mf_sched *s, int32_t node, mf_backend dst, void *
 /* Await every still-pending entry (counted in waits and drained). */
 int mf_sched_drain(mf_sched *s, mf_error *err);
 
+/* Memory: plan g per backend (assign first) and bind it into this context's arenas - one per backend,
+ * shared by every graph allocated here and grown to the largest need (so cached graphs cost one
+ * worst-case arena per backend, not one arena each), allocated through each backend's buffer hooks.
+ * Only one graph runs at a time, so sharing is safe; a graph's values do not survive another graph's
+ * forward (read the outputs first).  mf_sched_bind re-points g when an arena moved since it was bound
+ * (call it before each forward of a graph allocated here; O(1) when nothing moved). */
+int mf_sched_alloc(mf_sched *s, mf_graph *g, mf_error *err);
+void mf_sched_bind(mf_sched *s, mf_graph *g);
+size_t mf_sched_arena_bytes(const mf_sched *s, mf_backend b);
+
+/* Inputs and outputs: n bytes at offs of node's value, through the host_write / host_read hooks of the
+ * backend the node lives on (a host backend's are a memcpy in place; nobody outside a backend touches
+ * its memory).  A range outside the node is refused. */
+int mf_sched_write(mf_sched *s, mf_graph *g, int32_t node, size_t offs, const void *src, size_t n, mf_error *err);
+int mf_sched_read(mf_sched *s, mf_graph *g, int32_t node, size_t offs, void *dst, size_t n, mf_error *err);
+
 mf_sched_stats mf_sched_get_stats(const mf_sched *s);
 void mf_sched_reset_stats(mf_sched *s);
 
