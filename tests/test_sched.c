@@ -273,6 +273,35 @@ static void a_boundarys_inputs_are_all_enqueued_before_any_wait(void) {
     CHECK(!memcmp(outs[0], outs[1], sizeof outs[0]), "mixed output differs from the CPU-only run");
 }
 
+/* Memory is planned per backend: a test node never takes over a dying CPU buffer in place (its arena is
+ * another backend's memory), and each backend's arena holds exactly its own nodes. */
+static void memory_is_planned_per_backend(void) {
+    mf_error err = {0};
+    mf_graph *g = mf_graph_new();
+    int64_t ne[2] = {16, 4};
+    int32_t x = mf_g_input(g, "x", MF_TYPE_F32, 2, ne);
+    int32_t a = mf_g_rms_norm(g, x, 1e-6f); /* cpu */
+    int32_t b = mf_g_scale(g, a, 2.0f);     /* test: a dies here, an in-place candidate */
+    int32_t c = mf_g_rms_norm(g, b, 1e-6f); /* cpu: b dies here */
+    mf_g_set_output(g, c);
+    mf_backend_filter all = filter_of(true, true);
+    REQUIRE_OK(mf_sched_assign(g, &all, &err), "%s", err.msg);
+    REQUIRE(mf_graph_node(g, b)->backend == T && mf_graph_node(g, a)->backend == MF_BACKEND_ID_CPU, "b on test, a on cpu");
+    size_t need[MF_GRAPH_ARENAS];
+    REQUIRE_OK(mf_graph_plan_memory(g, need, &err), "%s", err.msg);
+    CHECK(need[T] == 256, "the test arena holds b alone: %zu bytes, want 256", need[T]);
+    CHECK(need[MF_BACKEND_ID_CPU] == 2 * 256, "the cpu arena holds x and a, c reusing a: %zu bytes, want 512", need[MF_BACKEND_ID_CPU]);
+    mf_sched *s = NULL;
+    REQUIRE_OK(mf_sched_new(&k_opts, &s, &err), "%s", err.msg);
+    REQUIRE_OK(mf_sched_alloc(s, g, &err), "%s", err.msg);
+    CHECK(mf_test_backend_owns(mf_graph_node(g, b)->data) && !mf_test_backend_owns(mf_graph_node(g, a)->data) &&
+              !mf_test_backend_owns(mf_graph_node(g, c)->data),
+          "b is test memory, a and c are not");
+    CHECK(mf_sched_arena_bytes(s, (mf_backend){T}) == 256, "the scheduler's test arena: %zu", mf_sched_arena_bytes(s, (mf_backend){T}));
+    mf_sched_free(s);
+    mf_graph_free(g);
+}
+
 static void an_unassigned_graph_is_refused(void) {
     mf_error err = {0};
     int32_t o;
@@ -298,6 +327,7 @@ int main(void) {
     RUN(sync_copies_are_the_bitwise_reference);
     RUN(reading_a_staged_value_before_its_await_is_refused);
     RUN(a_boundarys_inputs_are_all_enqueued_before_any_wait);
+    RUN(memory_is_planned_per_backend);
     RUN(an_unassigned_graph_is_refused);
     return mf_test_done();
 }

@@ -16,6 +16,7 @@ uint32_t mf_node_support_type(const mf_graph *g, const mf_node *n) {
 }
 
 static bool is_pure_alias(mf_op op) { return op == MF_OP_VIEW || op == MF_OP_RESHAPE || op == MF_OP_PERMUTE; }
+static bool executes(const mf_node *n);
 
 /* ---- assignment ---- */
 
@@ -72,13 +73,62 @@ int mf_sched_assign(mf_graph *g, const mf_backend_filter *fence, mf_error *err) 
     return 0;
 }
 
+int mf_sched_assign_placed(mf_graph *g, const mf_placement *p, const mf_backend_filter *fence, mf_error *err) {
+    int rc = mf_graph_error(g, err);
+    if (rc) return rc;
+    if (!fence) fence = mf_backend_fence();
+    for (int32_t l = -1; l < p->n_layer; l++) {
+        mf_backend b = l < 0 ? p->io : (mf_backend){p->layer[l]};
+        if (!mf_backend_entry_get(b))
+            return mf_err(err, MF_E_BACKEND, "the placement puts %s%d on backend id %d, which is not in this build",
+                          l < 0 ? "the embeddings/output (layer " : "layer ", l, (int)b.id);
+        if (b.id >= MF_BACKEND_SLOTS || !fence->allowed[b.id])
+            return mf_err(err, MF_E_BACKEND,
+                          "the placement puts %s %d on %s, which --backend / MINFER_BACKENDS does not allow; allow it "
+                          "or place the layer elsewhere",
+                          l < 0 ? "the embeddings/output, layer" : "layer", l, mf_backend_name(b));
+    }
+    int32_t nn = mf_graph_n_nodes(g);
+    for (int32_t i = 0; i < nn; i++) {
+        mf_node *n = mf_graph_node(g, i);
+        int32_t root = n->view_src >= 0 ? n->view_src : (is_pure_alias(n->op) ? n->src[0] : -1);
+        mf_backend b;
+        if (root >= 0) {
+            b = (mf_backend){(uint16_t)mf_graph_node_c(g, root)->backend};
+            if (is_pure_alias(n->op)) {
+                n->backend = b.id;
+                continue;
+            }
+        } else if (n->layer >= p->n_layer) {
+            return mf_err(err, MF_E_INVAL, "node '%s' (#%d) is tagged layer %d, the placement has %d layers", nm(n), i,
+                          n->layer, p->n_layer);
+        } else {
+            b = n->layer >= 0 ? (mf_backend){p->layer[n->layer]} : p->io;
+        }
+        n->backend = b.id;
+        if (!executes(n)) continue;
+        const mf_backend_entry *e = mf_backend_entry_get(b);
+        uint32_t t = mf_node_support_type(g, n);
+        if (!e->supports || !e->supports(n->op, t)) {
+            bool wt = n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS;
+            return mf_err(err, MF_E_UNSUPPORTED,
+                          "node '%s' (#%d, %s, %s %s) of %s%d is placed on %s, which cannot run it (see "
+                          "docs/SUPPORT-MATRIX.md); place %s on another backend",
+                          nm(n), i, mf_op_name(n->op), wt ? "weight type" : "type", mf_type_name(t),
+                          n->layer >= 0 ? "layer " : "the embeddings/output, layer ", n->layer, e->name,
+                          n->layer >= 0 ? "that layer" : "the embeddings/output");
+        }
+    }
+    return 0;
+}
+
 /* ---- the scheduler context ---- */
 
 typedef struct {
     int32_t node;
     mf_backend dst;
     void *buf;
-    size_t nbytes;
+    size_t nbytes, cap; /* bytes this copy moves; bytes buf holds */
     bool copied;  /* phase A done this forward */
     bool pending; /* phase A done, phase B not yet */
     bool issued;  /* phase A was an async transfer (phase B calls the source's await_cross) */
@@ -271,7 +321,7 @@ int mf_sched_plan(mf_sched *s, mf_graph *g, mf_error *err) {
                 size_t bytes = mf_node_nbytes(sn);
                 e = s->n_st++;
                 s->st_of[key] = e;
-                s->st[e] = (staging){.node = src, .dst = {(uint16_t)n->backend}, .nbytes = bytes};
+                s->st[e] = (staging){.node = src, .dst = {(uint16_t)n->backend}, .nbytes = bytes, .cap = bytes};
                 /* the staging buffer is the destination's memory: its compute reads it in place */
                 rc = mf_backend_alloc(s->st[e].dst, bytes ? bytes : 64, &s->st[e].buf, err);
                 if (rc) {
@@ -317,6 +367,17 @@ int mf_sched_copy_across(mf_sched *s, mf_graph *g, int32_t node, mf_backend dst,
     if (!st) return no_entry(s, node, dst, err);
     if (st->pending) return 0; /* the same transfer is already in flight: not a second copy */
     const mf_node *n = mf_graph_node_c(g, node);
+    /* an EXTERNAL holding more than its shape (the KV spans) moves all of it: grow the staging buffer */
+    const size_t bytes = n->bound_bytes > mf_node_nbytes(n) ? n->bound_bytes : mf_node_nbytes(n);
+    if (bytes > st->cap) {
+        void *nb = NULL;
+        int grc = mf_backend_alloc(dst, bytes, &nb, err);
+        if (grc) return mf_err_prefix(err, grc, "staging '%s' (%zu bytes) for %s", nm(n), bytes, mf_backend_name(dst));
+        mf_backend_free(dst, st->buf);
+        st->buf = nb;
+        st->cap = bytes;
+    }
+    st->nbytes = bytes;
     mf_backend src = {(uint16_t)n->backend};
     if (mf_backend_eq(src, dst)) return 0;
     if (!n->data)

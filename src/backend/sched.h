@@ -29,6 +29,19 @@ uint32_t mf_node_support_type(const mf_graph *g, const mf_node *n);
 /* Set node->backend for every node of g under `fence` (NULL = the process-wide mf_backend_fence()). */
 int mf_sched_assign(mf_graph *g, const mf_backend_filter *fence, mf_error *err);
 
+/* Assignment from a placement plan: a node of layer L (node->layer) goes to layer[L], anything outside the
+ * blocks (layer -1: inputs, embeddings, output norm, LM head) to `io`.  Leaves (INPUT, WEIGHT, EXTERNAL)
+ * live where the plan put their memory; aliases follow their root (a KV_STORE must be runnable there);
+ * every other node must be runnable on its placed backend - no silent fallback: a node its backend
+ * cannot run is an error naming the node, its layer, op and type and the backend.  A placed backend the
+ * fence (NULL = mf_backend_fence()) does not allow is refused, naming it. */
+typedef struct mf_placement {
+    const uint16_t *layer; /* n_layer backend ids */
+    int32_t n_layer;
+    mf_backend io;
+} mf_placement;
+int mf_sched_assign_placed(mf_graph *g, const mf_placement *p, const mf_backend_filter *fence, mf_error *err);
+
 typedef struct mf_split {
     mf_backend backend;
     int32_t first, last; /* node range [first, last) */

@@ -115,7 +115,9 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
     rc = mf_kv_prepare(ctx->kv, nt, b->pos + r0, b->seq_id + r0, ctx->cells + r0, true, err);
     if (rc) return rc;
     mf_sched_bind(ctx->sched, g); /* a shared arena may have grown since this graph last ran */
-    mf_graph_node(g, io.spans)->data = mf_kv_spans(ctx->kv); /* the buffer moves when it grows */
+    mf_node *spans = mf_graph_node(g, io.spans);
+    spans->data = mf_kv_spans(ctx->kv); /* the buffer moves when it grows */
+    spans->bound_bytes = sizeof(int32_t) * (size_t)mf_kv_spans(ctx->kv)[0]; /* with the cell lists */
     /* inputs through the hooks of the backend each lives on (host: a memcpy in place, as before) */
     const size_t row = sizeof(int32_t) * (size_t)nt;
     if (!(rc = mf_sched_write(ctx->sched, g, io.tokens, 0, b->token + r0, row, err)) &&

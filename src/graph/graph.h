@@ -75,6 +75,10 @@ typedef struct mf_node {
     uint32_t flags;
     char name[64];
     void *data; /* WEIGHT/EXTERNAL: set at build; INPUT: bound per forward; others: set by the allocator */
+    /* An EXTERNAL rebound per forward to a buffer holding more than its shape says (the KV spans: the
+     * header and windows the shape covers, then the cell lists they point into): the bytes actually
+     * behind data, so a cross-backend copy moves all of them; 0 = the shape's bytes. */
+    size_t bound_bytes;
 } mf_node;
 
 typedef struct mf_graph mf_graph;
