@@ -79,14 +79,19 @@ int mf_sched_assign_placed(mf_graph *g, const mf_placement *p, const mf_backend_
     if (!fence) fence = mf_backend_fence();
     for (int32_t l = -1; l < p->n_layer; l++) {
         mf_backend b = l < 0 ? p->io : (mf_backend){p->layer[l]};
+        char what[48];
+        if (l < 0)
+            snprintf(what, sizeof what, "the embeddings/output");
+        else
+            snprintf(what, sizeof what, "layer %d", l);
         if (!mf_backend_entry_get(b))
-            return mf_err(err, MF_E_BACKEND, "the placement puts %s%d on backend id %d, which is not in this build",
-                          l < 0 ? "the embeddings/output (layer " : "layer ", l, (int)b.id);
-        if (b.id >= MF_BACKEND_SLOTS || !fence->allowed[b.id])
+            return mf_err(err, MF_E_BACKEND, "the placement puts %s on backend id %d, which is not in this build", what,
+                          (int)b.id);
+        if (!fence->allowed[b.id])
             return mf_err(err, MF_E_BACKEND,
-                          "the placement puts %s %d on %s, which --backend / MINFER_BACKENDS does not allow; allow it "
-                          "or place the layer elsewhere",
-                          l < 0 ? "the embeddings/output, layer" : "layer", l, mf_backend_name(b));
+                          "the placement puts %s on %s, which --backend / MINFER_BACKENDS does not allow; allow it or "
+                          "place %s elsewhere",
+                          what, mf_backend_name(b), what);
     }
     int32_t nn = mf_graph_n_nodes(g);
     for (int32_t i = 0; i < nn; i++) {
