@@ -48,12 +48,22 @@ static mf_graph *build(int32_t *out) {
     return g;
 }
 
-static int bind(mf_graph *g, mf_error *err) {
-    int rc = mf_graph_alloc(g, err);
-    if (rc) return rc;
-    memcpy(mf_graph_node(g, mf_graph_find(g, "x"))->data, X, sizeof X);
-    memcpy(mf_graph_node(g, mf_graph_find(g, "y"))->data, Y, sizeof Y);
-    return 0;
+/* Allocate through the scheduler (the test backend's share lands in its own, non-host memory) and write
+ * the inputs through the hooks. */
+static int bind(mf_sched *s, mf_graph *g, mf_error *err) {
+    int rc = mf_sched_alloc(s, g, err);
+    if (!rc) rc = mf_sched_write(s, g, mf_graph_find(g, "x"), 0, X, sizeof X, err);
+    if (!rc) rc = mf_sched_write(s, g, mf_graph_find(g, "y"), 0, Y, sizeof Y, err);
+    return rc;
+}
+
+/* 16 floats of node id, read through its backend's hook. */
+static const float *out16(mf_sched *s, mf_graph *g, int32_t id) {
+    static float buf[16];
+    mf_error err = {0};
+    memset(buf, 0, sizeof buf);
+    if (mf_sched_read(s, g, id, 0, buf, sizeof buf, &err)) printf("  read failed: %s\n", err.msg);
+    return buf;
 }
 
 static mf_backend_filter filter_of(bool cpu, bool test) {
@@ -71,11 +81,11 @@ static void reference(float out[16]) {
     mf_graph *g = build(&o);
     mf_backend_filter f = filter_of(true, false);
     mf_sched *s = NULL;
-    if (mf_sched_assign(g, &f, &err) || bind(g, &err) || mf_sched_new(&k_opts, &s, &err) || mf_sched_compute(s, g, &err))
+    if (mf_sched_assign(g, &f, &err) || mf_sched_new(&k_opts, &s, &err) || bind(s, g, &err) || mf_sched_compute(s, g, &err))
         printf("  reference run failed: %s\n", err.msg);
     CHECK(s && mf_sched_n_splits(s) == 1, "cpu only: one split");
     CHECK(s && mf_sched_get_stats(s).copies == 0, "cpu only: no copies");
-    memcpy(out, mf_graph_node(g, o)->data, 16 * sizeof(float));
+    memcpy(out, out16(s, g, o), 16 * sizeof(float));
     mf_sched_free(s);
     mf_graph_free(g);
 }
@@ -131,8 +141,8 @@ static void run_mixed(const char *what, bool decline, bool sync, uint64_t want_b
     mf_backend_filter all = filter_of(true, true);
     mf_sched *s = NULL;
     REQUIRE_OK(mf_sched_assign(g, &all, &err), "%s: %s", what, err.msg);
-    REQUIRE_OK(bind(g, &err), "%s: %s", what, err.msg);
     REQUIRE_OK(mf_sched_new(&k_opts, &s, &err), "%s", err.msg);
+    REQUIRE_OK(bind(s, g, &err), "%s: %s", what, err.msg);
     mf_sched_set_sync_copies(s, sync);
     mf_test_backend_set_decline(decline);
     long ran0 = mf_test_backend_nodes_run();
@@ -160,10 +170,13 @@ static void run_mixed(const char *what, bool decline, bool sync, uint64_t want_b
     CHECK(mf_test_backend_nodes_run() - ran0 == 4, "%s: the test backend ran a, s, m, o (%ld)", what,
           mf_test_backend_nodes_run() - ran0);
     CHECK(mf_test_backend_in_flight() == 0, "%s: no copy left in flight", what);
-    CHECK(!memcmp(mf_graph_node(g, o)->data, ref, sizeof ref), "%s: output differs from the CPU-only run", what);
+    CHECK(!memcmp(out16(s, g, o), ref, sizeof ref), "%s: output differs from the CPU-only run", what);
+    /* the test backend's values live in its own memory: an address no one outside it may dereference */
+    CHECK(mf_test_backend_owns(mf_graph_node(g, o)->data) && mf_test_backend_owns(mf_graph_node(g, mf_graph_find(g, "a"))->data),
+          "%s: a and o are test-backend memory", what);
+    CHECK(!mf_test_backend_owns(mf_graph_node(g, mf_graph_find(g, "y"))->data), "%s: y is host memory", what);
     /* data pointers restored after the splits */
-    CHECK(mf_graph_node(g, mf_graph_find(g, "y"))->data != NULL &&
-              !memcmp(mf_graph_node(g, mf_graph_find(g, "y"))->data, Y, sizeof Y),
+    CHECK(mf_graph_node(g, mf_graph_find(g, "y"))->data != NULL && !memcmp(out16(s, g, mf_graph_find(g, "y")), Y, sizeof Y),
           "%s: y's own memory is intact", what);
     /* a second forward reuses the plan and counts again */
     rc = mf_sched_compute(s, g, &err);
@@ -171,7 +184,7 @@ static void run_mixed(const char *what, bool decline, bool sync, uint64_t want_b
     st = mf_sched_get_stats(s);
     CHECK(st.copies == 8 && st.waits == 8, "%s (2nd): copies=%llu waits=%llu", what, (unsigned long long)st.copies,
           (unsigned long long)st.waits);
-    CHECK(!memcmp(mf_graph_node(g, o)->data, ref, sizeof ref), "%s (2nd): output differs", what);
+    CHECK(!memcmp(out16(s, g, o), ref, sizeof ref), "%s (2nd): output differs", what);
     mf_sched_free(s);
     mf_graph_free(g);
 }
@@ -187,12 +200,13 @@ static void reading_a_staged_value_before_its_await_is_refused(void) {
     mf_backend_filter all = filter_of(true, true);
     mf_sched *s = NULL;
     REQUIRE_OK(mf_sched_assign(g, &all, &err), "%s", err.msg);
-    REQUIRE_OK(bind(g, &err), "%s", err.msg);
     REQUIRE_OK(mf_sched_new(&k_opts, &s, &err), "%s", err.msg);
+    REQUIRE_OK(bind(s, g, &err), "%s", err.msg);
     REQUIRE_OK(mf_sched_plan(s, g, &err), "%s", err.msg);
     int32_t sv = mf_graph_find(g, "s");
-    float *src = mf_graph_node(g, sv)->data;
+    float src[16];
     for (int i = 0; i < 16; i++) src[i] = (float)i + 0.5f;
+    REQUIRE_OK(mf_sched_write(s, g, sv, 0, src, sizeof src, &err), "%s", err.msg);
     void *data = NULL;
     int rc = mf_sched_cross_input(s, sv, MF_BACKEND_CPU, &data, &err);
     CHECK(rc == MF_E_BACKEND && strstr(err.msg, "never copied"), "before any copy: rc=%d %s", rc, err.msg);
@@ -239,11 +253,11 @@ static void a_boundarys_inputs_are_all_enqueued_before_any_wait(void) {
         mf_backend_filter f = filter_of(true, pass == 1);
         mf_sched *s = NULL;
         REQUIRE_OK(mf_sched_assign(g, &f, &err), "%s", err.msg);
-        REQUIRE_OK(bind(g, &err), "%s", err.msg);
         REQUIRE_OK(mf_sched_new(&k_opts, &s, &err), "%s", err.msg);
+        REQUIRE_OK(bind(s, g, &err), "%s", err.msg);
         mf_test_backend_reset_peak();
         REQUIRE_OK(mf_sched_compute(s, g, &err), "%s", err.msg);
-        memcpy(outs[pass], mf_graph_node(g, o)->data, sizeof outs[pass]);
+        memcpy(outs[pass], out16(s, g, o), sizeof outs[pass]);
         if (pass == 1) {
             mf_sched_stats st = mf_sched_get_stats(s);
             CHECK(mf_sched_n_splits(s) == 3, "splits: %d", mf_sched_n_splits(s));
@@ -257,6 +271,35 @@ static void a_boundarys_inputs_are_all_enqueued_before_any_wait(void) {
         mf_graph_free(g);
     }
     CHECK(!memcmp(outs[0], outs[1], sizeof outs[0]), "mixed output differs from the CPU-only run");
+}
+
+/* Memory is planned per backend: a test node never takes over a dying CPU buffer in place (its arena is
+ * another backend's memory), and each backend's arena holds exactly its own nodes. */
+static void memory_is_planned_per_backend(void) {
+    mf_error err = {0};
+    mf_graph *g = mf_graph_new();
+    int64_t ne[2] = {16, 4};
+    int32_t x = mf_g_input(g, "x", MF_TYPE_F32, 2, ne);
+    int32_t a = mf_g_rms_norm(g, x, 1e-6f); /* cpu */
+    int32_t b = mf_g_scale(g, a, 2.0f);     /* test: a dies here, an in-place candidate */
+    int32_t c = mf_g_rms_norm(g, b, 1e-6f); /* cpu: b dies here */
+    mf_g_set_output(g, c);
+    mf_backend_filter all = filter_of(true, true);
+    REQUIRE_OK(mf_sched_assign(g, &all, &err), "%s", err.msg);
+    REQUIRE(mf_graph_node(g, b)->backend == T && mf_graph_node(g, a)->backend == MF_BACKEND_ID_CPU, "b on test, a on cpu");
+    size_t need[MF_GRAPH_ARENAS];
+    REQUIRE_OK(mf_graph_plan_memory(g, need, &err), "%s", err.msg);
+    CHECK(need[T] == 256, "the test arena holds b alone: %zu bytes, want 256", need[T]);
+    CHECK(need[MF_BACKEND_ID_CPU] == 2 * 256, "the cpu arena holds x and a, c reusing a: %zu bytes, want 512", need[MF_BACKEND_ID_CPU]);
+    mf_sched *s = NULL;
+    REQUIRE_OK(mf_sched_new(&k_opts, &s, &err), "%s", err.msg);
+    REQUIRE_OK(mf_sched_alloc(s, g, &err), "%s", err.msg);
+    CHECK(mf_test_backend_owns(mf_graph_node(g, b)->data) && !mf_test_backend_owns(mf_graph_node(g, a)->data) &&
+              !mf_test_backend_owns(mf_graph_node(g, c)->data),
+          "b is test memory, a and c are not");
+    CHECK(mf_sched_arena_bytes(s, (mf_backend){T}) == 256, "the scheduler's test arena: %zu", mf_sched_arena_bytes(s, (mf_backend){T}));
+    mf_sched_free(s);
+    mf_graph_free(g);
 }
 
 static void an_unassigned_graph_is_refused(void) {
@@ -284,6 +327,7 @@ int main(void) {
     RUN(sync_copies_are_the_bitwise_reference);
     RUN(reading_a_staged_value_before_its_await_is_refused);
     RUN(a_boundarys_inputs_are_all_enqueued_before_any_wait);
+    RUN(memory_is_planned_per_backend);
     RUN(an_unassigned_graph_is_refused);
     return mf_test_done();
 }

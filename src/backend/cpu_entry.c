@@ -39,11 +39,13 @@ static int cpu_host_write(void *pool, mf_node *node, size_t offs, const void *sr
     return 0;
 }
 
-/* Host memory: phase A is the memcpy itself, so phase B has nothing left to wait for. */
+/* Host memory: phase A is the copy itself (a memcpy, or the destination's write hook when its memory is
+ * not host), so phase B has nothing left to wait for. */
 static int cpu_copy_cross(void *pool, const mf_node *node, void *staging, size_t n, mf_backend dst, void **ticket,
                           bool *issued, mf_error *err) {
-    (void)dst;
-    int rc = cpu_host_read(pool, node, 0, staging, n, err);
+    (void)pool;
+    if (!node->data) return mf_err(err, MF_E_INTERNAL, "node '%s' has no memory to read (not allocated or bound)", node->name);
+    int rc = mf_backend_copy(MF_BACKEND_CPU, node->data, dst, staging, n, err);
     if (rc) return rc;
     *ticket = NULL;
     *issued = true;
@@ -59,6 +61,33 @@ static uint32_t cpu_kv_format(void *pool) {
     (void)pool;
     return MF_TYPE_F16;
 }
+
+/* ---- memory: host pointers, used in place by everyone ---- */
+
+static int cpu_buf_alloc(size_t size, void **addr, mf_error *err) {
+    void *p = mf_aligned_alloc(64, size ? size : 64);
+    if (!p) return mf_err(err, MF_E_NOMEM, "out of host memory for a %zu-byte CPU buffer", size);
+    memset(p, 0, size);
+    *addr = p;
+    return 0;
+}
+
+static void cpu_buf_free(void *addr) { mf_aligned_free(addr); }
+
+static int cpu_buf_write(void *addr, const void *src, size_t n, mf_error *err) {
+    (void)err;
+    memcpy(addr, src, n);
+    return 0;
+}
+
+static int cpu_buf_read(const void *addr, void *dst, size_t n, mf_error *err) {
+    (void)err;
+    memcpy(dst, addr, n);
+    return 0;
+}
+
+/* The weights the CPU owns are repacked into its row-interleaved layouts (quant/repack.c) when one fits. */
+static uint32_t cpu_weight_layout(uint32_t type, int64_t K, int64_t N) { return mf_repack_type(type, K, N); }
 
 static const mf_backend_entry k_cpu_entry = {
     .handle = {MF_BACKEND_ID_CPU},
@@ -76,6 +105,12 @@ static const mf_backend_entry k_cpu_entry = {
     .copy_cross = cpu_copy_cross,
     .await_cross = cpu_await_cross,
     .kv_format = cpu_kv_format,
+    .buf_is_host = true,
+    .buf_alloc = cpu_buf_alloc,
+    .buf_free = cpu_buf_free,
+    .buf_write = cpu_buf_write,
+    .buf_read = cpu_buf_read,
+    .weight_layout = cpu_weight_layout,
 };
 
 const mf_backend_entry *mf_cpu_entry(void) { return &k_cpu_entry; }

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Names and spellings are unconditional: a compiled-out backend still resolves to its handle, so the
@@ -155,4 +156,71 @@ int mf_backend_register_test(const mf_backend_entry *e, mf_error *err) {
     g_reg.test_entry = *e;
     g_reg.have_test = true;
     return 0;
+}
+
+/* ---- memory ---- */
+
+static const mf_backend_entry *mem_entry(mf_backend b, mf_error *err) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    if (!e || !e->buf_alloc || !e->buf_read || !e->buf_write) {
+        mf_err(err, MF_E_BACKEND, "backend '%s' has no memory hooks (not in this build, or it owns no memory)",
+               mf_backend_name(b));
+        return NULL;
+    }
+    return e;
+}
+
+int mf_backend_alloc(mf_backend b, size_t size, void **addr, mf_error *err) {
+    const mf_backend_entry *e = mem_entry(b, err);
+    if (!e) return MF_E_BACKEND;
+    int rc = e->buf_alloc(size, addr, err);
+    return rc ? mf_err_prefix(err, rc, "allocating %zu bytes on %s", size, e->name) : 0;
+}
+
+void mf_backend_free(mf_backend b, void *addr) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    if (addr && e && e->buf_free) e->buf_free(addr);
+}
+
+bool mf_backend_is_host(mf_backend b) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    return e && e->buf_is_host;
+}
+
+int mf_backend_write(mf_backend b, void *addr, const void *src, size_t n, mf_error *err) {
+    const mf_backend_entry *e = mem_entry(b, err);
+    return e ? e->buf_write(addr, src, n, err) : MF_E_BACKEND;
+}
+
+int mf_backend_read(mf_backend b, const void *addr, void *dst, size_t n, mf_error *err) {
+    const mf_backend_entry *e = mem_entry(b, err);
+    return e ? e->buf_read(addr, dst, n, err) : MF_E_BACKEND;
+}
+
+int mf_backend_copy(mf_backend src, const void *src_addr, mf_backend dst, void *dst_addr, size_t n, mf_error *err) {
+    const mf_backend_entry *es = mem_entry(src, err), *ed = es ? mem_entry(dst, err) : NULL;
+    if (!es || !ed) return MF_E_BACKEND;
+    if (n == 0) return 0;
+    if (es->buf_is_host && ed->buf_is_host) {
+        memmove(dst_addr, src_addr, n);
+        return 0;
+    }
+    if (ed->buf_copy_from) {
+        bool done = false;
+        int rc = ed->buf_copy_from(src, src_addr, dst_addr, n, &done, err);
+        if (rc || done) return rc;
+    }
+    if (es->buf_is_host) return ed->buf_write(dst_addr, src_addr, n, err);
+    if (ed->buf_is_host) return es->buf_read(src_addr, dst_addr, n, err);
+    void *tmp = malloc(n);
+    if (!tmp) return mf_err(err, MF_E_NOMEM, "no %zu-byte host buffer to copy from %s to %s", n, es->name, ed->name);
+    int rc = es->buf_read(src_addr, tmp, n, err);
+    if (!rc) rc = ed->buf_write(dst_addr, tmp, n, err);
+    free(tmp);
+    return rc;
+}
+
+uint32_t mf_backend_weight_layout(mf_backend b, uint32_t type, int64_t K, int64_t N) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    return e && e->weight_layout ? e->weight_layout(type, K, N) : type;
 }

@@ -111,7 +111,39 @@ typedef struct mf_backend_entry {
     int (*await_cross)(void *pool, void *ticket, mf_error *err);
     /* KV element type (mf_type) this backend stores by default. */
     uint32_t (*kv_format)(void *pool);
+
+    /* ---- memory: the buffer hooks (device-level: no pool, so a model can place its weights before any
+     * context exists).  An address a backend hands out means something only to that backend: a host
+     * backend's (buf_is_host) is a plain pointer anyone may read in place; any other backend's is an
+     * opaque value that only its own hooks and compute may interpret - nothing else dereferences it.
+     * Offsets are plain address arithmetic (addr + k is byte k of the allocation) for every backend. */
+    bool buf_is_host;
+    /* Allocate `size` bytes (zero-filled, 64-byte aligned for a host backend). */
+    int (*buf_alloc)(size_t size, void **addr, mf_error *err);
+    void (*buf_free)(void *addr); /* NULL is a no-op */
+    /* Host -> backend and backend -> host, n bytes at addr (which may be inside an allocation). */
+    int (*buf_write)(void *addr, const void *src, size_t n, mf_error *err);
+    int (*buf_read)(const void *addr, void *dst, size_t n, mf_error *err);
+    /* Optional: copy n bytes from backend src's address into this backend's dst_addr without the host
+     * (same backend, or a peer it can reach).  *done = false: not possible, the caller bounces through
+     * the host (mf_backend_copy). */
+    int (*buf_copy_from)(mf_backend src, const void *src_addr, void *dst_addr, size_t n, bool *done, mf_error *err);
+    /* Optional: the layout this backend wants a weight matrix in (K x N of `type`), for the weights it
+     * owns; `type` itself (or NULL) = the file's layout.  The CPU answers its repacked x8/x16 layouts. */
+    uint32_t (*weight_layout)(uint32_t type, int64_t K, int64_t N);
 } mf_backend_entry;
+
+/* The buffer hooks of backend b through the registry (refusals name the backend): alloc/free, is-host,
+ * host <-> backend, and a cross-backend copy that takes the destination's buf_copy_from when it can and
+ * bounces through a host buffer otherwise (both host: a memcpy). */
+int mf_backend_alloc(mf_backend b, size_t size, void **addr, mf_error *err);
+void mf_backend_free(mf_backend b, void *addr);
+bool mf_backend_is_host(mf_backend b);
+int mf_backend_write(mf_backend b, void *addr, const void *src, size_t n, mf_error *err);
+int mf_backend_read(mf_backend b, const void *addr, void *dst, size_t n, mf_error *err);
+int mf_backend_copy(mf_backend src, const void *src_addr, mf_backend dst, void *dst_addr, size_t n, mf_error *err);
+/* The layout b stores a weight matrix in (the file's type when b has no preference). */
+uint32_t mf_backend_weight_layout(mf_backend b, uint32_t type, int64_t K, int64_t N);
 
 /* The entry of a compiled-in (registered) backend, else NULL (a known name this build lacks, or an id
  * nothing fills).  Builds the registry on first use. */

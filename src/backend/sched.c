@@ -16,6 +16,7 @@ uint32_t mf_node_support_type(const mf_graph *g, const mf_node *n) {
 }
 
 static bool is_pure_alias(mf_op op) { return op == MF_OP_VIEW || op == MF_OP_RESHAPE || op == MF_OP_PERMUTE; }
+static bool executes(const mf_node *n);
 
 /* ---- assignment ---- */
 
@@ -72,13 +73,67 @@ int mf_sched_assign(mf_graph *g, const mf_backend_filter *fence, mf_error *err) 
     return 0;
 }
 
+int mf_sched_assign_placed(mf_graph *g, const mf_placement *p, const mf_backend_filter *fence, mf_error *err) {
+    int rc = mf_graph_error(g, err);
+    if (rc) return rc;
+    if (!fence) fence = mf_backend_fence();
+    for (int32_t l = -1; l < p->n_layer; l++) {
+        mf_backend b = l < 0 ? p->io : (mf_backend){p->layer[l]};
+        char what[48];
+        if (l < 0)
+            snprintf(what, sizeof what, "the embeddings/output");
+        else
+            snprintf(what, sizeof what, "layer %d", l);
+        if (!mf_backend_entry_get(b))
+            return mf_err(err, MF_E_BACKEND, "the placement puts %s on backend id %d, which is not in this build", what,
+                          (int)b.id);
+        if (!fence->allowed[b.id])
+            return mf_err(err, MF_E_BACKEND,
+                          "the placement puts %s on %s, which --backend / MINFER_BACKENDS does not allow; allow it or "
+                          "place %s elsewhere",
+                          what, mf_backend_name(b), what);
+    }
+    int32_t nn = mf_graph_n_nodes(g);
+    for (int32_t i = 0; i < nn; i++) {
+        mf_node *n = mf_graph_node(g, i);
+        int32_t root = n->view_src >= 0 ? n->view_src : (is_pure_alias(n->op) ? n->src[0] : -1);
+        mf_backend b;
+        if (root >= 0) {
+            b = (mf_backend){(uint16_t)mf_graph_node_c(g, root)->backend};
+            if (is_pure_alias(n->op)) {
+                n->backend = b.id;
+                continue;
+            }
+        } else if (n->layer >= p->n_layer) {
+            return mf_err(err, MF_E_INVAL, "node '%s' (#%d) is tagged layer %d, the placement has %d layers", nm(n), i,
+                          n->layer, p->n_layer);
+        } else {
+            b = n->layer >= 0 ? (mf_backend){p->layer[n->layer]} : p->io;
+        }
+        n->backend = b.id;
+        if (!executes(n)) continue;
+        const mf_backend_entry *e = mf_backend_entry_get(b);
+        uint32_t t = mf_node_support_type(g, n);
+        if (!e->supports || !e->supports(n->op, t)) {
+            bool wt = n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS;
+            return mf_err(err, MF_E_UNSUPPORTED,
+                          "node '%s' (#%d, %s, %s %s) of %s%d is placed on %s, which cannot run it (see "
+                          "docs/SUPPORT-MATRIX.md); place %s on another backend",
+                          nm(n), i, mf_op_name(n->op), wt ? "weight type" : "type", mf_type_name(t),
+                          n->layer >= 0 ? "layer " : "the embeddings/output, layer ", n->layer, e->name,
+                          n->layer >= 0 ? "that layer" : "the embeddings/output");
+        }
+    }
+    return 0;
+}
+
 /* ---- the scheduler context ---- */
 
 typedef struct {
     int32_t node;
     mf_backend dst;
     void *buf;
-    size_t nbytes;
+    size_t nbytes, cap; /* bytes this copy moves; bytes buf holds */
     bool copied;  /* phase A done this forward */
     bool pending; /* phase A done, phase B not yet */
     bool issued;  /* phase A was an async transfer (phase B calls the source's await_cross) */
@@ -104,6 +159,10 @@ struct mf_sched {
     int32_t n_st;
     int32_t *st_of; /* [node * MF_BACKEND_SLOTS + dst] -> staging index or -1 */
 
+    /* one compute arena per backend, shared by every graph this context runs (worst case of them) */
+    void *arena[MF_BACKEND_SLOTS];
+    size_t arena_size[MF_BACKEND_SLOTS];
+
     /* swaps active during the current split */
     int32_t *swapped;
     void **saved;
@@ -123,7 +182,7 @@ int mf_sched_new(const mf_backend_opts *opts, mf_sched **out, mf_error *err) {
 }
 
 static void plan_free(mf_sched *s) {
-    for (int32_t i = 0; i < s->n_st; i++) mf_aligned_free(s->st[i].buf);
+    for (int32_t i = 0; i < s->n_st; i++) mf_backend_free(s->st[i].dst, s->st[i].buf);
     free(s->st);
     free(s->st_of);
     free(s->splits);
@@ -144,6 +203,7 @@ void mf_sched_free(mf_sched *s) {
     if (!s) return;
     mf_sched_drain(s, NULL);
     plan_free(s);
+    for (int id = 0; id < MF_BACKEND_SLOTS; id++) mf_backend_free((mf_backend){(uint16_t)id}, s->arena[id]);
     for (int id = 0; id < MF_BACKEND_SLOTS; id++) {
         if (!s->pool[id] || !s->owned[id]) continue;
         const mf_backend_entry *e = mf_backend_entry_get((mf_backend){(uint16_t)id});
@@ -266,12 +326,13 @@ int mf_sched_plan(mf_sched *s, mf_graph *g, mf_error *err) {
                 size_t bytes = mf_node_nbytes(sn);
                 e = s->n_st++;
                 s->st_of[key] = e;
-                s->st[e] = (staging){.node = src, .dst = {(uint16_t)n->backend}, .nbytes = bytes};
-                s->st[e].buf = mf_aligned_alloc(64, bytes ? bytes : 64);
-                if (!s->st[e].buf) {
+                s->st[e] = (staging){.node = src, .dst = {(uint16_t)n->backend}, .nbytes = bytes, .cap = bytes};
+                /* the staging buffer is the destination's memory: its compute reads it in place */
+                rc = mf_backend_alloc(s->st[e].dst, bytes ? bytes : 64, &s->st[e].buf, err);
+                if (rc) {
+                    s->st[e].buf = NULL;
                     plan_free(s);
-                    return mf_err(err, MF_E_NOMEM, "cannot allocate %zu bytes to stage '%s' for %s", bytes, nm(sn),
-                                  mf_backend_name((mf_backend){(uint16_t)n->backend}));
+                    return mf_err_prefix(err, rc, "staging '%s' for %s", nm(sn), mf_backend_name(s->st[e].dst));
                 }
             }
             /* record once per split */
@@ -311,6 +372,17 @@ int mf_sched_copy_across(mf_sched *s, mf_graph *g, int32_t node, mf_backend dst,
     if (!st) return no_entry(s, node, dst, err);
     if (st->pending) return 0; /* the same transfer is already in flight: not a second copy */
     const mf_node *n = mf_graph_node_c(g, node);
+    /* an EXTERNAL holding more than its shape (the KV spans) moves all of it: grow the staging buffer */
+    const size_t bytes = n->bound_bytes > mf_node_nbytes(n) ? n->bound_bytes : mf_node_nbytes(n);
+    if (bytes > st->cap) {
+        void *nb = NULL;
+        int grc = mf_backend_alloc(dst, bytes, &nb, err);
+        if (grc) return mf_err_prefix(err, grc, "staging '%s' (%zu bytes) for %s", nm(n), bytes, mf_backend_name(dst));
+        mf_backend_free(dst, st->buf);
+        st->buf = nb;
+        st->cap = bytes;
+    }
+    st->nbytes = bytes;
     mf_backend src = {(uint16_t)n->backend};
     if (mf_backend_eq(src, dst)) return 0;
     if (!n->data)
@@ -331,7 +403,15 @@ int mf_sched_copy_across(mf_sched *s, mf_graph *g, int32_t node, mf_backend dst,
         if (!e->host_read)
             return mf_err(err, MF_E_BACKEND, "backend '%s' can neither copy '%s' to %s nor read it to the host", e->name,
                           nm(n), mf_backend_name(dst));
-        rc = e->host_read(pool, n, 0, st->buf, st->nbytes, err);
+        if (mf_backend_is_host(dst)) {
+            rc = e->host_read(pool, n, 0, st->buf, st->nbytes, err);
+        } else { /* through a host bounce into the destination's memory */
+            void *tmp = malloc(st->nbytes ? st->nbytes : 1);
+            rc = tmp ? e->host_read(pool, n, 0, tmp, st->nbytes, err)
+                     : mf_err(err, MF_E_NOMEM, "no %zu-byte host buffer to stage '%s'", st->nbytes, nm(n));
+            if (!rc) rc = mf_backend_write(dst, st->buf, tmp, st->nbytes, err);
+            free(tmp);
+        }
         if (rc) return mf_err_prefix(err, rc, "staging '%s' from %s to %s (blocking)", nm(n), e->name, mf_backend_name(dst));
         s->stats.blocking_copies++;
     }
@@ -481,4 +561,80 @@ int mf_sched_compute(mf_sched *s, mf_graph *g, mf_error *err) {
     /* a value nothing read is awaited once here; on a failure, in-flight copies are still retired */
     int drc = mf_sched_drain(s, rc ? NULL : err);
     return rc ? rc : drc;
+}
+
+/* ---- memory ---- */
+
+_Static_assert(MF_GRAPH_ARENAS == MF_BACKEND_SLOTS, "one graph arena per backend slot");
+
+int mf_sched_alloc(mf_sched *s, mf_graph *g, mf_error *err) {
+    size_t need[MF_GRAPH_ARENAS];
+    int rc = mf_graph_plan_memory(g, need, err);
+    if (rc) return rc;
+    for (int id = 0; id < MF_BACKEND_SLOTS; id++) {
+        if (need[id] <= s->arena_size[id]) continue;
+        mf_backend b = {(uint16_t)id};
+        /* grow: graphs bound to the old arena are rebound by mf_sched_bind before their next forward */
+        mf_backend_free(b, s->arena[id]);
+        s->arena[id] = NULL;
+        s->arena_size[id] = 0;
+        rc = mf_backend_alloc(b, need[id], &s->arena[id], err);
+        if (rc) {
+            s->arena[id] = NULL;
+            return mf_err_prefix(err, rc, "the compute arena of %s (%zu bytes for a %d-node graph)",
+                                 mf_backend_name(b), need[id], mf_graph_n_nodes(g));
+        }
+        s->arena_size[id] = need[id];
+    }
+    mf_graph_bind_memory(g, s->arena);
+    return 0;
+}
+
+void mf_sched_bind(mf_sched *s, mf_graph *g) {
+    if (!mf_graph_bound_to(g, s->arena)) mf_graph_bind_memory(g, s->arena);
+}
+
+size_t mf_sched_arena_bytes(const mf_sched *s, mf_backend b) {
+    return b.id < MF_BACKEND_SLOTS ? s->arena_size[b.id] : 0;
+}
+
+/* ---- inputs and outputs ---- */
+
+static int io_entry(mf_sched *s, const mf_graph *g, int32_t node, const mf_backend_entry **e, void **pool,
+                    mf_error *err) {
+    if (node < 0 || node >= mf_graph_n_nodes(g))
+        return mf_err(err, MF_E_INVAL, "node id %d is outside the graph's %d nodes", node, mf_graph_n_nodes(g));
+    const mf_node *n = mf_graph_node_c(g, node);
+    mf_backend b = {(uint16_t)(n->backend < 0 ? MF_BACKEND_ID_CPU : n->backend)};
+    *e = mf_backend_entry_get(b);
+    if (!*e) return mf_err(err, MF_E_INVAL, "node '%s' (#%d) has no usable backend (%d)", nm(n), node, n->backend);
+    if (!n->data)
+        return mf_err(err, MF_E_INVAL, "node '%s' (#%d) has no memory (allocate the graph first)", nm(n), node);
+    if (!(*e)->host_read || !(*e)->host_write)
+        return mf_err(err, MF_E_BACKEND, "backend '%s' cannot move '%s' to or from the host", (*e)->name, nm(n));
+    return mf_sched_pool(s, b, pool, err);
+}
+
+int mf_sched_write(mf_sched *s, mf_graph *g, int32_t node, size_t offs, const void *src, size_t n, mf_error *err) {
+    const mf_backend_entry *e = NULL;
+    void *pool = NULL;
+    int rc = io_entry(s, g, node, &e, &pool, err);
+    if (rc) return rc;
+    mf_node *nd = mf_graph_node(g, node);
+    if (offs > mf_node_nbytes(nd) || n > mf_node_nbytes(nd) - offs)
+        return mf_err(err, MF_E_RANGE, "writing %zu bytes at %zu into '%s' (#%d), which has %zu", n, offs, nm(nd), node,
+                      mf_node_nbytes(nd));
+    return e->host_write(pool, nd, offs, src, n, err);
+}
+
+int mf_sched_read(mf_sched *s, mf_graph *g, int32_t node, size_t offs, void *dst, size_t n, mf_error *err) {
+    const mf_backend_entry *e = NULL;
+    void *pool = NULL;
+    int rc = io_entry(s, g, node, &e, &pool, err);
+    if (rc) return rc;
+    const mf_node *nd = mf_graph_node_c(g, node);
+    if (offs > mf_node_nbytes(nd) || n > mf_node_nbytes(nd) - offs)
+        return mf_err(err, MF_E_RANGE, "reading %zu bytes at %zu from '%s' (#%d), which has %zu", n, offs, nm(nd), node,
+                      mf_node_nbytes(nd));
+    return e->host_read(pool, nd, offs, dst, n, err);
 }

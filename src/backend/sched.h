@@ -29,6 +29,19 @@ uint32_t mf_node_support_type(const mf_graph *g, const mf_node *n);
 /* Set node->backend for every node of g under `fence` (NULL = the process-wide mf_backend_fence()). */
 int mf_sched_assign(mf_graph *g, const mf_backend_filter *fence, mf_error *err);
 
+/* Assignment from a placement plan: a node of layer L (node->layer) goes to layer[L], anything outside the
+ * blocks (layer -1: inputs, embeddings, output norm, LM head) to `io`.  Leaves (INPUT, WEIGHT, EXTERNAL)
+ * live where the plan put their memory; aliases follow their root (a KV_STORE must be runnable there);
+ * every other node must be runnable on its placed backend - no silent fallback: a node its backend
+ * cannot run is an error naming the node, its layer, op and type and the backend.  A placed backend the
+ * fence (NULL = mf_backend_fence()) does not allow is refused, naming it. */
+typedef struct mf_placement {
+    const uint16_t *layer; /* n_layer backend ids */
+    int32_t n_layer;
+    mf_backend io;
+} mf_placement;
+int mf_sched_assign_placed(mf_graph *g, const mf_placement *p, const mf_backend_filter *fence, mf_error *err);
+
 typedef struct mf_split {
     mf_backend backend;
     int32_t first, last; /* node range [first, last) */
@@ -79,6 +92,22 @@ int mf_sched_cross_input(const mf_sched *s, int32_t node, mf_backend dst, void *
 int mf_sched_cross_input_ready(mf_sched *s, int32_t node, mf_backend dst, void **data, mf_error *err);
 /* Await every still-pending entry (counted in waits and drained). */
 int mf_sched_drain(mf_sched *s, mf_error *err);
+
+/* Memory: plan g per backend (assign first) and bind it into this context's arenas - one per backend,
+ * shared by every graph allocated here and grown to the largest need (so cached graphs cost one
+ * worst-case arena per backend, not one arena each), allocated through each backend's buffer hooks.
+ * Only one graph runs at a time, so sharing is safe; a graph's values do not survive another graph's
+ * forward (read the outputs first).  mf_sched_bind re-points g when an arena moved since it was bound
+ * (call it before each forward of a graph allocated here; O(1) when nothing moved). */
+int mf_sched_alloc(mf_sched *s, mf_graph *g, mf_error *err);
+void mf_sched_bind(mf_sched *s, mf_graph *g);
+size_t mf_sched_arena_bytes(const mf_sched *s, mf_backend b);
+
+/* Inputs and outputs: n bytes at offs of node's value, through the host_write / host_read hooks of the
+ * backend the node lives on (a host backend's are a memcpy in place; nobody outside a backend touches
+ * its memory).  A range outside the node is refused. */
+int mf_sched_write(mf_sched *s, mf_graph *g, int32_t node, size_t offs, const void *src, size_t n, mf_error *err);
+int mf_sched_read(mf_sched *s, mf_graph *g, int32_t node, size_t offs, void *dst, size_t n, mf_error *err);
 
 mf_sched_stats mf_sched_get_stats(const mf_sched *s);
 void mf_sched_reset_stats(mf_sched *s);

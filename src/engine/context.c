@@ -1,6 +1,7 @@
 /* Public API: model load/info and the context (KV store, graph cache, CPU backend). */
 #include "engine/engine_impl.h"
 
+#include "backend/registry.h"
 #include "core/env.h"
 #include "quant/quant.h"
 
@@ -89,6 +90,22 @@ static void kv_log_footprint(const mf_kv *kv, const mf_hparams *hp, int32_t n_ce
            (double)mf_kv_bytes(kv) / (1 << 20), 100.0 * (double)mf_kv_bytes(kv) / f32, f32);
 }
 
+/* The KV store's memory hooks: a layer's rows live on the backend the model placed the layer on. */
+static mf_backend kv_backend(void *user, int32_t layer) {
+    return (mf_backend){((const mf_model *)user)->layer_backend[layer]};
+}
+static bool kv_is_host(void *user, int32_t layer) { return mf_backend_is_host(kv_backend(user, layer)); }
+static int kv_alloc(void *user, int32_t layer, size_t bytes, void **addr, mf_error *err) {
+    return mf_backend_alloc(kv_backend(user, layer), bytes, addr, err);
+}
+static void kv_free(void *user, int32_t layer, void *addr) { mf_backend_free(kv_backend(user, layer), addr); }
+static int kv_read(void *user, int32_t layer, const void *addr, void *dst, size_t n, mf_error *err) {
+    return mf_backend_read(kv_backend(user, layer), addr, dst, n, err);
+}
+static int kv_write(void *user, int32_t layer, void *addr, const void *src, size_t n, mf_error *err) {
+    return mf_backend_write(kv_backend(user, layer), addr, src, n, err);
+}
+
 int mf_context_new(mf_model *model, const mf_context_params *params, mf_context **out, mf_error *err) {
     *out = NULL;
     mf_context_params p = params ? *params : mf_context_default_params();
@@ -122,7 +139,21 @@ int mf_context_new(mf_model *model, const mf_context_params *params, mf_context 
             goto fail;
         }
     }
-    rc = mf_kv_new(hp->n_layer, hp->n_embd_kv, hp->n_embd_kv, p.n_ctx, p.type_k, p.type_v, &c->kv, err);
+    /* each layer's rows on the backend that runs the layer; all on the CPU: one host block, as always */
+    bool off_cpu = false;
+    for (int32_t l = 0; l < hp->n_layer; l++) off_cpu |= model->layer_backend[l] != MF_BACKEND_ID_CPU;
+    if (off_cpu) {
+        const mf_kv_mem mem = {.user = model,
+                               .is_host = kv_is_host,
+                               .alloc = kv_alloc,
+                               .free = kv_free,
+                               .read = kv_read,
+                               .write = kv_write};
+        rc = mf_kv_new_placed(hp->n_layer, hp->n_embd_kv, hp->n_embd_kv, p.n_ctx, p.type_k, p.type_v, &mem, &c->kv,
+                              err);
+    } else {
+        rc = mf_kv_new(hp->n_layer, hp->n_embd_kv, hp->n_embd_kv, p.n_ctx, p.type_k, p.type_v, &c->kv, err);
+    }
     if (rc) goto fail;
     kv_log_footprint(c->kv, hp, p.n_ctx);
     c->k_ptr = calloc((size_t)hp->n_layer, sizeof(void *));
@@ -213,8 +244,10 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
     };
     mf_graph_io io;
     int rc = mf_model_build(ctx->model, &bp, g, &io, err);
-    /* backend assignment is topology: decided once per graph, under the process-wide fence */
-    if (!rc) rc = mf_sched_assign(g, NULL, err);
+    /* backend assignment is topology: decided once per graph, by layer from the model's placement (where
+     * its weights and KV rows live), under the process-wide fence; never a silent fallback */
+    const mf_placement pl = {.layer = ctx->model->layer_backend, .n_layer = ctx->model->hp.n_layer, .io = MF_BACKEND_CPU};
+    if (!rc) rc = mf_sched_assign_placed(g, &pl, NULL, err);
     if (rc) {
         mf_graph_free(g);
         return rc;

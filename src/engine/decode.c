@@ -1,5 +1,6 @@
 /* Batches and mf_decode: resolve cells and spans, build-or-reuse the graph (keyed by token count and
- * output rows only), bind inputs, run on the CPU backend, copy out the rows that asked for logits. */
+ * output rows only), write the inputs and read the logits rows through the scheduler's hooks (each
+ * through the backend it lives on; nothing here dereferences a node's memory), run the splits. */
 #include "engine/engine_impl.h"
 
 #include "quant/quant.h"
@@ -47,10 +48,6 @@ int mf_batch_add(mf_batch *b, mf_token token, mf_pos pos, mf_seq_id seq, bool wa
 }
 
 /* ---------------- decode ---------------- */
-static void *node_data(mf_graph *g, int32_t id) {
-    return id < 0 || id >= mf_graph_n_nodes(g) ? NULL : mf_graph_node(g, id)->data;
-}
-
 /* The graph for nt rows with no output rows and the ids of its inputs and logits (kept with it in the
  * cache, so a reuse costs no search). */
 static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf_graph_io *io, mf_error *err) {
@@ -63,7 +60,8 @@ static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf
     }
     int rc = mf_engine_build_graph(ctx, nt, no, &g, io, err);
     if (rc) return rc;
-    if ((rc = mf_graph_alloc(g, err))) {
+    /* planned per backend into the context's shared arenas (one per backend for every cached graph) */
+    if ((rc = mf_sched_alloc(ctx->sched, g, err))) {
         mf_graph_free(g);
         return mf_err_prefix(err, rc, "allocating the graph for %d tokens", nt);
     }
@@ -110,26 +108,30 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
     mf_graph_io io;
     int rc = get_graph(ctx, nt, no, &g, &io, err);
     if (rc) return rc;
-    int32_t *tokens = node_data(g, io.tokens), *pos = node_data(g, io.pos), *cells = node_data(g, io.cells);
-    int32_t *out_ids = no < nt ? node_data(g, io.out_ids) : NULL;
-    const float *logits = node_data(g, io.logits);
-    if (!tokens || !pos || !cells || io.spans < 0 || io.spans >= mf_graph_n_nodes(g) || (no < nt && !out_ids) ||
-        !logits)
-        return mf_err(err, MF_E_INTERNAL, "graph for %d tokens lacks an input or its logits node (or it is unallocated)",
-                      nt);
+    const int32_t nn = mf_graph_n_nodes(g);
+    if (io.tokens < 0 || io.pos < 0 || io.cells < 0 || io.spans < 0 || io.spans >= nn || (no < nt && io.out_ids < 0) ||
+        io.logits < 0 || io.logits >= nn)
+        return mf_err(err, MF_E_INTERNAL, "graph for %d tokens lacks an input or its logits node", nt);
     rc = mf_kv_prepare(ctx->kv, nt, b->pos + r0, b->seq_id + r0, ctx->cells + r0, true, err);
     if (rc) return rc;
-    mf_graph_node(g, io.spans)->data = mf_kv_spans(ctx->kv); /* the buffer moves when it grows */
-    memcpy(tokens, b->token + r0, sizeof(int32_t) * (size_t)nt);
-    memcpy(pos, b->pos + r0, sizeof(int32_t) * (size_t)nt);
-    memcpy(cells, ctx->cells + r0, sizeof(int32_t) * (size_t)nt);
-    if (out_ids) {
+    mf_sched_bind(ctx->sched, g); /* a shared arena may have grown since this graph last ran */
+    mf_node *spans = mf_graph_node(g, io.spans);
+    spans->data = mf_kv_spans(ctx->kv); /* the buffer moves when it grows */
+    spans->bound_bytes = sizeof(int32_t) * (size_t)mf_kv_spans(ctx->kv)[0]; /* with the cell lists */
+    /* inputs through the hooks of the backend each lives on (host: a memcpy in place, as before) */
+    const size_t row = sizeof(int32_t) * (size_t)nt;
+    if (!(rc = mf_sched_write(ctx->sched, g, io.tokens, 0, b->token + r0, row, err)) &&
+        !(rc = mf_sched_write(ctx->sched, g, io.pos, 0, b->pos + r0, row, err)) &&
+        !(rc = mf_sched_write(ctx->sched, g, io.cells, 0, ctx->cells + r0, row, err)) && no < nt) {
+        /* the rows that want logits (few: usually the last one of a prompt) */
         int32_t k = 0;
-        if (fake)
-            out_ids[k++] = nt - 1;
-        else
-            for (int32_t i = 0; i < nt; i++)
-                if (b->logits[r0 + i]) out_ids[k++] = i;
+        for (int32_t i = fake ? nt - 1 : 0; i < nt && !rc; i++)
+            if (fake || b->logits[r0 + i])
+                rc = mf_sched_write(ctx->sched, g, io.out_ids, sizeof(int32_t) * (size_t)k++, &i, sizeof i, err);
+    }
+    if (rc) {
+        mf_kv_unprepare(ctx->kv, nt, b->seq_id + r0, ctx->cells + r0);
+        return rc;
     }
     rc = mf_sched_compute(ctx->sched, g, err);
     if (rc) {
@@ -137,6 +139,13 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
         return mf_err_prefix(err, rc, "forward over %d tokens", nt);
     }
     if (fake) return 0;
+    /* the logits rows straight into the context's buffer, through the output's backend */
+    float *logits = ctx->logits + (size_t)*n_out_done * (size_t)n_vocab;
+    rc = mf_sched_read(ctx->sched, g, io.logits, 0, logits, sizeof(float) * (size_t)n_vocab * (size_t)no, err);
+    if (rc) {
+        mf_kv_unprepare(ctx->kv, nt, b->seq_id + r0, ctx->cells + r0);
+        return mf_err_prefix(err, rc, "reading the logits of %d tokens", nt);
+    }
     /* NaN/Inf logits (broken weights, an overflowing activation) would sample garbage and print "nan":
      * refuse the batch instead, naming where it went wrong. */
     for (int32_t i = 0, k = 0; i < nt; i++) {
@@ -151,7 +160,6 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
             "the model's weights hold NaN/Inf or its activations overflow; check the model file",
             b->pos[r0 + i], b->seq_id[r0 + i], r0 + i, row[bad] != row[bad] ? "nan" : "inf", bad);
     }
-    memcpy(ctx->logits + (size_t)*n_out_done * (size_t)n_vocab, logits, sizeof(float) * (size_t)n_vocab * (size_t)no);
     for (int32_t i = 0; i < nt; i++)
         if (b->logits[r0 + i]) ctx->out_row[r0 + i] = (*n_out_done)++;
     return 0;

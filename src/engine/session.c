@@ -495,12 +495,14 @@ int mf_session_load(mf_context *ctx, mf_seq_id seq, const char *path, mf_token *
     }
     for (int32_t i = 0; i < v.n_cells; i++) pos[i] = mf_session_pos(&v, i);
     if ((rc = mf_kv_seq_import(ctx->kv, seq, v.n_cells, pos, cells, err))) goto out;
-    for (int32_t l = 0; l < v.fp.n_layer; l++) {
-        uint8_t *K = mf_kv_k(ctx->kv, l), *V = mf_kv_v(ctx->kv, l);
-        for (int32_t i = 0; i < v.n_cells; i++) {
-            memcpy(K + (size_t)cells[i] * v.fp.row_k, mf_session_k_row(&v, l, i), (size_t)v.fp.row_k);
-            memcpy(V + (size_t)cells[i] * v.fp.row_v, mf_session_v_row(&v, l, i), (size_t)v.fp.row_v);
-        }
+    /* rows through the store, which reaches a layer's memory on whichever backend holds it */
+    for (int32_t l = 0; l < v.fp.n_layer && !rc; l++)
+        for (int32_t i = 0; i < v.n_cells && !rc; i++)
+            if (!(rc = mf_kv_write_row(ctx->kv, l, false, cells[i], mf_session_k_row(&v, l, i), err)))
+                rc = mf_kv_write_row(ctx->kv, l, true, cells[i], mf_session_v_row(&v, l, i), err);
+    if (rc) {
+        mf_kv_seq_rm(ctx->kv, seq, -1, -1); /* nothing half-loaded stays */
+        goto out;
     }
     if (smp && v.has_rng) (void)mf_sampler_set_rng(smp, v.rng, NULL); /* parse refused the one invalid state */
     if (tokens) {
@@ -595,10 +597,12 @@ int mf_session_save(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int3
     int32_t *pos = malloc(sizeof(int32_t) * (size_t)MF_MAX(n, 1)), *cells = malloc(sizeof(int32_t) * (size_t)MF_MAX(n, 1));
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 16);
-    if (!pos || !cells || !tmp || mf_kv_seq_export(ctx->kv, seq, pos, cells, n) != n) {
+    uint8_t *rowbuf = malloc((size_t)MF_MAX(fp.row_k, fp.row_v));
+    if (!pos || !cells || !tmp || !rowbuf || mf_kv_seq_export(ctx->kv, seq, pos, cells, n) != n) {
         free(pos);
         free(cells);
         free(tmp);
+        free(rowbuf);
         return mf_err(err, MF_E_NOMEM, "out of memory saving a session of %d cells", n);
     }
     uint64_t rng[4];
@@ -624,10 +628,16 @@ int mf_session_save(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int3
     put_i32s(&w, pos, n);
     put_i32s(&w, tokens, n_tokens);
     put(&w, app, app_len);
-    for (int32_t l = 0; l < fp.n_layer; l++) {
-        const uint8_t *K = mf_kv_k(ctx->kv, l), *V = mf_kv_v(ctx->kv, l);
-        for (int32_t i = 0; i < n; i++) put(&w, K + (size_t)cells[i] * fp.row_k, (size_t)fp.row_k);
-        for (int32_t i = 0; i < n; i++) put(&w, V + (size_t)cells[i] * fp.row_v, (size_t)fp.row_v);
+    /* rows through the store (whichever backend holds a layer's memory), one row buffer */
+    for (int32_t l = 0; l < fp.n_layer && !rc; l++)
+        for (int vv = 0; vv < 2 && !rc; vv++)
+            for (int32_t i = 0; i < n && !rc; i++) {
+                const size_t rb = vv ? (size_t)fp.row_v : (size_t)fp.row_k;
+                if (!(rc = mf_kv_read_row(ctx->kv, l, vv, cells[i], rowbuf, err))) put(&w, rowbuf, rb);
+            }
+    if (rc) {
+        fclose(w.f);
+        goto fail_tmp;
     }
     uint8_t sum[8];
     wr64(sum, mf_xxh64_digest(&w.h));
@@ -657,5 +667,6 @@ done:
     free(pos);
     free(cells);
     free(tmp);
+    free(rowbuf);
     return rc;
 }

@@ -112,9 +112,14 @@ static bool inplace_op(mf_op op) {
 
 /* gives node i its memory: in place over src0 when that is safe, else a best-fit block; queues the
  * buffer's release after i's last reader */
-static void place(mf_graph *g, freelist *fl, int32_t i, const int32_t *last, int32_t *owner, int32_t *holder,
+static int slot_of(const mf_node *n) {
+    return n->backend >= 0 && n->backend < MF_GRAPH_ARENAS ? n->backend : 0;
+}
+
+static void place(mf_graph *g, freelist *fls, int32_t i, const int32_t *last, int32_t *owner, int32_t *holder,
                   int32_t *head, int32_t *next) {
     mf_node *nd = &g->nodes[i];
+    freelist *fl = &fls[slot_of(nd)];
     uint64_t size = align_up(mf_node_nbytes(nd));
     int32_t s0 = nd->src[0];
     bool inplace = false;
@@ -122,7 +127,8 @@ static void place(mf_graph *g, freelist *fl, int32_t i, const int32_t *last, int
         const mf_node *sn = &g->nodes[s0];
         /* src0 must be a root buffer dying right here, of the same size and layout */
         inplace = !is_alias(sn) && needs_arena(sn) && sn->op != MF_OP_INPUT && last[s0] == i &&
-                  g->offs[s0] != NO_OFFS && sn->type == nd->type && mf_node_is_contiguous(sn) &&
+                  g->offs[s0] != NO_OFFS && slot_of(sn) == slot_of(nd) && sn->type == nd->type &&
+                  mf_node_is_contiguous(sn) &&
                   mf_node_nbytes(sn) == mf_node_nbytes(nd);
         for (int s = 1; inplace && s < MF_MAX_SRC; s++) {
             int32_t sid = nd->src[s];
@@ -144,13 +150,12 @@ static void place(mf_graph *g, freelist *fl, int32_t i, const int32_t *last, int
     }
 }
 
-int mf_graph_alloc(mf_graph *g, mf_error *err) {
-    if (!g) return mf_err(err, MF_E_INVAL, "mf_graph_alloc: graph is NULL");
+int mf_graph_plan_memory(mf_graph *g, size_t need[MF_GRAPH_ARENAS], mf_error *err) {
+    if (!g) return mf_err(err, MF_E_INVAL, "mf_graph_plan_memory: graph is NULL");
     if (g->has_err) return mf_graph_error(g, err);
     int32_t n = g->n_nodes;
-    mf_aligned_free(g->arena);
-    g->arena = NULL;
-    g->arena_size = 0;
+    g->planned = false;
+    for (int b = 0; b < MF_GRAPH_ARENAS; b++) g->bound[b] = NULL, g->need[b] = 0;
     free(g->offs);
     g->offs = calloc((size_t)(n ? n : 1), sizeof *g->offs);
     int32_t *last = malloc((size_t)(n ? n : 1) * sizeof *last);   /* last reader of each root */
@@ -158,7 +163,8 @@ int mf_graph_alloc(mf_graph *g, mf_error *err) {
     int32_t *head = malloc((size_t)(n + 1) * sizeof *head);       /* frees due after step i: linked lists */
     int32_t *next = malloc((size_t)(n ? n : 1) * sizeof *next);
     int32_t *holder = malloc((size_t)(n ? n : 1) * sizeof *holder); /* per buffer: node holding it now */
-    freelist fl = {0};
+    freelist fl[MF_GRAPH_ARENAS];
+    memset(fl, 0, sizeof fl);
     int rc = 0;
     if (!g->offs || !last || !owner || !head || !next || !holder) {
         rc = mf_err(err, MF_E_NOMEM, "out of memory planning a graph of %d nodes", n);
@@ -189,14 +195,14 @@ int mf_graph_alloc(mf_graph *g, mf_error *err) {
     for (int32_t i = 0; i <= n; i++) head[i] = -1;
 
     for (int32_t i = 0; i < n; i++) {
-        if (needs_arena(&g->nodes[i])) place(g, &fl, i, last, owner, holder, head, next);
+        if (needs_arena(&g->nodes[i])) place(g, fl, i, last, owner, holder, head, next);
         /* release buffers whose current holder's last reader is this node (a view or a store may be the
          * last reader); a buffer handed on in place has a newer holder and is skipped here */
         for (int32_t j = head[i]; j >= 0; j = next[j]) {
             int32_t b = owner[j];
             if (holder[b] != j) continue;
             holder[b] = -1;
-            if (fl_insert(&fl, g->offs[j], align_up(mf_node_nbytes(&g->nodes[b])))) {
+            if (fl_insert(&fl[slot_of(&g->nodes[b])], g->offs[j], align_up(mf_node_nbytes(&g->nodes[b])))) {
                 rc = mf_err(err, MF_E_NOMEM, "out of memory in the graph allocator's free list");
                 goto done;
             }
@@ -204,16 +210,27 @@ int mf_graph_alloc(mf_graph *g, mf_error *err) {
         head[i] = -1;
     }
     /* nodes with no reader at all (and not outputs) were freed right after they were computed */
-    g->arena_size = (size_t)fl.end;
-    g->arena = mf_aligned_alloc(ALIGN, g->arena_size ? g->arena_size : ALIGN);
-    if (!g->arena) {
-        rc = mf_err(err, MF_E_NOMEM, "cannot allocate the %zu-byte compute arena for a graph of %d nodes",
-                    g->arena_size, n);
-        goto done;
-    }
+    for (int b = 0; b < MF_GRAPH_ARENAS; b++) g->need[b] = (size_t)fl[b].end;
+    g->planned = true;
+    if (need)
+        for (int b = 0; b < MF_GRAPH_ARENAS; b++) need[b] = g->need[b];
+done:
+    free(last);
+    free(owner);
+    free(head);
+    free(next);
+    free(holder);
+    for (int b = 0; b < MF_GRAPH_ARENAS; b++) free(fl[b].b);
+    return rc;
+}
+
+void mf_graph_bind_memory(mf_graph *g, void *const bases[MF_GRAPH_ARENAS]) {
+    if (!g || !g->planned) return;
+    int32_t n = g->n_nodes;
+    for (int b = 0; b < MF_GRAPH_ARENAS; b++) g->bound[b] = g->need[b] ? bases[b] : NULL;
     for (int32_t i = 0; i < n; i++) {
         mf_node *nd = &g->nodes[i];
-        if (g->offs[i] != NO_OFFS) nd->data = (char *)g->arena + g->offs[i];
+        if (g->offs[i] != NO_OFFS) nd->data = (char *)bases[slot_of(nd)] + g->offs[i];
     }
     for (int32_t i = 0; i < n; i++) {
         mf_node *nd = &g->nodes[i];
@@ -222,16 +239,37 @@ int mf_graph_alloc(mf_graph *g, mf_error *err) {
             nd->data = r->data ? (char *)r->data + nd->view_offs : NULL;
         }
     }
-done:
-    free(last);
-    free(owner);
-    free(head);
-    free(next);
-    free(holder);
-    free(fl.b);
-    return rc;
+}
+
+bool mf_graph_bound_to(const mf_graph *g, void *const bases[MF_GRAPH_ARENAS]) {
+    if (!g || !g->planned) return false;
+    for (int b = 0; b < MF_GRAPH_ARENAS; b++)
+        if (g->need[b] && g->bound[b] != bases[b]) return false;
+    return true;
+}
+
+int mf_graph_alloc(mf_graph *g, mf_error *err) {
+    size_t need[MF_GRAPH_ARENAS];
+    int rc = mf_graph_plan_memory(g, need, err);
+    if (rc) return rc;
+    void *bases[MF_GRAPH_ARENAS] = {0};
+    for (int b = 0; b < MF_GRAPH_ARENAS; b++) {
+        mf_aligned_free(g->own[b]);
+        g->own[b] = NULL;
+        if (!need[b]) continue;
+        g->own[b] = mf_aligned_alloc(ALIGN, need[b]);
+        if (!g->own[b])
+            return mf_err(err, MF_E_NOMEM, "cannot allocate the %zu-byte compute arena for a graph of %d nodes",
+                          need[b], g->n_nodes);
+        bases[b] = g->own[b];
+    }
+    mf_graph_bind_memory(g, bases);
+    return 0;
 }
 
 size_t mf_graph_peak_bytes(const mf_graph *g) {
-    return g ? g->arena_size : 0;
+    size_t t = 0;
+    if (g)
+        for (int b = 0; b < MF_GRAPH_ARENAS; b++) t += g->need[b];
+    return t;
 }

@@ -31,7 +31,7 @@ void mf_graph_free(mf_graph *g) {
     if (!g) return;
     free(g->nodes);
     free(g->offs);
-    mf_aligned_free(g->arena);
+    for (int b = 0; b < MF_GRAPH_ARENAS; b++) mf_aligned_free(g->own[b]);
     free(g);
 }
 

@@ -75,6 +75,10 @@ typedef struct mf_node {
     uint32_t flags;
     char name[64];
     void *data; /* WEIGHT/EXTERNAL: set at build; INPUT: bound per forward; others: set by the allocator */
+    /* An EXTERNAL rebound per forward to a buffer holding more than its shape says (the KV spans: the
+     * header and windows the shape covers, then the cell lists they point into): the bytes actually
+     * behind data, so a cross-backend copy moves all of them; 0 = the shape's bytes. */
+    size_t bound_bytes;
 } mf_node;
 
 typedef struct mf_graph mf_graph;
@@ -117,11 +121,26 @@ int32_t mf_g_layer(mf_graph *g, int32_t id, int layer);
 void mf_g_set_output(mf_graph *g, int32_t id);
 
 /* ---- allocation ---- */
-/* Liveness over the topological (creation) order; buffers reused once their last reader ran; in place
- * only where safe.  Sets data for every non-view, non-INPUT/WEIGHT/EXTERNAL node inside one arena.
- * INPUT nodes get their own region too (the engine writes them before each forward). */
+/* Memory is planned per backend: every arena-backed node (not a view, not INPUT-free leaves: WEIGHT and
+ * EXTERNAL bring their own memory) gets an offset inside the arena of the backend it is assigned to
+ * (node->backend; -1 counts as 0, the CPU), so assign before planning.  Liveness over the topological
+ * (creation) order; buffers reused once their last reader ran; in place only where safe and on the same
+ * backend.  INPUT nodes get their own region too (the engine writes them before each forward).
+ * MF_GRAPH_ARENAS equals the backend registry's slot count (backend/registry.h checks). */
+#define MF_GRAPH_ARENAS 8
+/* Plan (again) and say how many bytes each backend's arena needs (0: none). */
+int mf_graph_plan_memory(mf_graph *g, size_t need[MF_GRAPH_ARENAS], mf_error *err);
+/* Point every planned node's data at bases[b] + its offset (b its backend) and re-resolve the views.  The
+ * bases are addresses in each backend's own space; nothing here dereferences them.  Cheap: a scheduler
+ * that shares one arena per backend among several graphs rebinds a graph when an arena moved. */
+void mf_graph_bind_memory(mf_graph *g, void *const bases[MF_GRAPH_ARENAS]);
+/* True when g was planned and is bound to exactly these bases (for every arena it needs). */
+bool mf_graph_bound_to(const mf_graph *g, void *const bases[MF_GRAPH_ARENAS]);
+/* Host-only convenience (tests, tools): plan, then give each backend's share its own host arena owned
+ * by the graph, and bind.  A backend whose memory is not host must be allocated through the scheduler
+ * (mf_sched_alloc) instead. */
 int mf_graph_alloc(mf_graph *g, mf_error *err);
-size_t mf_graph_peak_bytes(const mf_graph *g); /* arena size after mf_graph_alloc */
+size_t mf_graph_peak_bytes(const mf_graph *g); /* the planned arenas' bytes, all backends together */
 
 /* ---- export (minfer viz) ---- */
 /* JSON: {"nodes":[{"id","name","op","type","ne":[..],"src":[..],"layer","backend"}...]}; DOT: a digraph

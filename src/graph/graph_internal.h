@@ -15,10 +15,12 @@ struct mf_graph {
     char err_op[24], err_detail[880];
     int32_t err_id;
 
-    /* allocation */
-    void *arena;
-    size_t arena_size;
-    uint64_t *offs; /* per node: byte offset in the arena, UINT64_MAX when not arena-backed */
+    /* allocation: one arena per backend (the node's backend id; -1 counts as 0, the CPU) */
+    bool planned;
+    size_t need[MF_GRAPH_ARENAS];  /* bytes each backend's arena must hold */
+    void *bound[MF_GRAPH_ARENAS];  /* the bases the data pointers point into now */
+    void *own[MF_GRAPH_ARENAS];    /* host arenas mf_graph_alloc made (freed with the graph) */
+    uint64_t *offs; /* per node: byte offset in its backend's arena, UINT64_MAX when not arena-backed */
 };
 
 #endif

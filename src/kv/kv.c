@@ -32,7 +32,12 @@ struct mf_kv {
     int64_t n_embd_k, n_embd_v;
     uint32_t type_k, type_v;
     size_t row_k, row_v;
-    uint8_t *mem;  /* n_layer * n_cells * (row_k + row_v), aligned */
+    uint8_t *mem;  /* n_layer * n_cells * (row_k + row_v), aligned (mf_kv_new) */
+    mf_kv_mem hooks; /* mf_kv_new_placed: where each layer's regions came from */
+    bool placed;
+    void **k, **v;   /* per layer: its K and V region */
+    bool *host;      /* per layer: may the store touch the region in place? */
+    uint8_t *row;    /* scratch: one K or V row (rows of non-host layers pass through it) */
     int32_t *pos;  /* per cell: position, -1 when free */
     int32_t *refs; /* per cell: sequences holding it */
     int32_t *heap; /* free cells, a min-heap of n_cells - n_used entries */
@@ -148,6 +153,11 @@ bool mf_kv_type_ok(uint32_t type) {
 
 int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cells, uint32_t type_k,
               uint32_t type_v, mf_kv **out, mf_error *err) {
+    return mf_kv_new_placed(n_layer, n_embd_k, n_embd_v, n_cells, type_k, type_v, NULL, out, err);
+}
+
+int mf_kv_new_placed(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cells, uint32_t type_k,
+                     uint32_t type_v, const mf_kv_mem *mem, mf_kv **out, mf_error *err) {
     *out = NULL;
     for (int i = 0; i < 2; i++) {
         const uint32_t t = i ? type_v : type_k;
@@ -180,19 +190,43 @@ int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cel
         free(kv);
         return mf_err(err, MF_E_RANGE, "KV cache size overflows: %d layers x %d cells", n_layer, n_cells);
     }
-    kv->mem = mf_aligned_alloc(64, (size_t)total);
+    if (!mem) kv->mem = mf_aligned_alloc(64, (size_t)total);
+    kv->k = calloc((size_t)n_layer, sizeof *kv->k);
+    kv->v = calloc((size_t)n_layer, sizeof *kv->v);
+    kv->host = calloc((size_t)n_layer, sizeof *kv->host);
+    kv->row = malloc(MF_MAX(kv->row_k, kv->row_v));
     kv->pos = malloc(sizeof(int32_t) * (size_t)n_cells);
     kv->refs = malloc(sizeof(int32_t) * (size_t)n_cells);
     kv->heap = malloc(sizeof(int32_t) * (size_t)n_cells);
     kv->spans_cap = 256;
     kv->spans = malloc(sizeof(int32_t) * kv->spans_cap);
-    if (!kv->mem || !kv->pos || !kv->refs || !kv->heap || !kv->spans) {
+    if ((!mem && !kv->mem) || !kv->k || !kv->v || !kv->host || !kv->row || !kv->pos || !kv->refs || !kv->heap ||
+        !kv->spans) {
         mf_kv_free(kv);
         return mf_err(err, MF_E_NOMEM,
                       "out of memory for the KV cache: %llu bytes for %d cells x %d layers (lower -c)",
                       (unsigned long long)total, n_cells, n_layer);
     }
-    memset(kv->mem, 0, (size_t)total);
+    if (!mem) {
+        memset(kv->mem, 0, (size_t)total);
+        for (int32_t l = 0; l < n_layer; l++) {
+            kv->k[l] = kv->mem + (size_t)l * (size_t)n_cells * (kv->row_k + kv->row_v);
+            kv->v[l] = (uint8_t *)kv->k[l] + (size_t)n_cells * kv->row_k;
+            kv->host[l] = true;
+        }
+    } else {
+        kv->hooks = *mem;
+        kv->placed = true;
+        for (int32_t l = 0; l < n_layer; l++) {
+            kv->host[l] = mem->is_host(mem->user, l);
+            int rc = mem->alloc(mem->user, l, (size_t)n_cells * kv->row_k, &kv->k[l], err);
+            if (!rc) rc = mem->alloc(mem->user, l, (size_t)n_cells * kv->row_v, &kv->v[l], err);
+            if (rc) {
+                mf_kv_free(kv);
+                return mf_err_prefix(err, rc, "the KV cache of layer %d (%d cells)", l, n_cells);
+            }
+        }
+    }
     kv->spans[0] = 2; /* an empty spans buffer: its header alone */
     kv->spans[1] = 0;
     mf_kv_clear(kv);
@@ -203,6 +237,14 @@ int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cel
 void mf_kv_free(mf_kv *kv) {
     if (!kv) return;
     mf_aligned_free(kv->mem);
+    for (int32_t l = 0; kv->placed && kv->k && l < kv->n_layer; l++) {
+        if (kv->k[l]) kv->hooks.free(kv->hooks.user, l, kv->k[l]);
+        if (kv->v && kv->v[l]) kv->hooks.free(kv->hooks.user, l, kv->v[l]);
+    }
+    free(kv->k);
+    free(kv->v);
+    free(kv->host);
+    free(kv->row);
     free(kv->pos);
     free(kv->refs);
     free(kv->heap);
@@ -236,10 +278,36 @@ size_t mf_kv_bytes(const mf_kv *kv) {
 }
 
 void *mf_kv_k(mf_kv *kv, int32_t layer) {
-    return kv->mem + (size_t)layer * (size_t)kv->n_cells * (kv->row_k + kv->row_v);
+    return kv->k[layer];
 }
 void *mf_kv_v(mf_kv *kv, int32_t layer) {
-    return (uint8_t *)mf_kv_k(kv, layer) + (size_t)kv->n_cells * kv->row_k;
+    return kv->v[layer];
+}
+
+int mf_kv_read_row(const mf_kv *kv, int32_t layer, bool v, int32_t cell, void *dst, mf_error *err) {
+    if (layer < 0 || layer >= kv->n_layer || cell < 0 || cell >= kv->n_cells)
+        return mf_err(err, MF_E_RANGE, "KV row (layer %d, cell %d) is outside %d layers x %d cells", layer, cell,
+                      kv->n_layer, kv->n_cells);
+    const size_t rb = v ? kv->row_v : kv->row_k;
+    const uint8_t *at = (const uint8_t *)(v ? kv->v[layer] : kv->k[layer]) + (size_t)cell * rb;
+    if (kv->host[layer]) {
+        memcpy(dst, at, rb);
+        return 0;
+    }
+    return kv->hooks.read(kv->hooks.user, layer, at, dst, rb, err);
+}
+
+int mf_kv_write_row(mf_kv *kv, int32_t layer, bool v, int32_t cell, const void *src, mf_error *err) {
+    if (layer < 0 || layer >= kv->n_layer || cell < 0 || cell >= kv->n_cells)
+        return mf_err(err, MF_E_RANGE, "KV row (layer %d, cell %d) is outside %d layers x %d cells", layer, cell,
+                      kv->n_layer, kv->n_cells);
+    const size_t rb = v ? kv->row_v : kv->row_k;
+    uint8_t *at = (uint8_t *)(v ? kv->v[layer] : kv->k[layer]) + (size_t)cell * rb;
+    if (kv->host[layer]) {
+        memcpy(at, src, rb);
+        return 0;
+    }
+    return kv->hooks.write(kv->hooks.user, layer, at, src, rb, err);
 }
 
 int32_t mf_kv_cell_pos(const mf_kv *kv, int32_t cell) {
@@ -374,12 +442,33 @@ int mf_kv_rope_row(uint32_t type, void *row, int64_t n_embd, int32_t delta, cons
 }
 
 
-static void copy_rows(mf_kv *kv, int32_t dst, int32_t src) {
+/* A cell's rows in every layer into another cell (in place for host layers, through the scratch row
+ * and the hooks for the others); the first hook error is returned after every layer was tried. */
+static int copy_rows(mf_kv *kv, int32_t dst, int32_t src, mf_error *err) {
+    int first = 0;
     for (int32_t l = 0; l < kv->n_layer; l++) {
-        uint8_t *k = mf_kv_k(kv, l), *v = mf_kv_v(kv, l);
-        memcpy(k + (size_t)dst * kv->row_k, k + (size_t)src * kv->row_k, kv->row_k);
-        memcpy(v + (size_t)dst * kv->row_v, v + (size_t)src * kv->row_v, kv->row_v);
+        if (kv->host[l]) {
+            uint8_t *k = mf_kv_k(kv, l), *v = mf_kv_v(kv, l);
+            memcpy(k + (size_t)dst * kv->row_k, k + (size_t)src * kv->row_k, kv->row_k);
+            memcpy(v + (size_t)dst * kv->row_v, v + (size_t)src * kv->row_v, kv->row_v);
+            continue;
+        }
+        for (int w = 0; w < 2; w++) {
+            int rc = mf_kv_read_row(kv, l, w, src, kv->row, err);
+            if (!rc) rc = mf_kv_write_row(kv, l, w, dst, kv->row, err);
+            if (rc && !first) first = rc;
+        }
     }
+    return first;
+}
+
+/* Re-rope cell c's K row of a layer whose memory is not host: out, rope, back. */
+static int rope_row_placed(mf_kv *kv, int32_t l, int32_t c, const mf_kv_rope *rope, const float *cache, float *tmp,
+                           mf_error *err) {
+    int rc = mf_kv_read_row(kv, l, false, c, kv->row, err);
+    if (rc) return rc;
+    rope_row(kv->type_k, kv->row, kv->n_embd_k, rope, cache, tmp);
+    return mf_kv_write_row(kv, l, false, c, kv->row, err);
 }
 
 int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const mf_kv_rope *rope,
@@ -433,7 +522,7 @@ int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta,
     }
     float cache[MF_KV_ROPE_MAX];
     mf_rope_cache(cache, rope->n_rot, (float)delta, rope->freq_scale, mf_rope_theta_scale(rope->freq_base, rope->n_rot));
-    int32_t n_mv = 0;
+    int32_t n_mv = 0, hook_rc = 0;
     for (int32_t i = lo; i < hi; i++) {
         int32_t c = s->cell[i];
         if ((int64_t)kv->pos[c] + delta < 0) { /* llama.cpp: shifted before the start = gone */
@@ -442,13 +531,20 @@ int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta,
         }
         if (kv->refs[c] > 1) { /* copy-on-write: the other sharers keep the cell as it is */
             const int32_t nc = take_cell(kv, kv->pos[c]);
-            copy_rows(kv, nc, c);
+            int crc = copy_rows(kv, nc, c, err);
+            if (crc && !hook_rc) hook_rc = crc;
             kv->refs[c]--;
             c = nc;
         }
         kv->pos[c] += delta;
-        for (int32_t l = 0; l < kv->n_layer; l++)
+        for (int32_t l = 0; l < kv->n_layer; l++) {
+            if (!kv->host[l]) {
+                int rrc = rope_row_placed(kv, l, c, rope, cache, tmp, err);
+                if (rrc && !hook_rc) hook_rc = rrc;
+                continue;
+            }
             rope_row(kv->type_k, (uint8_t *)mf_kv_k(kv, l) + (size_t)c * kv->row_k, kv->n_embd_k, rope, cache, tmp);
+        }
         moved[n_mv++] = c;
     }
     /* the list again in position order: kept [0, lo) ++ [hi, n) (sorted) merged with the moved block */
@@ -463,7 +559,8 @@ int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta,
     free(out);
     free(tmp);
     free(moved);
-    return 0;
+    /* a non-host layer's hook failed: the positions moved, that layer's rows may not have (reported) */
+    return hook_rc ? mf_err_prefix(err, hook_rc, "seq_add: moving the rows of sequence %d", seq) : 0;
 }
 
 /* ---- a batch ---- */

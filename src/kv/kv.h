@@ -29,6 +29,25 @@ typedef struct mf_kv mf_kv;
  * that is a multiple of 32).  Anything else is refused naming the type. */
 int mf_kv_new(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cells, uint32_t type_k,
               uint32_t type_v, mf_kv **out, mf_error *err);
+/* Where the rows live.  mf_kv_new keeps every layer's K and V regions in one host block.  With
+ * mf_kv_new_placed each layer's two regions come from the caller's memory hooks (the engine hands the
+ * buffer hooks of the backend that runs the layer): the store keeps the cell bookkeeping on the host
+ * and never dereferences such a region unless is_host says it may; rows move through read / write
+ * (the context shift's copy-on-write and re-rope, session files: mf_kv_read_row / mf_kv_write_row).
+ * alloc must zero-fill.  `user` is passed back to every hook. */
+typedef struct mf_kv_mem {
+    void *user;
+    bool (*is_host)(void *user, int32_t layer);
+    int (*alloc)(void *user, int32_t layer, size_t bytes, void **addr, mf_error *err);
+    void (*free)(void *user, int32_t layer, void *addr);
+    int (*read)(void *user, int32_t layer, const void *addr, void *dst, size_t n, mf_error *err);
+    int (*write)(void *user, int32_t layer, void *addr, const void *src, size_t n, mf_error *err);
+} mf_kv_mem;
+int mf_kv_new_placed(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_t n_cells, uint32_t type_k,
+                     uint32_t type_v, const mf_kv_mem *mem, mf_kv **out, mf_error *err);
+/* One row (cell) of layer's K (v false) or V region, to or from host memory, whatever memory holds it. */
+int mf_kv_read_row(const mf_kv *kv, int32_t layer, bool v, int32_t cell, void *dst, mf_error *err);
+int mf_kv_write_row(mf_kv *kv, int32_t layer, bool v, int32_t cell, const void *src, mf_error *err);
 /* Is this a KV element type the store holds (f32, f16, q8_0)? */
 bool mf_kv_type_ok(uint32_t type);
 void mf_kv_free(mf_kv *kv);
@@ -39,7 +58,8 @@ uint32_t mf_kv_type_k(const mf_kv *kv);
 uint32_t mf_kv_type_v(const mf_kv *kv);
 size_t mf_kv_row_bytes_k(const mf_kv *kv);
 size_t mf_kv_row_bytes_v(const mf_kv *kv);
-void *mf_kv_k(mf_kv *kv, int32_t layer); /* region [n_embd_k, n_cells] */
+/* region [n_embd_k, n_cells]: an address of the memory that holds it (a host pointer only for host memory) */
+void *mf_kv_k(mf_kv *kv, int32_t layer);
 void *mf_kv_v(mf_kv *kv, int32_t layer);
 size_t mf_kv_bytes(const mf_kv *kv); /* all regions together */
 

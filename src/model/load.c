@@ -2,6 +2,7 @@
  * vocabulary (vocab.c), repack the matmul weights. */
 #include "model/model_impl.h"
 
+#include "backend/registry.h"
 #include "quant/quant.h"
 
 #include <stdio.h>
@@ -115,6 +116,7 @@ static int bind_weights(mf_model *m, const mf_model_open_params *p, mf_error *er
 }
 
 static int repack(mf_model *m, mf_error *err);
+static int place_layers(mf_model *m, const mf_model_open_params *p, mf_error *err);
 
 int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **out, mf_error *err) {
     *out = NULL;
@@ -131,6 +133,7 @@ int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **ou
         (rc = mf_model_vocab_size(m->gguf, &m->hp.n_vocab, err)) ||     /* vocab.c */
         (rc = bind_weights(m, p, err)) ||                               /* progress per layer */
         (rc = mf_model_load_vocab(m, err)) ||                           /* tokenizer, eog list */
+        (rc = place_layers(m, p, err)) ||                               /* weights onto their backends */
         (p->repack && (rc = repack(m, err))))
         goto fail;
     if (p->progress) p->progress(1.0f, p->progress_user);
@@ -195,6 +198,7 @@ static int repack(mf_model *m, mf_error *err) {
     if (!slots) return mf_err(err, MF_E_NOMEM, "out of memory");
     int n = 0;
     for (int il = 0; il < hp->n_layer; il++) {
+        if (m->layer_backend[il] != MF_BACKEND_ID_CPU) continue; /* another backend's weights: its layout */
         mf_layer_w *L = &m->layers[il];
         const mf_gguf_tensor **f[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
         for (int i = 0; i < per_layer; i++) slots[n++] = f[i];
@@ -207,7 +211,8 @@ static int repack(mf_model *m, mf_error *err) {
     size_t total = 0;
     for (int i = 0; i < n; i++) {
         const mf_gguf_tensor *t = *slots[i];
-        if (mf_repack_type(t->type, t->ne[0], t->ne[1]) == t->type) continue;
+        /* the CPU owns these weights: its layout for them (quant/repack.c) */
+        if (mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]) == t->type) continue;
         slots[k++] = slots[i];
         total += ((size_t)t->nbytes + 63) / 64 * 64;
     }
@@ -227,7 +232,7 @@ static int repack(mf_model *m, mf_error *err) {
         const mf_gguf_tensor *t = *slots[i];
         mf_gguf_tensor *c = &m->repacked[i];
         *c = *t;
-        c->type = mf_repack_type(t->type, t->ne[0], t->ne[1]);
+        c->type = mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]);
         c->data = (char *)m->repack_buf + off;
         if (repack_streaming(t, c->type, (void *)c->data) != 0) {
             free(slots);
@@ -244,8 +249,80 @@ static int repack(mf_model *m, mf_error *err) {
     return 0;
 }
 
+/* Placement: every layer's backend; a layer not on the CPU gets its tensors uploaded through that
+ * backend's buffer hooks (in the layout the backend asks for) and its descriptors re-pointed at them. */
+static int place_layers(mf_model *m, const mf_model_open_params *p, mf_error *err) {
+    const int32_t nl = m->hp.n_layer;
+    m->layer_backend = calloc((size_t)nl, sizeof *m->layer_backend); /* 0: the CPU */
+    if (!m->layer_backend) return mf_err(err, MF_E_NOMEM, "out of memory for the placement of %d layers", nl);
+    if (!p->layer_backend) return 0;
+    if (p->n_layer_backend != nl)
+        return mf_err(err, MF_E_INVAL, "the placement plan names %d layers, the model has %d", p->n_layer_backend, nl);
+    int n_off = 0;
+    for (int32_t il = 0; il < nl; il++) {
+        mf_backend b = {p->layer_backend[il]};
+        const mf_backend_entry *e = mf_backend_entry_get(b);
+        if (!e || !e->buf_alloc)
+            return mf_err(err, MF_E_BACKEND, "layer %d is placed on backend %s (id %d), which %s; place it on cpu", il,
+                          mf_backend_name(b), (int)b.id, e ? "has no memory hooks" : "is not in this build");
+        m->layer_backend[il] = b.id;
+        n_off += b.id != MF_BACKEND_ID_CPU;
+    }
+    if (!n_off) return 0;
+    enum { PER = 14 };
+    m->placed = calloc((size_t)n_off * PER, sizeof *m->placed);
+    m->placed_on = calloc((size_t)n_off * PER, sizeof *m->placed_on);
+    if (!m->placed || !m->placed_on) return mf_err(err, MF_E_NOMEM, "out of memory placing %d layers", n_off);
+    for (int32_t il = 0; il < nl; il++) {
+        mf_backend b = {m->layer_backend[il]};
+        if (b.id == MF_BACKEND_ID_CPU) continue;
+        mf_layer_w *L = &m->layers[il];
+        const mf_gguf_tensor **f[PER] = {&L->attn_norm, &L->wq,     &L->wk,       &L->wv,    &L->bq,
+                                         &L->bk,        &L->bv,     &L->q_norm,   &L->k_norm, &L->wo,
+                                         &L->ffn_norm,  &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+        for (int i = 0; i < PER; i++) {
+            const mf_gguf_tensor *t = *f[i];
+            if (!t) continue;
+            mf_gguf_tensor *c = &m->placed[m->n_placed];
+            *c = *t;
+            c->data = NULL;
+            const bool mat = t->ne[1] > 1;
+            const uint32_t to = mat ? mf_backend_weight_layout(b, t->type, t->ne[0], t->ne[1]) : t->type;
+            void *addr = NULL, *tmp = NULL;
+            int rc = mf_backend_alloc(b, (size_t)t->nbytes, &addr, err);
+            if (rc) return mf_err_prefix(err, rc, "layer %d's '%.*s'", il, (int)t->name.len, t->name.ptr);
+            c->data = addr;
+            m->placed_on[m->n_placed++] = b.id; /* freed with the model from here on */
+            const void *src = t->data;
+            if (to != t->type) { /* the backend's own layout, made on the host first */
+                tmp = mf_aligned_alloc(64, (size_t)t->nbytes);
+                if (!tmp) return mf_err(err, MF_E_NOMEM, "out of memory converting '%.*s'", (int)t->name.len, t->name.ptr);
+                if (mf_repack_as(to, t->type, t->data, tmp, t->ne[0], t->ne[1])) {
+                    mf_aligned_free(tmp);
+                    return mf_err(err, MF_E_INTERNAL, "converting '%.*s' for %s failed", (int)t->name.len, t->name.ptr,
+                                  mf_backend_name(b));
+                }
+                c->type = to;
+                src = tmp;
+            }
+            rc = mf_backend_write(b, addr, src, (size_t)t->nbytes, err);
+            mf_aligned_free(tmp);
+            if (rc) return mf_err_prefix(err, rc, "uploading layer %d's '%.*s'", il, (int)t->name.len, t->name.ptr);
+            m->placed_bytes += (size_t)t->nbytes;
+            *f[i] = c;
+        }
+    }
+    mf_log(MF_LOG_INFO, "placed %d of %d layers off the CPU (%d tensors, %.1f MiB through their backends' hooks)", n_off,
+           nl, m->n_placed, (double)m->placed_bytes / (1024.0 * 1024.0));
+    return 0;
+}
+
 void mf_model_close(mf_model *m) {
     if (!m) return;
+    for (int i = 0; i < m->n_placed; i++) mf_backend_free((mf_backend){m->placed_on[i]}, (void *)m->placed[i].data);
+    free(m->placed_on);
+    free(m->placed);
+    free(m->layer_backend);
     mf_tok_free(m->tok);
     free(m->repacked);
     mf_aligned_free(m->repack_buf);

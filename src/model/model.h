@@ -46,6 +46,15 @@ struct mf_model {
     int n_repacked;
     void *repack_buf;         /* their data, one aligned allocation */
     size_t repack_bytes;
+    /* Placement: the backend (registry id) each layer runs on and its weights live on; the embeddings,
+     * output norm and LM head stay on the CPU.  Repacking is the CPU's decision for the weights it owns;
+     * a layer on another backend gets copies of its tensors' descriptors whose data is that backend's
+     * address (uploaded once at load; only its hooks reach it). */
+    uint16_t *layer_backend;  /* n_layer entries */
+    mf_gguf_tensor *placed;   /* the placed descriptors (layers point at them) */
+    uint16_t *placed_on;      /* ... and the backend each one's memory belongs to */
+    int n_placed;
+    size_t placed_bytes;
     char path[512];
 };
 typedef struct mf_model mf_model;
@@ -58,6 +67,10 @@ typedef struct {
     /* Repack the matmul weights that have an x8/x16 layout (quant/repack.c) into one buffer, releasing
      * the file pages of the originals.  Not the token embedding (GET_ROWS reads its rows in place). */
     bool repack;
+    /* Per layer the backend id it runs on (n_layer entries, read at open); NULL = every layer on the CPU.
+     * A backend that is not in this build, or has no memory hooks, is refused naming the layer. */
+    const uint16_t *layer_backend;
+    int32_t n_layer_backend; /* entries in layer_backend: must equal the model's block count */
 } mf_model_open_params;
 
 /* Read <arch>.* keys.  Unsupported architecture -> MF_E_UNSUPPORTED naming it and the supported ones. */

@@ -13,6 +13,12 @@ const char *mf_cuda_unavailable(void);
 #if MF_CUDA
 /* cudaGetDeviceCount through the runtime (probe.cu): 0 and *count, or the cudaError_t value. */
 int mf_cuda_device_count(int *count);
+/* The memory calls behind the buffer hooks (probe.cu): 0, or the cudaError_t value; *what gets
+ * cudaGetErrorString's words. */
+int mf_cuda_malloc(size_t size, void **addr, const char **what);
+void mf_cuda_free(void *addr);
+/* kind: 0 host -> device, 1 device -> host, 2 device -> device (synchronous) */
+int mf_cuda_memcpy(void *dst, const void *src, size_t n, int kind, const char **what);
 #endif
 
 #endif

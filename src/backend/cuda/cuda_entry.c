@@ -41,6 +41,50 @@ static uint32_t cuda_kv_format(void *pool) {
     return MF_TYPE_F16;
 }
 
+/* ---- memory: device addresses (cudaMalloc), reached only through these hooks ---- */
+
+static int cuda_buf_alloc(size_t size, void **addr, mf_error *err) {
+    const char *what = "";
+    int e = mf_cuda_malloc(size, addr, &what);
+    if (e) return mf_err(err, MF_E_NOMEM, "cudaMalloc of %zu bytes failed: %s (error %d)", size, what, e);
+    return 0;
+}
+
+static void cuda_buf_free(void *addr) { mf_cuda_free(addr); }
+
+static int cuda_buf_write(void *addr, const void *src, size_t n, mf_error *err) {
+    const char *what = "";
+    int e = mf_cuda_memcpy(addr, src, n, 0, &what);
+    return e ? mf_err(err, MF_E_BACKEND, "cudaMemcpy host to device (%zu bytes) failed: %s (error %d)", n, what, e) : 0;
+}
+
+static int cuda_buf_read(const void *addr, void *dst, size_t n, mf_error *err) {
+    const char *what = "";
+    int e = mf_cuda_memcpy(dst, addr, n, 1, &what);
+    return e ? mf_err(err, MF_E_BACKEND, "cudaMemcpy device to host (%zu bytes) failed: %s (error %d)", n, what, e) : 0;
+}
+
+static int cuda_buf_copy_from(mf_backend src, const void *src_addr, void *dst_addr, size_t n, bool *done,
+                              mf_error *err) {
+    *done = false;
+    if (src.id != MF_BACKEND_ID_CUDA) return 0; /* the registry bounces through the host */
+    const char *what = "";
+    int e = mf_cuda_memcpy(dst_addr, src_addr, n, 2, &what);
+    if (e) return mf_err(err, MF_E_BACKEND, "cudaMemcpy device to device (%zu bytes) failed: %s (error %d)", n, what, e);
+    *done = true;
+    return 0;
+}
+
+static int cuda_host_read(void *pool, const mf_node *node, size_t offs, void *dst, size_t n, mf_error *err) {
+    (void)pool;
+    return cuda_buf_read((const char *)node->data + offs, dst, n, err);
+}
+
+static int cuda_host_write(void *pool, mf_node *node, size_t offs, const void *src, size_t n, mf_error *err) {
+    (void)pool;
+    return cuda_buf_write((char *)node->data + offs, src, n, err);
+}
+
 static const mf_backend_entry k_cuda_entry = {
     .handle = {MF_BACKEND_ID_CUDA},
     .name = "cuda",
@@ -51,6 +95,14 @@ static const mf_backend_entry k_cuda_entry = {
     .enable = cuda_enable,
     .compute = cuda_compute,
     .kv_format = cuda_kv_format,
+    .host_read = cuda_host_read,
+    .host_write = cuda_host_write,
+    .buf_is_host = false,
+    .buf_alloc = cuda_buf_alloc,
+    .buf_free = cuda_buf_free,
+    .buf_write = cuda_buf_write,
+    .buf_read = cuda_buf_read,
+    .buf_copy_from = cuda_buf_copy_from,
 };
 
 const mf_backend_entry *mf_cuda_entry(void) { return &k_cuda_entry; }
