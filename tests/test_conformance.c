@@ -71,6 +71,7 @@
  * named full-*) run only with MF_TEST_FULL=1 (make test-full). */
 #include "harness.h"
 
+#include "gguf/gguf.h"
 #include "minfer.h"
 #include "quant/quant.h"
 
@@ -447,6 +448,46 @@ static bool run_layout(const cJSON *j, const char *name, const char *model, bool
     return true;
 }
 
+/* A golden of a llama.cpp-quantized file (llama_quantize: make_conformance_goldens.sh, docs/CONFORMANCE.md)
+ * lists [name, type, FNV-1a 64] of every tensor of the file llama.cpp's quantizer wrote; the model the
+ * generator regenerated (mf-genmodel --llama-quantize) must hold exactly those bytes, or the comparison
+ * would not be about llama.cpp's file. */
+static bool check_llama_tensors(const cJSON *lq, const char *name, const char *model) {
+    const cJSON *list = cJSON_GetObjectItem(lq, "tensors");
+    mf_gguf *g = NULL;
+    mf_error err = {0};
+    if (!cJSON_IsArray(list) || mf_gguf_open(model, &g, &err)) {
+        CHECK(0, "%s: llama_quantize.tensors missing or model unreadable (%s)", name, err.msg);
+        return false;
+    }
+    bool ok = cJSON_GetArraySize(list) == (int)mf_gguf_n_tensors(g);
+    CHECK(ok, "%s: llama.cpp's file has %d tensors, the regenerated one %lld", name, cJSON_GetArraySize(list),
+          (long long)mf_gguf_n_tensors(g));
+    int same = 0;
+    for (int i = 0; ok && i < cJSON_GetArraySize(list); i++) {
+        const cJSON *e = cJSON_GetArrayItem(list, i);
+        const char *tn = cJSON_GetArrayItem(e, 0)->valuestring, *ty = cJSON_GetArrayItem(e, 1)->valuestring;
+        const char *want = cJSON_GetArrayItem(e, 2)->valuestring;
+        const mf_gguf_tensor *t = mf_gguf_find_tensor(g, tn);
+        char got[17] = "absent";
+        if (t) {
+            uint64_t h = 0xcbf29ce484222325ull;
+            for (uint64_t k = 0; k < t->nbytes; k++) h = (h ^ ((const uint8_t *)t->data)[k]) * 0x100000001b3ull;
+            snprintf(got, sizeof got, "%016llx", (unsigned long long)h);
+        }
+        const bool eq = t && !strcmp(mf_type_name(t->type), ty) && !strcmp(got, want);
+        CHECK(eq, "%s: tensor %s is not llama.cpp's: %s %s, llama.cpp's file %s %s (the generator's --llama-quantize "
+                  "drifted from ggml's quantizers; re-record with tools/oracle/make_conformance_goldens.sh)",
+              name, tn, t ? mf_type_name(t->type) : "-", got, ty, want);
+        ok = ok && eq;
+        same += eq;
+    }
+    mf_gguf_close(g);
+    if (ok) printf("  llama.cpp-quantized %-24s %d tensors byte-identical to llama.cpp's file (%s)\n", name, same,
+                   cJSON_GetObjectItem(lq, "ftype")->valuestring);
+    return ok;
+}
+
 /* every golden in the file layout, and again in the x8 layout when the model has repackable weights */
 static void run_layouts(const cJSON *j, const char *name, const char *model) {
     run_layout(j, name, model, true);
@@ -488,6 +529,13 @@ static void run_golden(const char *file) {
     int rc = system(cmd);
     if (rc != 0) {
         CHECK(0, "%s: '%s' failed (%d)", name, cmd, rc);
+        cJSON_Delete(j);
+        return;
+    }
+    /* first the tensors against llama.cpp's file (names the tensor that drifted), then the whole file */
+    const cJSON *lq = cJSON_GetObjectItem(j, "llama_quantize");
+    if (lq && !check_llama_tensors(lq, name, model)) {
+        remove(model);
         cJSON_Delete(j);
         return;
     }

@@ -703,11 +703,12 @@ static void test_tile_bitwise(void) {
 }
 
 /* The Q8_0-family tiles convert scales in chunks of blocks: lengths across chunk edges and not a multiple
- * of 8 blocks must still give vec_dot's bits, as must a lone activation row (the M = 1 path). */
+ * of 8 blocks must still give vec_dot's bits, as must a lone activation row (the M = 1 path).  IQ4_NL's
+ * tile runs vec_dot's even/odd block chains and its scalar tail: odd block counts reach that tail. */
 static void test_tile_bitwise_lengths(void) {
     enum { NB = 200, QK = 32, NW = 4, NA = 4 };
     static const int64_t lens[] = {QK, 3 * QK, 8 * QK, 63 * QK, 64 * QK, 65 * QK, 67 * QK, 130 * QK, NB * QK};
-    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
+    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_IQ4_NL};
     static uint8_t w[NW][NB * 34], a[NA][NB * 34];
     static float x[NB * QK];
     for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
@@ -720,18 +721,19 @@ static void test_tile_bitwise_lengths(void) {
                 k->from_float(x, a[j], NB * QK);
             }
             int bad = 0;
+            const int nw = k->tile_w < NW ? k->tile_w : NW; /* the tile's own shape, so its kernel runs */
             for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
                 const int64_t n = lens[l];
                 for (int na = 1; na <= NA; na++) {
                     float got[NW][NA + 1];
-                    k->vec_dot_tile(n, &got[0][0], NA + 1, w[0], sizeof w[0], NW, a[0], sizeof a[0], na);
-                    for (int i = 0; i < NW; i++)
+                    k->vec_dot_tile(n, &got[0][0], NA + 1, w[0], sizeof w[0], nw, a[0], sizeof a[0], na);
+                    for (int i = 0; i < nw; i++)
                         for (int j = 0; j < na; j++) {
                             float want;
                             k->vec_dot(n, &want, w[i], a[j]);
                             if (fbits(got[i][j]) != fbits(want) && bad++ < 3)
-                                CHECK(0, "%s %s n=%lld tile 4x%d pair (%d,%d) %a, vec_dot %a", mf_type_name(types[t]),
-                                      mf_isa_name((mf_isa)isa), (long long)n, na, i, j, got[i][j], want);
+                                CHECK(0, "%s %s n=%lld tile %dx%d pair (%d,%d) %a, vec_dot %a", mf_type_name(types[t]),
+                                      mf_isa_name((mf_isa)isa), (long long)n, nw, na, i, j, got[i][j], want);
                         }
                 }
             }

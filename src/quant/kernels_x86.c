@@ -15,13 +15,7 @@ MF_TILE_LOOP(mf_vec_dot_f16_avx2)
 MF_TILE_LOOP(mf_vec_dot_q4_1_avx2)
 MF_TILE_LOOP(mf_vec_dot_q5_1_avx2)
 MF_TILE_LOOP(mf_vec_dot_q2_K_avx2)
-MF_TILE_LOOP(mf_vec_dot_q3_K_avx2)
-MF_TILE_LOOP(mf_vec_dot_iq4_nl_avx2)
-MF_TILE_LOOP(mf_vec_dot_iq4_xs_avx2)
 MF_TILE_LOOP(mf_vec_dot_q2_K_avx512)
-MF_TILE_LOOP(mf_vec_dot_q3_K_avx512)
-MF_TILE_LOOP(mf_vec_dot_iq4_nl_avx512)
-MF_TILE_LOOP(mf_vec_dot_iq4_xs_avx512)
 MF_TILE_LOOP(mf_vec_dot_iq2_xxs_avx2)
 MF_TILE_LOOP(mf_vec_dot_iq2_xs_avx2)
 MF_TILE_LOOP(mf_vec_dot_iq2_s_avx2)
@@ -48,9 +42,9 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q5_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q5_K_avx2, 2, 2),
     [MF_TYPE_Q6_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
     [MF_TYPE_Q2_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q2_K_avx2, mf_from_float_q8_K_avx2),
-    [MF_TYPE_Q3_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx2, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ4_NL] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx2, mf_from_float_q8_0_avx2),
-    [MF_TYPE_IQ4_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q3_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q3_K_avx2, 2, 2),
+    [MF_TYPE_IQ4_NL] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx2, mf_from_float_q8_0_avx2, mf_tile_iq4_nl_avx2, 2, 2),
+    [MF_TYPE_IQ4_XS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx2, mf_from_float_q8_K_avx2, mf_tile_iq4_xs_avx2, 2, 2),
     [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_avx2, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_avx2, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ2_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_avx2, mf_from_float_q8_K_avx2),
@@ -64,7 +58,8 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
 };
 
 /* AVX-512: only what differs from AVX2 - VNNI for the Q8_0 family (dot_avx512.c, tile_avx512.c) and for
- * Q2_K/Q3_K/IQ4_NL/IQ4_XS (lowbit_avx512.c), the x16
+ * Q2_K/Q3_K/IQ4_NL/IQ4_XS (lowbit_avx512.c; for a batch, Q3_K/IQ4_NL/IQ4_XS take the AVX2 2x2 tiles of
+ * lowbit_avx2.c, the same bits and measured 1.3-1.9x the AVX-512 vec_dot per pair), the x16
  * layouts (x16_avx512.c) and the K x8 layouts (x8_avx512.c).  Every other type (F32/F16/BF16, Q4_K/Q5_K/
  * Q6_K, the Q*_0 x8 layouts) falls back to its AVX2 row in mf_quant_kernels_get. */
 static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
@@ -72,9 +67,9 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q5_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q5_0_avx512, 4, 4),
     [MF_TYPE_Q8_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q8_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q8_0_avx512, 4, 4),
     [MF_TYPE_Q2_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q2_K_avx512, mf_from_float_q8_K_avx2),
-    [MF_TYPE_Q3_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx512, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ4_NL] = MF_K(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx512, mf_from_float_q8_0_avx2),
-    [MF_TYPE_IQ4_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q3_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx512, mf_from_float_q8_K_avx2, mf_tile_q3_K_avx512, 2, 2),
+    [MF_TYPE_IQ4_NL] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx512, mf_from_float_q8_0_avx2, mf_tile_iq4_nl_avx512, 2, 2),
+    [MF_TYPE_IQ4_XS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx512, mf_from_float_q8_K_avx2, mf_tile_iq4_xs_avx512, 2, 2),
     [MF_TYPE_Q4_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_avx512, mf_from_float_q8_K_avx2),

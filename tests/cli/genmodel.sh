@@ -27,6 +27,8 @@ expect "refuses --arch llama" 2 "unknown --arch 'llama'; allowed: qwen2|qwen3" -
 expect "refuses --type iq1_s" 2 "unknown --type 'iq1_s'; allowed: f32|f16|bf16|q8_0" -- "$GEN" --arch qwen2 --type iq1_s -o "$D/x.gguf"
 expect "refuses --preset huge" 2 "unknown --preset 'huge'; allowed: tiny|qwen2.5-0.5b|qwen3-0.6b" -- "$GEN" --arch qwen3 --preset huge -o "$D/x.gguf"
 expect "refuses --seed -1" 2 "--seed '-1' is not an unsigned decimal integer" -- "$GEN" --arch qwen3 --seed -1 -o "$D/x.gguf"
+expect "refuses --llama-quantize for iq2_xs (imatrix)" 2 "--llama-quantize does not reproduce --type 'iq2_xs'; allowed: f16|" -- \
+    "$GEN" --arch qwen3 --type iq2_xs --llama-quantize -o "$D/x.gguf"
 expect "refuses --layers 0" 2 "--layers '0' is not in 1..512" -- "$GEN" --arch qwen3 --layers 0 -o "$D/x.gguf"
 expect "refuses missing -o" 2 "-o OUT.gguf is required" -- "$GEN" --arch qwen3
 expect "refuses missing --arch" 2 "--arch is required" -- "$GEN" -o "$D/x.gguf"
@@ -38,7 +40,7 @@ if [ ! -e "$D/x.gguf" ]; then ok "refusals leave no file"; else bad "refusals le
 expect "--help documents every flag" 0 "" -- "$GEN" --help
 help=$("$GEN" --help)
 miss=""
-for f in --arch --preset --type --seed --tied --untied --tokenizer --layers --ctx -o; do
+for f in --arch --preset --type --seed --tied --untied --tokenizer --tensor-type --llama-quantize --layers --ctx -o q3_k_m; do
     [[ "$help" == *"$f"* ]] || miss="$miss $f"
 done
 if [ -z "$miss" ]; then ok "help lists flags"; else bad "help lists flags" "missing:$miss"; fi

@@ -15,11 +15,12 @@ typedef enum { GM_ARCH_QWEN2, GM_ARCH_QWEN3 } gm_arch;
 
 #define GM_MAX_OVERRIDES 8
 
-/* What --type asks for: a single tensor type (llama-quantize --pure style) or the Q4_K_M mix. */
+/* What --type asks for: a single tensor type (llama-quantize --pure style) or a mix (Q4_K_M, Q3_K_S/M;
+ * with --llama-quantize every type is llama-quantize's mix for that ftype). */
 typedef enum {
     GM_T_F32, GM_T_F16, GM_T_BF16, GM_T_Q8_0, GM_T_Q4_0, GM_T_Q4_1, GM_T_Q5_0, GM_T_Q5_1,
     GM_T_Q4_K, GM_T_Q5_K, GM_T_Q6_K, GM_T_Q4_K_M, GM_T_Q2_K, GM_T_Q3_K, GM_T_IQ4_NL, GM_T_IQ4_XS,
-    GM_T_IQ2_XXS, GM_T_IQ2_XS, GM_T_IQ2_S, GM_T_IQ3_XXS, GM_T_IQ3_S,
+    GM_T_IQ2_XXS, GM_T_IQ2_XS, GM_T_IQ2_S, GM_T_IQ3_XXS, GM_T_IQ3_S, GM_T_Q3_K_S, GM_T_Q3_K_M,
     GM_T_COUNT
 } gm_ftype;
 
@@ -38,6 +39,10 @@ typedef struct {
     const char *tokenizer_dir;
     const char *out_path;
     bool quiet;
+    /* --llama-quantize: the file llama.cpp's llama_model_quantize (no imatrix, not --pure) writes from the
+     * --type f16 file of the same options: values rounded to f16 first, llama_tensor_get_type's per-tensor
+     * types, ggml's quantizers (quantize_ggml.c) */
+    bool llama;
     /* --tensor-type NAME=TYPE (llama-quantize's option, exact names): these tensors in TYPE instead */
     struct { char name[64]; uint32_t type; } over[GM_MAX_OVERRIDES];
     int n_over;
@@ -51,6 +56,7 @@ const char *gm_ftype_name(gm_ftype t);
 int gm_ftype_parse(const char *s, gm_ftype *out);
 const char *gm_ftype_names(void);
 uint32_t gm_ftype_file_type(gm_ftype t); /* general.file_type (llama_ftype) */
+bool gm_ftype_llama_ok(gm_ftype t);      /* --llama-quantize reproduces this ftype */
 
 /* Validates the shape combination (qwen2 needs n_head*head_dim == n_embd, ...). */
 int gm_config_check(const gm_config *c, mf_error *err);
@@ -76,6 +82,10 @@ void gm_rng_fill(gm_rng *r, float *dst, int64_t n, float mean, float sigma);
  * IQ4_NL IQ4_XS).
  * Round-to-nearest reference quantizers; returns MF_E_UNSUPPORTED for other types. */
 int gm_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
+/* ggml's own quantizers as llama_model_quantize runs them without an importance matrix (quantize_ggml.c):
+ * Q2_K..Q6_K, IQ4_NL, IQ4_XS; F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 through gm_quantize_row (already ggml's);
+ * MF_E_UNSUPPORTED for the others. */
+int gm_quantize_row_ggml(uint32_t type, const float *src, void *dst, int64_t n);
 /* IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S (quantize_iq.c; gm_quantize_row hands them over) */
 int gm_quantize_row_iq(uint32_t type, const float *src, void *dst, int64_t n);
 

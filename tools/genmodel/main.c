@@ -30,6 +30,12 @@ static void usage(FILE *f) {
             "                  a multiple of 256 fall back q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, q2_k/q3_k->q4_0,\n"
             "                  iq4_xs/iq2_*/iq3_*->iq4_nl); q4_k_m is llama.cpp's Q4_K_M mix. Norms and biases are\n"
             "                  always f32. The iq2/iq3 types are nearest-grid-point quantizers (no importance matrix).\n"
+            "                  q3_k_s / q3_k_m are llama.cpp's Q3_K_S / Q3_K_M mixes.\n"
+            "  --llama-quantize\n"
+            "                  write what llama.cpp's llama-quantize (no imatrix, not --pure) makes of the\n"
+            "                  --type f16 file of the same options: its per-tensor mix for T and ggml's own\n"
+            "                  quantizers, byte for byte; T one of f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k\n"
+            "                  q3_k_s q3_k_m q4_k_m iq4_nl iq4_xs iq3_s\n"
             "  --seed N        weight seed, unsigned 64-bit decimal (default 1)\n"
             "  --tied          no output.weight: the output reuses token_embd (default of the 0.5B/0.6B presets)\n"
             "  --untied        a separate output.weight (default of tiny)\n"
@@ -82,6 +88,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--tied")) tied = 1;
         else if (!strcmp(a, "--untied")) tied = 0;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) c.quiet = true;
+        else if (!strcmp(a, "--llama-quantize")) c.llama = true;
         else if (!strcmp(a, "--arch")) dst = &arch;
         else if (!strcmp(a, "--preset")) dst = &preset;
         else if (!strcmp(a, "--type")) dst = &type;
@@ -119,6 +126,10 @@ int main(int argc, char **argv) {
     if (!p) return bad("unknown --preset '%s'; allowed: %s", preset, gm_preset_names());
     c.p = *p;
     if (gm_ftype_parse(type, &c.ftype)) return bad("unknown --type '%s'; allowed: %s", type, gm_ftype_names());
+    if (c.llama && !gm_ftype_llama_ok(c.ftype))
+        return bad("--llama-quantize does not reproduce --type '%s'; allowed: %s (iq2_*/iq3_xxs need an importance "
+                   "matrix in llama.cpp, the q4_k/q5_k/q6_k mixes are not repeated here)",
+                   type, "f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k_s|q3_k_m|q4_k_m|iq4_nl|iq4_xs|iq3_s");
     c.seed = 1;
     if (seed && !parse_u64(seed, &c.seed))
         return bad("--seed '%s' is not an unsigned decimal integer (0..18446744073709551615)%s", seed, "");

@@ -44,12 +44,13 @@ static const struct {
     [GM_T_IQ2_XXS] = {"iq2_xxs", MF_TYPE_IQ2_XXS, 19}, [GM_T_IQ2_XS] = {"iq2_xs", MF_TYPE_IQ2_XS, 20},
     [GM_T_IQ2_S] = {"iq2_s", MF_TYPE_IQ2_S, 28},       [GM_T_IQ3_XXS] = {"iq3_xxs", MF_TYPE_IQ3_XXS, 23},
     [GM_T_IQ3_S] = {"iq3_s", MF_TYPE_IQ3_S, 26},
+    [GM_T_Q3_K_S] = {"q3_k_s", MF_TYPE_Q3_K, 11},      [GM_T_Q3_K_M] = {"q3_k_m", MF_TYPE_Q3_K, 12},
 };
 
 const char *gm_ftype_name(gm_ftype t) { return ftypes[t].name; }
 const char *gm_ftype_names(void) {
     return "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|q4_k_m|iq4_nl|iq4_xs|"
-           "iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s";
+           "iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s|q3_k_s|q3_k_m";
 }
 uint32_t gm_ftype_file_type(gm_ftype t) { return ftypes[t].file_type; }
 int gm_ftype_parse(const char *s, gm_ftype *out) {
@@ -105,16 +106,55 @@ static uint32_t fallback(uint32_t t, int64_t ncols) {
     return ncols % mf_type_get(t)->blck_size ? MF_TYPE_F16 : t;
 }
 
-/* --type X is llama-quantize --pure X (every 2-D weight X, with the shape fallback); q4_k_m follows
- * llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M (no imatrix, not Falcon, no experts). */
+/* llama_tensor_get_type_impl (llama.cpp 80fb11a, src/llama-quant.cpp) for the ftypes this generator
+ * writes, no imatrix, not Falcon, no experts, not 70B: the output (and a tied token_embd) in Q6_K (Q8_0
+ * when the row is not a multiple of the default type's block or the default is Q8_0); attn_v, ffn_down and
+ * attn_output per ftype.  attn_v / ffn_down count their tensors in file order, which is the layer here. */
+static uint32_t llama_mix(const gm_config *c, uint32_t t, gm_cat cat, int layer, int64_t ncols) {
+    const gm_ftype f = c->ftype;
+    const int nl = c->p.n_layer, gqa = c->p.n_head / c->p.n_head_kv;
+    const bool iq4 = f == GM_T_IQ4_NL || f == GM_T_IQ4_XS;
+    if (cat == C_OUT || (c->p.tied && cat == C_EMBD))
+        return ncols % mf_type_get(t)->blck_size ? MF_TYPE_Q8_0 : t != MF_TYPE_Q8_0 ? MF_TYPE_Q6_K : t;
+    if (cat == C_V) {
+        if (f == GM_T_Q2_K) return gqa >= 4 ? MF_TYPE_Q4_K : MF_TYPE_Q3_K;
+        if (f == GM_T_Q3_K_M) return layer < 2 ? MF_TYPE_Q5_K : MF_TYPE_Q4_K;
+        if (iq4 && gqa >= 4) return MF_TYPE_Q5_K;
+        if (f == GM_T_IQ3_S && gqa >= 4) return MF_TYPE_Q4_K;
+        if (f == GM_T_Q4_K_M && use_more_bits(layer, nl)) return MF_TYPE_Q6_K;
+    } else if (cat == C_DOWN) {
+        if (f == GM_T_Q2_K) return MF_TYPE_Q3_K;
+        if (f == GM_T_Q3_K_M) return layer < nl / 16 ? MF_TYPE_Q5_K : MF_TYPE_Q4_K; /* not Falcon: Q4_K */
+        if (f == GM_T_Q4_K_M) return use_more_bits(layer, nl) ? MF_TYPE_Q6_K : t;
+        if (iq4 && layer < nl / 8) return MF_TYPE_Q5_K;
+    } else if (cat == C_O) {
+        if (f == GM_T_Q2_K) return MF_TYPE_Q3_K;
+        if (f == GM_T_Q3_K_M) return MF_TYPE_Q4_K;
+    }
+    return t;
+}
+
+/* the ftypes --llama-quantize reproduces (docs/GENMODEL.md): their mix is llama_mix above and ggml's
+ * quantizers for every type the mix uses are in quantize_ggml.c.  Not: q4_k / q5_k / q6_k (their ftypes'
+ * mixes are not written here), iq2_* and iq3_xxs (llama-quantize needs an importance matrix for them). */
+bool gm_ftype_llama_ok(gm_ftype t) {
+    switch (t) {
+    case GM_T_F16: case GM_T_BF16: case GM_T_Q8_0: case GM_T_Q4_0: case GM_T_Q4_1: case GM_T_Q5_0: case GM_T_Q5_1:
+    case GM_T_Q2_K: case GM_T_Q3_K_S: case GM_T_Q3_K_M: case GM_T_Q4_K_M: case GM_T_IQ4_NL: case GM_T_IQ4_XS:
+    case GM_T_IQ3_S:
+        return true;
+    default: return false;
+    }
+}
+
+/* --type X is llama-quantize --pure X (every 2-D weight X, with the shape fallback); q4_k_m, q3_k_s and
+ * q3_k_m, and every type under --llama-quantize, follow llama_tensor_get_type's mix (llama_mix). */
 static uint32_t pick_type(const gm_config *c, gm_cat cat, int layer, int64_t ncols) {
     if (cat == C_1D) return MF_TYPE_F32;
     uint32_t t = ftypes[c->ftype].type;
     if (!mf_type_get(t)->quantized) return t;
-    if (c->ftype == GM_T_Q4_K_M) {
-        if (cat == C_OUT || (c->p.tied && cat == C_EMBD)) t = ncols % 256 ? MF_TYPE_Q8_0 : MF_TYPE_Q6_K;
-        else if (cat == C_V || cat == C_DOWN) t = use_more_bits(layer, c->p.n_layer) ? MF_TYPE_Q6_K : MF_TYPE_Q4_K;
-    }
+    if (c->llama || c->ftype == GM_T_Q4_K_M || c->ftype == GM_T_Q3_K_S || c->ftype == GM_T_Q3_K_M)
+        t = llama_mix(c, t, cat, layer, ncols);
     return fallback(t, ncols);
 }
 
@@ -291,8 +331,12 @@ int gm_generate(const gm_config *c, mf_error *err) {
             int64_t nr = MF_MIN(GM_ROWS_PER_CHUNK, nrow - r0);
             gm_rng_fill(&r, rows, ncol * nr, t[i].mean, t[i].sigma);
             if (t[i].cat == C_OUT || (c->p.tied && t[i].cat == C_EMBD)) hot_rows(&hot, rows, ncol, nr);
+            /* llama-quantize reads the F16 file: every value as the f16 the generator would have written */
+            if (c->llama && t[i].n_dims == 2)
+                for (int64_t k = 0; k < ncol * nr; k++) rows[k] = mf_fp16_to_fp32(mf_fp32_to_fp16(rows[k]));
             for (int64_t k = 0; k < nr; k++) {
-                rc = gm_quantize_row(t[i].type, rows + k * ncol, buf + (size_t)(r0 + k) * rs, ncol);
+                rc = (c->llama ? gm_quantize_row_ggml : gm_quantize_row)(t[i].type, rows + k * ncol,
+                                                                         buf + (size_t)(r0 + k) * rs, ncol);
                 /* a --tensor-type without a quantizer here: all-zero blocks are valid in every ggml type */
                 if (rc == MF_E_UNSUPPORTED && mf_type_get(t[i].type)->quantized)
                     rc = 0, memset(buf + (size_t)(r0 + k) * rs, 0, rs);

@@ -10,6 +10,14 @@
 # model file's sha256 (so the test detects a generator that drifted instead of reporting a bogus
 # mismatch).  The CI test (tests/test_conformance.c) regenerates each model and compares.
 #
+# llama.cpp-quantized models (entries whose generator args hold --llama-quantize, names *-llamaq): the
+# model llama.cpp runs is the file llama.cpp's own quantizer writes (tools/oracle/bin/llama_quant quantize:
+# llama_model_quantize, no imatrix, not --pure) from mf-genmodel's --type f16 file of the same arguments.
+# The golden also gets llama_quantize.tensors, [name, type, FNV-1a 64] of every tensor of that file; the
+# script regenerates the model with the generator's args (--llama-quantize: the same mix and ggml's own
+# quantizers) and refuses to write the golden unless every tensor hash is equal, so the test suite, which
+# has no llama.cpp, runs the bytes llama.cpp wrote (and checks them again).
+#
 # Usage: tools/oracle/make_conformance_goldens.sh [--full] [NAME_FILTER]
 #   --full   also (only) the Qwen2.5-0.5B / Qwen3-0.6B shaped models (make test-full)
 # Env: BUILD (default build-engine; where mf-genmodel is), WORK (model scratch folder),
@@ -42,6 +50,8 @@ if [ "${1:-}" = "--full" ]; then full=1; shift; fi
 filter=${1:-}
 [ -x "$GEN" ] || { echo "make_conformance_goldens: $GEN not built (make BUILD=$BUILD)" >&2; exit 1; }
 [ -x "$ORACLE" ] || tools/oracle/build.sh llama_oracle
+LQ=tools/oracle/bin/llama_quant
+[ -x "$LQ" ] || tools/oracle/build.sh llama_quant
 mkdir -p "$OUT" "$WORK"
 
 # name | generator args
@@ -82,6 +92,17 @@ models=(
     "qwen3-tiny-iq2_s|--arch qwen3 --preset tiny --type iq2_s --seed 1 --untied"
     "qwen2-tiny-iq3_xxs|--arch qwen2 --preset tiny --type iq3_xxs --seed 1 --untied"
     "qwen3-tiny-iq3_s|--arch qwen3 --preset tiny --type iq3_s --seed 1 --untied"
+    "qwen3-tiny-q2_k-llamaq|--arch qwen3 --preset tiny --type q2_k --seed 1 --untied --llama-quantize"
+    "qwen2-tiny-q3_k_s-llamaq|--arch qwen2 --preset tiny --type q3_k_s --seed 1 --untied --llama-quantize"
+    "qwen3-tiny-q3_k_m-llamaq|--arch qwen3 --preset tiny --type q3_k_m --seed 1 --untied --llama-quantize"
+    "qwen2-tiny-q3_k_m-llamaq|--arch qwen2 --preset tiny --type q3_k_m --seed 1 --untied --llama-quantize"
+    "qwen3-tiny-iq4_nl-llamaq|--arch qwen3 --preset tiny --type iq4_nl --seed 1 --untied --llama-quantize"
+    "qwen2-tiny-iq4_xs-llamaq|--arch qwen2 --preset tiny --type iq4_xs --seed 1 --untied --llama-quantize"
+    "qwen3-tiny-iq3_s-llamaq|--arch qwen3 --preset tiny --type iq3_s --seed 1 --untied --llama-quantize"
+    "qwen2-tiny-q4_1-llamaq|--arch qwen2 --preset tiny --type q4_1 --seed 1 --untied --llama-quantize"
+    "qwen3-tiny-q5_0-llamaq|--arch qwen3 --preset tiny --type q5_0 --seed 1 --untied --llama-quantize"
+    "qwen2-tiny-q5_1-llamaq|--arch qwen2 --preset tiny --type q5_1 --seed 1 --untied --llama-quantize"
+    "qwen3-tiny-bf16-llamaq|--arch qwen3 --preset tiny --type bf16 --seed 1 --untied --llama-quantize"
 )
 else
 models=(
@@ -110,26 +131,43 @@ for entry in "${models[@]}"; do
     # shellcheck disable=SC2086
     "$GEN" $args -q -o "$model"
     sha=$(sha256sum "$model" | cut -d' ' -f1)
+    run_model=$model lq_json=null
+    if [[ " $args " == *" --llama-quantize "* ]]; then
+        ftype=$(printf '%s\n' $args | grep -A1 -x -- --type | tail -1)
+        src_args=$(printf ' %s ' "$args" | sed -e 's/ --llama-quantize / /' -e "s/ --type $ftype / --type f16 /")
+        # shellcheck disable=SC2086
+        "$GEN" $src_args -q -o "$WORK/$name.f16.gguf"
+        "$LQ" quantize "$WORK/$name.f16.gguf" "$WORK/$name.llama.gguf" "$ftype" >/dev/null
+        run_model=$WORK/$name.llama.gguf
+        lq_hashes=$("$LQ" hashes "$run_model")
+        if ! diff <(printf '%s' "$lq_hashes" | jq -c '.[]' | sort) <("$LQ" hashes "$model" | jq -c '.[]' | sort) >&2; then
+            echo "make_conformance_goldens: $name: mf-genmodel $args does not write llama.cpp's tensors (< llama.cpp, > generator)" >&2
+            exit 1
+        fi
+        lq_json=$(jq -n -c --arg ftype "$ftype" --arg src "${src_args# }" --argjson t "$lq_hashes" \
+            '{ftype: $ftype, source: ("mf-genmodel " + ($src | sub(" +$"; ""))), program: "tools/oracle/bin/llama_quant quantize (llama_model_quantize, default params)", hash: "fnv1a64", tensors: $t}')
+        rm -f "$WORK/$name.f16.gguf"
+    fi
     cases_file="$WORK/$name.cases.jsonl"
     : >"$cases_file"
     for p in "${prompts[@]}"; do
         pname=${p%%|*}
         ptext=${p#*|}
-        ids=$("$ORACLE" tokenize --cpu-variant "$CPU_VARIANT" --model "$model" --text "$ptext" 2>/dev/null | tr -d ' \n')
-        greedy=$("$ORACLE" greedy --cpu-variant "$CPU_VARIANT" --model "$model" --tokens "$ids" -n "$N_GEN" --top 5 --threads 2 --kv "$KV" --fa "$FA" ${repack_flag:+"$repack_flag"} 2>/dev/null)
+        ids=$("$ORACLE" tokenize --cpu-variant "$CPU_VARIANT" --model "$run_model" --text "$ptext" 2>/dev/null | tr -d ' \n')
+        greedy=$("$ORACLE" greedy --cpu-variant "$CPU_VARIANT" --model "$run_model" --tokens "$ids" -n "$N_GEN" --top 5 --threads 2 --kv "$KV" --fa "$FA" ${repack_flag:+"$repack_flag"} 2>/dev/null)
         seq=$(printf '%s' "$greedy" | jq -c '.prompt + .generated')
-        evalj=$("$ORACLE" eval --cpu-variant "$CPU_VARIANT" --model "$model" --tokens "$seq" --top 5 --threads 2 --kv "$KV" --fa "$FA" ${repack_flag:+"$repack_flag"} 2>/dev/null | jq -s -c '.')
+        evalj=$("$ORACLE" eval --cpu-variant "$CPU_VARIANT" --model "$run_model" --tokens "$seq" --top 5 --threads 2 --kv "$KV" --fa "$FA" ${repack_flag:+"$repack_flag"} 2>/dev/null | jq -s -c '.')
         jq -n -c --arg name "$pname" --arg text "$ptext" --argjson prompt "$ids" --argjson g "$greedy" \
             --argjson e "$evalj" \
             '{name: $name, text: $text, prompt: $prompt, greedy: {generated: $g.generated, steps: $g.steps}, eval: $e}' \
             >>"$cases_file"
     done
     jq -n -c --arg name "$name" --arg args "$args" --arg sha "$sha" --arg commit "$commit" --argjson n_gen "$N_GEN" \
-        --argjson repack "$repack_json" --arg cpu_variant "$CPU_VARIANT" --arg kv "$KV" --arg fa "$FA" --argjson attn_rot "$attn_rot" --slurpfile cases "$cases_file" \
+        --argjson repack "$repack_json" --arg cpu_variant "$CPU_VARIANT" --arg kv "$KV" --arg fa "$FA" --argjson attn_rot "$attn_rot" --argjson lq "$lq_json" --slurpfile cases "$cases_file" \
         '{name: $name, generator: {args: ($args | split(" "))}, sha256: $sha,
           oracle: {llama_cpp: $commit, kv: $kv, flash_attn: $fa, attn_rot: $attn_rot, logits: "raw", n_gen: $n_gen, repack: $repack,
                   cpu_variant: $cpu_variant},
-          cases: $cases}' >"$OUT/$name.json"
-    rm -f "$model" "$cases_file"
+          cases: $cases} + (if $lq == null then {} else {llama_quantize: $lq} end)' >"$OUT/$name.json"
+    rm -f "$model" "$cases_file" "$WORK/$name.llama.gguf"
     echo "make_conformance_goldens: $OUT/$name.json ($sha)" >&2
 done
