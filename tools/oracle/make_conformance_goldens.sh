@@ -57,9 +57,9 @@ if [ "$KV" != f32 ]; then
 models=(
     "qwen2-tiny-q8_0-kv$KV$suffix|--arch qwen2 --preset tiny --type q8_0 --seed 1 --untied"
     "qwen3-tiny-q8_0-kv$KV$suffix|--arch qwen3 --preset tiny --type q8_0 --seed 1 --untied"
-    # head size 128 (the K rotation is 128 wide, its scale 1/sqrtf(128) not a power of two), 2 layers to stay small
-    "qwen3-0.6b-2l-q8_0-kv$KV$suffix|--arch qwen3 --preset qwen3-0.6b --layers 2 --type q8_0 --seed 1"
 )
+# q8_0: head size 128 too (the K rotation is 128 wide, its scale 1/sqrtf(128) not a power of two), 2 layers
+if [ "$KV" = q8_0 ]; then models+=("qwen3-0.6b-2l-q8_0-kv$KV$suffix|--arch qwen3 --preset qwen3-0.6b --layers 2 --type q8_0 --seed 1"); fi
 elif [ $full -eq 0 ]; then
 models=(
     "qwen2-tiny-f32|--arch qwen2 --preset tiny --type f32 --seed 1 --untied"
