@@ -135,6 +135,11 @@ typedef struct {
     int32_t n_ubatch;  /* largest forward; mf_decode splits bigger batches; 0 = 512 */
     uint32_t type_k;   /* K cache element type: MF_KV_TYPE_F16 (default, llama.cpp's), _F32 or _Q8_0 */
     uint32_t type_v;   /* V cache element type, the same choices (K and V may differ); anything else is refused */
+    /* llama.cpp's attention rotation: a q8_0 K (with Q) and a q8_0 V are multiplied by a Walsh-Hadamard
+     * matrix before the cache stores them (and the attention output by V's back), which lowers q8_0's
+     * rounding error; on for head sizes that are multiples of 64, as in llama.cpp.  true turns it off
+     * (also MINFER_ATTN_ROT_DISABLE=1, llama.cpp's LLAMA_ATTN_ROT_DISABLE).  f32/f16 caches never rotate. */
+    bool no_attn_rot;
 } mf_context_params;
 
 mf_context_params mf_context_default_params(void);

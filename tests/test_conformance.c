@@ -92,6 +92,7 @@ static double TOL_ABS, TOL_REL, TIGHT_ABS;
 static const char *TIGHT_CLASS;
 static bool tight; /* the golden was recorded with --no-repack */
 static uint32_t kv_type = MF_KV_TYPE_F32; /* the golden's oracle.kv (K and V); goldens without it: f32 */
+static bool no_attn_rot;                   /* the golden's oracle.attn_rot is false: run without the rotation */
 static void tol_for(const char *type) {
     TOL_REL = 0;
     if (!strcmp(type, "f32")) {
@@ -416,6 +417,7 @@ static bool run_layout(const cJSON *j, const char *name, const char *model, bool
         cp.n_threads = n_threads();
         cp.type_k = kv_type; /* the golden's KV type, never the default (f16) */
         cp.type_v = kv_type;
+        cp.no_attn_rot = no_attn_rot;
         rc = mf_context_new(m, &cp, &ctx, &err);
         CHECK(rc == 0, "%s: %s", name, err.msg);
     }
@@ -517,11 +519,13 @@ static void run_golden(const char *file) {
     kv_type = !strcmp(kvs, "f16") ? MF_KV_TYPE_F16 : !strcmp(kvs, "q8_0") ? MF_KV_TYPE_Q8_0 : MF_KV_TYPE_F32;
     REQUIRE(kv_type != MF_KV_TYPE_F32 || !strcmp(kvs, "f32"), "%s: oracle.kv '%s' is not f32, f16 or q8_0", path, kvs);
     kv_tol_for(kv_type);
-    /* llama.cpp rotates a quantized cache's Q/K/V by a Hadamard matrix unless told not to; minfer does not,
-     * so a q8_0 golden is only comparable when recorded without it (docs/CONFORMANCE.md, "KV cache types") */
-    REQUIRE(kv_type != MF_KV_TYPE_Q8_0 ||
-                cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "oracle"), "attn_rot")),
-            "%s: a q8_0 KV golden must be recorded with LLAMA_ATTN_ROT_DISABLE=1 (oracle.attn_rot false)", path);
+    /* llama.cpp rotates a quantized cache's Q/K/V by a Hadamard matrix unless LLAMA_ATTN_ROT_DISABLE=1;
+     * minfer runs a q8_0 golden the way it was recorded (oracle.attn_rot true: rotation on, the default;
+     * false: no_attn_rot), so a golden that does not say is refused (docs/CONFORMANCE.md, "KV cache types") */
+    const cJSON *rot = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "oracle"), "attn_rot");
+    REQUIRE(kv_type != MF_KV_TYPE_Q8_0 || cJSON_IsBool(rot),
+            "%s: a q8_0 KV golden must say whether llama.cpp rotated (oracle.attn_rot true or false)", path);
+    no_attn_rot = cJSON_IsFalse(rot);
     snprintf(model, sizeof model, "%s/conf-%s.gguf", mf_test_tmpdir(), name);
     int off = snprintf(cmd, sizeof cmd, "%s/mf-genmodel -q -o %s", build, model);
     for (int i = 0; i < cJSON_GetArraySize(args); i++)

@@ -11,6 +11,7 @@
 #include "engine/engine_impl.h" /* the context's KV store, for the byte checks */
 #include "gguf/gguf.h"
 #include "engine/engine_impl.h" /* the KV rows, for the context shift */
+#include "core/hadamard.h"
 #include "model/model.h"
 #include "quant/quant.h"
 
@@ -23,6 +24,7 @@
 static char q2_path[512], q3_path[512];
 static uint32_t g_kv = MF_KV_TYPE_F16; /* the KV type open_eng gives K and V (the identities hold for each) */
 static const uint32_t k_kv_types[] = {MF_KV_TYPE_F32, MF_KV_TYPE_F16, MF_KV_TYPE_Q8_0};
+static bool g_no_rot; /* open_eng's mf_context_params.no_attn_rot */
 
 static int n_threads(void) {
     const char *t = getenv("MF_TEST_THREADS");
@@ -57,6 +59,7 @@ static bool open_eng(const char *path, int n_ctx, int n_ubatch, eng *e) {
     cp.n_ubatch = n_ubatch;
     cp.type_k = g_kv;
     cp.type_v = g_kv;
+    cp.no_attn_rot = g_no_rot;
     if (mf_context_new(e->m, &cp, &e->c, &err)) {
         printf("  context: %s\n", err.msg);
         return false;
@@ -176,12 +179,16 @@ static void test_chunked_prefill_equals_one_forward(void) {
 /* KV element types in a real context (issue 11): layer 0's K and V rows depend only on the embeddings, so
  * after the same prefill the f16 and q8_0 cells hold exactly what the CPU converter makes of the f32 cells
  * (q8_0: quantize_row_q8_0's bytes, ggml-cpu's, mf_quantize_row_cpu); the footprint is 1/2 and 34/128 of
- * f32's; K and V may differ; other types and block-splitting head sizes are refused, leaving no context. */
+ * f32's; K and V may differ; other types and block-splitting head sizes are refused, leaving no context.
+ * A q8_0 cell holds the converter's bytes of the f32 row rotated as llama.cpp rotates it (K after RoPE by
+ * H_64 here, head size 64; V by H_64: core/hadamard.h), or of the plain row with no_attn_rot (e[3]): a
+ * rotation before the RoPE, a missing one, or one left on when disabled changes these bytes. */
 static void test_kv_types_store_and_footprint(void) {
-    eng e[3];
-    size_t bytes[3];
-    for (int t = 0; t < 3; t++) {
-        g_kv = k_kv_types[t];
+    eng e[4];
+    size_t bytes[4];
+    for (int t = 0; t < 4; t++) {
+        g_kv = k_kv_types[MF_MIN(t, 2)];
+        g_no_rot = t == 3;
         REQUIRE(open_eng(q3_path, 32, 512, &e[t]), "open %u", g_kv);
         REQUIRE(feed(&e[t], P0, 0, NP0, 0, NULL), "prefill");
         mf_context_stats st;
@@ -189,13 +196,16 @@ static void test_kv_types_store_and_footprint(void) {
         bytes[t] = st.kv_bytes;
     }
     g_kv = MF_KV_TYPE_F16;
-    CHECK(bytes[1] * 2 == bytes[0] && bytes[2] * 128 == bytes[0] * 34, "kv bytes f32 %zu f16 %zu q8_0 %zu", bytes[0],
-          bytes[1], bytes[2]);
+    g_no_rot = false;
+    CHECK(bytes[1] * 2 == bytes[0] && bytes[2] * 128 == bytes[0] * 34 && bytes[3] == bytes[2],
+          "kv bytes f32 %zu f16 %zu q8_0 %zu / %zu", bytes[0], bytes[1], bytes[2], bytes[3]);
     const mf_kv *kv32 = e[0].c->kv;
-    const int64_t n = (int64_t)(mf_kv_row_bytes_k(kv32) / sizeof(float));
+    const int64_t n = (int64_t)(mf_kv_row_bytes_k(kv32) / sizeof(float)), hd = e[0].m->hp.head_dim;
+    REQUIRE(hd == 64 && mf_hadamard_k_size(hd) == 64 && mf_hadamard_v_size(hd) == 64, "head size %lld", (long long)hd);
     uint8_t *want = malloc(mf_kv_row_bytes_k(kv32));
+    float *rot = malloc(sizeof(float) * (size_t)n);
     int diff = 0, cells = 0;
-    for (int t = 1; t < 3; t++) {
+    for (int t = 1; t < 4; t++) {
         const mf_kv *kv = e[t].c->kv;
         for (int r = 0; r < 2; r++) { /* K, then V */
             const float *src = r ? mf_kv_v(e[0].c->kv, 0) : mf_kv_k(e[0].c->kv, 0);
@@ -204,15 +214,18 @@ static void test_kv_types_store_and_footprint(void) {
             for (int32_t c = 0; c < mf_kv_n_cells(kv); c++) {
                 if (mf_kv_cell_seq(kv, c) < 0) continue;
                 REQUIRE(mf_kv_cell_pos(kv, c) == mf_kv_cell_pos(kv32, c), "cell %d positions differ", c);
-                mf_quantize_row_cpu(k_kv_types[t], src + (size_t)c * (size_t)n, want, n);
+                const float *row = src + (size_t)c * (size_t)n;
+                if (t == 2) mf_hadamard_row(rot, row, n, 64), row = rot;
+                mf_quantize_row_cpu(k_kv_types[MF_MIN(t, 2)], row, want, n);
                 diff += memcmp(got + (size_t)c * rb, want, rb) != 0;
                 cells++;
             }
         }
     }
-    CHECK(cells == 4 * NP0 && diff == 0, "%d of %d f16/q8_0 layer-0 rows are not the converter's bytes", diff, cells);
+    CHECK(cells == 6 * NP0 && diff == 0, "%d of %d f16/q8_0 layer-0 rows are not the converter's bytes", diff, cells);
     free(want);
-    for (int t = 0; t < 3; t++) close_eng(&e[t]);
+    free(rot);
+    for (int t = 0; t < 4; t++) close_eng(&e[t]);
 
     /* K and V apart: f16 K, q8_0 V */
     mf_error err = {0};
@@ -256,6 +269,87 @@ static void test_kv_types_store_and_footprint(void) {
     CHECK(mf_context_new(m, &cp, &c, &err) == MF_E_UNSUPPORTED && c == NULL && strstr(err.msg, "999"), "id 999: %s",
           err.msg);
     mf_model_free(m);
+}
+
+/* Why llama.cpp rotates (and so what would show a rotation skipped or misplaced): with outlier channels in
+ * K - qwen3's k_norm scaled by 32 at two channels, as trained models have - a q8_0 block's scale follows
+ * the outlier and the other 31 values lose their precision; H_64 spreads the outlier over the head first.
+ * Against the f32 cache, the rotated q8_0 cache's logits must be closer than the unrotated one's, and the
+ * two must differ.  Measured on genmodel qwen3 f32 seed 3 (f32 weights, so no matmul quantizes an
+ * activation and amplifies a difference), 13-token prompt + 4 decode steps, RMS over all logits (|top|
+ * ~88): rotated 0.31, unrotated 0.73 (scale 16: 0.16 / 0.40, 64: 0.34 / 0.54; unscaled 0.075 / 0.083).
+ * The max |d| is too noisy to order them.  A rotation of K without Q (or of V without the output) breaks
+ * the second check by far: the scores or the outputs are then of other vectors. */
+static int argmax(const float *x, int n);
+static void test_attn_rot_beats_plain_q8_0_on_outlier_channels(void) {
+    char path[600], f32_path[512];
+    /* f32 weights: no activation is quantized for a matmul, so a KV difference is not amplified by q8 levels */
+    REQUIRE(gen_model("qwen3", "f32", f32_path, sizeof f32_path), "mf-genmodel qwen3 f32");
+    snprintf(path, sizeof path, "%s/engine-qwen3-outliers.gguf", mf_test_tmpdir());
+    size_t len = 0;
+    char *bytes = mf_test_slurp(f32_path, &len);
+    REQUIRE(bytes, "read %s", f32_path);
+    mf_gguf *g = NULL;
+    mf_error err = {0};
+    REQUIRE(mf_gguf_open(f32_path, &g, &err) == 0, "%s", err.msg);
+    int patched = 0;
+    for (int64_t i = 0; i < mf_gguf_n_tensors(g); i++) {
+        const mf_gguf_tensor *t = mf_gguf_tensor_at(g, i);
+        if (t->name.len < 18 || memcmp(t->name.ptr + t->name.len - 18, "attn_k_norm.weight", 18)) continue;
+        REQUIRE(t->type == MF_TYPE_F32 && t->ne[0] == 64, "k_norm of type %u, %lld", t->type, (long long)t->ne[0]);
+        float *w = (float *)(bytes + mf_gguf_data_offset(g) + t->offset);
+        w[3] *= 32.0f, w[40] *= 32.0f;
+        patched++;
+    }
+    mf_gguf_close(g);
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f && fwrite(bytes, 1, len, f) == len && fclose(f) == 0, "write %s", path);
+    free(bytes);
+    REQUIRE(patched == 2, "%d k_norm tensors", patched);
+
+    enum { STEPS = 4 };
+    eng e[3]; /* f32, q8_0 rotated, q8_0 plain */
+    float *l[3];
+    for (int t = 0; t < 3; t++) {
+        g_kv = t ? MF_KV_TYPE_Q8_0 : MF_KV_TYPE_F32;
+        g_no_rot = t == 2;
+        REQUIRE(open_eng(path, 64, 512, &e[t]), "open");
+        l[t] = malloc(sizeof(float) * (size_t)e[t].n_vocab * (STEPS + 1));
+    }
+    g_kv = MF_KV_TYPE_F16;
+    g_no_rot = false;
+    const int n = e[0].n_vocab;
+    for (int t = 0; t < 3; t++) REQUIRE(feed(&e[t], P0, 0, NP0, 0, l[t]), "prefill");
+    for (int s = 1; s <= STEPS; s++) { /* the f32 run's greedy tokens for all three */
+        const mf_token tok = argmax(l[0] + (size_t)(s - 1) * n, n);
+        for (int t = 0; t < 3; t++) {
+            mf_batch b;
+            REQUIRE(mf_batch_init(&b, 1, &err) == 0, "%s", err.msg);
+            mf_batch_add(&b, tok, NP0 + s - 1, 0, true);
+            REQUIRE(mf_decode(e[t].c, &b, &err) == 0, "%s", err.msg);
+            mf_batch_free(&b);
+            memcpy(l[t] + (size_t)s * n, mf_get_logits(e[t].c, -1), sizeof(float) * (size_t)n);
+        }
+    }
+    double d_rot = 0, d_plain = 0, d_two = 0, top = 0;
+    for (size_t i = 0; i < (size_t)n * (STEPS + 1); i++) {
+        d_rot += ((double)l[1][i] - l[0][i]) * ((double)l[1][i] - l[0][i]);
+        d_plain += ((double)l[2][i] - l[0][i]) * ((double)l[2][i] - l[0][i]);
+        d_two = MF_MAX(d_two, fabs((double)l[1][i] - l[2][i]));
+        top = MF_MAX(top, fabs((double)l[0][i]));
+    }
+    d_rot = sqrt(d_rot / ((double)n * (STEPS + 1)));
+    d_plain = sqrt(d_plain / ((double)n * (STEPS + 1)));
+    if (getenv("MF_TEST_VERBOSE")) printf("  top |logit| %.3g\n", top);
+    if (getenv("MF_TEST_VERBOSE"))
+        printf("  RMS logit - f32 cache's: q8_0 rotated %.3g, unrotated %.3g; max |d| between them %.3g\n", d_rot, d_plain,
+               d_two);
+    CHECK(d_two > 0, "the rotated and unrotated q8_0 caches give the same logits: the rotation did not run");
+    CHECK(d_rot < 0.75 * d_plain, "rotated q8_0 is %.3g from the f32 cache (RMS), unrotated %.3g: the rotation "
+          "should cut the error on outlier channels well below the plain cache's", d_rot, d_plain);
+    for (int t = 0; t < 3; t++) free(l[t]), close_eng(&e[t]);
+    remove(path);
+    remove(f32_path);
 }
 
 static void test_two_runs_and_cache_hit_equal_rebuild(void) {
@@ -806,6 +900,7 @@ int main(void) {
     RUN(test_two_sequences_in_one_batch_equal_alone);
     RUN(test_chunked_prefill_equals_one_forward);
     RUN(test_kv_types_store_and_footprint);
+    RUN(test_attn_rot_beats_plain_q8_0_on_outlier_channels);
     RUN(test_two_runs_and_cache_hit_equal_rebuild);
     RUN(test_seq_cp_and_seq_rm_continue_exactly);
     RUN(test_context_shift_equals_cache_at_new_positions);

@@ -11,7 +11,7 @@
 #include "minfer.h"
 
 static const char *k_all[] = {"MINFER_LOG",      "MINFER_ISA",     "MINFER_REPACK",   "MINFER_CACHE_TYPE",
-                              "MINFER_PROFILE",  "MINFER_SPIN",    "MINFER_SPIN_US",  "MINFER_DRAIN_MS", "MINFER_BACKENDS",
+                              "MINFER_ATTN_ROT_DISABLE", "MINFER_PROFILE",  "MINFER_SPIN",    "MINFER_SPIN_US",  "MINFER_DRAIN_MS", "MINFER_BACKENDS",
                               "MINFER_DISABLE_CUDA", "MINFER_SYNC_COPIES"};
 
 static void clear_env(void) {
@@ -245,7 +245,8 @@ static void test_reading_points(void) {
 
     /* model load checks everything before it opens the file: the path does not even exist */
     const char *bad[][2] = {{"MINFER_REPACK", "abc"}, {"MINFER_LOG", "bogus"}, {"MINFER_SPIN_US", "1x"},
-                            {"MINFER_DISABLE_CUDA", "no"}, {"MINFER_CACHE_TYPE", "q4"}};
+                            {"MINFER_DISABLE_CUDA", "no"}, {"MINFER_CACHE_TYPE", "q4"},
+                            {"MINFER_ATTN_ROT_DISABLE", "maybe"}};
     for (size_t i = 0; i < MF_ARRAY_LEN(bad); i++) {
         setenv(bad[i][0], bad[i][1], 1);
         mf_model *m = (mf_model *)1;

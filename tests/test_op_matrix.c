@@ -236,6 +236,41 @@ static bool case_rope(uint32_t type) {
     return ok;
 }
 
+/* the fast transform against the explicit orthonormal matrix llama.cpp builds (ggml_gen_hadamard:
+ * Sylvester's doubling of [1 / sqrt(n)]), two chunks per row so a chunking slip shows */
+static bool case_hadamard(uint32_t type) {
+    (void)type;
+    enum { N = 64, NE = 2 * N, NR = 3 };
+    mf_graph *g = mf_graph_new();
+    int64_t ne[2] = {NE, NR};
+    int32_t x = mf_g_input(g, "x", MF_TYPE_F32, 2, ne);
+    int32_t o = mf_g_hadamard(g, x, N);
+    float X[NE * NR];
+    fill(X, NE * NR, 1.0f);
+    static double H[N][N];
+    H[0][0] = 1.0 / sqrt((double)N);
+    for (int s = 1; s < N; s *= 2)
+        for (int i = 0; i < s; i++)
+            for (int j = 0; j < s; j++) {
+                H[i + s][j] = H[i][j + s] = H[i][j];
+                H[i + s][j + s] = -H[i][j];
+            }
+    bool ok = place(g, o);
+    if (ok) set(g, x, X), ok = run(g);
+    if (ok) {
+        double want[NE * NR];
+        for (int r = 0; r < NE * NR / N; r++)
+            for (int i = 0; i < N; i++) {
+                double a = 0;
+                for (int j = 0; j < N; j++) a += H[i][j] * X[r * N + j];
+                want[r * N + i] = a;
+            }
+        ok = close_to(mf_graph_node(g, o)->data, want, NE * NR, 1e-5, 1e-6, "hadamard");
+    }
+    mf_graph_free(g);
+    return ok;
+}
+
 static bool case_get_rows(uint32_t type) {
     /* an x8 layout (a tied embedding's repacked copy) is made from rows of its file type and checked
      * against that type's reference dequantizer */
@@ -484,6 +519,7 @@ typedef bool (*case_fn)(mf_op op, uint32_t type);
 static bool c_binary(mf_op op, uint32_t t) { return case_binary(op, t); }
 static bool c_unary(mf_op op, uint32_t t) { return case_unary(op, t); }
 static bool c_rope(mf_op op, uint32_t t) { return (void)op, case_rope(t); }
+static bool c_hadamard(mf_op op, uint32_t t) { return (void)op, case_hadamard(t); }
 static bool c_get_rows(mf_op op, uint32_t t) { return (void)op, case_get_rows(t); }
 static bool c_matmul(mf_op op, uint32_t t) { return (void)op, case_matmul(t); }
 static bool c_kv_store(mf_op op, uint32_t t) { return (void)op, case_kv_store(t); }
@@ -525,6 +561,7 @@ static case_fn decision(mf_op op, const char **excuse) {
     case MF_OP_SWIGLU:
     case MF_OP_SOFTMAX: return c_unary;
     case MF_OP_ROPE: return c_rope;
+    case MF_OP_HADAMARD: return c_hadamard;
     case MF_OP_KV_STORE: return c_kv_store;
     case MF_OP_ATTENTION: return c_attention;
     case MF_OP_VIEW:

@@ -229,6 +229,7 @@ static void test_round_trip_continues_bitwise(void) {
     round_trip(q2_path, MF_KV_TYPE_F32, 0.9f);
     round_trip(q3_path, MF_KV_TYPE_F16, 0.0f);
     round_trip(q3_path, MF_KV_TYPE_F16, 8.0f); /* the tiny qwen3 is peaked: below ~8 every seed draws alike */
+    round_trip(q2_path, MF_KV_TYPE_Q8_0, 0.0f);  /* rows rotated (head size 64): saved and restored as held */
 }
 
 /* ---------------- refusals change nothing ---------------- */
@@ -437,6 +438,90 @@ static void test_refusals_leave_the_context_unchanged(void) {
     remove(other);
 }
 
+/* A q8_0 cache holds its rows rotated (llama.cpp's attention rotation) unless MINFER_ATTN_ROT_DISABLE=1: the
+ * header's flags say which (bit 1 K, bit 2 V), and a file whose rows are held otherwise than this run holds
+ * them is refused naming the switch, leaving the context unchanged; a file that claims rotated f32 rows is
+ * malformed.  Files without the bits (every file before the rotation) load as before where nothing rotates. */
+static void test_rotated_rows_are_recorded(void) {
+    char rot[600], plain[600], bad[600];
+    tmp_path(rot, sizeof rot, "q8-rot");
+    tmp_path(plain, sizeof plain, "q8-plain");
+    tmp_path(bad, sizeof bad, "q8-bad");
+    size_t nr = 0, np = 0, n32 = 0;
+    uint8_t *gr = make_session(q2_path, MF_KV_TYPE_Q8_0, rot, &nr);
+    setenv("MINFER_ATTN_ROT_DISABLE", "1", 1);
+    uint8_t *gp = make_session(q2_path, MF_KV_TYPE_Q8_0, plain, &np);
+    unsetenv("MINFER_ATTN_ROT_DISABLE");
+    uint8_t *g32 = make_session(q2_path, MF_KV_TYPE_F32, bad, &n32);
+    REQUIRE(gr && gp && g32 && nr == np, "sessions written");
+    CHECK(gr[144] == (1 | 2 | 4) && gp[144] == 1 && g32[144] == 1, "header flags: rotated 0x%x, plain 0x%x, f32 0x%x",
+          gr[144], gp[144], g32[144]);
+    CHECK(memcmp(gr + 184, gp + 184, nr - 8 - 184) != 0, "the rotated and plain files hold the same rows");
+
+    mf_model *m = load_model(q2_path);
+    REQUIRE(m, "model");
+    mf_context *cr = new_ctx(m, 32, MF_KV_TYPE_Q8_0);
+    setenv("MINFER_ATTN_ROT_DISABLE", "1", 1);
+    mf_context *cp = new_ctx(m, 32, MF_KV_TYPE_Q8_0);
+    unsetenv("MINFER_ATTN_ROT_DISABLE");
+    mf_context *c32 = new_ctx(m, 32, MF_KV_TYPE_F32);
+    mf_sampler *s = NULL;
+    mf_sampler_params sp = mf_sampler_default_params();
+    mf_error err = {0};
+    REQUIRE(cr && cp && c32 && !mf_sampler_new(&sp, n_vocab_of(m), &s, &err), "contexts");
+    REQUIRE(feed(cr, P1, NP1, 0, 1, NULL) && feed(cp, P1, NP1, 0, 1, NULL), "prefill");
+    CHECK(refused(cp, s, 3, rot,
+                  "the file's K and V rows are stored rotated (llama.cpp's attention rotation for a quantized cache), "
+                  "this run does not rotate them (MINFER_ATTN_ROT_DISABLE): unset it",
+                  MF_E_UNSUPPORTED),
+          "rotated file, plain run");
+    CHECK(refused(cr, s, 3, plain,
+                  "the file's K and V rows are not rotated (written with MINFER_ATTN_ROT_DISABLE=1, or by a build "
+                  "without the attention rotation), this run rotates them: run with MINFER_ATTN_ROT_DISABLE=1",
+                  MF_E_UNSUPPORTED),
+          "plain file, rotating run");
+    uint8_t *d = malloc(nr);
+    memcpy(d, gr, nr);
+    d[144] = 1 | 4; /* only V rotated: this run rotates both */
+    reseal(d, nr);
+    REQUIRE(write_file(bad, d, nr), "write");
+    CHECK(refused(cr, s, 3, bad, "the file's K rows are not rotated", MF_E_UNSUPPORTED), "K not rotated");
+    free(d);
+    d = malloc(n32);
+    memcpy(d, g32, n32);
+    d[144] = 1 | 2;
+    reseal(d, n32);
+    REQUIRE(write_file(bad, d, n32), "write");
+    CHECK(refused(c32, s, 3, bad, "the header says the K rows are rotated (flags 0x3, offset 144), but they are f32",
+                  MF_E_FORMAT),
+          "rotated f32 rows");
+    d[144] = 1 | 8;
+    reseal(d, n32);
+    REQUIRE(write_file(bad, d, n32), "write");
+    CHECK(refused(c32, s, 3, bad, "unknown header flags 0x9 (offset 144; this build knows 0x7)", MF_E_FORMAT),
+          "unknown flag");
+    free(d);
+    /* each loads where its rows are held the same way */
+    mf_token *toks = NULL;
+    int32_t nt = 0;
+    CHECK(mf_session_load(cr, 3, rot, &toks, &nt, s, NULL, NULL, &err) == 0 && nt == NP0, "rotated load: %s", err.msg);
+    free(toks);
+    toks = NULL;
+    CHECK(mf_session_load(cp, 3, plain, &toks, &nt, s, NULL, NULL, &err) == 0 && nt == NP0, "plain load: %s", err.msg);
+    free(toks);
+    free(gr);
+    free(gp);
+    free(g32);
+    mf_sampler_free(s);
+    mf_context_free(cr);
+    mf_context_free(cp);
+    mf_context_free(c32);
+    mf_model_free(m);
+    remove(rot);
+    remove(plain);
+    remove(bad);
+}
+
 /* ---------------- hostile files ---------------- */
 static void test_hostile_files_are_refused_never_crash(void) {
     char good[600], bad[600];
@@ -629,6 +714,7 @@ int main(void) {
     RUN(test_xxh64_matches_the_published_vectors);
     RUN(test_round_trip_continues_bitwise);
     RUN(test_refusals_leave_the_context_unchanged);
+    RUN(test_rotated_rows_are_recorded);
     RUN(test_hostile_files_are_refused_never_crash);
     RUN(test_save_is_atomic_and_an_empty_sequence_round_trips);
     RUN(test_a_sharer_saves_its_shared_prefix);

@@ -73,7 +73,9 @@ const char *mf_arg_cache_name(uint32_t type); /* "f32", "f16", "q8_0" */
     "  -ctv, --cache-type-v T   the same for V (K and V may differ)\n"                                           \
     "      --cache-type T       both at once (-ctk/-ctv win); MINFER_CACHE_TYPE sets it from the environment\n"  \
     "                           (any flag wins).  Memory per cell row: f32 4 bytes per element, f16 2, q8_0\n"  \
-    "                           34 per 32 (34/128 of f32); q8_0 needs head sizes that are multiples of 32\n"
+    "                           34 per 32 (34/128 of f32); q8_0 needs head sizes that are multiples of 32.\n"   \
+    "                           A q8_0 K/V is rotated as llama.cpp does (Walsh-Hadamard, head sizes that are\n"\
+    "                           multiples of 64); MINFER_ATTN_ROT_DISABLE=1 turns that off\n"
 
 /* Flushes f and checks its error flag; on a failed write prints "Error: writing to WHAT failed: ..."
  * and returns false, so a command stops at the first write that did not happen (a full disk, a reader

@@ -27,6 +27,9 @@ static const mf_env_var k_vars[] = {
     /* the KV element type the CLI uses for K and V (-ctk/-ctv/--cache-type win); index 1 = f16, llama.cpp's */
     {"MINFER_CACHE_TYPE", MF_ENV_WORD, "f32|f16|q8_0", 0, 0, 1, NULL, NULL,
      "KV cache element type for K and V of run/eval/bench/chat/serve (their -ctk/-ctv/--cache-type win)", "a KV cache type"},
+    /* llama.cpp's LLAMA_ATTN_ROT_DISABLE; read by mf_context_new (mf_context_params.no_attn_rot says the same) */
+    {"MINFER_ATTN_ROT_DISABLE", MF_ENV_BOOL, NULL, 0, 0, 0, NULL, NULL,
+     "1: no Walsh-Hadamard rotation of Q/K/V for a q8_0 KV cache (llama.cpp's LLAMA_ATTN_ROT_DISABLE)", NULL},
     {"MINFER_PROFILE", MF_ENV_BOOL, NULL, 0, 0, 0, NULL, NULL, "1: print the CPU time per op kind per forward", NULL},
     {"MINFER_SPIN", MF_ENV_UINT, NULL, 0, 100000000, 256, NULL, "pause iterations",
      "how long a waiting thread pauses before it yields", NULL},

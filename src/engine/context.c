@@ -3,6 +3,7 @@
 
 #include "backend/registry.h"
 #include "core/env.h"
+#include "core/hadamard.h"
 #include "quant/quant.h"
 
 _Static_assert((int)MF_KV_TYPE_F32 == (int)MF_TYPE_F32 && (int)MF_KV_TYPE_F16 == (int)MF_TYPE_F16 &&
@@ -139,6 +140,13 @@ int mf_context_new(mf_model *model, const mf_context_params *params, mf_context 
             goto fail;
         }
     }
+    /* llama.cpp's rule (llama_kv_cache: attn_rot_k / attn_rot_v): a quantized type, a head size that is a
+     * multiple of 64, not disabled */
+    bool rot_off = p.no_attn_rot;
+    if ((rc = mf_env_bool("MINFER_ATTN_ROT_DISABLE", &rot_off, err))) goto fail;
+    rot_off = rot_off || p.no_attn_rot;
+    c->rot_k = !rot_off && mf_type_get(p.type_k) && mf_type_get(p.type_k)->blck_size > 1 ? mf_hadamard_k_size(hp->head_dim) : 0;
+    c->rot_v = !rot_off && mf_type_get(p.type_v) && mf_type_get(p.type_v)->blck_size > 1 ? mf_hadamard_v_size(hp->head_dim) : 0;
     /* each layer's rows on the backend that runs the layer; all on the CPU: one host block, as always */
     bool off_cpu = false;
     for (int32_t l = 0; l < hp->n_layer; l++) off_cpu |= model->layer_backend[l] != MF_BACKEND_ID_CPU;
@@ -156,6 +164,9 @@ int mf_context_new(mf_model *model, const mf_context_params *params, mf_context 
     }
     if (rc) goto fail;
     kv_log_footprint(c->kv, hp, p.n_ctx);
+    if (c->rot_k || c->rot_v)
+        mf_log(MF_LOG_INFO, "attention rotation (llama.cpp's, for quantized caches): K %d, V %d (0 = off; "
+               "MINFER_ATTN_ROT_DISABLE=1 turns it off)", c->rot_k, c->rot_v);
     c->k_ptr = calloc((size_t)hp->n_layer, sizeof(void *));
     c->v_ptr = calloc((size_t)hp->n_layer, sizeof(void *));
     c->cache = mf_graph_cache_new(MF_GRAPH_CACHE_CAP);
@@ -211,7 +222,8 @@ int mf_seq_cp(mf_context *ctx, mf_seq_id src, mf_seq_id dst, mf_pos p0, mf_pos p
 int32_t mf_kv_cells_used(const mf_context *ctx) { return mf_kv_n_used(ctx->kv); }
 
 int mf_seq_add(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1, mf_pos delta, mf_error *err) {
-    const mf_kv_rope rope = mf_model_kv_rope(ctx->model);
+    mf_kv_rope rope = mf_model_kv_rope(ctx->model);
+    rope.rot = ctx->rot_k; /* rotated K rows: back, re-rope, forward again (llama.cpp's build_rope_shift) */
     return mf_kv_seq_add(ctx->kv, seq, p0, p1, delta, &rope, err);
 }
 mf_pos mf_seq_pos_max(const mf_context *ctx, mf_seq_id seq) {
@@ -238,6 +250,8 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
         .n_cells = ctx->n_ctx,
         .type_k = ctx->type_k,
         .type_v = ctx->type_v,
+        .rot_k = ctx->rot_k,
+        .rot_v = ctx->rot_v,
         .k_cache = ctx->k_ptr,
         .v_cache = ctx->v_ptr,
         .spans = mf_kv_spans(ctx->kv),

@@ -20,6 +20,7 @@ struct mf_context {
     mf_graph_cache *cache;
     int32_t n_ctx, n_ubatch, n_threads;
     uint32_t type_k, type_v; /* KV element types */
+    int32_t rot_k, rot_v;    /* attention rotation sizes (core/hadamard.h), 0 = off: only quantized types rotate */
     void **k_ptr, **v_ptr; /* per-layer KV regions */
     /* logits of the last decode: rows in batch order of the rows that asked */
     float *logits;

@@ -162,6 +162,8 @@ static void context_fp(const mf_context *ctx, mf_session_fp *fp) {
     fp->n_embd_v = (uint64_t)hp->n_embd_kv;
     fp->row_k = mf_kv_row_bytes_k(ctx->kv);
     fp->row_v = mf_kv_row_bytes_v(ctx->kv);
+    fp->rot_k = ctx->rot_k != 0;
+    fp->rot_v = ctx->rot_v != 0;
 }
 
 static void encode_header(uint8_t h[MF_SESSION_HEADER_BYTES], const mf_session_fp *fp, int32_t n_cells,
@@ -183,7 +185,8 @@ static void encode_header(uint8_t h[MF_SESSION_HEADER_BYTES], const mf_session_f
     wr32(h + 128, (uint32_t)n_cells);
     wr32(h + 132, (uint32_t)n_tokens);
     wr64(h + 136, app_len);
-    wr32(h + 144, rng ? MF_SESSION_FLAG_RNG : 0);
+    wr32(h + 144, (rng ? MF_SESSION_FLAG_RNG : 0) | (fp->rot_k ? MF_SESSION_FLAG_ROT_K : 0) |
+                      (fp->rot_v ? MF_SESSION_FLAG_ROT_V : 0));
     for (int i = 0; rng && i < 4; i++) wr64(h + 152 + 8 * i, rng[i]);
 }
 
@@ -291,10 +294,18 @@ int mf_session_parse(const void *data, size_t size, mf_session_view *v, mf_error
     if (v->n_cells < 0 || v->n_tokens < 0)
         return mf_err(err, MF_E_FORMAT, "the header's counts are negative: %d cells, %d tokens", v->n_cells, v->n_tokens);
     uint32_t flags = rd32(d + 144);
-    if (flags & ~MF_SESSION_FLAG_RNG)
-        return mf_err(err, MF_E_FORMAT, "unknown header flags 0x%x (offset 144; this build knows 0x%x)", flags,
-                      MF_SESSION_FLAG_RNG);
+    const uint32_t known = MF_SESSION_FLAG_RNG | MF_SESSION_FLAG_ROT_K | MF_SESSION_FLAG_ROT_V;
+    if (flags & ~known)
+        return mf_err(err, MF_E_FORMAT, "unknown header flags 0x%x (offset 144; this build knows 0x%x)", flags, known);
     v->has_rng = flags & MF_SESSION_FLAG_RNG;
+    fp->rot_k = flags & MF_SESSION_FLAG_ROT_K;
+    fp->rot_v = flags & MF_SESSION_FLAG_ROT_V;
+    for (int i = 0; i < 2; i++)
+        if ((i ? fp->rot_v : fp->rot_k) && mf_type_get_file(types[i])->blck_size == 1)
+            return mf_err(err, MF_E_FORMAT,
+                          "the header says the %s rows are rotated (flags 0x%x, offset 144), but they are %s; only "
+                          "quantized rows are",
+                          kv_name[i], flags, type_name(types[i]));
     for (int i = 0; i < 4; i++) v->rng[i] = rd64(d + 152 + 8 * i);
     if (v->has_rng && !(v->rng[0] | v->rng[1] | v->rng[2] | v->rng[3]))
         return mf_err(err, MF_E_FORMAT, "the sampler RNG state (offset 152) is all zero, which the RNG never reaches");
@@ -443,6 +454,20 @@ static int check_context(mf_context *ctx, mf_seq_id seq, const mf_session_view *
                       "-ctk %s -ctv %s to load it)",
                       type_name(f->type_k), type_name(f->type_v), type_name(me.type_k), type_name(me.type_v),
                       type_name(f->type_k), type_name(f->type_v));
+    }
+    if (f->rot_k != me.rot_k || f->rot_v != me.rot_v) {
+        const bool file_rot = f->rot_k != me.rot_k ? f->rot_k : f->rot_v;
+        const char *which = f->rot_k != me.rot_k && f->rot_v != me.rot_v ? "K and V" : f->rot_k != me.rot_k ? "K" : "V";
+        if (file_rot)
+            return mf_err(err, MF_E_UNSUPPORTED,
+                          "the file's %s rows are stored rotated (llama.cpp's attention rotation for a quantized "
+                          "cache), this run does not rotate them (MINFER_ATTN_ROT_DISABLE): unset it to load the file",
+                          which);
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "the file's %s rows are not rotated (written with MINFER_ATTN_ROT_DISABLE=1, or by a build "
+                      "without the attention rotation), this run rotates them: run with MINFER_ATTN_ROT_DISABLE=1 to "
+                      "load it",
+                      which);
     }
     if (f->n_embd_k != me.n_embd_k || f->n_embd_v != me.n_embd_v || f->row_k != me.row_k || f->row_v != me.row_v)
         return mf_err(err, MF_E_UNSUPPORTED,

@@ -10,6 +10,8 @@
 #define MF_SESSION_VERSION 1u
 #define MF_SESSION_HEADER_BYTES 184u
 #define MF_SESSION_FLAG_RNG 1u
+#define MF_SESSION_FLAG_ROT_K 2u /* the K rows are held rotated (llama.cpp's attention rotation, core/hadamard.h) */
+#define MF_SESSION_FLAG_ROT_V 4u /* the V rows are */
 
 /* What a file says about the model and the KV store it was written with. */
 typedef struct {
@@ -18,6 +20,7 @@ typedef struct {
     uint64_t tensor_hash; /* mf_session_tensor_hash of the model's GGUF tensor index */
     uint32_t type_k, type_v;
     uint64_t n_embd_k, n_embd_v, row_k, row_v;
+    bool rot_k, rot_v; /* rows rotated (header flags; only quantized rows can be) */
 } mf_session_fp;
 
 /* A parsed file: the header's values and where each section starts in the buffer.  Every extent lies in

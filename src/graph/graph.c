@@ -13,7 +13,7 @@ static const char *const op_names[MF_OP_COUNT] = {
     [MF_OP_SILU] = "silu",         [MF_OP_SWIGLU] = "swiglu",     [MF_OP_SOFTMAX] = "softmax",
     [MF_OP_ROPE] = "rope",         [MF_OP_KV_STORE] = "kv_store", [MF_OP_ATTENTION] = "attention",
     [MF_OP_VIEW] = "view",         [MF_OP_RESHAPE] = "reshape",   [MF_OP_PERMUTE] = "permute",
-    [MF_OP_CONT] = "cont",
+    [MF_OP_CONT] = "cont",         [MF_OP_HADAMARD] = "hadamard",
 };
 
 const char *mf_op_name(mf_op op) {
@@ -414,6 +414,19 @@ int32_t mf_g_silu(mf_graph *g, int32_t x) {
 }
 int32_t mf_g_softmax(mf_graph *g, int32_t x) {
     return unary_f32(g, MF_OP_SOFTMAX, x);
+}
+
+int32_t mf_g_hadamard(mf_graph *g, int32_t x, int n) {
+    if (!srcs_ok(g, MF_OP_HADAMARD, 1, &x)) return MF_NODE_INVALID;
+    if (n < 2 || (n & (n - 1)) || g->nodes[x].ne[0] % n) {
+        char da[256];
+        describe(g, x, da, sizeof da);
+        return fail(g, MF_OP_HADAMARD, MF_E_INVAL, "rotation size %d must be a power of two >= 2 that divides ne0 of %s",
+                    n, da);
+    }
+    int32_t id = unary_f32(g, MF_OP_HADAMARD, x);
+    if (id >= 0) g->nodes[id].iparams[0] = n;
+    return id;
 }
 
 int32_t mf_g_swiglu(mf_graph *g, int32_t gate, int32_t up) {

@@ -51,6 +51,9 @@ typedef enum {
     MF_OP_RESHAPE,   /* alias of a contiguous src0 with another shape (no copy) */
     MF_OP_PERMUTE,   /* alias with permuted ne/nb: i[0..3] = destination axis of each source axis */
     MF_OP_CONT,      /* copy a strided tensor into contiguous memory */
+    MF_OP_HADAMARD,  /* src0 f32 rows; i[0] = n (a power of two dividing ne0): each chunk of n elements of a row
+                        times the orthonormal Walsh-Hadamard matrix H_n / sqrt(n) (core/hadamard.h: llama.cpp's
+                        attention rotation for quantized KV caches, computed as ggml-cpu's fast transform) */
     MF_OP_COUNT
 } mf_op;
 
@@ -109,6 +112,8 @@ int32_t mf_g_silu(mf_graph *g, int32_t x);
 int32_t mf_g_swiglu(mf_graph *g, int32_t gate, int32_t up);
 int32_t mf_g_softmax(mf_graph *g, int32_t x);
 int32_t mf_g_rope(mf_graph *g, int32_t x, int32_t pos, int n_rot, int mode, float freq_base, float freq_scale);
+/* x's rows rotated by H_n / sqrt(n) in chunks of n (MF_OP_HADAMARD) */
+int32_t mf_g_hadamard(mf_graph *g, int32_t x, int n);
 int32_t mf_g_kv_store(mf_graph *g, int32_t cache, int32_t rows, int32_t cells);
 int32_t mf_g_attention(mf_graph *g, int32_t q, int32_t k, int32_t v, int32_t spans, int n_head_kv, float scale);
 int32_t mf_g_view(mf_graph *g, int32_t x, int n_dims, const int64_t *ne, const size_t *nb, uint64_t offs);

@@ -12,6 +12,7 @@
  * Everything a forward prepares is proportional to the lists of the batch's sequences, never to n_ctx. */
 #include "kv/kv.h"
 
+#include "core/hadamard.h"
 #include "core/rope.h"
 #include "quant/quant.h"
 
@@ -409,6 +410,9 @@ static int rope_check(uint32_t type, int64_t n_embd, const mf_kv_rope *r, mf_err
         r->n_rot > MF_KV_ROPE_MAX)
         return mf_err(err, MF_E_INVAL, "rope of %d of %d head elements does not fit a K row of %lld (at most %d)",
                       r->n_rot, r->head_dim, (long long)n_embd, MF_KV_ROPE_MAX);
+    if (r->rot && (r->rot < 2 || (r->rot & (r->rot - 1)) || r->head_dim % r->rot))
+        return mf_err(err, MF_E_INVAL, "a rotation of %d does not fit heads of %d (a power of two dividing it)", r->rot,
+                      r->head_dim);
     if (type != MF_TYPE_F32 && type != MF_TYPE_F16 && type != MF_TYPE_Q8_0)
         return mf_err(err, MF_E_UNSUPPORTED, "cannot re-rope a K row of type %s (f32, f16, q8_0)", mf_type_name(type));
     if (!mf_row_size(type, n_embd))
@@ -422,8 +426,10 @@ static void rope_row(uint32_t type, void *row, int64_t n_embd, const mf_kv_rope 
         memcpy(tmp, row, sizeof(float) * (size_t)n_embd);
     else
         mf_dequantize_row(type, row, tmp, n_embd);
+    if (r->rot) mf_hadamard_row(tmp, tmp, n_embd, r->rot); /* back to the roped row (H^2 = I) */
     for (int64_t h = 0; h < n_embd / r->head_dim; h++)
         mf_rope_row(tmp + h * r->head_dim, tmp + h * r->head_dim, r->head_dim, r->n_rot, r->mode, cache);
+    if (r->rot) mf_hadamard_row(tmp, tmp, n_embd, r->rot);
     /* back with the converter KV_STORE uses, so a shifted cell holds what a store of that row would */
     if (type == MF_TYPE_F32)
         memcpy(row, tmp, sizeof(float) * (size_t)n_embd);

@@ -90,6 +90,7 @@ const int32_t *mf_kv_seq_cells(const mf_kv *kv, int32_t seq, int32_t *n);
 typedef struct {
     int32_t head_dim, n_rot, mode;
     float freq_base, freq_scale;
+    int32_t rot; /* K rows hold H_rot-rotated heads (core/hadamard.h, quantized K only): 0 = not rotated */
 } mf_kv_rope;
 
 /* Context shift: the cells of seq with p0 <= pos < p1 move to pos + delta, and their K rows are
@@ -100,7 +101,8 @@ typedef struct {
 int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta, const mf_kv_rope *rope,
                   mf_error *err);
 /* Re-rope one K row of `type` (F32, F16: llama.cpp's cast to f32, rope, cast back; Q8_0: dequantize,
- * rope, requantize with the bytes KV_STORE writes) in place by delta.  tmp holds n_embd floats. */
+ * rope, requantize with the bytes KV_STORE writes) in place by delta.  With rope->rot the row is rotated
+ * back before the rope and forward after it (llama.cpp's build_rope_shift).  tmp holds n_embd floats. */
 int mf_kv_rope_row(uint32_t type, void *row, int64_t n_embd, int32_t delta, const mf_kv_rope *rope, float *tmp,
                    mf_error *err);
 

@@ -87,6 +87,7 @@ typedef struct {
     int32_t n_outputs; /* rows that get logits (selected by GET_ROWS before the last FFN) */
     int32_t n_cells;   /* KV cells per layer */
     uint32_t type_k, type_v; /* KV cache element types */
+    int32_t rot_k, rot_v;    /* llama.cpp's attention rotation (core/hadamard.h) sizes for Q/K and V/output; 0 = off */
     void **k_cache, **v_cache; /* per layer region pointers (EXTERNAL data) */
     int32_t *spans;            /* the KV store's spans buffer (kv.h), rebound before every forward */
 } mf_build_params;

@@ -1,6 +1,7 @@
 /* The Qwen2 / Qwen2.5 / Qwen3 graph, in llama.cpp's order (src/models/qwen2.cpp, qwen3.cpp):
  *   embd -> per layer: attn_norm -> q,k,v (+bias qwen2) -> heads -> q/k norm (qwen3) -> rope NEOX ->
- *   kv_store -> attention -> attn_output -> +residual -> ffn_norm -> swiglu(gate, up) -> down -> +residual
+ *   [hadamard q, k / v: a quantized K / V cache, as llama.cpp's build_attn] -> kv_store -> attention
+ *   [-> hadamard] -> attn_output -> +residual -> ffn_norm -> swiglu(gate, up) -> down -> +residual
  *   -> output_norm -> output.
  * Like llama.cpp, the rows that want logits are selected (GET_ROWS) after the last layer's attention, so
  * the last FFN and the LM head run only on output rows.  Every op is row-independent, so the selection
@@ -94,6 +95,11 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
                   "Qcur_rope");
         k = named(g, mf_g_rope(g, k, io->pos, rope.n_rot, rope.mode, rope.freq_base, rope.freq_scale), il,
                   "Kcur_rope");
+        if (p->rot_k) { /* after RoPE, before the store; Q too, so Q.K is the unrotated one */
+            q = named(g, mf_g_hadamard(g, q, p->rot_k), il, "Qcur_rot");
+            k = named(g, mf_g_hadamard(g, k, p->rot_k), il, "Kcur_rot");
+        }
+        if (p->rot_v) v = named(g, mf_g_hadamard(g, v, p->rot_v), il, "Vcur_rot");
         int64_t kv2[4] = {hp->n_embd_kv, nt, 1, 1};
         int32_t k2 = named(g, mf_g_reshape(g, k, 2, kv2), il, "Kcur_2d");
 
@@ -105,6 +111,7 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
         int32_t att =
             named(g, mf_g_attention(g, q, ks_, vs_, io->spans, hp->n_head_kv, 1.0f / sqrtf((float)hd)), il,
                   "kqv_out");
+        if (p->rot_v) att = named(g, mf_g_hadamard(g, att, p->rot_v), il, "kqv_out_rot"); /* H^2 = I: back */
         cur = named(g, mf_g_matmul(g, W(g, L->wo, il), att), il, "attn_out");
         if (il == hp->n_layer - 1 && io->out_ids >= 0) {
             cur = named(g, mf_g_get_rows(g, cur, io->out_ids), il, "attn_out_sel");

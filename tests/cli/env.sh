@@ -6,7 +6,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 source tests/cli/lib.bash
 for v in MINFER_LOG MINFER_ISA MINFER_REPACK MINFER_PROFILE MINFER_SPIN MINFER_SPIN_US MINFER_BACKENDS \
-    MINFER_DISABLE_CUDA MINFER_SYNC_COPIES MINFER_CACHE_TYPE; do unset "$v"; done
+    MINFER_DISABLE_CUDA MINFER_SYNC_COPIES MINFER_CACHE_TYPE MINFER_ATTN_ROT_DISABLE; do unset "$v"; done
 
 M="$TMP/cli-env-q8_0.gguf"
 if ! "$GEN" --arch qwen2 --preset tiny --type q8_0 --seed 1 -q -o "$M"; then

@@ -11,7 +11,7 @@
 //                  [--ubatch U] [--dump-logits FILE]
 //   greedy         --model M (--tokens '[ids]' | --text T) [-n N] [--top K] [--threads N] [--kv ..] [--fa ..]
 //                  [--stop-eog]
-//   bench          --model M [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto]
+//   bench          --model M [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto] [-d 0]
 // Common: --verbose (all llama.cpp logs), --cpu-variant NAME (load only libggml-cpu-NAME.so instead of the
 // best-scoring variant). JSON on stdout, errors on stderr with exit status 1.
 // Debugging: ORACLE_DUMP_DIR=D writes every named contiguous f32 node of each graph run to D/<name>.f32
@@ -242,7 +242,8 @@ typedef struct {
     bool no_special, add_special, verbose, stop_eog, vocab_only, no_repack;
     int top, threads, n, n_prompt, n_gen, reps, n_batch, n_ubatch;
     const char *kv, *fa;
-    int np; /* batched: sequences */
+    int np;    /* batched: sequences */
+    int depth; /* bench: tokens in the cache before each timed run (llama-bench's -d) */
 } options;
 
 static const char *USAGE =
@@ -253,7 +254,8 @@ static const char *USAGE =
     "  eval           --tokens '[ids]' [--top 10] [--threads 2] [--kv f32|f16] [--fa off|on|auto] [--ubatch 512]\n"
     "                 [--dump-logits FILE]\n"
     "  greedy         (--tokens '[ids]' | --text T) [-n 16] [--top 5] [--threads 2] [--kv f32] [--fa off] [--stop-eog]\n"
-    "  bench          [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto]\n"
+    "  bench          [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16|q8_0] [--fa auto]\n"
+    "                 [-d 0]  (depth: prefill D tokens, not timed, before each rep, as llama-bench -d)\n"
     "  batched        [--np 4] [-t 2] [-p 32] [-n 128] [-r 3] [--kv f16] [--fa auto]  (np sequences in one context,\n"
     "                 decoded together, greedy: llama-batched-bench's S_TG; bench/serve's yardstick)\n"
     "  common         [--verbose] [--cpu-variant haswell|skylakex|icelake|...]\n"
@@ -306,6 +308,7 @@ static options parse_options(int argc, char **argv) {
         else if (FLAG("--kv")) o.kv = VAL();
         else if (FLAG("--fa")) o.fa = VAL();
         else if (FLAG("--np")) o.np = to_int(a, VAL());
+        else if (FLAG("-d") || FLAG("--n-depth") || FLAG("--depth")) o.depth = to_int(a, VAL());
         else if (FLAG("-h") || FLAG("--help")) { fputs(USAGE, stdout); exit(0); }
         else die("unknown argument \"%s\"\n%s", a, USAGE);
 #undef FLAG
@@ -789,8 +792,9 @@ typedef struct {
 static bench_result bench_one(struct llama_model *m, const options *o, int n_prompt, int n_gen, int n_batch,
                               int n_ubatch, enum ggml_type kv, enum llama_flash_attn_type fa) {
     const struct llama_vocab *v = llama_model_get_vocab(m);
+    const int depth = o->depth;
     struct llama_context *ctx =
-        new_context(m, o, (uint32_t)(n_prompt + n_gen), (uint32_t)n_batch, (uint32_t)n_ubatch, kv, fa);
+        new_context(m, o, (uint32_t)(n_prompt + n_gen + depth), (uint32_t)n_batch, (uint32_t)n_ubatch, kv, fa);
     threadpool_t tp = attach_threadpool(ctx, o->threads);
     llama_token *buf = xmalloc(sizeof(*buf) * (size_t)n_batch);
     llama_memory_clear(llama_get_memory(ctx), false);
@@ -799,8 +803,20 @@ static bench_result bench_one(struct llama_model *m, const options *o, int n_pro
     bench_result r = {0};
     r.ts = xmalloc(sizeof(double) * (size_t)o->reps);
     r.ns = xmalloc(sizeof(uint64_t) * (size_t)o->reps);
+    uint8_t *state = NULL; // llama-bench's depth cache: the sequence state after the first depth prefill
+    size_t state_n = 0;
     for (int i = 0; i < o->reps; i++) {
         llama_memory_clear(llama_get_memory(ctx), false); // an empty KV cache: a fresh context for each rep
+        if (depth > 0) { // as llama-bench: prefill once, restore the saved state in later reps (not timed)
+            if (!state || llama_state_seq_set_data(ctx, state, state_n, 0) == 0) {
+                llama_memory_clear(llama_get_memory(ctx), false);
+                bench_prompt(ctx, v, depth, n_batch, buf);
+                free(state);
+                state_n = llama_state_seq_get_size(ctx, 0);
+                state = xmalloc(state_n);
+                llama_state_seq_get_data(ctx, state, state_n, 0);
+            }
+        }
         uint64_t t0 = now_ns();
         if (n_prompt > 0) bench_prompt(ctx, v, n_prompt, n_batch, buf);
         if (n_gen > 0) bench_gen(ctx, v, n_gen);
@@ -813,6 +829,7 @@ static bench_result bench_one(struct llama_model *m, const options *o, int n_pro
     r.avg = s / o->reps;
     r.sd = o->reps > 1 ? sqrt(fmax(0, s2 / (o->reps - 1) - r.avg * r.avg * o->reps / (o->reps - 1))) : 0;
     free(buf);
+    free(state);
     detach_threadpool(ctx, &tp);
     llama_free(ctx);
     return r;
@@ -911,6 +928,7 @@ static int cmd_bench(const options *o) {
     if (n_prompt < 0 || n_gen < 0 || (n_prompt == 0 && n_gen == 0)) die("bench: nothing to measure (-p %d -n %d)",
                                                                          n_prompt, n_gen);
     if (o->reps < 1) die("bench: -r must be >= 1");
+    if (o->depth < 0) die("bench: -d must be >= 0, got %d", o->depth);
     int n_batch = o->n_batch > 0 ? o->n_batch : 2048; // llama-bench's defaults
     int n_ubatch = o->n_ubatch > 0 ? o->n_ubatch : 512;
     enum ggml_type kv = kv_type(o->kv, GGML_TYPE_F16);
@@ -924,9 +942,9 @@ static int cmd_bench(const options *o) {
     printf("{");
     if (n_prompt > 0) print_bench_json("pp", n_prompt, 0, &pp, o->reps), printf(",\n");
     if (n_gen > 0) print_bench_json("tg", 0, n_gen, &tg, o->reps), printf(",\n");
-    printf("\"n_threads\":%d,\"n_batch\":%d,\"n_ubatch\":%d,\"type_k\":\"%s\",\"type_v\":\"%s\",\"flash_attn\":\"%s\","
+    printf("\"n_depth\":%d,\"n_threads\":%d,\"n_batch\":%d,\"n_ubatch\":%d,\"type_k\":\"%s\",\"type_v\":\"%s\",\"flash_attn\":\"%s\","
            "\"reps\":%d,\"model_size\":%llu,\"model_n_params\":%llu,\"model_desc\":",
-           o->threads, n_batch, n_ubatch, ggml_type_name(kv), ggml_type_name(kv), llama_flash_attn_type_name(fa),
+           o->depth, o->threads, n_batch, n_ubatch, ggml_type_name(kv), ggml_type_name(kv), llama_flash_attn_type_name(fa),
            o->reps, (unsigned long long)llama_model_size(m), (unsigned long long)llama_model_n_params(m));
     json_str(stdout, desc, strlen(desc));
     printf(",\"cpu_backend\":");
@@ -939,8 +957,10 @@ static int cmd_bench(const options *o) {
         const bench_result *r = i ? &tg : &pp;
         int cnt = i ? n_gen : n_prompt;
         if (cnt <= 0) continue;
-        fprintf(stderr, "| %s | %.2f GiB | %.2f B | CPU (%s) | %d | %s%d | %.2f ± %.2f |\n", desc, gib, bparams,
-                cpu_variant_name(), o->threads, i ? "tg" : "pp", cnt, r->avg, r->sd);
+        char dtxt[32] = "";
+        if (o->depth > 0) snprintf(dtxt, sizeof dtxt, " @ d%d", o->depth);
+        fprintf(stderr, "| %s | %.2f GiB | %.2f B | CPU (%s) | %d | %s%d%s | %.2f ± %.2f |\n", desc, gib, bparams,
+                cpu_variant_name(), o->threads, i ? "tg" : "pp", cnt, dtxt, r->avg, r->sd);
     }
     free(pp.ts), free(pp.ns), free(tg.ts), free(tg.ns);
     llama_model_free(m);

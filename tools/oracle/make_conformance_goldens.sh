@@ -21,6 +21,9 @@
 # Usage: tools/oracle/make_conformance_goldens.sh [--full] [NAME_FILTER]
 #   --full   also (only) the Qwen2.5-0.5B / Qwen3-0.6B shaped models (make test-full)
 # Env: BUILD (default build-engine; where mf-genmodel is), WORK (model scratch folder),
+#      KV (default f32; f16 or q8_0: the KV matrix, names suffixed -kvf16 / -kvq8_0), ROT (default 1: with KV=q8_0
+#      llama.cpp's attention rotation on, as users run it, oracle.attn_rot true; 0: LLAMA_ATTN_ROT_DISABLE=1,
+#      names suffixed -norot, oracle.attn_rot false),
 #      REPACK (default 0: llama_oracle --no-repack, so ggml-cpu keeps q4_0 / q4_K weights in the plain layout and
 #      runs the vec_dot kernels minfer mirrors instead of the repacked q4_0_8x8 / q4_K_8x8 GEMV/GEMM; it changes
 #      nothing for types llama.cpp never repacks on x86. REPACK=1 records llama.cpp's default. The golden's
@@ -41,8 +44,13 @@ REPACK=${REPACK:-0}
 CPU_VARIANT=${CPU_VARIANT:-haswell}
 KV=${KV:-f32}
 if [ "$KV" = q8_0 ]; then FA=${FA:-on}; else FA=${FA:-off}; fi
-attn_rot=null # llama.cpp rotates only quantized caches
-if [ "$KV" = q8_0 ]; then export LLAMA_ATTN_ROT_DISABLE=1; attn_rot=false; fi
+# llama.cpp rotates only quantized caches (Hadamard, attn_rot_k/v); ROT=0 records with LLAMA_ATTN_ROT_DISABLE=1
+# under names suffixed -norot (minfer then runs them with no_attn_rot)
+ROT=${ROT:-1}
+attn_rot=null suffix=''
+if [ "$KV" = q8_0 ]; then
+    if [ "$ROT" = 0 ]; then export LLAMA_ATTN_ROT_DISABLE=1; attn_rot=false; suffix=-norot; else unset LLAMA_ATTN_ROT_DISABLE; attn_rot=true; fi
+fi
 repack_flag=--no-repack repack_json=false
 if [ "$REPACK" = 1 ]; then repack_flag='' repack_json=true; fi
 full=0
@@ -57,9 +65,11 @@ mkdir -p "$OUT" "$WORK"
 # name | generator args
 if [ "$KV" != f32 ]; then
 models=(
-    "qwen2-tiny-q8_0-kv$KV|--arch qwen2 --preset tiny --type q8_0 --seed 1 --untied"
-    "qwen3-tiny-q8_0-kv$KV|--arch qwen3 --preset tiny --type q8_0 --seed 1 --untied"
+    "qwen2-tiny-q8_0-kv$KV$suffix|--arch qwen2 --preset tiny --type q8_0 --seed 1 --untied"
+    "qwen3-tiny-q8_0-kv$KV$suffix|--arch qwen3 --preset tiny --type q8_0 --seed 1 --untied"
 )
+# q8_0: head size 128 too (the K rotation is 128 wide, its scale 1/sqrtf(128) not a power of two), 2 layers
+if [ "$KV" = q8_0 ]; then models+=("qwen3-0.6b-2l-q8_0-kv$KV$suffix|--arch qwen3 --preset qwen3-0.6b --layers 2 --type q8_0 --seed 1"); fi
 elif [ $full -eq 0 ]; then
 models=(
     "qwen2-tiny-f32|--arch qwen2 --preset tiny --type f32 --seed 1 --untied"

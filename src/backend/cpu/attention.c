@@ -4,7 +4,7 @@
  *   - f32 / f16 V (K f32, f16 or q8_0): llama.cpp's graph without flash attention, kq = mul_mat(k, q),
  *     soft_max_ext, kqv = mul_mat(v, kq) (below);
  *   - q8_0 V: llama.cpp refuses a quantized V cache without flash attention, so minfer repeats its CPU
- *     flash attention (ggml_compute_forward_flash_attn_ext_f16_one_chunk) for it: fa_row.
+ *     flash attention (ggml_compute_forward_flash_attn_ext_f16_one_chunk) for it: attend_run_fa.
  *
  * For query t and head h (kv head h / (n_head / n_head_kv)): scores s_c = dot(q, k_c) * scale for the
  * cells c of query t's span (graph.h: a stretch of the KV store's cell lists) in list order, softmax with max subtraction as llama.cpp's
@@ -79,7 +79,7 @@ static bool use_x16(const mf_graph *g, const mf_node *n) {
     const mf_node *q = mf_graph_node_c(g, n->src[0]), *k = mf_graph_node_c(g, n->src[1]),
                   *v = mf_graph_node_c(g, n->src[2]);
     const bool fk = k->type == MF_TYPE_F32 || k->type == MF_TYPE_F16, fv = v->type == MF_TYPE_F32 || v->type == MF_TYPE_F16;
-    /* (a q8_0 V takes fa_row whatever the ISA: its SIMD is in the vec kernels it calls) */
+    /* (a q8_0 V takes attend_run_fa whatever the ISA: its SIMD is in the vec kernels it calls) */
     return mf_isa_avx512(mf_quant_active_isa()) && fk && fv && mf_cpu_att_x16_ok(q->ne[0]);
 }
 
@@ -389,7 +389,7 @@ static void attend_run(const att_ctx *a, const att_win *cols, int64_t t0, int64_
         memcpy(out_row(a, t0 + r / nh, h0 + r % nh), p0 + r * hd, (size_t)hd * sizeof(float));
 }
 
-/* A q8_0 V cache: llama.cpp's CPU flash attention for one query row (ggml-cpu ops.cpp,
+/* A q8_0 V cache: llama.cpp's CPU flash attention, per query row (ggml-cpu ops.cpp,
  * ggml_compute_forward_flash_attn_ext_f16_one_chunk, the F32-accumulator branch it takes for a V that is
  * not f16), operation for operation: the query converted once to K's vec_dot type (q8_0 for a q8_0 K: the
  * same bytes as quantize_row_q8_0), then over the window in order (llama.cpp walks the cells in cell order
@@ -399,49 +399,60 @@ static void attend_run(const att_ctx *a, const att_win *cols, int64_t t0, int64_
  * dequantize_row_q8_0 then ggml_vec_mad_f32), the denominator S = S * ms + vs (here one fma, as a
  * contracting compiler makes it; the unfused form gives the same conformance results, measured, so which
  * one llama.cpp's build has is not pinned down), and at the end acc * (1 / S).  Every step is element-wise or scalar, so
- * the scalar and SIMD vec kernels give the same bits (test_cpu_ops test_attention_q8_0). */
-static void fa_row(const att_ctx *a, att_win col, int64_t kvh, float *out) {
-    const int64_t hd = a->hd, e0 = kvh * hd, cnt = col.cnt;
-    const int32_t *cell = col.cell;
+ * the scalar and SIMD vec kernels give the same bits (test_cpu_ops test_attention_q8_0).
+ *
+ * A run under the flash-attention form: the rows of the run (its tokens' heads of one kv head, windows
+ * nested) walk the longest window together, key by key, each row with its own running max, sum and
+ * accumulator - exactly the sequence above per row (key j of the longest window is key j of every window
+ * that reaches it), so the bits are one row's alone (test_cpu_ops test_attention_q8_0).  What the
+ * rows share is the fetch of each K and V row, and their chains are independent, so the core overlaps one
+ * row's expf and fma chain with the next row's (a long cache's decode was latency-bound on one row at a
+ * time, and prefill fetched every K/V row once per row). */
+static void attend_run_fa(const att_ctx *a, const att_win *cols, int64_t t0, int64_t nt, int64_t kvh,
+                          int64_t h0, int64_t nh) {
+    const int64_t hd = a->hd, rows = nt * nh, e0 = kvh * hd, cnt = cols[nt - 1].cnt;
+    const int32_t *cell = cols[nt - 1].cell;
     const size_t kslice = mf_row_size(a->k->type, e0), kbytes = mf_row_size(a->k->type, hd);
     const size_t vslice = mf_row_size(MF_TYPE_Q8_0, e0), vbytes = mf_row_size(MF_TYPE_Q8_0, hd);
-    float *acc = a->acc;
-    memset(acc, 0, (size_t)hd * sizeof(float));
-    float M = -INFINITY, S = 0.0f;
+    float *M = a->mx, *S = a->sk, *acc = a->acc;
+    for (int64_t r = 0; r < rows; r++) {
+        convert_query(a, r, t0 + r / nh, h0 + r % nh, false);
+        M[r] = -INFINITY;
+        S[r] = 0.0f;
+    }
+    memset(acc, 0, (size_t)(rows * hd) * sizeof(float));
+    int64_t r0 = 0; /* the first row whose window reaches key j (the counts grow along the run) */
     for (int64_t j = 0; j < cnt; j++) {
+        while (cols[r0 / nh].cnt <= j) r0 += nh;
         if (j + KV_PREFETCH_AHEAD < cnt) {
             prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice, kbytes);
             prefetch_slice((const char *)a->v->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->v->nb[1] + vslice, vbytes);
         }
-        float s;
-        a->kk->vec_dot(hd, &s, (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice, a->qc);
-        s = s * a->scale;
-        float ms = 1.0f, vs = 1.0f;
-        if (s > M) {
-            const float m_old = M;
-            M = s;
-            ms = expf(m_old - M);
-            a->vec->scale(hd, ms, acc);
-        } else {
-            vs = expf(s - M);
+        const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
+        const char *vr = (const char *)a->v->data + (size_t)cell[j] * a->v->nb[1] + vslice;
+        for (int64_t r = r0; r < rows; r++) {
+            float s;
+            a->kk->vec_dot(hd, &s, kr, a->qc + (size_t)r * a->qrs);
+            s = s * a->scale;
+            float ms = 1.0f, vs = 1.0f;
+            if (s > M[r]) {
+                const float m_old = M[r];
+                M[r] = s;
+                ms = expf(m_old - s);
+                a->vec->scale(hd, ms, acc + r * hd);
+            } else {
+                vs = expf(s - M[r]);
+            }
+            a->vec->mad_q8_0(hd, vs, vr, acc + r * hd);
+            S[r] = fmaf(S[r], ms, vs);
         }
-        a->vec->mad_q8_0(hd, vs, (const char *)a->v->data + (size_t)cell[j] * a->v->nb[1] + vslice, acc);
-        S = fmaf(S, ms, vs);
     }
-    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-    for (int64_t d = 0; d < hd; d++) out[d] = acc[d];
-    a->vec->scale(hd, inv, out);
-}
-
-/* A run under the flash-attention form: every row on its own (no sharing between the run's rows: each one's
- * bits are its window's alone). */
-static void attend_run_fa(const att_ctx *a, const att_win *cols, int64_t t0, int64_t nt, int64_t kvh,
-                          int64_t h0, int64_t nh) {
-    for (int64_t i = 0; i < nt; i++)
-        for (int64_t h = 0; h < nh; h++) {
-            convert_query(a, 0, t0 + i, h0 + h, false);
-            fa_row(a, cols[i], kvh, out_row(a, t0 + i, h0 + h));
-        }
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = out_row(a, t0 + r / nh, h0 + r % nh);
+        const float inv = S[r] == 0.0f ? 0.0f : 1.0f / S[r];
+        memcpy(out, acc + r * hd, (size_t)hd * sizeof(float));
+        a->vec->scale(hd, inv, out);
+    }
 }
 
 /* Work item = (block of tokens, kv head, block of that kv head's query heads).  The tokens of a block

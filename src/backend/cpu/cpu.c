@@ -113,6 +113,7 @@ bool mf_cpu_supports(mf_op op, uint32_t type) {
     case MF_OP_SOFTMAX:
     case MF_OP_ROPE:
     case MF_OP_ATTENTION:
+    case MF_OP_HADAMARD:
         return type == MF_TYPE_F32;
     case MF_OP_KV_STORE:
         return mf_cpu_kv_type_ok(type);
@@ -149,6 +150,8 @@ static mf_cpu_op_fn op_fn(mf_op op) {
         return mf_cpu_op_kv_store;
     case MF_OP_ATTENTION:
         return mf_cpu_op_attention;
+    case MF_OP_HADAMARD:
+        return mf_cpu_op_hadamard;
     default:
         return NULL; /* leaves and aliases: nothing to compute */
     }

@@ -200,6 +200,7 @@ void mf_cpu_op_swiglu(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
 void mf_cpu_op_softmax(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 void mf_cpu_op_rope(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 void mf_cpu_op_cont(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
+void mf_cpu_op_hadamard(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 void mf_cpu_op_kv_store(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 

@@ -1,7 +1,8 @@
 /* CPU kernels for the row-wise ops: get_rows, rms_norm, add/mul (broadcast), scale, silu, swiglu,
- * softmax, rope, cont.  Each thread owns a contiguous range of rows; every row is computed the same
+ * softmax, rope, cont, hadamard.  Each thread owns a contiguous range of rows; every row is computed the same
  * way whatever the thread count, and numerics follow ggml-cpu's reference paths. */
 #include "backend/cpu/cpu_impl.h"
+#include "core/hadamard.h"
 #include <stdlib.h>
 
 static int32_t node_id(const mf_cpu_exec *ex, const mf_node *n) {
@@ -200,4 +201,14 @@ void mf_cpu_op_cont(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
             for (int64_t i = 0; i < ne0; i++) memcpy(y + (size_t)i * es, x + (size_t)i * a->nb[0], es);
         }
     }
+}
+
+/* llama.cpp's attention rotation (core/hadamard.h): per row, each chunk of n through the fast transform */
+void mf_cpu_op_hadamard(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
+    const mf_node *a = src(ex, n, 0);
+    int64_t r0, r1;
+    mf_cpu_split(mf_cpu_nrows(n), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++)
+        mf_hadamard_row((float *)((char *)n->data + mf_cpu_row_offs(n, r)),
+                        (const float *)((const char *)a->data + mf_cpu_row_offs(a, r)), a->ne[0], n->iparams[0]);
 }
