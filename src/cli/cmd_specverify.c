@@ -179,8 +179,15 @@ int mf_cmd_specverify(int argc, char **argv) {
         goto out;
     }
     if (mf_arg_draft_open(&dr, ctx, 1, &draft_model, &draft, &err)) goto fail;
+    mf_context_stats c0, c1, c2;
+    mf_context_get_stats(ctx, &c0);
     if (decode(ctx, NULL, ids, n_ids, (int32_t)n_predict, ignore_eos, &plain, &err)) goto fail;
+    mf_context_get_stats(ctx, &c1);
     if (decode(ctx, draft, ids, n_ids, (int32_t)n_predict, ignore_eos, &spec, &err)) goto fail;
+    mf_context_get_stats(ctx, &c2);
+    /* a verify forward's row count varies with the draft's length: each new one builds a graph */
+    fprintf(stderr, "specverify: target graphs built: plain %d, speculative %d (reused %d)\n",
+            c1.graph_builds - c0.graph_builds, c2.graph_builds - c1.graph_builds, c2.graph_reuses - c1.graph_reuses);
     for (int32_t i = 0; i < plain.n || i < spec.n; i++) {
         if (i < plain.n && i < spec.n && plain.ids[i] == spec.ids[i]) continue;
         char a[128] = "(none: it ended)", b[128] = "(none: it ended)";

@@ -246,7 +246,8 @@ int mf_gen_step_spec(mf_gen *g, mf_draft *d, mf_gen_out *out, mf_error *err) {
     mf_gen_get_stats(g, &st);
     int32_t n_draft = 0;
     /* draft only for a decode step: the history is cached except the last sampled token */
-    if (d && mf_gen_status(g) == MF_GEN_RUNNING && st.n_cached == n_tok - 1 && st.turn_generated > 0) {
+    if (d && mf_gen_status(g) == MF_GEN_RUNNING && st.n_cached == n_tok - 1 && st.turn_generated > 0 &&
+        !mf_gen_abort_asked(g)) {
         const mf_draft_params *p = &d->p;
         mf_token buf[MF_DRAFT_MAX];
         double t0 = mf_time_now();

@@ -57,5 +57,7 @@ void mf_gen_add_decode_time(mf_gen *g, double s); /* the draft's share of a deco
 /* Tokens the turn may still generate (n_predict; INT32_MAX without a limit): a step commits at most
  * n_draft + 1, so drafting more than this - 1 only adds rows that are dropped. */
 int32_t mf_gen_turn_left(const mf_gen *g);
+/* The abort callback's answer now (false without one): no draft is made for a turn about to stop. */
+bool mf_gen_abort_asked(const mf_gen *g);
 
 #endif

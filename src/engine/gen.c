@@ -493,6 +493,10 @@ mf_seq_id mf_gen_seq_of(const mf_gen *g) {
     return g->p.seq;
 }
 
+bool mf_gen_abort_asked(const mf_gen *g) {
+    return g->p.abort && g->p.abort(g->p.abort_user);
+}
+
 int32_t mf_gen_turn_left(const mf_gen *g) {
     return g->p.n_predict < 0 ? INT32_MAX : g->p.n_predict - g->st.turn_generated;
 }
