@@ -174,6 +174,8 @@ static void test_greedy_speculative_output_is_bitwise_the_plain_output(void) {
                 REQUIRE_OK(run(ctx, d, &gp, &spec), "speculative");
                 CHECK(same(&plain, &spec), "%s, end %d, draft-max %d: %d tokens (%s) vs plain %d (%s)", p->name, end,
                       maxes[mi], spec.n, mf_gen_status_name(spec.status), plain.n, mf_gen_status_name(plain.status));
+                CHECK(spec.accepted > 0, "%s, end %d, draft-max %d: no draft was accepted (%lld drafted)", p->name, end,
+                      maxes[mi], (long long)spec.drafted);
                 drafted += spec.drafted;
                 accepted += spec.accepted;
                 mf_draft_free(d);
