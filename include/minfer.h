@@ -359,6 +359,57 @@ int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err);
 mf_sampler *mf_gen_sampler(mf_gen *g); /* its sampler (e.g. to save its state) */
 void mf_gen_get_stats(const mf_gen *g, mf_gen_stats *st);
 
+/* ---------------- speculative decoding: a draft model ----------------
+ * A small model with the target's vocabulary proposes the next tokens greedily; the target verifies them
+ * in one forward (mf_gen_step_draft) and commits the prefix its own sampling agrees with.  Greedy output
+ * is bitwise the plain output; with temperature > 0 the committed tokens keep the target's distribution
+ * exactly (the Leviathan/Chen rejection rule for a one-hot draft; see docs/API.md) and seeded output is
+ * bitwise the plain seeded output too.  The draft owns its own context and KV cache (one sequence per
+ * target sequence it drafts for) and runs on the target context's threadpool. */
+typedef struct mf_draft mf_draft;
+
+#define MF_DRAFT_MAX 256 /* the largest draft_max */
+
+typedef struct {
+    int32_t draft_max; /* tokens drafted per round at most: 16 (1..MF_DRAFT_MAX) */
+    int32_t draft_min; /* a proposal shorter than this is dropped (no draft this round): 0 */
+    float p_min;       /* drafting stops before a token whose draft probability (softmax of the draft's
+                          logits at temperature 1, whatever the target samples with) is below it: 0.75 */
+    int32_t n_seq;     /* sequences drafted for (server slots), ids 0..n_seq-1: 1 */
+    int32_t n_ctx;     /* the draft's KV cells, shared evenly by the sequences; 0 = the target's n_ctx */
+    uint32_t type_k, type_v; /* the draft's KV element types (MF_KV_TYPE_F16) */
+} mf_draft_params;
+
+typedef struct {
+    int64_t n_proposals, n_drafted; /* propose calls that drafted, tokens proposed */
+    int64_t n_prefilled;            /* history tokens the draft decoded to catch up with the target */
+} mf_draft_stats;
+
+mf_draft_params mf_draft_default_params(void);
+/* 0 when the two models share a vocabulary (size, every token's text, BOS/EOS/EOT/padding ids and the
+ * end-of-generation list); else MF_E_INVAL naming the first difference. */
+int mf_draft_check_vocab(const mf_model *target, const mf_model *draft, mf_error *err);
+/* The draft borrows draft_model and target (a context of the target model, whose threadpool it uses)
+ * until mf_draft_free.  Refuses a vocabulary that differs (mf_draft_check_vocab) or a bad parameter. */
+int mf_draft_new(mf_model *draft_model, mf_context *target, const mf_draft_params *params, mf_draft **out,
+                 mf_error *err);
+void mf_draft_free(mf_draft *d);
+/* Proposes up to min(max, draft_max) tokens continuing hist[0..n_hist) (the target sequence's tokens):
+ * the draft's cache for seq keeps its longest common prefix with hist (mf_seq_rm of the rest), the
+ * missing tail is decoded, then greedy picks follow until one's probability is below p_min.  *n_out = 0
+ * when fewer than draft_min came out, or the draft's share of cells is full.  out holds max tokens. */
+int mf_draft_propose(mf_draft *d, mf_seq_id seq, const mf_token *hist, int32_t n_hist, int32_t max, mf_token *out,
+                     int32_t *n_out, mf_error *err);
+/* Forgets what the draft's cache holds for seq (a server slot given to another request). */
+void mf_draft_seq_clear(mf_draft *d, mf_seq_id seq);
+const mf_draft_params *mf_draft_get_params(const mf_draft *d);
+void mf_draft_get_stats(const mf_draft *d, mf_draft_stats *st);
+/* mf_gen_step with a draft: on a decode step (the history is cached but the last sampled token) the draft
+ * proposes for the generator's sequence and mf_gen_step_draft verifies; any other step (a prompt chunk)
+ * is a plain mf_gen_step.  d NULL: plain.  Stop strings, EOS, n_predict, the context end and the abort
+ * callback act exactly as in mf_gen_step. */
+int mf_gen_step_spec(mf_gen *g, mf_draft *d, mf_gen_out *out, mf_error *err);
+
 /* ---------------- conversation: multi-turn chat over one generator ----------------
  * mf_conv keeps the messages of a chat and feeds its generator only what each turn adds: the user's
  * message is rendered with the model's template (mf_chat_apply_with), the text the cache already holds is

@@ -197,9 +197,18 @@ static cJSON *parsed(char *s) {
 static void test_response_shapes_match_openai(void) {
     mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
     mf_srv_choice ch = {"hi", "hmm", "stop", NULL, 0};
-    mf_srv_usage u = {5, 2, 3};
+    mf_srv_usage u = {.prompt_tokens = 5, .completion_tokens = 2, .cached_tokens = 3};
     cJSON *o = parsed(mf_srv_final_json(&h, &ch, 1, &u));
     REQUIRE(o, "final is JSON");
+    CHECK(!cJSON_GetObjectItem(o, "timings"), "no timings without a draft model");
+    mf_srv_usage ud = u;
+    ud.draft = true, ud.draft_n = 9, ud.draft_n_accepted = 7;
+    cJSON *od = parsed(mf_srv_final_json(&h, &ch, 1, &ud));
+    cJSON *tm = od ? cJSON_GetObjectItem(od, "timings") : NULL;
+    CHECK(tm && cJSON_GetObjectItem(tm, "draft_n")->valueint == 9 &&
+              cJSON_GetObjectItem(tm, "draft_n_accepted")->valueint == 7,
+          "llama-server's timings.draft_n / draft_n_accepted with a draft model");
+    cJSON_Delete(od);
     CHECK(!strcmp(cJSON_GetObjectItem(o, "object")->valuestring, "chat.completion"), "object");
     cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
     cJSON *msg = cJSON_GetObjectItem(c0, "message");

@@ -114,9 +114,12 @@ bool mf_arg_once(mf_arg_seen *s, const char *name, const char *value) {
 }
 
 bool mf_out_check(FILE *f, const char *what) {
+    /* a write that failed inside an earlier fprintf (a text longer than the stdio buffer) set the error
+     * flag and errno then; the flush below may fail without a write of its own, leaving errno 0 */
+    int e0 = ferror(f) ? errno : 0;
     errno = 0;
     if (fflush(f) == 0 && !ferror(f)) return true;
-    int e = errno;
+    int e = errno ? errno : e0;
     fprintf(stderr, "Error: writing to %s failed: %s; stopping\n", what, e ? strerror(e) : "I/O error");
     return false;
 }

@@ -1,5 +1,6 @@
 /* The generation flags run and chat share (sampler, --stop), parsed one way with the same refusals. */
 #include "cli/cli.h"
+#include "core/core.h" /* mf_err */
 
 #include "minfer.h"
 
@@ -86,4 +87,75 @@ const char *mf_arg_sampler_help(void) {
            "      --presence-penalty X presence penalty (default 0)\n"
            "      --frequency-penalty X frequency penalty (default 0)\n"
            "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n";
+}
+
+void mf_arg_draft_init(mf_arg_draft *d) {
+    memset(d, 0, sizeof *d);
+    d->p = mf_draft_default_params();
+}
+
+int mf_arg_draft_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_draft *d) {
+    const char *a = argv[*i], *v;
+    bool path = !strcmp(a, "-md") || !strcmp(a, "--model-draft");
+    if (!path && strcmp(a, "--draft-max") && strcmp(a, "--draft-min") && strcmp(a, "--draft-p-min")) return 0;
+    if (!(v = mf_arg_value(argc, argv, i)) || !mf_arg_once(seen, path ? "-md/--model-draft" : a, v)) return -1;
+    long l;
+    double x;
+    if (path) {
+        if (!*v) {
+            fprintf(stderr, "Error: %s needs a GGUF file, got '' (drop it to decode without a draft)\n", a);
+            return -1;
+        }
+        d->path = v;
+        return 1;
+    }
+    d->given_tuning = true;
+    if (!strcmp(a, "--draft-p-min")) {
+        if (!mf_arg_float(a, v, &x)) return -1;
+        if (x < 0 || x > 1) {
+            fprintf(stderr, "Error: --draft-p-min must be in 0..1, got %s (0 drafts regardless of confidence)\n", v);
+            return -1;
+        }
+        d->p.p_min = (float)x;
+        return 1;
+    }
+    bool max = !strcmp(a, "--draft-max");
+    if (!mf_arg_int(a, v, max ? 1 : 0, MF_DRAFT_MAX, &l)) return -1;
+    if (max) d->p.draft_max = (int32_t)l;
+    else d->p.draft_min = (int32_t)l;
+    return 1;
+}
+
+bool mf_arg_draft_check(const mf_arg_draft *d) {
+    if (d->given_tuning && !d->path) {
+        fprintf(stderr, "Error: --draft-max, --draft-min and --draft-p-min need a draft model: add -md/--model-draft "
+                        "FILE (or drop them)\n");
+        return false;
+    }
+    if (d->p.draft_min > d->p.draft_max) {
+        fprintf(stderr, "Error: --draft-min %d is above --draft-max %d: no draft could ever be used (lower "
+                        "--draft-min or raise --draft-max)\n", d->p.draft_min, d->p.draft_max);
+        return false;
+    }
+    return true;
+}
+
+int mf_arg_draft_open(const mf_arg_draft *d, mf_context *target, int32_t n_seq, mf_model **model, mf_draft **out,
+                      mf_error *err) {
+    *model = NULL;
+    *out = NULL;
+    if (!d->path) return 0;
+    mf_model_params mp = mf_model_default_params();
+    int rc = mf_model_load(d->path, &mp, model, err);
+    if (rc) return rc;
+    mf_draft_params p = d->p;
+    p.n_seq = n_seq;
+    if ((rc = mf_draft_new(*model, target, &p, out, err))) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        mf_err(err, rc, "draft model '%s': %s", d->path, why);
+        mf_model_free(*model);
+        *model = NULL;
+    }
+    return rc;
 }

@@ -19,6 +19,7 @@ int mf_cmd_bench(int argc, char **argv);
 int mf_cmd_backends(int argc, char **argv);
 int mf_cmd_serve(int argc, char **argv);
 int mf_cmd_chat(int argc, char **argv);
+int mf_cmd_specverify(int argc, char **argv);
 
 /* Shared argument helpers: print "Error: ..." naming the flag, the value and the allowed range, and
  * return false on bad input. */
@@ -76,6 +77,30 @@ const char *mf_arg_cache_name(uint32_t type); /* "f32", "f16", "q8_0" */
     "                           34 per 32 (34/128 of f32); q8_0 needs head sizes that are multiples of 32.\n"   \
     "                           A q8_0 K/V is rotated as llama.cpp does (Walsh-Hadamard, head sizes that are\n"\
     "                           multiples of 64); MINFER_ATTN_ROT_DISABLE=1 turns that off\n"
+
+/* Speculative decoding flags (run, chat, serve, specverify; llama.cpp's): -md/--model-draft FILE,
+ * --draft-max N (1..MF_DRAFT_MAX, default 16), --draft-min N (0..draft-max, default 0), --draft-p-min P
+ * (0..1, default 0.75).  mf_arg_draft_flag: 1 taken, 0 not one of them, -1 refused (printed). */
+typedef struct {
+    const char *path; /* NULL: no draft */
+    mf_draft_params p;
+    bool given_tuning; /* a --draft-* flag was given (refused without -md) */
+} mf_arg_draft;
+void mf_arg_draft_init(mf_arg_draft *d);
+int mf_arg_draft_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_draft *d);
+/* After parsing: the cross-flag rules (--draft-min <= --draft-max, tuning flags need -md); prints. */
+bool mf_arg_draft_check(const mf_arg_draft *d);
+/* Loads the draft model and makes its mf_draft on target's pool (nothing when d->path is NULL). */
+int mf_arg_draft_open(const mf_arg_draft *d, mf_context *target, int32_t n_seq, mf_model **model, mf_draft **out,
+                      mf_error *err);
+#define MF_ARG_DRAFT_HELP                                                                                        \
+    "  -md, --model-draft FILE  speculative decoding: a small model with the same vocabulary drafts tokens\n"    \
+    "                           that the model verifies in one forward (greedy output is bitwise the output\n"  \
+    "                           without it; sampling keeps the model's distribution and the seeded output)\n"   \
+    "      --draft-max N        tokens drafted per round at most (default 16, 1..256)\n"                        \
+    "      --draft-min N        drop a draft shorter than N (default 0)\n"                                      \
+    "      --draft-p-min P      stop drafting before a token the draft gives probability < P (default 0.75,\n"  \
+    "                           0..1; the draft's softmax at temperature 1)\n"
 
 /* Flushes f and checks its error flag; on a failed write prints "Error: writing to WHAT failed: ..."
  * and returns false, so a command stops at the first write that did not happen (a full disk, a reader

@@ -42,10 +42,12 @@ static void usage(FILE *f) {
             "      --n-ctx N            the same as -c\n"
             "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_DRAFT_HELP
             "%s"
             "      --stop S             end a reply when the text S appears; S is not printed; repeatable, up to 16\n"
             "      --verbose            after each reply, one stats line on stderr: tokens prefilled (only the new\n"
-            "                           ones), reused from the cache, generated, and why the reply stopped\n"
+            "                           ones), reused from the cache, generated, and why the reply stopped (with\n"
+            "                           -md also the tokens drafted and accepted since the chat began)\n"
             "  -h, --help               this help\n"
             "\n"
             "Every option but --stop is given at most once.  A write to stdout that fails ends the chat with exit\n"
@@ -90,12 +92,17 @@ int mf_cmd_chat(int argc, char **argv) {
     mf_sampler_params sp = mf_arg_sampler_defaults();
     mf_arg_seen seen = {0};
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
+    mf_arg_draft dr;
+    mf_arg_draft_init(&dr);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long l;
         const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
         if (cf < 0) return 2;
         if (cf > 0) continue;
+        const int df = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
+        if (df < 0) return 2;
+        if (df > 0) continue;
 #define VAL(name)                                                                                            \
     do {                                                                                                     \
         if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;                   \
@@ -157,7 +164,7 @@ int mf_cmd_chat(int argc, char **argv) {
         return 2;
     }
     uint32_t type_k, type_v;
-    if (!mf_arg_cache_type(&cache, &type_k, &type_v)) return 2;
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v) || !mf_arg_draft_check(&dr)) return 2;
 
     int ret = 1;
     mf_error err = {0};
@@ -165,6 +172,8 @@ int mf_cmd_chat(int argc, char **argv) {
     mf_context *ctx = NULL;
     mf_gen *gen = NULL;
     mf_conv *conv = NULL;
+    mf_model *draft_model = NULL;
+    mf_draft *draft = NULL;
     char *line = NULL;
     if (mf_model_load(model_path, NULL, &model, &err)) goto fail;
     mf_context_params cp = mf_context_default_params();
@@ -173,6 +182,7 @@ int mf_cmd_chat(int argc, char **argv) {
     cp.type_k = type_k;
     cp.type_v = type_v;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
+    if (mf_arg_draft_open(&dr, ctx, 1, &draft_model, &draft, &err)) goto fail;
     mf_gen_params gp = mf_gen_default_params();
     gp.sampler = sp;
     gp.n_predict = (int32_t)n_predict;
@@ -234,7 +244,7 @@ int mf_cmd_chat(int argc, char **argv) {
                     ti.n_dropped_turns, ti.n_dropped_turns == 1 ? "" : "s", ti.n_dropped_tokens);
         mf_gen_out o;
         do {
-            if (mf_gen_step(gen, &o, &err)) goto fail;
+            if (mf_gen_step_spec(gen, draft, &o, &err)) goto fail;
             fwrite(o.text, 1, o.text_len, stdout);
             if (!mf_out_check(stdout, "stdout")) goto out;
         } while (o.status == MF_GEN_RUNNING);
@@ -247,9 +257,12 @@ int mf_cmd_chat(int argc, char **argv) {
         if (verbose) {
             mf_gen_stats st;
             mf_gen_get_stats(gen, &st);
-            fprintf(stderr, "turn %d: prefilled %d tokens, reused %d, generated %d, stop: %s%s\n", turn,
+            fprintf(stderr, "turn %d: prefilled %d tokens, reused %d, generated %d, stop: %s%s", turn,
                     st.turn_prefilled, ti.n_reused, st.turn_generated, mf_gen_status_name(o.status),
                     ti.rerendered ? " (re-rendered)" : "");
+            if (draft) /* totals over the chat so far */
+                fprintf(stderr, ", drafted %lld, accepted %lld", (long long)st.n_drafted, (long long)st.n_accepted);
+            fputc('\n', stderr);
         }
     }
     ret = 0;
@@ -261,6 +274,8 @@ out:
     free(line);
     mf_conv_free(conv);
     mf_gen_free(gen);
+    mf_draft_free(draft);
+    mf_model_free(draft_model);
     mf_context_free(ctx);
     mf_model_free(model);
     return ret;

@@ -35,6 +35,7 @@ static void usage(FILE *f) {
         "                           hold the prompt plus one generated token\n"
         "      --n-ctx N            the same as -c\n"
         MF_ARG_CACHE_HELP
+        MF_ARG_DRAFT_HELP
         "%s"
         "      --stop S             stop when the text S appears; S is not printed (a stop string split across\n"
         "                           tokens is held back until decided); repeatable, up to 16\n"
@@ -44,6 +45,7 @@ static void usage(FILE *f) {
         "\n"
         "Sampler order (llama.cpp's default): penalties -> top-k -> typical -> top-p -> min-p -> temperature "
         "-> draw.\n"
+        "With -md the summary line adds the drafted and accepted tokens and the acceptance rate.\n"
         "Numbers must be finite and in range; every option but --stop is given at most once.  A write to stdout that\n"
         "fails (a full disk, a closed pipe) stops the run with exit status 1, as does a model whose logits\n"
         "come out NaN or infinite (the error names the position).\n"
@@ -75,12 +77,17 @@ int mf_cmd_run(int argc, char **argv) {
     const char *stops[MF_ARG_MAX_STOP];
     int32_t n_stop = 0;
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
+    mf_arg_draft dr;
+    mf_arg_draft_init(&dr);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long l;
         const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
         if (cf < 0) return 2;
         if (cf > 0) continue;
+        const int df = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
+        if (df < 0) return 2;
+        if (df > 0) continue;
 /* a value option / a switch, each at most once (mf_arg_once) */
 #define VAL(name)                                                                                            \
     do {                                                                                                     \
@@ -156,7 +163,7 @@ int mf_cmd_run(int argc, char **argv) {
 #undef ONCE
     }
     uint32_t type_k, type_v;
-    if (!mf_arg_cache_type(&cache, &type_k, &type_v)) return 2;
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v) || !mf_arg_draft_check(&dr)) return 2;
     if (!model_path) {
         fprintf(stderr, "Error: no model given: minfer run -m MODEL.gguf -p PROMPT\n");
         return 2;
@@ -202,6 +209,8 @@ int mf_cmd_run(int argc, char **argv) {
     mf_model *model = NULL;
     mf_context *ctx = NULL;
     mf_gen *gen = NULL;
+    mf_model *draft_model = NULL;
+    mf_draft *draft = NULL;
     char *rendered = NULL;
 
     double t0 = mf_time_now();
@@ -240,6 +249,7 @@ int mf_cmd_run(int argc, char **argv) {
     cp.type_v = type_v;
     cp.n_threads = (int32_t)n_threads;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
+    if (mf_arg_draft_open(&dr, ctx, 1, &draft_model, &draft, &err)) goto fail;
     int32_t nc = mf_context_n_ctx(ctx);
     if (n_ids >= nc) {
         fprintf(stderr,
@@ -264,7 +274,7 @@ int mf_cmd_run(int argc, char **argv) {
             mf_arg_cache_name(type_v), (double)cst.kv_bytes / (1 << 20));
     mf_gen_out o;
     do {
-        if (mf_gen_step(gen, &o, &err)) goto fail;
+        if (mf_gen_step_spec(gen, draft, &o, &err)) goto fail;
         if (!ids_only) {
             fwrite(o.text, 1, o.text_len, stdout);
             if (!mf_out_check(stdout, "stdout")) goto out; /* stop at the first write that failed */
@@ -288,8 +298,12 @@ int mf_cmd_run(int argc, char **argv) {
     int32_t n_dec = n_gen > 0 ? n_gen - 1 : 0; /* the first token comes from the prefill's logits */
     fprintf(stderr, "prefill: %d tokens in %.3f s (%.2f tok/s)\n", n_ids, gs.t_prefill_s,
             gs.t_prefill_s > 0 ? n_ids / gs.t_prefill_s : 0.0);
-    fprintf(stderr, "decode: %d tokens in %.3f s (%.2f tok/s), stop: %s\n", n_dec, gs.t_decode_s,
+    fprintf(stderr, "decode: %d tokens in %.3f s (%.2f tok/s), stop: %s", n_dec, gs.t_decode_s,
             gs.t_decode_s > 0 ? n_dec / gs.t_decode_s : 0.0, mf_gen_status_name(o.status));
+    if (draft)
+        fprintf(stderr, ", drafted %lld, accepted %lld (%.1f %%)", (long long)gs.n_drafted, (long long)gs.n_accepted,
+                gs.n_drafted ? 100.0 * (double)gs.n_accepted / (double)gs.n_drafted : 0.0);
+    fputc('\n', stderr);
     ret = 0;
     goto out;
 fail:
@@ -297,6 +311,8 @@ fail:
     ret = 1;
 out:
     mf_gen_free(gen);
+    mf_draft_free(draft);
+    mf_model_free(draft_model);
     mf_context_free(ctx);
     mf_model_free(model);
     free(rendered);

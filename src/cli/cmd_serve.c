@@ -25,6 +25,10 @@ static void usage(FILE *f) {
             "  -b, --batch-size N       most tokens per forward: decode rows plus prefill chunks (default 512;\n"
             "                           at least -np)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_DRAFT_HELP
+            "                           (serve: one draft sequence per slot; answers add timings.draft_n and\n"
+            "                           timings.draft_n_accepted, /metrics minfer_draft_tokens_total and\n"
+            "                           minfer_draft_accepted_tokens_total)\n"
             "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
             "      --api-key KEY        require 'Authorization: Bearer KEY' (or X-Api-Key) on every route but\n"
             "                           /health and /v1/models\n"
@@ -59,10 +63,13 @@ int mf_cmd_serve(int argc, char **argv) {
     const char *key_file = NULL;
     mf_arg_seen seen = {0};
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
+    mf_arg_draft dr;
+    mf_arg_draft_init(&dr);
     long l;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
-        const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
+        int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
+        if (!cf) cf = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
         if (cf < 0) return 2;
         if (cf > 0) continue;
 #define IS(x, y) (!strcmp(a, x) || !strcmp(a, y))
@@ -123,7 +130,9 @@ int mf_cmd_serve(int argc, char **argv) {
 #undef VAL
 #undef INT
     }
-    if (!mf_arg_cache_type(&cache, &o.type_k, &o.type_v)) return 2;
+    if (!mf_arg_cache_type(&cache, &o.type_k, &o.type_v) || !mf_arg_draft_check(&dr)) return 2;
+    o.draft_path = dr.path;
+    o.draft = dr.p;
     if (!o.model_path) {
         fprintf(stderr, "Error: no model given: minfer serve -m MODEL.gguf\n");
         return 2;

@@ -21,6 +21,7 @@ static const mf_subcommand k_cmds[] = {
     {"tokenize", mf_cmd_tokenize, "print the token ids of a text"},
     {"info", mf_cmd_info, "print a GGUF file's metadata and tensor table"},
     {"viz", mf_cmd_viz, "write the compute graph as DOT or JSON"},
+    {"specverify", mf_cmd_specverify, "check speculative greedy decoding against plain (same tokens), with speeds"},
     {"bench", mf_cmd_bench, "measure prefill and decode speed (llama-bench style)"},
     {"serve", mf_cmd_serve, "OpenAI- and llama-server-compatible HTTP server (continuous batching)"},
     {"backends", mf_cmd_backends, "list the known backends and whether they are usable here"},

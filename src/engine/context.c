@@ -108,6 +108,11 @@ static int kv_write(void *user, int32_t layer, void *addr, const void *src, size
 }
 
 int mf_context_new(mf_model *model, const mf_context_params *params, mf_context **out, mf_error *err) {
+    return mf_context_new_on(model, params, NULL, out, err);
+}
+
+int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_context *share, mf_context **out,
+                      mf_error *err) {
     *out = NULL;
     mf_context_params p = params ? *params : mf_context_default_params();
     const mf_hparams *hp = &model->hp;
@@ -120,6 +125,7 @@ int mf_context_new(mf_model *model, const mf_context_params *params, mf_context 
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         p.n_threads = (int32_t)MF_MAX(1, MF_MIN(n, 16));
     }
+    if (share) p.n_threads = share->n_threads; /* one pool: the two never run at the same time */
     if (p.n_ubatch == 0) p.n_ubatch = 512;
     mf_context *c = calloc(1, sizeof *c);
     if (!c) return mf_err(err, MF_E_NOMEM, "out of memory");
@@ -178,7 +184,8 @@ int mf_context_new(mf_model *model, const mf_context_params *params, mf_context 
         c->k_ptr[l] = mf_kv_k(c->kv, l);
         c->v_ptr[l] = mf_kv_v(c->kv, l);
     }
-    if ((rc = mf_cpu_new(p.n_threads, &c->cpu, err))) goto fail;
+    if (share) c->cpu = share->cpu, c->cpu_borrowed = true;
+    else if ((rc = mf_cpu_new(p.n_threads, &c->cpu, err))) goto fail;
     mf_backend_opts bo = {.n_threads = p.n_threads};
     if ((rc = mf_sched_new(&bo, &c->sched, err)) || (rc = mf_sched_set_pool(c->sched, MF_BACKEND_CPU, c->cpu, err)))
         goto fail;
@@ -192,7 +199,7 @@ fail:
 void mf_context_free(mf_context *c) {
     if (!c) return;
     mf_sched_free(c->sched);
-    mf_cpu_free(c->cpu);
+    if (!c->cpu_borrowed) mf_cpu_free(c->cpu);
     mf_graph_cache_free(c->cache);
     mf_kv_free(c->kv);
     free(c->k_ptr);

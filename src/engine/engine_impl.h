@@ -15,6 +15,7 @@
 struct mf_context {
     mf_model *model;
     mf_cpu *cpu;
+    bool cpu_borrowed; /* another context's pool (a draft model's context shares its target's) */
     mf_sched *sched; /* backend assignment + splits; the cpu pool above is lent to it */
     mf_kv *kv;
     mf_graph_cache *cache;
@@ -34,6 +35,12 @@ struct mf_context {
     double t_last;
 };
 
+/* mf_context_new, but with share != NULL the new context runs on share's CPU threadpool (and thread
+ * count) instead of starting its own: a draft model and its target never compute at the same time, so
+ * one pool serves both without oversubscribing the cores.  share must outlive the new context. */
+int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_context *share, mf_context **out,
+                      mf_error *err);
+
 /* Build (not allocate) the graph for n_tokens rows with n_outputs output rows; *io gets the ids of its
  * inputs and logits (io may be NULL). */
 int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, mf_graph **out,
@@ -47,5 +54,11 @@ int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, 
 const mf_model *mf_gen_model_of(const mf_gen *g);
 mf_context *mf_gen_context_of(const mf_gen *g);
 mf_seq_id mf_gen_seq_of(const mf_gen *g);
+void mf_gen_add_decode_time(mf_gen *g, double s); /* the draft's share of a decode step */
+/* Tokens the turn may still generate (n_predict; INT32_MAX without a limit): a step commits at most
+ * n_draft + 1, so drafting more than this - 1 only adds rows that are dropped. */
+int32_t mf_gen_turn_left(const mf_gen *g);
+/* The abort callback's answer now (false without one): no draft is made for a turn about to stop. */
+bool mf_gen_abort_asked(const mf_gen *g);
 
 #endif

@@ -493,6 +493,18 @@ mf_seq_id mf_gen_seq_of(const mf_gen *g) {
     return g->p.seq;
 }
 
+bool mf_gen_abort_asked(const mf_gen *g) {
+    return g->p.abort && g->p.abort(g->p.abort_user);
+}
+
+int32_t mf_gen_turn_left(const mf_gen *g) {
+    return g->p.n_predict < 0 ? INT32_MAX : g->p.n_predict - g->st.turn_generated;
+}
+
+void mf_gen_add_decode_time(mf_gen *g, double s) {
+    g->st.t_decode_s += s;
+}
+
 int mf_gen_restore(mf_gen *g, const mf_token *ids, int32_t n, int32_t n_cached, mf_error *err) {
     if (g->n_tok)
         return mf_err(err, MF_E_INVAL, "generation: restore needs an empty sequence, this one holds %d tokens",

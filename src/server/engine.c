@@ -44,6 +44,7 @@ typedef struct {
     mf_srv_logprob *lp;
     int32_t n_lp, cap_lp, lp_sent;
     int32_t n_gen;
+    int32_t n_drafted, n_accepted; /* speculative decoding: this reply's drafts and accepted ones */
     const char *finish;
     bool sent_first;
     double t_last;
@@ -56,6 +57,8 @@ typedef struct {
 struct mf_srv_engine {
     mf_server *s;
     mf_context *ctx;
+    mf_model *draft_model; /* -md: the draft (one draft sequence per slot) */
+    mf_draft *draft;
     slot *slots;
     int n;
     mf_batch batch;
@@ -95,6 +98,7 @@ static void slot_clear_output(slot *sl) {
     free(sl->lp);
     sl->lp = NULL, sl->n_lp = sl->cap_lp = sl->lp_sent = 0;
     sl->n_gen = 0, sl->finish = NULL, sl->sent_first = false;
+    sl->n_drafted = sl->n_accepted = 0;
 }
 
 void mf_srv_engine_free(mf_srv_engine *e) {
@@ -108,6 +112,8 @@ void mf_srv_engine_free(mf_srv_engine *e) {
     }
     free(e->slots);
     free(e->offered);
+    mf_draft_free(e->draft);
+    mf_model_free(e->draft_model);
     mf_batch_free(&e->batch);
     mf_context_free(e->ctx);
     free(e);
@@ -214,10 +220,11 @@ static void fail_job(mf_srv_engine *e, mf_srv_job *j, int status, const char *ty
     mf_srv_job_unref(j);
 }
 
-static void add_logprob(mf_srv_engine *e, slot *sl, mf_token tok) {
+/* row: the batch row whose logits chose tok (a verified draft's tokens come from consecutive rows) */
+static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
     const mf_srv_req *r = &sl->job->req;
-    if (!r->logprobs || sl->row < 0) return;
-    const float *lg = mf_get_logits(e->ctx, sl->row);
+    if (!r->logprobs || row < 0) return;
+    const float *lg = mf_get_logits(e->ctx, row);
     int32_t nv = e->s->info.n_vocab;
     if (!lg) return;
     float mx = lg[0];
@@ -297,13 +304,15 @@ static void complete_job(mf_srv_engine *e, int lead) {
     mf_srv_job *j = ld->job;
     const mf_srv_req *r = &j->req;
     mf_srv_head h = {r->kind, j->id, j->model_name, j->created};
-    mf_srv_usage u = {.prompt_tokens = j->n_prompt, .cached_tokens = ld->reused};
+    mf_srv_usage u = {.prompt_tokens = j->n_prompt, .cached_tokens = ld->reused, .draft = e->draft != NULL};
     mf_srv_choice ch[MF_SRV_MAX_N];
     int nc = 0;
     for (int i = 0; i < e->n; i++) {
         slot *sl = &e->slots[i];
         if (sl->job != j) continue;
         u.completion_tokens += sl->n_gen;
+        u.draft_n += sl->n_drafted;
+        u.draft_n_accepted += sl->n_accepted;
         ch[sl->choice] = (mf_srv_choice){sl->content.s ? sl->content.s : "", sl->reasoning.n ? sl->reasoning.s : NULL,
                                          sl->finish, r->logprobs ? sl->lp : NULL, sl->n_lp};
         nc++;
@@ -344,6 +353,12 @@ static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
     mf_srv_job *j = sl->job;
     const mf_srv_req *r = &j->req;
     double now = mf_time_now();
+    if (out->n_drafted) {
+        sl->n_drafted += out->n_drafted;
+        sl->n_accepted += out->n_accepted;
+        mf_srv_metrics_add(e->s->m, MF_SRV_C_DRAFT_TOKENS, (uint64_t)out->n_drafted);
+        mf_srv_metrics_add(e->s->m, MF_SRV_C_DRAFT_ACCEPTED, (uint64_t)out->n_accepted);
+    }
     if (out->n_tokens > 0) {
         if (!ld->got_first) {
             mf_srv_metrics_observe(e->s->m, MF_SRV_H_TTFT, now - j->t_arrival);
@@ -354,7 +369,7 @@ static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
         sl->t_last = now;
         sl->n_gen += out->n_tokens;
         mf_srv_metrics_add(e->s->m, MF_SRV_C_GENERATED_TOKENS, (uint64_t)out->n_tokens);
-        for (int32_t k = 0; k < out->n_tokens; k++) add_logprob(e, sl, out->tokens[k]);
+        for (int32_t k = 0; k < out->n_tokens; k++) add_logprob(e, sl, sl->row < 0 ? -1 : sl->row + k, out->tokens[k]);
     }
     bool ok = true;
     if (out->text_len) {
@@ -635,6 +650,19 @@ static void end_biggest(mf_srv_engine *e) {
     drop_cells(e, big);
 }
 
+/* Speculative decoding: the draft's proposal for decoding slot i (its own draft sequence i), at most
+ * room tokens so every other decoding slot keeps its row in this forward. */
+static int draft_for(mf_srv_engine *e, int i, const mf_gen_stats *st, int32_t room, mf_token *out, int32_t *n,
+                     mf_error *err) {
+    *n = 0;
+    if (!e->draft || st->turn_generated == 0 || st->n_cached != st->n_tokens - 1) return 0;
+    int32_t n_tok;
+    const mf_token *toks = mf_gen_tokens(e->slots[i].gen, &n_tok);
+    int32_t max = MF_MIN(room, mf_draft_get_params(e->draft)->draft_max);
+    if (e->slots[i].job->req.max_tokens >= 0) max = MF_MIN(max, e->slots[i].job->req.max_tokens - st->turn_generated - 1);
+    return max > 0 ? mf_draft_propose(e->draft, i, toks, n_tok, max, out, n, err) : 0;
+}
+
 static void step(mf_srv_engine *e) {
     start_waiting(e);
     int running = 0;
@@ -658,6 +686,13 @@ static void step(mf_srv_engine *e) {
     e->batch.capacity = MF_MIN(e->batch_cap, room); /* the batch never asks for more cells than are free */
     int *offered = e->offered, n_off = 0;
     mf_error err = {0};
+    int n_decoding = 0; /* decoding slots not yet offered: each keeps a row for its own next token */
+    for (int i = 0; i < e->n; i++) {
+        if (e->slots[i].state != SLOT_RUN) continue;
+        mf_gen_stats st;
+        mf_gen_get_stats(e->slots[i].gen, &st);
+        n_decoding += st.n_tokens - st.n_cached <= 1;
+    }
     for (int pass = 0; pass < 2; pass++) { /* decoding slots first, then prefill chunks */
         for (int i = 0; i < e->n; i++) {
             slot *sl = &e->slots[i];
@@ -666,12 +701,23 @@ static void step(mf_srv_engine *e) {
             mf_gen_get_stats(sl->gen, &st);
             bool decoding = st.n_tokens - st.n_cached <= 1;
             if (decoding != (pass == 0)) continue;
-            int32_t k = mf_gen_batch_add(sl->gen, &e->batch, NULL, 0, &err);
+            mf_token drafted[MF_DRAFT_MAX];
+            int32_t n_draft = 0;
+            if (decoding) {
+                n_decoding--;
+                if (draft_for(e, i, &st, e->batch.capacity - e->batch.n_tokens - 1 - n_decoding, drafted, &n_draft,
+                              &err)) {
+                    fail_job(e, sl->job, 500, "server_error", "the draft model failed: %s", err.msg);
+                    continue;
+                }
+            }
+            int32_t r0 = e->batch.n_tokens;
+            int32_t k = mf_gen_batch_add(sl->gen, &e->batch, drafted, n_draft, &err);
             if (k < 0) {
                 fail_job(e, sl->job, 500, "server_error", "cannot schedule the request: %s", err.msg);
                 continue;
             }
-            sl->row = k > 0 ? e->batch.n_tokens - 1 : -1;
+            sl->row = k > 0 ? (decoding ? r0 : e->batch.n_tokens - 1) : -1; /* a decoding slot's one queued row */
             offered[n_off++] = i;
         }
     }
@@ -731,6 +777,17 @@ static int load(mf_srv_engine *e, mf_error *err) {
     s->n_ctx = mf_context_n_ctx(e->ctx);
     e->batch_cap = s->o.n_batch;
     if ((rc = mf_batch_init(&e->batch, e->batch_cap, err))) return rc;
+    if (s->o.draft_path) {
+        if ((rc = mf_model_load(s->o.draft_path, &mp, &e->draft_model, err))) return rc;
+        mf_draft_params dp = s->o.draft;
+        dp.n_seq = e->n;
+        dp.n_ctx = s->n_ctx; /* each slot's draft sequence gets an equal share */
+        if ((rc = mf_draft_new(e->draft_model, e->ctx, &dp, &e->draft, err))) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return mf_err(err, rc, "draft model '%s': %s", s->o.draft_path, why);
+        }
+    }
     mf_srv_metrics_set(s->m, MF_SRV_G_SLOTS_TOTAL, e->n);
     mf_srv_metrics_set(s->m, MF_SRV_G_KV_TOTAL, s->n_ctx);
     return 0;

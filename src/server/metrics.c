@@ -49,6 +49,9 @@ static const struct {
     [MF_SRV_C_WORKER_STALLED] = {"minfer_worker_stalled_total",
                                  "Times the stall guard found the engine making no progress and stopped it."},
     [MF_SRV_C_STEPS] = {"minfer_engine_steps_total", "Forwards run by the engine thread."},
+    [MF_SRV_C_DRAFT_TOKENS] = {"minfer_draft_tokens_total", "Tokens proposed by the draft model (-md) and verified."},
+    [MF_SRV_C_DRAFT_ACCEPTED] = {"minfer_draft_accepted_tokens_total",
+                                 "Drafted tokens the model's own sampling agreed with (committed)."},
 };
 
 static const struct {

@@ -27,6 +27,8 @@ typedef enum {
     MF_SRV_C_CLIENT_GONE,  /* of those: the client disconnected */
     MF_SRV_C_WORKER_STALLED,
     MF_SRV_C_STEPS, /* engine forwards */
+    MF_SRV_C_DRAFT_TOKENS,    /* tokens a draft model proposed and the target verified */
+    MF_SRV_C_DRAFT_ACCEPTED,  /* of them: committed */
     MF_SRV_C_COUNT
 } mf_srv_counter;
 

@@ -34,6 +34,14 @@ static void add_usage(cJSON *o, const mf_srv_usage *u) {
     cJSON_AddNumberToObject(d, "cached_tokens", u->cached_tokens);
 }
 
+/* llama-server's per-request speculative counts (only when a draft model is loaded) */
+static void add_timings(cJSON *o, const mf_srv_usage *u) {
+    if (!u->draft) return;
+    cJSON *t = cJSON_AddObjectToObject(o, "timings");
+    cJSON_AddNumberToObject(t, "draft_n", u->draft_n);
+    cJSON_AddNumberToObject(t, "draft_n_accepted", u->draft_n_accepted);
+}
+
 static cJSON *head(const mf_srv_head *h, const char *object) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", h->id);
@@ -98,6 +106,7 @@ char *mf_srv_final_json(const mf_srv_head *h, const mf_srv_choice *ch, int32_t n
         cJSON_AddNumberToObject(o, "tokens_predicted", u->completion_tokens);
         cJSON_AddNumberToObject(o, "tokens_evaluated", u->prompt_tokens);
         cJSON_AddNumberToObject(o, "tokens_cached", u->cached_tokens);
+        add_timings(o, u);
         return finish(o);
     }
     bool chat = h->kind == MF_SRV_CHAT;
@@ -119,6 +128,7 @@ char *mf_srv_final_json(const mf_srv_head *h, const mf_srv_choice *ch, int32_t n
         cJSON_AddItemToArray(arr, c);
     }
     add_usage(o, u);
+    add_timings(o, u);
     return finish(o);
 }
 
@@ -154,5 +164,6 @@ char *mf_srv_usage_chunk_json(const mf_srv_head *h, const mf_srv_usage *u) {
     cJSON *o = head(h, h->kind == MF_SRV_CHAT ? "chat.completion.chunk" : "text_completion");
     cJSON_AddArrayToObject(o, "choices");
     add_usage(o, u);
+    add_timings(o, u);
     return finish(o);
 }

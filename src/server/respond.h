@@ -12,6 +12,8 @@ char *mf_srv_error_json(const mf_srv_err *e);
 
 typedef struct {
     int32_t prompt_tokens, completion_tokens, cached_tokens;
+    bool draft;                        /* the server drafts: timings.draft_n / draft_n_accepted are added */
+    int32_t draft_n, draft_n_accepted; /* drafted tokens verified for this request, and those committed */
 } mf_srv_usage;
 
 /* One position's log-probability: the chosen token and its top alternatives. */

@@ -12,7 +12,8 @@
 #include <time.h>
 
 mf_server_opts mf_server_default_opts(void) {
-    return (mf_server_opts){.host = "127.0.0.1",
+    return (mf_server_opts){.draft = mf_draft_default_params(),
+                            .host = "127.0.0.1",
                             .port = 8080,
                             .n_parallel = 4,
                             .n_batch = 512,

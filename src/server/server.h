@@ -23,6 +23,8 @@ typedef struct {
     const char *slot_save_path; /* NULL: slot save/restore refused */
     const char *alias;          /* model name in answers (default: the file name) */
     int drain_ms;               /* MINFER_DRAIN_MS: in-flight grace at shutdown (30000) */
+    const char *draft_path;     /* -md: speculative decoding with this draft model (NULL: none) */
+    mf_draft_params draft;      /* --draft-max/--draft-min/--draft-p-min (n_seq is the slot count) */
 } mf_server_opts;
 
 mf_server_opts mf_server_default_opts(void);

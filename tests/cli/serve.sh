@@ -153,6 +153,25 @@ if [ "$rc" = 1 ] && [ "$n" = 1 ]; then ok "loading: a failed load exits 1 with o
 else bad "loading: failed load" "exit $rc, $n error lines: $(cat "$LOG")"; fi
 rm -f "$F"
 
+# speculative decoding: a server with -md answers greedy requests as the same model without a draft
+ST="$TMP/serve-spec-target.gguf" SD="$TMP/serve-spec-draft.gguf"
+PAIR=(--arch qwen2 --type q8_0 --lowrank 64 --layer-scale 0.06 --seed 7 -q)
+if "$GEN" "${PAIR[@]}" -o "$ST" && "$GEN" "${PAIR[@]}" --draft -o "$SD"; then
+    M_SAVE=$M M=$ST
+    if start_server spec-plain -np 2 -c 1024; then
+        PLAIN_PID=$SPID PLAIN_PORT=$PORT PLAIN_LOG=$LOG
+        if start_server spec -np 2 -c 1024 -md "$SD" --draft-max 8; then
+            py spec "$PLAIN_PORT"
+            stop_server
+        fi
+        SPID=$PLAIN_PID LOG=$PLAIN_LOG
+        stop_server
+    fi
+    M=$M_SAVE
+else bad "spec pair" "mf-genmodel failed"; fi
+expect "serve --draft-max without -md" 2 "need a draft model" -- "$MINFER" serve -m "$M" --draft-max 4
+expect "serve -md with a bad --draft-p-min" 2 "--draft-p-min must be in 0..1, got -1" -- "$MINFER" serve -m "$M" -md "$M" --draft-p-min -1
+
 # flags
 expect "serve without -m" 2 "no model given" -- "$MINFER" serve
 expect "serve bad port" 2 "--port must be in [0, 65535]" -- "$MINFER" serve -m "$M" --port 70000

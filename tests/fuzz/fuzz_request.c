@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *text = kind == MF_SRV_CHAT ? r.msgs[0].content : r.prompt ? r.prompt : "";
     mf_srv_head h = {kind, "id-1", r.model ? r.model : "m", 1};
     mf_srv_choice ch = {(char *)text, NULL, "stop", NULL, 0};
-    mf_srv_usage u = {1, 2, 0};
+    mf_srv_usage u = {.prompt_tokens = 1, .completion_tokens = 2};
     check_json(mf_srv_final_json(&h, &ch, 1, &u));
     check_json(mf_srv_chunk_json(&h, 0, true, text, NULL, NULL, NULL, 0));
     mf_srv_req_free(&r);

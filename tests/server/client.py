@@ -2,6 +2,7 @@
 """HTTP-level checks of `minfer serve` over loopback (stdlib only), driven by tests/cli/serve.sh.
 
     client.py PORT CHECK      CHECK: routes | bad_input | identity | stream | disconnect | load | auth KEY
+                                     | spec PLAIN_PORT (PORT serves with -md; PLAIN_PORT the same model without)
 
 Each check prints "PASS name" / "FAIL name: why" lines (lib.bash's format) and exits 1 on any failure.
 Every request has a timeout, so a hung server fails the check instead of hanging the suite."""
@@ -421,6 +422,49 @@ def check_slots():
     check("slots: restoring a missing file is 404 naming it", st == 404 and "missing.bin" in d.decode(), d)
 
 
+# ---------------------------------------------------------------- speculative decoding
+def check_spec(plain_port):
+    """PORT drafts with -md, plain_port serves the same target without: greedy answers are equal, alone and
+    two at a time; each answer reports its drafts (timings) and /metrics counts them."""
+    global PORT
+    me = PORT
+    PORT = plain_port
+    want = [gen(p, n=24)[1] for p in PROMPTS]
+    want_lp = post("/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 8, "temperature": 0, "logprobs": 2})[2]
+    PORT = me
+    m0 = metrics()
+    got, n_draft, n_acc = [], 0, 0
+    for p in PROMPTS:
+        st, _, d = post("/v1/completions", {"prompt": p, "max_tokens": 24, "temperature": 0})
+        r = json.loads(d)
+        got.append(r["choices"][0]["text"] if st == 200 else d)
+        n_draft += r.get("timings", {}).get("draft_n", 0)
+        n_acc += r.get("timings", {}).get("draft_n_accepted", 0)
+    check("spec: greedy answers with -md equal those without", got == want, "with %r without %r" % (got, want))
+    check("spec: timings.draft_n / draft_n_accepted count the drafts", n_draft > 0 and 0 < n_acc <= n_draft,
+          "drafted %d accepted %d" % (n_draft, n_acc))
+    m1 = metrics()
+    dm = m1["minfer_draft_tokens_total"] - m0["minfer_draft_tokens_total"]
+    da = m1["minfer_draft_accepted_tokens_total"] - m0["minfer_draft_accepted_tokens_total"]
+    check("spec: /metrics draft counters equal the answers' sums", dm == n_draft and da == n_acc,
+          "metrics %d/%d, answers %d/%d" % (dm, da, n_draft, n_acc))
+    res = [None] * len(PROMPTS)
+
+    def run(i):
+        res[i] = gen(PROMPTS[i], n=24)[1]
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(len(PROMPTS))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    check("spec: concurrent greedy answers with -md equal those without", res == want, "%r vs %r" % (res, want))
+    lp = post("/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 8, "temperature": 0, "logprobs": 2})[2]
+    strip = lambda d: json.dumps([json.loads(d)["choices"][0][k] for k in ("text", "logprobs")])
+    check("spec: logprobs of drafted tokens equal plain decoding's", strip(lp) == strip(want_lp),
+          "%s vs %s" % (lp[:300], want_lp[:300]))
+
+
 def check_auth(key):
     st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=2))
     check("auth: no key is 401", st == 401 and json.loads(d)["error"]["type"] == "authentication_error", d)
@@ -437,5 +481,6 @@ def check_auth(key):
 if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
-     "disconnect": check_disconnect, "load": check_load, "slots": check_slots}.get(what, lambda: check_auth(sys.argv[3]))()
+     "disconnect": check_disconnect, "load": check_load, "slots": check_slots,
+     "spec": lambda: check_spec(int(sys.argv[3]))}.get(what, lambda: check_auth(sys.argv[3]))()
     sys.exit(1 if FAILED else 0)

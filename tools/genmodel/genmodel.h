@@ -46,7 +46,45 @@ typedef struct {
     /* --tensor-type NAME=TYPE (llama-quantize's option, exact names): these tensors in TYPE instead */
     struct { char name[64]; uint32_t type; } over[GM_MAX_OVERRIDES];
     int n_over;
+    /* an agreeing target/draft pair (docs/GENMODEL.md, "Speculative decoding pairs") */
+    int lowrank;       /* r > 0: embeddings (and an untied head) are rank-r products A*P (B*P) */
+    float layer_scale; /* multiplies every layer's residual writes (1 = the usual init) */
+    bool draft;        /* write the draft of the target these options describe, not the target */
+    int draft_layers;  /* the draft's layers (its writes are zero: it is the target's bigram) */
+    gm_preset target;  /* with draft: the target's shape (p is then the draft's) */
 } gm_config;
+
+/* ---- tokenizer (tokenizer.c) ---- */
+/* Reads tokenizer.json + tokenizer_config.json (+ config.json if present) from dir and sets the
+ * tokenizer.* keys the way llama.cpp's convert_hf_to_gguf.py does for Qwen, with n_vocab tokens. */
+int gm_tokenizer_add(mf_gguf_writer *w, const char *dir, int64_t n_vocab, mf_error *err);
+
+/* ---- weights (weights.c) ---- */
+typedef struct {
+    uint64_t s;
+} gm_rng;
+void gm_rng_seed(gm_rng *r, uint64_t seed, const char *stream_name);
+/* n values, mean + sigma * (approximately standard normal, Irwin-Hall of 4 uniforms), deterministic. */
+uint64_t gm_rng_u64(gm_rng *r);
+void gm_rng_fill(gm_rng *r, float *dst, int64_t n, float mean, float sigma);
+
+/* ---- low-rank pairs (lowrank.c) ----
+ * P (r x d, rows of norm ~1) and, for a draft, M = sqrt(d/r) * P diag(g) P^T (r x r), g the target's
+ * output_norm gain.  Rows of the target's token_embd are A[t] P and of its untied output B[t] P; the
+ * draft's token_embd is A, its output A M (tied target) or B M (untied). */
+typedef struct {
+    int r, d;
+    float *P, *M;
+    gm_rng a_rng, h_rng; /* the factor rows' streams of the tensor being written */
+    float *a;
+    int64_t a_cap;
+} gm_lowrank;
+int gm_lowrank_init(const gm_config *c, gm_lowrank *lr, mf_error *err);
+void gm_lowrank_free(gm_lowrank *lr);
+/* Streams the rows of token_embd (head false) or of the output head (true) of the model c writes:
+ * begin, then the next nr rows (nr x n_embd floats) per call. */
+void gm_lowrank_begin(const gm_config *c, gm_lowrank *lr, bool head);
+int gm_lowrank_rows(const gm_config *c, gm_lowrank *lr, bool head, int64_t nr, float *rows, mf_error *err);
 
 /* ---- tables (model.c) ---- */
 const char *gm_arch_name(gm_arch a);
@@ -62,20 +100,6 @@ bool gm_ftype_llama_ok(gm_ftype t);      /* --llama-quantize reproduces this fty
 int gm_config_check(const gm_config *c, mf_error *err);
 /* Writes the whole file: metadata, tokenizer, weights. */
 int gm_generate(const gm_config *c, mf_error *err);
-
-/* ---- tokenizer (tokenizer.c) ---- */
-/* Reads tokenizer.json + tokenizer_config.json (+ config.json if present) from dir and sets the
- * tokenizer.* keys the way llama.cpp's convert_hf_to_gguf.py does for Qwen, with n_vocab tokens. */
-int gm_tokenizer_add(mf_gguf_writer *w, const char *dir, int64_t n_vocab, mf_error *err);
-
-/* ---- weights (weights.c) ---- */
-typedef struct {
-    uint64_t s;
-} gm_rng;
-void gm_rng_seed(gm_rng *r, uint64_t seed, const char *stream_name);
-/* n values, mean + sigma * (approximately standard normal, Irwin-Hall of 4 uniforms), deterministic. */
-uint64_t gm_rng_u64(gm_rng *r);
-void gm_rng_fill(gm_rng *r, float *dst, int64_t n, float mean, float sigma);
 
 /* ---- quantizers (quantize.c) ---- */
 /* Converts one row of n floats into type (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K

@@ -48,6 +48,15 @@ static void usage(FILE *f) {
             "                  valid files for minfer info and refusal tests, not models to run.\n"
             "  --layers N      override the preset's layer count (1..512)\n"
             "  --ctx N         override the preset's context_length (1..16777216)\n"
+            "  --lowrank R     speculative-decoding pair (docs/GENMODEL.md): token embeddings (and an untied\n"
+            "                  head) of rank R (a multiple of 32, at most n_embd), so a small draft can compute\n"
+            "                  the target's next-token bigram exactly\n"
+            "  --layer-scale S multiply every layer's residual writes by S (default 1; 0..16): how far the\n"
+            "                  target's layers move it from the bigram, which sets the draft's acceptance\n"
+            "  --draft         with --lowrank: write the draft of the target the other options describe (the\n"
+            "                  same options otherwise): n_embd R, one head of size R, n_ff 2R, untied head,\n"
+            "                  the target's tokenizer; its layers write zeros (it is the target's bigram)\n"
+            "  --draft-layers N  the draft's layer count (default 1; 1..64)\n"
             "  -o, --output F  the file to write (required)\n"
             "  -q, --quiet     no summary line\n"
             "  -h, --help      this text\n"
@@ -75,7 +84,9 @@ static bool parse_u64(const char *s, uint64_t *out) {
 
 int main(int argc, char **argv) {
     gm_config c = {0};
+    c.layer_scale = 1.0f;
     const char *arch = NULL, *preset = "tiny", *type = "f16", *layers = NULL, *ctx = NULL, *seed = NULL;
+    const char *lowrank = NULL, *layer_scale = NULL, *draft_layers = NULL;
     int tied = -1;
     c.tokenizer_dir = getenv("MF_TOKENIZER_DIR");
     if (!c.tokenizer_dir || !*c.tokenizer_dir) c.tokenizer_dir = MF_TOKENIZER_DEFAULT;
@@ -95,6 +106,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) dst = &seed;
         else if (!strcmp(a, "--tokenizer")) dst = &c.tokenizer_dir;
         else if (!strcmp(a, "--layers")) dst = &layers;
+        else if (!strcmp(a, "--lowrank")) dst = &lowrank;
+        else if (!strcmp(a, "--layer-scale")) dst = &layer_scale;
+        else if (!strcmp(a, "--draft-layers")) dst = &draft_layers;
+        else if (!strcmp(a, "--draft")) c.draft = true;
         else if (!strcmp(a, "--tensor-type")) {
             if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
             const char *v = argv[++i], *eq = strrchr(v, '=');
@@ -143,6 +158,31 @@ int main(int argc, char **argv) {
         c.p.n_ctx = (int)v;
     }
     if (tied >= 0) c.p.tied = tied;
+    if (layer_scale) {
+        char *end;
+        errno = 0;
+        double x = strtod(layer_scale, &end);
+        if (errno || *end || !(x >= 0 && x <= 16))
+            return bad("--layer-scale '%s' is not a number in 0..16%s", layer_scale, "");
+        c.layer_scale = (float)x;
+    }
+    if (lowrank) {
+        char nd[16];
+        snprintf(nd, sizeof nd, "%d", c.p.n_embd);
+        if (!parse_u64(lowrank, &v) || v < 32 || v % 32 || v > (uint64_t)c.p.n_embd)
+            return bad("--lowrank '%s' is not a multiple of 32 in 32..%s (the preset's n_embd)", lowrank, nd);
+        c.lowrank = (int)v;
+    }
+    if ((c.draft || draft_layers) && !c.lowrank)
+        return bad("--draft and --draft-layers need --lowrank R (the draft computes the rank-R bigram)%s%s", "", "");
+    if (c.draft) {
+        v = 1;
+        if (draft_layers && (!parse_u64(draft_layers, &v) || v < 1 || v > 64))
+            return bad("--draft-layers '%s' is not in 1..64%s", draft_layers, "");
+        c.target = c.p;
+        c.p = (gm_preset){"draft", (int)v, c.lowrank, 1, 1, c.lowrank, 2 * c.lowrank, c.target.n_ctx,
+                          c.target.rope_base, false};
+    }
     if (!c.out_path) return bad("-o OUT.gguf is required%s%s", "", "");
     mf_error err = {0};
     if (gm_config_check(&c, &err)) return bad("%s%s", err.msg, "");

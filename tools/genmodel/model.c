@@ -172,7 +172,8 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
     if (!t) return mf_err(err, MF_E_NOMEM, "out of memory building the tensor list");
     int n = 0;
     const float sd = sqrtf((float)d), se = GM_LOGIT_STD / sd;
-    const float resid = GM_RESID * se / sqrtf((float)L);
+    /* a draft's layers write nothing: it is exactly the bigram its target's embeddings and head encode */
+    const float resid = c->draft ? 0.0f : GM_RESID * se / sqrtf((float)L) * c->layer_scale;
 #define ADD2(nm, c_, l, n0, n1, s)                                                                                     \
     do {                                                                                                              \
         gm_tensor *x = &t[n++];                                                                                       \
@@ -209,7 +210,8 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
     }
     /* Random-sign gain: with a positive one and tied embeddings the current token's own row wins by
      * ~sqrt(n_embd) * logit std (the residual is mostly its embedding) and greedy repeats it forever. */
-    ADD1("output_norm.weight", -1, d, 0.0f, 1.0f);
+    if (c->draft) ADD1("output_norm.weight", -1, d, 1.0f, 0.0f); /* the target's gain is folded into its head */
+    else ADD1("output_norm.weight", -1, d, 0.0f, 1.0f);
     if (!p->tied) ADD2("output.weight", C_OUT, -1, d, GM_VOCAB, se);
 #undef ADD1
 #undef ADD2
@@ -241,7 +243,8 @@ static int set_meta(mf_gguf_writer *w, const gm_config *c) {
     char key[128], name[128];
     int rc = 0;
 #define K(s) (snprintf(key, sizeof key, "%s.%s", a, s), key)
-    snprintf(name, sizeof name, "minfer synthetic %s %s", p->name, a);
+    if (c->draft) snprintf(name, sizeof name, "minfer synthetic draft (rank %d) of %s %s", c->lowrank, c->target.name, a);
+    else snprintf(name, sizeof name, "minfer synthetic %s %s", p->name, a);
     rc |= mf_gguf_writer_set_str(w, "general.architecture", a);
     rc |= mf_gguf_writer_set_str(w, "general.type", "model");
     rc |= mf_gguf_writer_set_str(w, "general.name", name);
@@ -262,6 +265,11 @@ static int set_meta(mf_gguf_writer *w, const gm_config *c) {
     rc |= mf_gguf_writer_set_u32(w, "general.quantization_version", 2);
     rc |= mf_gguf_writer_set_u64(w, "minfer.genmodel.seed", c->seed);
     rc |= mf_gguf_writer_set_str(w, "minfer.genmodel.type", gm_ftype_name(c->ftype));
+    if (c->lowrank) {
+        rc |= mf_gguf_writer_set_u32(w, "minfer.genmodel.lowrank", (uint32_t)c->lowrank);
+        rc |= mf_gguf_writer_set_f32(w, "minfer.genmodel.layer_scale", c->layer_scale);
+        rc |= mf_gguf_writer_set_str(w, "minfer.genmodel.role", c->draft ? "draft" : "target");
+    }
     return rc ? MF_E_NOMEM : 0;
 }
 
@@ -289,6 +297,8 @@ int gm_generate(const gm_config *c, mf_error *err) {
     uint8_t *buf = NULL;
     float *rows = NULL;
     bool begun = false;
+    gm_lowrank lr = {0};
+    if (c->lowrank && (rc = gm_lowrank_init(c, &lr, err))) return rc;
     if (!w) {
         rc = mf_err(err, MF_E_NOMEM, "out of memory building the tensor list");
         goto done;
@@ -327,10 +337,16 @@ int gm_generate(const gm_config *c, mf_error *err) {
         gm_rng_seed(&hot, c->seed, hot_name);
         const int64_t ncol = t[i].ne[0], nrow = t[i].ne[1];
         const size_t rs = mf_row_size(t[i].type, ncol);
+        const bool low = c->lowrank && (t[i].cat == C_OUT || t[i].cat == C_EMBD);
+        if (low) gm_lowrank_begin(c, &lr, t[i].cat == C_OUT);
         for (int64_t r0 = 0; r0 < nrow; r0 += GM_ROWS_PER_CHUNK) {
             int64_t nr = MF_MIN(GM_ROWS_PER_CHUNK, nrow - r0);
-            gm_rng_fill(&r, rows, ncol * nr, t[i].mean, t[i].sigma);
-            if (t[i].cat == C_OUT || (c->p.tied && t[i].cat == C_EMBD)) hot_rows(&hot, rows, ncol, nr);
+            if (low) {
+                if ((rc = gm_lowrank_rows(c, &lr, t[i].cat == C_OUT, nr, rows, err))) goto done;
+            } else {
+                gm_rng_fill(&r, rows, ncol * nr, t[i].mean, t[i].sigma);
+                if (t[i].cat == C_OUT || (c->p.tied && t[i].cat == C_EMBD)) hot_rows(&hot, rows, ncol, nr);
+            }
             /* llama-quantize reads the F16 file: every value as the f16 the generator would have written */
             if (c->llama && t[i].n_dims == 2)
                 for (int64_t k = 0; k < ncol * nr; k++) rows[k] = mf_fp16_to_fp32(mf_fp32_to_fp16(rows[k]));
@@ -360,6 +376,7 @@ int gm_generate(const gm_config *c, mf_error *err) {
     }
 done:
     if (rc && begun) remove(c->out_path); /* never leave a half-written model behind */
+    gm_lowrank_free(&lr);
     mf_gguf_writer_free(w);
     free(t);
     free(buf);
