@@ -104,7 +104,8 @@ static mf_token rand_token(const model_meta *mm, uint64_t *s) {
     return mm->ordinary[rng_next(s) % (uint64_t)mm->n_ordinary];
 }
 
-/* llama_ftype names (llama_ftype_name) for general.file_type */
+/* llama_ftype names (llama_model_ftype_name) for general.file_type: every id llama.h defines, so a
+ * bench table of a file llama-quantize wrote names its type as llama-bench does */
 static const char *ftype_name(uint32_t ft) {
     switch (ft) {
     case 0: return "all F32";
@@ -125,13 +126,24 @@ static const char *ftype_name(uint32_t ft) {
     case 18: return "Q6_K";
     case 19: return "IQ2_XXS - 2.0625 bpw";
     case 20: return "IQ2_XS - 2.3125 bpw";
+    case 21: return "Q2_K - Small";
     case 22: return "IQ3_XS - 3.3 bpw";
     case 23: return "IQ3_XXS - 3.0625 bpw";
+    case 24: return "IQ1_S - 1.5625 bpw";
+    case 25: return "IQ4_NL - 4.5 bpw";
     case 26: return "IQ3_S - 3.4375 bpw";
     case 27: return "IQ3_S mix - 3.66 bpw";
     case 28: return "IQ2_S - 2.5 bpw";
     case 29: return "IQ2_M - 2.7 bpw";
+    case 30: return "IQ4_XS - 4.25 bpw";
+    case 31: return "IQ1_M - 1.75 bpw";
     case 32: return "BF16";
+    case 36: return "TQ1_0 - 1.69 bpw ternary";
+    case 37: return "TQ2_0 - 2.06 bpw ternary";
+    case 38: return "MXFP4 MoE";
+    case 39: return "NVFP4";
+    case 40: return "Q1_0";
+    case 41: return "Q2_0";
     default: return NULL;
     }
 }

@@ -116,4 +116,13 @@ expect refuse_no_model 2 "-m/--model is required" -- "$MINFER" bench -p 8
 expect refuse_model_novalue 2 "needs a value" -- "$MINFER" bench -m
 expect refuse_missing_file 1 "$TMP/no_such_model.gguf" -- "$MINFER" bench -m "$TMP/no_such_model.gguf" -p 8 -n 0
 
+# a file llama-quantize's ftype ids name: the model column says the type as llama-bench does (IQ4_XS is
+# ftype 30; before every llama.h id was known the column read "(guessed) q8_0")
+MX="$TMP/bench_tiny_iq4_xs.gguf"
+if "$GEN" --arch qwen2 --preset tiny --type iq4_xs -q -o "$MX"; then
+    out=$($T "$MINFER" bench -m "$MX" -p 0 -n 1 -r 1 --no-warmup 2>"$TMP/_err")
+    if grep -q '| qwen2 .* IQ4_XS - 4.25 bpw ' <<<"$out"; then ok ftype_name_iq4_xs
+    else bad ftype_name_iq4_xs "$(sed -n 3p <<<"$out") $(cat "$TMP/_err")"; fi
+else bad ftype_name_iq4_xs "$GEN could not write $MX"; fi
+
 finish
