@@ -12,6 +12,8 @@
 //   greedy         --model M (--tokens '[ids]' | --text T) [-n N] [--top K] [--threads N] [--kv ..] [--fa ..]
 //                  [--stop-eog]
 //   bench          --model M [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto] [-d 0]
+//   speculative    --model TARGET --draft DRAFT (--tokens '[ids]' | --text T) [-n 128] [-t 2] [-r 1]
+//                  [--draft-max 16] [--draft-min 0] [--p-min 0.75] [--kv f16] [--fa auto] [--stop-eog]
 // Common: --verbose (all llama.cpp logs), --cpu-variant NAME (load only libggml-cpu-NAME.so instead of the
 // best-scoring variant). JSON on stdout, errors on stderr with exit status 1.
 // Debugging: ORACLE_DUMP_DIR=D writes every named contiguous f32 node of each graph run to D/<name>.f32
@@ -239,15 +241,18 @@ static llama_token *parse_ids(const char *text, const char *what, int *n_out) {
 
 typedef struct {
     const char *cmd, *model, *text, *file, *tokens, *in, *dump_logits, *cpu_variant;
-    bool no_special, add_special, verbose, stop_eog, vocab_only, no_repack;
+    bool no_special, add_special, verbose, stop_eog, vocab_only, no_repack, reps_given;
     int top, threads, n, n_prompt, n_gen, reps, n_batch, n_ubatch;
     const char *kv, *fa;
     int np;    /* batched: sequences */
     int depth; /* bench: tokens in the cache before each timed run (llama-bench's -d) */
+    const char *draft;              /* speculative: the draft model */
+    int draft_max, draft_min;       /* speculative: llama.cpp's --draft-max / --draft-min */
+    double p_min;                   /* speculative: llama.cpp's --draft-p-min */
 } options;
 
 static const char *USAGE =
-    "usage: llama_oracle info|tokenize|tokenize-batch|eval|greedy|bench --model M [options]\n"
+    "usage: llama_oracle info|tokenize|tokenize-batch|eval|greedy|bench|batched|speculative --model M [options]\n"
     "  info           [--vocab-only]\n"
     "  tokenize       (--text T | --file F) [--no-special] [--add-special]\n"
     "  tokenize-batch --in corpus.json [--add-special]\n"
@@ -256,6 +261,9 @@ static const char *USAGE =
     "  greedy         (--tokens '[ids]' | --text T) [-n 16] [--top 5] [--threads 2] [--kv f32] [--fa off] [--stop-eog]\n"
     "  bench          [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16|q8_0] [--fa auto]\n"
     "                 [-d 0]  (depth: prefill D tokens, not timed, before each rep, as llama-bench -d)\n"
+    "  speculative    --draft D (--tokens '[ids]' | --text T) [-n 128] [-t 2] [-r 1] [--draft-max 16] [--draft-min 0]\n"
+    "                 [--p-min 0.75] [--kv f16] [--fa auto] [--stop-eog]  (llama.cpp's speculative-simple loop vs\n"
+    "                 plain greedy decode on the target: t/s of both, drafted, accepted, identical outputs)\n"
     "  batched        [--np 4] [-t 2] [-p 32] [-n 128] [-r 3] [--kv f16] [--fa auto]  (np sequences in one context,\n"
     "                 decoded together, greedy: llama-batched-bench's S_TG; bench/serve's yardstick)\n"
     "  common         [--verbose] [--cpu-variant haswell|skylakex|icelake|...]\n"
@@ -279,6 +287,8 @@ static options parse_options(int argc, char **argv) {
     o.reps = 5;
     o.n_batch = -1;
     o.n_ubatch = -1;
+    o.draft_max = 16;
+    o.p_min = 0.75;
     if (argc < 2) die("%s", USAGE);
     o.cmd = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -302,7 +312,16 @@ static options parse_options(int argc, char **argv) {
         else if (FLAG("--threads") || FLAG("-t")) o.threads = to_int(a, VAL());
         else if (FLAG("-n") || FLAG("--n-gen")) o.n = to_int(a, VAL());
         else if (FLAG("-p") || FLAG("--n-prompt")) o.n_prompt = to_int(a, VAL());
-        else if (FLAG("-r") || FLAG("--reps")) o.reps = to_int(a, VAL());
+        else if (FLAG("-r") || FLAG("--reps")) o.reps = to_int(a, VAL()), o.reps_given = true;
+        else if (FLAG("--draft") || FLAG("-md")) o.draft = VAL();
+        else if (FLAG("--draft-max")) o.draft_max = to_int(a, VAL());
+        else if (FLAG("--draft-min")) o.draft_min = to_int(a, VAL());
+        else if (FLAG("--p-min") || FLAG("--draft-p-min")) {
+            const char *v = VAL();
+            char *e;
+            o.p_min = strtod(v, &e);
+            if (*v == 0 || *e || !(o.p_min >= 0 && o.p_min <= 1)) die("%s wants a number in 0..1, got \"%s\"", a, v);
+        }
         else if (FLAG("-b") || FLAG("--batch")) o.n_batch = to_int(a, VAL());
         else if (FLAG("-ub") || FLAG("--ubatch")) o.n_ubatch = to_int(a, VAL());
         else if (FLAG("--kv")) o.kv = VAL();
@@ -967,13 +986,246 @@ static int cmd_bench(const options *o) {
     return 0;
 }
 
+/* speculative: llama.cpp's own speculative decoding, as examples/speculative-simple drives
+ * common/speculative.cpp's "draft-simple" implementation at this commit, against plain greedy decoding of
+ * the same prompt on the target.  (node-llama-cpp's DraftSequenceTokenPredictor, oracle.mjs specbench, drafts
+ * asynchronously and verified far fewer drafted tokens on the benchmark pair; this is the synchronous loop
+ * llama.cpp's own tools run.)  Per round:
+ *   - the draft decodes the last accepted token and proposes greedily, one 1-row decode per token, up to
+ *     --draft-max tokens (and no more than the tokens still wanted - 1), stopping before a token whose
+ *     probability is below --p-min.  The probability is draft-simple's: its sampler chain is top-k 10 then
+ *     dist, so p is the softmax at temperature 1 over the 10 highest draft logits.  A draft shorter than
+ *     --draft-min is dropped (the round is then a plain 1-token step);
+ *   - the draft's cache is cut back to the target's and the target decodes [last, drafts...] in one batch,
+ *     logits on every row; the same batch is then decoded on the draft too (draft-simple's process(), which
+ *     keeps the draft's cache in step with the target's);
+ *   - accepted: the longest prefix of drafts equal to the target's argmax at the row before, plus the
+ *     target's own token after it; the rejected cells are removed from both caches (llama_memory_seq_rm).
+ * Unlike speculative-simple, the prompt is prefilled whole on both models and the first token comes from the
+ * target's prefill, so both timed decodes start from the same state and count the same tokens (the ones
+ * after the first, as minfer specverify and bench/spec count); with no room left to draft a round drafts
+ * nothing instead of drafting and overshooting -n.  Both contexts use the same threads, one persistent
+ * threadpool (used in turn, so the two models' threads never spin against each other), an F16 cache and
+ * flash attention auto unless --kv/--fa say otherwise.  Greedy: the outputs should be identical; llama.cpp
+ * may take other matmul paths for multi-row batches, so a near-tie could flip a token: reported, not fatal. */
+typedef struct {
+    struct llama_context *tgt, *dft;
+    struct llama_batch b;
+    int n_vocab;
+} spec_ctx;
+
+static void spec_decode(struct llama_context *ctx, struct llama_batch b, const char *what) {
+    int rc = llama_decode(ctx, b);
+    if (rc != 0) die("speculative: llama_decode(%s, %d tokens) failed (%d)", what, b.n_tokens, rc);
+}
+
+static void batch_set(struct llama_batch *b, int i, llama_token t, int pos, bool logits) {
+    b->token[i] = t;
+    b->pos[i] = pos;
+    b->n_seq_id[i] = 1;
+    b->seq_id[i][0] = 0;
+    b->logits[i] = logits;
+}
+
+/* Fresh caches, the prompt prefilled on the target (logits on its last row: the first token) and, when
+ * draft is set, on the draft. Returns the first generated token. */
+static llama_token spec_prefill(spec_ctx *s, const llama_token *prompt, int n, bool draft) {
+    llama_memory_clear(llama_get_memory(s->tgt), false);
+    llama_memory_clear(llama_get_memory(s->dft), false);
+    for (int i = 0; i < n; i++) batch_set(&s->b, i, prompt[i], i, i == n - 1);
+    s->b.n_tokens = n;
+    spec_decode(s->tgt, s->b, "target prompt");
+    if (draft) spec_decode(s->dft, s->b, "draft prompt");
+    return argmax(llama_get_logits_ith(s->tgt, -1), s->n_vocab);
+}
+
+/* Plain greedy decode of n_gen tokens; the clock runs from the first token (known after the prefill). */
+static double spec_plain(spec_ctx *s, const struct llama_vocab *v, const options *o, const llama_token *prompt,
+                         int n, int n_gen, llama_token *out, int *n_out) {
+    llama_token t = spec_prefill(s, prompt, n, false);
+    uint64_t t0 = now_ns();
+    int k = 0;
+    out[k++] = t;
+    while (k < n_gen && !(o->stop_eog && llama_vocab_is_eog(v, t))) {
+        batch_set(&s->b, 0, t, n + k - 1, true);
+        s->b.n_tokens = 1;
+        spec_decode(s->tgt, s->b, "target step");
+        out[k++] = t = argmax(llama_get_logits_ith(s->tgt, -1), s->n_vocab);
+    }
+    *n_out = k;
+    return (double)(now_ns() - t0) / 1e9;
+}
+
+/* draft-simple's confidence: softmax over the 10 highest logits (its top-k 10 + dist chain) of the top one */
+static double draft_p_top(const float *lg, int n_vocab, int *ids, float *vals) {
+    int k = top_k(lg, n_vocab, 10, ids, vals);
+    double sum = 0;
+    for (int i = 0; i < k; i++) sum += exp((double)vals[i] - (double)vals[0]);
+    return 1.0 / sum;
+}
+
+static double spec_run(spec_ctx *s, const struct llama_vocab *v, const options *o, const llama_token *prompt,
+                       int n, int n_gen, llama_token *out, int *n_out, long *drafted, long *accepted, long *rounds) {
+    llama_memory_t mt = llama_get_memory(s->tgt), md = llama_get_memory(s->dft);
+    llama_token *draft = xmalloc(sizeof(*draft) * (size_t)(o->draft_max + 1));
+    int ids[10];
+    float vals[10];
+    llama_token last = spec_prefill(s, prompt, n, true);
+    uint64_t t0 = now_ns();
+    int k = 0, n_past = n; /* n_past: the position of `last`, the cells before it are in both caches */
+    out[k++] = last;
+    *drafted = *accepted = *rounds = 0;
+    bool eog = o->stop_eog && llama_vocab_is_eog(v, last);
+    while (k < n_gen && !eog) {
+        int room = n_gen - k - 1, nd = 0; /* speculative-simple's n_draft_max: what -n still allows */
+        if (room > o->draft_max) room = o->draft_max;
+        if (room > 0) {
+            batch_set(&s->b, 0, last, n_past, true);
+            s->b.n_tokens = 1;
+            spec_decode(s->dft, s->b, "draft");
+            for (;;) {
+                const float *lg = llama_get_logits_ith(s->dft, -1);
+                double p = draft_p_top(lg, s->n_vocab, ids, vals);
+                if (p < o->p_min) break;
+                draft[nd++] = ids[0];
+                if (nd >= room) break;
+                batch_set(&s->b, 0, ids[0], n_past + nd, true);
+                s->b.n_tokens = 1;
+                spec_decode(s->dft, s->b, "draft");
+            }
+            if (nd < o->draft_min) nd = 0;
+            llama_memory_seq_rm(md, 0, n_past, -1); /* back to the target's cells before verifying */
+        }
+        batch_set(&s->b, 0, last, n_past, true);
+        for (int i = 0; i < nd; i++) batch_set(&s->b, i + 1, draft[i], n_past + 1 + i, true);
+        s->b.n_tokens = nd + 1;
+        spec_decode(s->tgt, s->b, "target verify");
+        for (int i = 0; i <= nd; i++) s->b.logits[i] = i == nd; /* the draft's copy needs no logits */
+        spec_decode(s->dft, s->b, "draft process");
+        int acc = 0;
+        for (int i = 0; i <= nd && k < n_gen; i++) {
+            llama_token t = argmax(llama_get_logits_ith(s->tgt, i), s->n_vocab);
+            out[k++] = last = t;
+            if (o->stop_eog && llama_vocab_is_eog(v, t)) { eog = true; break; }
+            if (i == nd || t != draft[i]) break;
+            acc++;
+        }
+        *drafted += nd;
+        *accepted += acc;
+        (*rounds)++;
+        n_past += acc + 1;
+        llama_memory_seq_rm(mt, 0, n_past, -1);
+        llama_memory_seq_rm(md, 0, n_past, -1);
+    }
+    double dt = (double)(now_ns() - t0) / 1e9;
+    free(draft);
+    *n_out = k;
+    return dt;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(const double *a, int n) {
+    double *c = xmalloc(sizeof(double) * (size_t)n);
+    memcpy(c, a, sizeof(double) * (size_t)n);
+    qsort(c, (size_t)n, sizeof(double), cmp_double);
+    double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    free(c);
+    return m;
+}
+
+static int cmd_speculative(const options *o) {
+    if (!o->draft) die("speculative: --draft DRAFT.gguf is required");
+    if (!o->tokens && !o->text) die("speculative: --tokens '[ids]' or --text T is required");
+    int n_gen = o->n < 0 ? 128 : o->n, reps = o->reps_given ? o->reps : 1;
+    if (n_gen < 1 || reps < 1) die("speculative: -n and -r must be >= 1, got -n %d -r %d", n_gen, reps);
+    if (o->draft_max < 1 || o->draft_min < 0 || o->draft_min > o->draft_max)
+        die("speculative: want 1 <= --draft-max and 0 <= --draft-min <= --draft-max, got %d and %d", o->draft_max,
+            o->draft_min);
+    struct llama_model *mt = load_model(o, false);
+    options od = *o;
+    od.model = o->draft;
+    struct llama_model *md = load_model(&od, false);
+    const struct llama_vocab *v = llama_model_get_vocab(mt);
+    int n_vocab = llama_vocab_n_tokens(v), nd_vocab = llama_vocab_n_tokens(llama_model_get_vocab(md));
+    if (nd_vocab != n_vocab) die("speculative: the draft's vocabulary has %d tokens, the target's %d", nd_vocab, n_vocab);
+    int n;
+    llama_token *prompt = o->tokens ? parse_ids(o->tokens, "--tokens", &n)
+                                    : tokenize(v, o->text, strlen(o->text), o->add_special, true, &n);
+    if (n == 0) die("speculative: empty prompt");
+    check_ids(v, prompt, n);
+    enum ggml_type kv = kv_type(o->kv, GGML_TYPE_F16);
+    enum llama_flash_attn_type fa = fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_AUTO);
+    uint32_t n_ctx = (uint32_t)(n + n_gen + o->draft_max + 8);
+    uint32_t nb = (uint32_t)(n > o->draft_max + 1 ? n : o->draft_max + 1);
+    spec_ctx s = {new_context(mt, o, n_ctx, nb, nb, kv, fa), new_context(md, o, n_ctx, nb, nb, kv, fa),
+                  llama_batch_init((int32_t)nb, 0, 1), n_vocab};
+    threadpool_t tp = attach_threadpool(s.tgt, o->threads);
+    if (tp.pool) llama_attach_threadpool(s.dft, tp.pool, NULL);
+    llama_token *plain = xmalloc(sizeof(*plain) * (size_t)n_gen), *spec = xmalloc(sizeof(*spec) * (size_t)n_gen);
+    double *tp_plain = xmalloc(sizeof(double) * (size_t)reps), *tp_spec = xmalloc(sizeof(double) * (size_t)reps);
+    int n_plain = 0, n_spec = 0, first_diff = -1;
+    long drafted = 0, accepted = 0, rounds = 0;
+    /* warm-up, not timed: one prefill and one step of each model pages in their weights */
+    spec_prefill(&s, prompt, n, true);
+    batch_set(&s.b, 0, prompt[0], n, true);
+    s.b.n_tokens = 1;
+    spec_decode(s.tgt, s.b, "warm-up");
+    spec_decode(s.dft, s.b, "warm-up");
+    for (int r = 0; r < reps; r++) { /* alternating, one of each per rep */
+        double dp = spec_plain(&s, v, o, prompt, n, n_gen, plain, &n_plain);
+        double ds = spec_run(&s, v, o, prompt, n, n_gen, spec, &n_spec, &drafted, &accepted, &rounds);
+        tp_plain[r] = dp > 0 ? (n_plain - 1) / dp : 0;
+        tp_spec[r] = ds > 0 ? (n_spec - 1) / ds : 0;
+        for (int i = 0; first_diff < 0 && (i < n_plain || i < n_spec); i++)
+            if (i >= n_plain || i >= n_spec || plain[i] != spec[i]) first_diff = i;
+    }
+    double mp = median_of(tp_plain, reps), ms = median_of(tp_spec, reps);
+    double acc = drafted ? (double)accepted / (double)drafted : 0;
+    printf("{\"draft\":");
+    json_str(stdout, o->draft, strlen(o->draft));
+    printf(",\"n_prompt\":%d,\"n_gen\":%d,\"reps\":%d,\"threads\":%d,\"type_k\":\"%s\",\"flash_attn\":\"%s\","
+           "\"draft_max\":%d,\"draft_min\":%d,\"p_min\":%g,\n",
+           n, n_gen, reps, o->threads, ggml_type_name(kv), llama_flash_attn_type_name(fa), o->draft_max, o->draft_min,
+           o->p_min);
+    printf("\"plain\":{\"median\":%.3f,\"runs\":[", mp);
+    for (int r = 0; r < reps; r++) printf(r ? ",%.3f" : "%.3f", tp_plain[r]);
+    printf("]},\n\"speculative\":{\"median\":%.3f,\"runs\":[", ms);
+    for (int r = 0; r < reps; r++) printf(r ? ",%.3f" : "%.3f", tp_spec[r]);
+    printf("]},\n\"speedup\":%.3f,\"drafted\":%ld,\"accepted\":%ld,\"rounds\":%ld,\"acceptance\":%.4f,"
+           "\"identical\":%s,\"first_diff\":%d,\n\"generated\":",
+           mp > 0 ? ms / mp : 0, drafted, accepted, rounds, acc, first_diff < 0 ? "true" : "false", first_diff);
+    print_ids(stdout, plain, n_plain);
+    printf(",\n\"speculative_generated\":");
+    print_ids(stdout, spec, n_spec);
+    printf(",\n\"cpu_backend\":\"%s\",\"repack\":%s,\"llama_cpp_commit\":\"%s\"}\n", cpu_variant_name(),
+           o->no_repack ? "false" : "true", ORACLE_LLAMA_COMMIT);
+    fprintf(stderr,
+            "llama.cpp speculative (speculative-simple loop, %d threads, tg %d): plain %.2f t/s, speculative %.2f t/s "
+            "(%.2fx), drafted %ld, accepted %ld, acceptance %.3f, identical %s\n",
+            o->threads, n_gen, mp, ms, mp > 0 ? ms / mp : 0, drafted, accepted, acc, first_diff < 0 ? "yes" : "NO");
+    free(tp_plain), free(tp_spec), free(plain), free(spec), free(prompt);
+    llama_batch_free(s.b);
+    if (tp.pool) llama_detach_threadpool(s.dft);
+    detach_threadpool(s.tgt, &tp);
+    llama_free(s.dft);
+    llama_free(s.tgt);
+    llama_model_free(md);
+    llama_model_free(mt);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     options o = parse_options(argc, argv);
     static const struct {
         const char *name;
         int (*fn)(const options *);
     } cmds[] = {{"info", cmd_info},     {"tokenize", cmd_tokenize}, {"tokenize-batch", cmd_tokenize_batch},
-                {"eval", cmd_eval},     {"greedy", cmd_greedy},     {"bench", cmd_bench},       {"batched", cmd_batched}};
+                {"eval", cmd_eval},     {"greedy", cmd_greedy},     {"bench", cmd_bench},       {"batched", cmd_batched},
+                {"speculative", cmd_speculative}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(o.cmd, cmds[i].name)) continue;
         backend_setup(&o);
