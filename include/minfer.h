@@ -373,8 +373,9 @@ typedef struct mf_draft mf_draft;
 typedef struct {
     int32_t draft_max; /* tokens drafted per round at most: 16 (1..MF_DRAFT_MAX) */
     int32_t draft_min; /* a proposal shorter than this is dropped (no draft this round): 0 */
-    float p_min;       /* drafting stops before a token whose draft probability (softmax of the draft's
-                          logits at temperature 1, whatever the target samples with) is below it: 0.75 */
+    float p_min;       /* drafting stops before a token whose draft probability (llama.cpp's rule: its
+                          softmax share among the draft's 10 highest logits, at temperature 1, whatever
+                          the target samples with) is below it: 0.75 */
     int32_t n_seq;     /* sequences drafted for (server slots), ids 0..n_seq-1: 1 */
     int32_t n_ctx;     /* the draft's KV cells, shared evenly by the sequences; 0 = the target's n_ctx */
     uint32_t type_k, type_v; /* the draft's KV element types (MF_KV_TYPE_F16) */

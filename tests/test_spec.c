@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "minfer.h"
 
+#include "engine/engine_impl.h" /* mf_draft_pick, for the confidence rule */
 #include "model/model.h"
 #include "tok/tok_impl.h"
 
@@ -328,6 +329,15 @@ static void test_a_draft_with_another_vocabulary_is_refused_naming_the_differenc
     mf_context_free(ctx);
 }
 
+typedef struct {
+    float v;
+    int32_t id;
+} logit_id;
+static int by_logit_desc(const void *a, const void *b) {
+    const logit_id *x = a, *y = b;
+    return x->v != y->v ? (x->v < y->v ? 1 : -1) : (x->id > y->id) - (x->id < y->id);
+}
+
 static void test_p_min_and_draft_min_cut_proposals(void) {
     pair *p = &pairs[0];
     mf_context *ctx = new_ctx(p->target, 128, p->kv);
@@ -371,11 +381,16 @@ static void test_p_min_and_draft_min_cut_proposals(void) {
     for (int32_t k = 0; k < 16; k++) {
         REQUIRE_OK(mf_decode(dc, &b, NULL), "decode");
         const float *lg = mf_get_logits(dc, -1);
-        int32_t best = 0;
-        for (int32_t i = 1; i < p->draft->hp.n_vocab; i++)
-            if (lg[i] > lg[best]) best = i;
+        /* llama.cpp's confidence: the top token's softmax share among the 10 highest logits (sorted here) */
+        const int32_t nv = p->draft->hp.n_vocab;
+        logit_id *s = malloc(sizeof *s * (size_t)nv);
+        REQUIRE(s, "sort buffer");
+        for (int32_t i = 0; i < nv; i++) s[i] = (logit_id){lg[i], i};
+        qsort(s, (size_t)nv, sizeof *s, by_logit_desc);
+        int32_t best = s[0].id;
         double sum = 0;
-        for (int32_t i = 0; i < p->draft->hp.n_vocab; i++) sum += exp((double)lg[i] - lg[best]);
+        for (int32_t j = 0; j < 10; j++) sum += exp((double)s[j].v - s[0].v);
+        free(s);
         if (1.0 / sum < 0.9) break;
         hist_next = best;
         expect++;
@@ -407,6 +422,30 @@ static void test_p_min_and_draft_min_cut_proposals(void) {
     mf_context_free(ctx);
 }
 
+/* The draft's confidence is llama.cpp's: the pick's softmax share among the 10 highest logits - not the
+ * whole-vocabulary softmax, not a narrower top - and the pick is the first highest logit.  Logits made so
+ * the three differ widely (the tiny models' drafts are too sure of themselves for that): 12 high values
+ * spread over the vocabulary, the rest flat. */
+static void test_draft_confidence_is_the_top10_share(void) {
+    const int32_t nv = 151936;
+    float *lg = malloc(sizeof *lg * (size_t)nv);
+    REQUIRE(lg, "logits");
+    for (int32_t i = 0; i < nv; i++) lg[i] = (float)(i % 7) * 0.01f;
+    const float high[12] = {3.0f, 2.5f, 2.4f, 2.3f, 2.2f, 2.1f, 2.0f, 1.9f, 1.8f, 1.7f, 1.6f, 1.5f};
+    const int32_t at[12] = {90001, 5, 151935, 70000, 12, 3000, 100, 42, 150000, 77, 8, 66666};
+    for (int k = 0; k < 12; k++) lg[at[k]] = high[k];
+    lg[120000] = 3.0f; /* ties the top: the first (lowest id) highest logit is the pick */
+    double top10 = 0;
+    const float sorted[10] = {3.0f, 3.0f, 2.5f, 2.4f, 2.3f, 2.2f, 2.1f, 2.0f, 1.9f, 1.8f};
+    for (int k = 0; k < 10; k++) top10 += exp((double)sorted[k] - 3.0);
+    float prob = -1;
+    mf_token t = mf_draft_pick(lg, nv, &prob);
+    CHECK(t == 90001, "pick %d, want 90001 (the first of two equal highest logits)", t);
+    CHECK(fabs((double)prob - 1.0 / top10) < 1e-6, "confidence %.7f, the top-10 share is %.7f (top 2 %.7f)",
+          (double)prob, 1.0 / top10, 0.5);
+    free(lg);
+}
+
 int main(void) {
     const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     for (int i = 0; i < N_PAIRS; i++) {
@@ -429,6 +468,7 @@ int main(void) {
     RUN(test_speculative_sampling_keeps_the_targets_distribution_chi_square);
     RUN(test_a_draft_with_another_vocabulary_is_refused_naming_the_difference);
     RUN(test_p_min_and_draft_min_cut_proposals);
+    RUN(test_draft_confidence_is_the_top10_share);
     for (int i = 0; i < N_PAIRS; i++) {
         mf_model_free(pairs[i].target);
         mf_model_free(pairs[i].draft);

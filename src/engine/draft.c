@@ -157,16 +157,28 @@ void mf_draft_get_stats(const mf_draft *d, mf_draft_stats *st) {
     *st = d->st;
 }
 
-/* The draft's greedy pick and its probability (softmax at temperature 1, whatever the target samples
- * with: p_min judges the draft's own confidence). */
-static mf_token top(const float *lg, int32_t n, float *prob) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (lg[i] > lg[best]) best = i;
+/* The draft's greedy pick and its confidence, by llama.cpp's rule (common/speculative.cpp: the draft
+ * samples with top-k 10 then dist, and a drafted token's probability is its softmax share among those
+ * 10 logits, at temperature 1 whatever the target samples with).  One pass keeps the 10 highest logits
+ * (almost every logit loses its one compare with the 10th), then 10 exps: the full-vocabulary softmax in
+ * double this replaced cost more than the draft's whole forward (151936 exps per drafted token). */
+#define DRAFT_TOP_K 10
+mf_token mf_draft_pick(const float *lg, int32_t n, float *prob) {
+    float v[DRAFT_TOP_K];
+    int32_t id[DRAFT_TOP_K], k = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (k == DRAFT_TOP_K && !(lg[i] > v[k - 1])) continue;
+        int32_t j = k < DRAFT_TOP_K ? k++ : k - 1; /* the slot it enters from: the end, or the 10th */
+        while (j > 0 && lg[i] > v[j - 1]) { /* strictly greater: the lowest id wins a tie, as in the scan */
+            v[j] = v[j - 1], id[j] = id[j - 1];
+            j--;
+        }
+        v[j] = lg[i], id[j] = i;
+    }
     double sum = 0;
-    for (int32_t i = 0; i < n; i++) sum += exp((double)(lg[i] - lg[best]));
+    for (int32_t j = 0; j < k; j++) sum += exp((double)(v[j] - v[0]));
     *prob = (float)(1.0 / sum);
-    return best;
+    return id[0];
 }
 
 static int grow_seq(mf_draft *d, mf_seq_id s, int32_t need, mf_error *err) {
@@ -219,7 +231,7 @@ int mf_draft_propose(mf_draft *d, mf_seq_id seq, const mf_token *hist, int32_t n
     int32_t n = 0;
     for (;;) {
         float prob;
-        mf_token t = top(mf_get_logits(d->ctx, -1), d->n_vocab, &prob);
+        mf_token t = mf_draft_pick(mf_get_logits(d->ctx, -1), d->n_vocab, &prob);
         if (prob < d->p.p_min) break; /* an unsure draft costs verify rows that will likely be rejected */
         out[n++] = t;
         if (n == max) break;

@@ -58,6 +58,9 @@ void mf_gen_add_decode_time(mf_gen *g, double s); /* the draft's share of a deco
 /* Tokens the turn may still generate (n_predict; INT32_MAX without a limit): a step commits at most
  * n_draft + 1, so drafting more than this - 1 only adds rows that are dropped. */
 int32_t mf_gen_turn_left(const mf_gen *g);
+/* The draft's greedy pick among n logits and its confidence (llama.cpp's: the pick's softmax share among
+ * the 10 highest logits, at temperature 1); draft.c, exposed for tests. */
+mf_token mf_draft_pick(const float *logits, int32_t n, float *prob);
 /* The abort callback's answer now (false without one): no draft is made for a turn about to stop. */
 bool mf_gen_abort_asked(const mf_gen *g);
 
