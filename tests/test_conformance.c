@@ -380,7 +380,7 @@ static void run_case(mf_context *ctx, const mf_model_info *info, const cJSON *c,
 }
 
 /* One golden against one weight layout: the file's (no_repack) or the x8 one the engine repacks
- * Q4_0/Q5_0/Q8_0/Q4_K/Q6_K matrices into at load.  The x8 layouts sum each row in another order than
+ * Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K matrices into at load.  The x8 layouts sum each row in another order than
  * llama.cpp's plain vec_dot (per block: exact int32 dot, then one fma per row; llama.cpp's repacked Q4_0
  * order), so against a no-repack golden they are held to the LOOSE class ("x8-order"); returns false if
  * nothing was repacked. */

@@ -747,7 +747,8 @@ static void test_tile_bitwise_lengths(void) {
  * M = 1 and batched prefill give the same bits), over lengths across the kernels' unrolled edges. */
 static void test_x8_repack_and_kernels(void) {
     enum { NR = 32, KMAX = 4864, NA = 9 };
-    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q6_K};
+    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_IQ4_NL, MF_TYPE_Q4_K,
+                                     MF_TYPE_Q6_K};
     static const int64_t lens[] = {32, 96, 896, KMAX}, lens_k[] = {256, 768, KMAX}; /* K types: 256-blocks */
     /* 34 bytes per 32 quants: the largest of the blocks (q8_0; q4_K has 18, q6_K 26.25) */
     static uint8_t w[NR * (KMAX / 32) * 34], wx[NR * (KMAX / 32) * 34], row[(KMAX / 32) * 34];
@@ -762,13 +763,13 @@ static void test_x8_repack_and_kernels(void) {
     CHECK(mf_unpack_row(MF_TYPE_Q4_K, w, row, 256, 0) == MF_E_INVAL, "mf_unpack_row refuses a file type");
     CHECK(mf_type_get_file(MF_TYPE_Q8_0S) == NULL && mf_type_get(MF_TYPE_Q8_0S) != NULL,
           "q8_0s (activations with block sums) is internal");
-    static const uint32_t x8s[] = {MF_TYPE_Q4_0_X8, MF_TYPE_Q5_0_X8, MF_TYPE_Q8_0_X8, MF_TYPE_Q4_K_X8,
-                                   MF_TYPE_Q6_K_X8};
+    static const uint32_t x8s[] = {MF_TYPE_Q4_0_X8, MF_TYPE_Q5_0_X8, MF_TYPE_Q8_0_X8, MF_TYPE_IQ4_NL_X8,
+                                   MF_TYPE_Q4_K_X8, MF_TYPE_Q6_K_X8};
     for (size_t t = 0; t < sizeof x8s / sizeof x8s[0]; t++)
         CHECK(mf_type_get_file(x8s[t]) == NULL && mf_type_get(x8s[t]) &&
                   mf_type_get(x8s[t])->row_group == MF_X8_ROWS,
               "x8 type %u is known but never a file type", x8s[t]);
-    static const uint32_t x16s[] = {MF_TYPE_Q4_0_X16, MF_TYPE_Q5_0_X16, MF_TYPE_Q8_0_X16};
+    static const uint32_t x16s[] = {MF_TYPE_Q4_0_X16, MF_TYPE_Q5_0_X16, MF_TYPE_Q8_0_X16, MF_TYPE_IQ4_NL_X16};
     for (size_t t = 0; t < sizeof x16s / sizeof x16s[0]; t++)
         CHECK(mf_type_get_file(x16s[t]) == NULL && mf_type_get(x16s[t]) &&
                   mf_type_get(x16s[t])->row_group == MF_X16_ROWS,
@@ -880,7 +881,7 @@ static void *amx_run(void *p) {
 static void test_amx_kernels(void) {
     if (!mf_quant_kernels_get_isa(MF_TYPE_Q8_0_X16, MF_ISA_AMX))
         SKIP("AMX is not usable here (the CPU lacks AMX-INT8 or the OS refused the tile state; MINFER_LOG=info says which)");
-    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0};
+    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_IQ4_NL};
     static const int64_t lens[] = {32, 96, 512, 544, 896, AMX_KMAX};
     static const int nas[] = {1, 2, 3, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 32, 33, 47, 48, 49, 63, 64, 65, 70, 127, 128, 129, 140};
     static float x[AMX_KMAX];

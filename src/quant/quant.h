@@ -64,7 +64,11 @@ typedef enum {
     MF_TYPE_Q4_0_X16 = 50,
     MF_TYPE_Q5_0_X16 = 51,
     MF_TYPE_Q8_0_X16 = 52,
-    MF_TYPE_COUNT = 53 /* size of id space for tables; not every id is a type */
+    /* IQ4_NL in the q4_0x8 / q4_0x16 byte layouts (the same nibbles, mapped through mf_iq4_levels by the
+     * kernels instead of minus 8) */
+    MF_TYPE_IQ4_NL_X8 = 53,
+    MF_TYPE_IQ4_NL_X16 = 54,
+    MF_TYPE_COUNT = 55 /* size of id space for tables; not every id is a type */
 } mf_type;
 
 #define MF_QK4_0 32
@@ -135,7 +139,9 @@ typedef struct {
  *           (0..3) holding those of quants 4c..4c+3 in bits 0..3 and of quants 16+4c..16+4c+3 in bits 4..7
  *           (bit t of byte c goes with byte t of chunk c).  So one byte shuffle that copies byte c of each
  *           32-bit lane into its 4 bytes lines the bits up with the nibbles of chunk c, and a mask and a
- *           compare per byte turn them into the +16 (repack.c has the bit mapping from q5_0's qh). */
+ *           compare per byte turn them into the +16 (repack.c has the bit mapping from q5_0's qh);
+ *   iq4_nlx8 (and iq4_nlx16): q4_0x8's (q4_0x16's) bytes exactly, IQ4_NL's block being Q4_0's; the kernels
+ *           map each nibble through mf_iq4_levels with one pshufb where q4_0's subtract 8. */
 #define MF_X8_ROWS 8
 typedef struct { uint16_t d[MF_X8_ROWS]; uint8_t qs[MF_X8_ROWS * MF_QK4_0 / 2]; } mf_block_q4_0x8; /* 144 B */
 typedef struct { uint16_t d[MF_X8_ROWS]; int8_t qs[MF_X8_ROWS * MF_QK8_0]; } mf_block_q8_0x8;    /* 272 B */
@@ -284,12 +290,12 @@ mf_dot_rows_fn mf_quant_dot_rows(void);
  * follows it with acc = fma(-(float)imin, dmin_w * d_a, acc) for its mins (repack.c has the exact sums).
  * Like every kernel it never depends on how many rows or activations are processed together. */
 /* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
- * (only Q4_0, Q5_0, Q8_0, Q4_K and Q6_K with N % 8 == 0 and K a multiple of their block have one).  With
- * AVX-512 (or AMX) active, Q4_0/Q5_0/Q8_0 with N % 16 == 0 get the x16 layouts, otherwise the x8 ones.  Only x86-64
- * builds repack (the layouts are shaped for 256/512-bit lanes, their fast kernels are x86 ones): elsewhere
+ * (only Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K and Q6_K with N % 8 == 0 and K a multiple of their block have one).
+ * With AVX-512 (or AMX) active, Q4_0/Q5_0/Q8_0/IQ4_NL with N % 16 == 0 get the x16 layouts, otherwise the
+ * x8 ones.  Only x86-64 builds repack (the layouts are shaped for 256/512-bit lanes, their fast kernels are x86 ones): elsewhere
  * weights keep the file layout and this returns `type`. */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N);
-/* The same with the group size asked for (8 or 16; 16 exists for Q4_0/Q5_0/Q8_0 only): tests. */
+/* The same with the group size asked for (8 or 16; 16 exists for Q4_0/Q5_0/Q8_0/IQ4_NL only): tests. */
 uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows);
 /* Repacks N rows of K (dst: mf_row_size(type, K) * N bytes, same size as src) into layout `to` (an
  * mf_repack_type_rows result for this type and shape); MF_E_INVAL otherwise. */

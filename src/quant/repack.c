@@ -1,7 +1,7 @@
 /* quant: load-time repacking of matmul weights into the row-interleaved x8 layouts (quant.h), and their
  * plain-C reference kernels.
  *
- * Why: a GEMV over plain Q4_0/Q5_0/Q8_0/Q4_K/Q6_K rows does one 8-lane float accumulation per row and
+ * Why: a GEMV over plain Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K rows does one 8-lane float accumulation per row and
  * block (unpack, int8 dot, convert, scale, fma), and several rows at once read interleaved streams inside
  * one 4 KiB page, which the hardware prefetcher does not follow.  With 8 rows interleaved, one 256-bit lane per
  * row, a block costs one int32 dot per 8 rows and one convert/scale/fma for all 8, and the matrix is a
@@ -22,6 +22,7 @@ uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows) {
         case MF_TYPE_Q4_0: return MF_TYPE_Q4_0_X16;
         case MF_TYPE_Q5_0: return MF_TYPE_Q5_0_X16;
         case MF_TYPE_Q8_0: return MF_TYPE_Q8_0_X16;
+        case MF_TYPE_IQ4_NL: return MF_TYPE_IQ4_NL_X16;
         default: return type;
         }
     }
@@ -29,6 +30,7 @@ uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows) {
     case MF_TYPE_Q4_0: return MF_TYPE_Q4_0_X8;
     case MF_TYPE_Q5_0: return MF_TYPE_Q5_0_X8;
     case MF_TYPE_Q8_0: return MF_TYPE_Q8_0_X8;
+    case MF_TYPE_IQ4_NL: return MF_TYPE_IQ4_NL_X8;
     case MF_TYPE_Q4_K: return MF_TYPE_Q4_K_X8;
     case MF_TYPE_Q6_K: return MF_TYPE_Q6_K_X8;
     default: return type;
@@ -56,6 +58,7 @@ uint32_t mf_repack_base(uint32_t type) {
     case MF_TYPE_Q4_0_X8: case MF_TYPE_Q4_0_X16: return MF_TYPE_Q4_0;
     case MF_TYPE_Q5_0_X8: case MF_TYPE_Q5_0_X16: return MF_TYPE_Q5_0;
     case MF_TYPE_Q8_0_X8: case MF_TYPE_Q8_0_X16: return MF_TYPE_Q8_0;
+    case MF_TYPE_IQ4_NL_X8: case MF_TYPE_IQ4_NL_X16: return MF_TYPE_IQ4_NL;
     case MF_TYPE_Q4_K_X8: return MF_TYPE_Q4_K;
     case MF_TYPE_Q6_K_X8: return MF_TYPE_Q6_K;
     default: return type;
@@ -121,7 +124,8 @@ static void q5_qh_from_x8(const uint8_t in[4], uint8_t qh[4]) {
 }
 
 /* The Q*_0 layouts for R = 8 or 16 rows (quant.h): a block is d[R], for q5_0 qh[4R], then qs[nq R]; the
- * file's own block is the same with R = 1. */
+ * file's own block is the same with R = 1.  IQ4_NL's block is Q4_0's (d, 16 bytes of nibbles), so its
+ * layouts are q4_0's byte for byte. */
 static size_t q0_qs_off(uint32_t base, int R) {
     return (base == MF_TYPE_Q5_0 ? 6 : 2) * (size_t)R;
 }
@@ -238,7 +242,7 @@ int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, i
         return 0;
     }
     const uint32_t base = mf_repack_base(x8_type);
-    if (base == MF_TYPE_Q4_0 || base == MF_TYPE_Q5_0 || base == MF_TYPE_Q8_0) {
+    if (base == MF_TYPE_Q4_0 || base == MF_TYPE_Q5_0 || base == MF_TYPE_Q8_0 || base == MF_TYPE_IQ4_NL) {
         unpack_q0(base, t->row_group, (const uint8_t *)grp, r, dst_row, nb);
         return 0;
     }
@@ -303,6 +307,21 @@ static float q4_0_block(const uint8_t *x, const void *vy, int R, int r, float ac
         for (int t = 0; t < 4; t++) {
             const uint8_t q = qs[4 * R * c + 4 * r + t];
             isum += ((q & 0xF) - 8) * y->qs[4 * c + t] + ((q >> 4) - 8) * y->qs[16 + 4 * c + t];
+        }
+    acc = fmaf((float)isum, x_scale(x, r) * mf_fp16_to_fp32(y->d), acc);
+    return acc;
+}
+
+/* iq4_nl: q4_0's arithmetic with each nibble mapped through the 16 levels instead of minus 8 (the levels
+ * are int8, so the block's sum is the same exact int32 in any order) */
+static float iq4_nl_block(const uint8_t *x, const void *vy, int R, int r, float acc) {
+    const mf_block_q8_0s *y = vy;
+    const uint8_t *qs = x + q0_qs_off(MF_TYPE_IQ4_NL, R);
+    int32_t isum = 0;
+    for (int c = 0; c < 4; c++)
+        for (int t = 0; t < 4; t++) {
+            const uint8_t q = qs[4 * R * c + 4 * r + t];
+            isum += mf_iq4_levels[q & 0xF] * y->qs[4 * c + t] + mf_iq4_levels[q >> 4] * y->qs[16 + 4 * c + t];
         }
     acc = fmaf((float)isum, x_scale(x, r) * mf_fp16_to_fp32(y->d), acc);
     return acc;
@@ -400,3 +419,5 @@ X8_REF_TILE(mf_tile_q6_Kx8_scalar, q6_K_block, 8, MF_QK_K, mf_block_q6_Kx8, mf_b
 X8_REF_TILE(mf_tile_q4_0x16_scalar, q4_0_block, 16, MF_QK8_0, mf_block_q4_0x16, mf_block_q8_0s)
 X8_REF_TILE(mf_tile_q5_0x16_scalar, q5_0_block, 16, MF_QK8_0, mf_block_q5_0x16, mf_block_q8_0s)
 X8_REF_TILE(mf_tile_q8_0x16_scalar, q8_0_block, 16, MF_QK8_0, mf_block_q8_0x16, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_iq4_nlx8_scalar, iq4_nl_block, 8, MF_QK4_NL, mf_block_q4_0x8, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_iq4_nlx16_scalar, iq4_nl_block, 16, MF_QK4_NL, mf_block_q4_0x16, mf_block_q8_0s)

@@ -51,6 +51,8 @@ static const mf_type_info k_types[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_0_X16] = {"q4_0x16", MF_QK4_0, sizeof(mf_block_q4_0), true, MF_X16_ROWS, true},
     [MF_TYPE_Q5_0_X16] = {"q5_0x16", MF_QK5_0, sizeof(mf_block_q5_0), true, MF_X16_ROWS, true},
     [MF_TYPE_Q8_0_X16] = {"q8_0x16", MF_QK8_0, sizeof(mf_block_q8_0), true, MF_X16_ROWS, true},
+    [MF_TYPE_IQ4_NL_X8] = {"iq4_nlx8", MF_QK4_NL, sizeof(mf_block_iq4_nl), true, MF_X8_ROWS, true},
+    [MF_TYPE_IQ4_NL_X16] = {"iq4_nlx16", MF_QK4_NL, sizeof(mf_block_iq4_nl), true, MF_X16_ROWS, true},
 };
 
 /* The block structs are file layouts: a padding byte here would silently corrupt every model. */

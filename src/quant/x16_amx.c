@@ -1,14 +1,14 @@
-/* quant: AMX-INT8 tile kernels for the 16-row layouts q4_0x16 / q5_0x16 / q8_0x16 (prefill GEMM; quant.h has
- * the layouts, repack.c the reference).  Only run where kernels_x86.c found AMX usable (cpuid, XCR0, the
- * Linux tile permission); the Makefile compiles this file with -mamx-tile -mamx-int8.
+/* quant: AMX-INT8 tile kernels for the 16-row layouts q4_0x16 / q5_0x16 / q8_0x16 / iq4_nlx16 (prefill
+ * GEMM; quant.h has the layouts, repack.c the reference).  Only run where kernels_x86.c found AMX usable
+ * (cpuid, XCR0, the Linux tile permission); the Makefile compiles this file with -mamx-tile -mamx-int8.
  *
  * One tdpbssd per 32-quant block: A = 16 activation rows x the block's 32 quants (q8_0s rows, a_stride
  * apart), B = the block's weights as 8 rows of 4 quants x 16 weight rows (exactly the x16 chunk layout:
- * q8_0x16's quants are B as stored; q4_0 / q5_0 are unpacked to signed bytes first), C = 16 x 16 int32.  So
- * C[m][r] is the exact int32 sum of the block for activation m and weight row r - the reference's isum - and
- * the float part is the reference's too: acc = fma((float)isum, d_w * d_a, acc), block after block.  Bitwise
- * the reference and the AVX-512 x16 kernels for every activation count, so which kernel runs which rows
- * never shows in a result.
+ * q8_0x16's quants are B as stored; q4_0 / q5_0 / iq4_nl are unpacked to signed bytes first), C = 16 x 16
+ * int32.  So C[m][r] is the exact int32 sum of the block for activation m and weight row r - the
+ * reference's isum - and the float part is the reference's too: acc = fma((float)isum, d_w * d_a, acc),
+ * block after block.  Bitwise the reference and the AVX-512 x16 kernels for every activation count, so
+ * which kernel runs which rows never shows in a result.
  *
  * The tile registers are per thread: every call loads its config (ldtilecfg) and releases the tiles at the
  * end (tilerelease), so an idle pool thread holds no tile state. */
@@ -46,7 +46,7 @@ static void cfg_make(amx_cfg *c, int tail) {
  * loads around them (the config, the unpacked B tiles) explicitly. */
 #define MEM_FENCE() __asm__ volatile("" ::: "memory")
 
-enum { T_Q4_0, T_Q5_0, T_Q8_0 };
+enum { T_Q4_0, T_Q5_0, T_Q8_0, T_IQ4_NL };
 
 /* The +16 of chunk c's 5th bits as byte masks for its low (*klo) and high (*khi) nibbles (x16_avx512.c has
  * the same): byte c of each row's qh word, bit t (4 + t) for byte t of the chunk. */
@@ -64,7 +64,16 @@ static inline __attribute__((always_inline)) MF_AVX512 void q5_hmask(__m512i qh,
 static inline __attribute__((always_inline)) MF_AVX512 void unpack_b(const int T, const uint8_t *xb,
                                                                      uint8_t *out) {
     const __m512i m4 = _mm512_set1_epi8(0xF);
-    if (T == T_Q4_0) {
+    if (T == T_IQ4_NL) { /* q4_0x16's bytes, each nibble through the 16 signed levels */
+        const mf_block_q4_0x16 *x = (const mf_block_q4_0x16 *)xb;
+        const __m512i lv = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)mf_iq4_levels));
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+            const __m512i v = _mm512_loadu_si512((const void *)(x->qs + 64 * c));
+            _mm512_store_si512((void *)(out + 64 * c), _mm512_shuffle_epi8(lv, _mm512_and_si512(v, m4)));
+            _mm512_store_si512((void *)(out + 64 * (4 + c)),
+                               _mm512_shuffle_epi8(lv, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)));
+        }
+    } else if (T == T_Q4_0) {
         const mf_block_q4_0x16 *x = (const mf_block_q4_0x16 *)xb;
         const __m512i b8 = _mm512_set1_epi8(8);
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
@@ -98,7 +107,7 @@ static inline __attribute__((always_inline)) MF_AMX void amx_rows(const int T, i
                                                                   const void *w, const void *a, size_t a_stride,
                                                                   int na) {
     const size_t xbytes = T == T_Q8_0   ? sizeof(mf_block_q8_0x16)
-                          : T == T_Q4_0 ? sizeof(mf_block_q4_0x16)
+                          : T == T_Q4_0 || T == T_IQ4_NL ? sizeof(mf_block_q4_0x16)
                                         : sizeof(mf_block_q5_0x16);
     const size_t qs_off = T == T_Q8_0 ? offsetof(mf_block_q8_0x16, qs) : 0;
     const int64_t nb = n / MF_QK8_0;
@@ -193,3 +202,4 @@ AMX_TILE(mf_tile_q4_0x16_amx, T_Q4_0, mf_tile_q4_0x16_avx512)
 AMX_TILE(mf_tile_q5_0x16_amx, T_Q5_0, mf_tile_q5_0x16_avx512)
 
 AMX_TILE(mf_tile_q8_0x16_amx, T_Q8_0, mf_tile_q8_0x16_avx512)
+AMX_TILE(mf_tile_iq4_nlx16_amx, T_IQ4_NL, mf_tile_iq4_nlx16_avx512)

@@ -1,9 +1,11 @@
-/* quant: AVX-512 (F/BW/VL/VNNI) GEMV/GEMM kernels for the 16-row layouts q4_0x16 / q5_0x16 / q8_0x16
+/* quant: AVX-512 (F/BW/VL/VNNI) GEMV/GEMM kernels for the 16-row layouts q4_0x16 / q5_0x16 / q8_0x16 /
+ * iq4_nlx16
  * (quant.h; repack.c has the reference).  Lane r of every 512-bit register is weight row r of the group,
  * and vpdpbusd (unsigned x signed bytes, four adjacent products added into each int32 lane, no
  * saturation) does a chunk of 4 quants for all 16 rows in one instruction:
  *   q4_0 / q5_0: the unsigned nibbles (0..15, 0..31) times the activation, minus 8 (16) * sum(activation);
- *   q8_0: (w xor 0x80) = w + 128 as unsigned, minus 128 * sum(activation).
+ *   q8_0: (w xor 0x80) = w + 128 as unsigned, minus 128 * sum(activation);
+ *   iq4_nl: the nibble's level + 128 (a pshufb of the biased levels), minus 128 * sum(activation).
  * The q8_0s activations carry each block's exact sum, so the int32 block sum is exact and equal to the
  * reference's; then acc = fma((float)isum, d_w * d_a, acc) per block as there.  Activations are
  * independent of each other (the 8-wide tile and the GEMV run the same operations per pair), so the
@@ -142,6 +144,37 @@ static inline __attribute__((always_inline)) MF_AVX512 void q8_0x16_rows(int64_t
     X16_EPILOGUE;
 }
 
+/* iq4_nlx16 (q4_0x16's bytes): each nibble through the 16 levels + 128 (1..241, unsigned) with one pshufb,
+ * then q8_0x16's sum (w + 128) * y - 128 * sum y. */
+static inline __attribute__((always_inline)) MF_AVX512 void iq4_nlx16_rows(int64_t n, float *s, size_t ldc,
+                                                                           const void *w, const void *a,
+                                                                           size_t a_stride, int j0, const int NA) {
+    X16_PROLOGUE(mf_block_q4_0x16);
+    const __m512i m4 = _mm512_set1_epi8(0xF), bias = _mm512_set1_epi8((char)0x80);
+    const __m512i lv = _mm512_xor_si512(
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)mf_iq4_levels)), bias);
+    for (int64_t b = 0; b < n / MF_QK4_NL; b++) {
+        if (NA == 1) prefetch16(&x[b], sizeof x[b]);
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x[b].d));
+        __m512i lo[4], hi[4];
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+            const __m512i v = _mm512_loadu_si512((const void *)(x[b].qs + 64 * c));
+            lo[c] = _mm512_shuffle_epi8(lv, _mm512_and_si512(v, m4));
+            hi[c] = _mm512_shuffle_epi8(lv, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        }
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+            const int8_t *q = y[j][b].qs;
+            __m512i p = neg_sum(&y[j][b], 7); /* sum (w + 128) * y - 128 * sum y */
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+                p = _mm512_dpbusd_epi32(p, lo[c], bcast4z(q + 4 * c));
+                p = _mm512_dpbusd_epi32(p, hi[c], bcast4z(q + 16 + 4 * c));
+            }
+            acc_block(&acc[j], p, dx, y[j][b].d);
+        }
+    }
+    X16_EPILOGUE;
+}
+
 /* The exported tiles: nw is always MF_X16_ROWS (one group); activations in eights, the rest in one pass of
  * their count. */
 #define X16_TILE(name, rows)                                                                                   \
@@ -167,3 +200,4 @@ X16_TILE(mf_tile_q4_0x16_avx512, q4_0x16_rows)
 X16_TILE(mf_tile_q5_0x16_avx512, q5_0x16_rows)
 
 X16_TILE(mf_tile_q8_0x16_avx512, q8_0x16_rows)
+X16_TILE(mf_tile_iq4_nlx16_avx512, iq4_nlx16_rows)

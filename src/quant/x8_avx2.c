@@ -120,7 +120,44 @@ static inline __attribute__((always_inline)) MF_AVX2 void q8_0x8_rows(int64_t n,
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
 }
 
+/* iq4_nlx8 (q4_0x8's bytes): each nibble through the 16 levels with one pshufb, then q8_0x8's signed
+ * product: |w| x sign(y, w), whose pair sums stay below 2^15 for levels and quants in -127..127. */
+static inline __attribute__((always_inline)) MF_AVX2 void iq4_nlx8_rows(int64_t n, float *s, size_t ldc,
+                                                                        const mf_block_q4_0x8 *x, const void *a,
+                                                                        size_t a_stride, int j0, const int NA) {
+    X8_PROLOGUE(mf_block_q8_0s)
+    const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
+    const __m256i lv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)mf_iq4_levels));
+    for (int64_t b = 0; b < n / MF_QK4_NL; b++) {
+        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
+        __m256i isum[4];
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int c = 0; c < 4; c++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * c));
+            /* chunk c's low nibbles are quants 4c..4c+3, its high ones 16+4c..16+4c+3 */
+            const __m256i wl = _mm256_shuffle_epi8(lv, _mm256_and_si256(v, m4));
+            const __m256i wh = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+            const __m256i al = _mm256_sign_epi8(wl, wl), ah = _mm256_sign_epi8(wh, wh);
+            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                const int8_t *q = y[j][b].qs;
+                const __m256i pl = _mm256_maddubs_epi16(al, _mm256_sign_epi8(bcast4(q + 4 * c), wl));
+                const __m256i ph = _mm256_maddubs_epi16(ah, _mm256_sign_epi8(bcast4(q + 16 + 4 * c), wh));
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(pl, ones));
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(ph, ones));
+            }
+        }
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+            const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(MF_H2F(y[j][b].d)));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), d, acc[j]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
+}
+
 X8_TILE(mf_tile_q4_0x8_avx2, q4_0x8_rows)
+
+X8_TILE(mf_tile_iq4_nlx8_avx2, iq4_nlx8_rows)
 
 X8_TILE(mf_tile_q5_0x8_avx2, q5_0x8_rows)
 
