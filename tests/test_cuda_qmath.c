@@ -166,13 +166,15 @@ static void test_unit_dot(void) {
             for (int j = 0; j < J; j++) {
                 const mf_qm_unit u = mf_qm_unit_params(type, row, j);
                 int isum = 0;
+                int32_t ww[8], aw[8];
                 for (int t = 0; t < 4; t++) {
-                    int32_t w0, w1, a0, a1;
-                    mf_qm_quarter(type, row, j, t, &w0, &w1);
-                    memcpy(&a0, aq + MF_QM_UNIT * j + 8 * t, 4);
-                    memcpy(&a1, aq + MF_QM_UNIT * j + 8 * t + 4, 4);
-                    isum += mf_qm_quarter_isum(&u, t, w0, w1, a0, a1);
+                    mf_qm_quarter(type, row, j, t, &ww[2 * t], &ww[2 * t + 1]);
+                    memcpy(&aw[2 * t], aq + MF_QM_UNIT * j + 8 * t, 8);
+                    isum += mf_qm_quarter_isum(&u, t, ww[2 * t], ww[2 * t + 1], aw[2 * t], aw[2 * t + 1]);
                 }
+                /* the tiled kernel's form of the same integer */
+                CHECK(mf_qm_unit_isum(&u, ww, aw) == isum, "%s unit %d: words give %d, quarters %d", mf_type_name(type),
+                      j, mf_qm_unit_isum(&u, ww, aw), isum);
                 const float v = mf_qm_unit_value(&u, isum, ad[j].d, ad[j].s);
                 double ref = 0, mag = 0;
                 long long iref = 0;

@@ -308,6 +308,15 @@ MF_HD int mf_qm_quarter_isum(const mf_qm_unit *u, int t, int32_t w0, int32_t w1,
     return (t < 2 ? u->s0 : u->s1) * p;
 }
 
+/* I from a unit's 8 weight words and 8 activation words (words 0..3: elements 0..15) - the tiled kernel's
+ * form; the same integer as the four mf_qm_quarter_isum summed. */
+MF_HD int mf_qm_unit_isum(const mf_qm_unit *u, const int32_t w[8], const int32_t a[8]) {
+    int lo = 0, hi = 0;
+    for (int k = 0; k < 4; k++) lo = mf_qm_dp4a(w[k], a[k], lo);
+    for (int k = 4; k < 8; k++) hi = mf_qm_dp4a(w[k], a[k], hi);
+    return u->s0 * lo + u->s1 * hi;
+}
+
 /* v = d_a * (a * I - b * s_a): one unit's float value (four separate IEEE operations, in this order) */
 MF_HD float mf_qm_unit_value(const mf_qm_unit *u, int isum, float da, int sa) {
     return mf_qm_mul(da, mf_qm_sub(mf_qm_mul(u->a, (float)isum), mf_qm_mul(u->b, (float)sa)));
