@@ -6,7 +6,8 @@
  *   runtime.cu      the context (stream, cuBLAS handle, scratch), error checks, dynamic shared memory
  *                   opt-in, the node loop and CUDA graph capture/replay of a decode step;
  *   matmul.cu       MATMUL and GET_ROWS for every weight type the backend claims (int8-activation
- *                   matrix-vector products for small batches, dequantize + cuBLAS GEMM for prefill);
+ *                   matrix-vector products for small batches, a tiled int8 kernel for prefill, one
+ *                   reduction order for both - no cuBLAS, whose order per row depends on M);
  *   elem.cu         RMS_NORM, ADD, MUL, SCALE, SILU, SWIGLU, SOFTMAX, ROPE, CONT, HADAMARD, KV_STORE;
  *   attention.cu    ATTENTION over the KV spans (f32/f16/q8_0 caches; split-K decode, tensor-core prefill).
  * The per-block arithmetic of the kernels lives in C-compatible `MF_HD` functions (qmath.h, emath.h) that

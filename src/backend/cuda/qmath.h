@@ -1,0 +1,469 @@
+/* The per-block arithmetic of the CUDA matmul and get_rows kernels, as C functions that compile for the
+ * host (plain C, tests/test_cuda_qmath.c) and for the device (nvcc, matmul.cu): the kernels call exactly
+ * these, so the host test checks the device's arithmetic bit for bit without a GPU.
+ *
+ * Vocabulary.  A weight row of K elements is cut into J = K / 32 UNITS of 32 elements (a Q4_0/Q5_0/Q8_0/...
+ * block, or one 32-element sub-block of a 256-element K-quant super-block).  A unit is handled as four
+ * QUARTERS of 8 elements (t = 0..3: elements 8t..8t+7).
+ *
+ * Activations (quantized weight types): each unit of an activation row becomes 32 int8 q = round(x / d),
+ * d = amax / 127 (f32, not f16: no second rounding), plus the exact integer sum s of the 32 q.
+ *
+ * The value of one (weight unit, activation unit) pair is defined from exact integer sums:
+ *   quarter sums  p_t = sum over the quarter of qw * qa      (qw: the weight's integer level, offset applied)
+ *   I             = s0 * (p_0 + p_1) + s1 * (p_2 + p_3)      (s0, s1: the int scales of the two 16-element
+ *                                                             halves; 1 except Q6_K)
+ *   v             = d_a * (a * (float)I - b * (float)s_a)    (a, b: the unit's float scale and min)
+ * Integer sums are exact, so it does not matter which threads add which products; only the float steps
+ * above are ordered, and each is a separate IEEE operation (mf_qm_mul/add/sub: never contracted to an FMA
+ * on the device, where nvcc would otherwise fuse them).
+ *
+ * Float weights (F32/F16/BF16) against f32 activations: p_t = the quarter's 8 products accumulated with fmaf
+ * in element order from 0, and v = (p_0 + p_1) + (p_2 + p_3).
+ *
+ * Dequantization (get_rows) reproduces src/quant/dequant.c's expressions operation for operation, so it is
+ * bitwise the CPU reference. */
+#ifndef MF_BACKEND_CUDA_QMATH_H
+#define MF_BACKEND_CUDA_QMATH_H
+
+#include "quant/quant.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifndef MF_HD
+#ifdef __CUDACC__
+#define MF_HD __host__ __device__ static inline
+#else
+#define MF_HD static inline
+#endif
+#endif
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
+
+#define MF_QM_UNIT 32 /* elements per unit */
+#define MF_QM_SLICES 8 /* the canonical K split of matmul.cu (see there) */
+
+/* ---- separate IEEE operations (no FMA contraction on either side) ---- */
+MF_HD float mf_qm_mul(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+MF_HD float mf_qm_add(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+MF_HD float mf_qm_sub(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+MF_HD float mf_qm_fma(float a, float b, float c) {
+#ifdef __CUDA_ARCH__
+    return __fmaf_rn(a, b, c);
+#else
+    return fmaf(a, b, c);
+#endif
+}
+
+MF_HD float mf_qm_bits_f32(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    union { uint32_t u; float f; } v;
+    v.u = u;
+    return v.f;
+#endif
+}
+
+/* f16 bits -> f32, exact for every value (NaN stays NaN; its payload is not promised). */
+MF_HD float mf_qm_f16(uint16_t h) {
+#ifdef __CUDA_ARCH__
+    return __half2float(__ushort_as_half(h));
+#else
+    const uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 0x3ffu;
+    if (e == 0) { /* zero or subnormal: m * 2^-24, exact in f32 */
+        const float v = (float)m * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    if (e == 31) return mf_qm_bits_f32(sign | 0x7f800000u | m << 13);
+    return mf_qm_bits_f32(sign | (e + 112) << 23 | m << 13);
+#endif
+}
+
+MF_HD float mf_qm_bf16(uint16_t h) { return mf_qm_bits_f32((uint32_t)h << 16); }
+
+/* ---- loads (weights are 2-byte aligned in every file layout; rows are read in place) ---- */
+MF_HD uint16_t mf_qm_ld16(const uint8_t *p) { return *(const uint16_t *)p; }
+/* 4 bytes at a 2-byte aligned address, little endian */
+MF_HD uint32_t mf_qm_ld32(const uint8_t *p) {
+    const uint16_t *q = (const uint16_t *)p;
+    return (uint32_t)q[0] | (uint32_t)q[1] << 16;
+}
+
+/* dp4a: c + the dot of the four signed bytes of a and b */
+MF_HD int mf_qm_dp4a(int32_t a, int32_t b, int c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 610
+    return __dp4a(a, b, c);
+#else
+    for (int i = 0; i < 4; i++) c += (int)(int8_t)(uint8_t)((uint32_t)a >> 8 * i) * (int)(int8_t)(uint8_t)((uint32_t)b >> 8 * i);
+    return c;
+#endif
+}
+
+/* four bytes 0..127 minus o (o <= 128 - max byte) each, as signed bytes; no borrow between bytes */
+MF_HD int32_t mf_qm_sub_bytes(uint32_t x, uint32_t o4) {
+    return (int32_t)(((x | 0x80808080u) - o4) ^ 0x80808080u);
+}
+
+/* bits 0..3 of h -> bit 4 of bytes 0..3 */
+MF_HD uint32_t mf_qm_bits_to_b4(uint32_t h) {
+    return (h & 1u) << 4 | (h & 2u) << 11 | (h & 4u) << 18 | (h & 8u) << 25;
+}
+
+/* Q4_K/Q5_K: the 6-bit scale and min of sub-block j (ggml's get_scale_min_k4) */
+MF_HD void mf_qm_scale_min_k4(int j, const uint8_t *q, int *d, int *m) {
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+    }
+}
+
+/* ---- which types, and where a unit lives ---- */
+MF_HD bool mf_qm_type_quantized(uint32_t type) {
+    switch (type) {
+    case MF_TYPE_Q4_0: case MF_TYPE_Q4_1: case MF_TYPE_Q5_0: case MF_TYPE_Q5_1: case MF_TYPE_Q8_0:
+    case MF_TYPE_Q4_K: case MF_TYPE_Q5_K: case MF_TYPE_Q6_K:
+        return true;
+    default:
+        return false;
+    }
+}
+MF_HD bool mf_qm_type_float(uint32_t type) {
+    return type == MF_TYPE_F32 || type == MF_TYPE_F16 || type == MF_TYPE_BF16;
+}
+
+/* bytes of one storage block and units per block */
+MF_HD int mf_qm_block_bytes(uint32_t type) {
+    switch (type) {
+    case MF_TYPE_Q4_0: return 18;
+    case MF_TYPE_Q4_1: return 20;
+    case MF_TYPE_Q5_0: return 22;
+    case MF_TYPE_Q5_1: return 24;
+    case MF_TYPE_Q8_0: return 34;
+    case MF_TYPE_Q4_K: return 144;
+    case MF_TYPE_Q5_K: return 176;
+    case MF_TYPE_Q6_K: return 210;
+    case MF_TYPE_F32: return 4 * MF_QM_UNIT;
+    case MF_TYPE_F16: case MF_TYPE_BF16: return 2 * MF_QM_UNIT;
+    default: return 0;
+    }
+}
+MF_HD int mf_qm_units_per_block(uint32_t type) {
+    return type == MF_TYPE_Q4_K || type == MF_TYPE_Q5_K || type == MF_TYPE_Q6_K ? 8 : 1;
+}
+
+/* the storage block holding unit j of a row, and the unit's index inside it */
+MF_HD const uint8_t *mf_qm_block(uint32_t type, const uint8_t *row, int j, int *sub) {
+    const int upb = mf_qm_units_per_block(type);
+    *sub = j % upb;
+    return row + (size_t)(j / upb) * (size_t)mf_qm_block_bytes(type);
+}
+
+/* ---- quantized weights: a quarter's integer levels and a unit's scaling ---- */
+typedef struct {
+    float a, b;   /* v = d_a * (a * I - b * s_a) */
+    int s0, s1;   /* int scales of elements 0..15 and 16..31 */
+} mf_qm_unit;
+
+/* The integer levels of elements 8t..8t+7 of unit j (offsets applied: Q4_0 -8, Q5_0 -16, Q6_K -32; Q4_1,
+ * Q5_1, Q4_K, Q5_K unsigned), as two words of 4 signed bytes in element order. */
+MF_HD void mf_qm_quarter(uint32_t type, const uint8_t *row, int j, int t, int32_t *w0, int32_t *w1) {
+    int sub;
+    const uint8_t *b = mf_qm_block(type, row, j, &sub);
+    const int hi = t >> 1, o = 8 * (t & 1); /* nibble half, byte offset inside the 16 quant bytes */
+    uint32_t x0, x1;
+    switch (type) {
+    case MF_TYPE_Q8_0:
+        *w0 = (int32_t)mf_qm_ld32(b + 2 + 8 * t);
+        *w1 = (int32_t)mf_qm_ld32(b + 6 + 8 * t);
+        return;
+    case MF_TYPE_Q4_0:
+    case MF_TYPE_Q4_1: {
+        const uint8_t *qs = b + (type == MF_TYPE_Q4_0 ? 2 : 4) + o;
+        x0 = (mf_qm_ld32(qs) >> 4 * hi) & 0x0F0F0F0Fu;
+        x1 = (mf_qm_ld32(qs + 4) >> 4 * hi) & 0x0F0F0F0Fu;
+        if (type == MF_TYPE_Q4_0) {
+            *w0 = mf_qm_sub_bytes(x0, 0x08080808u);
+            *w1 = mf_qm_sub_bytes(x1, 0x08080808u);
+        } else {
+            *w0 = (int32_t)x0;
+            *w1 = (int32_t)x1;
+        }
+        return;
+    }
+    case MF_TYPE_Q5_0:
+    case MF_TYPE_Q5_1: {
+        /* qh bit e is the 5th bit of element e (e = 0..31), so byte t of qh holds this quarter's 8 */
+        const uint8_t *qh = b + (type == MF_TYPE_Q5_0 ? 2 : 4), *qs = qh + 4 + o;
+        const uint32_t h = qh[t];
+        x0 = ((mf_qm_ld32(qs) >> 4 * hi) & 0x0F0F0F0Fu) | mf_qm_bits_to_b4(h);
+        x1 = ((mf_qm_ld32(qs + 4) >> 4 * hi) & 0x0F0F0F0Fu) | mf_qm_bits_to_b4(h >> 4);
+        if (type == MF_TYPE_Q5_0) {
+            *w0 = mf_qm_sub_bytes(x0, 0x10101010u);
+            *w1 = mf_qm_sub_bytes(x1, 0x10101010u);
+        } else {
+            *w0 = (int32_t)x0;
+            *w1 = (int32_t)x1;
+        }
+        return;
+    }
+    case MF_TYPE_Q4_K:
+    case MF_TYPE_Q5_K: {
+        /* sub-blocks 2p and 2p+1 share 32 quant bytes: low nibbles, then high nibbles */
+        const int p = sub >> 1, sh = 4 * (sub & 1);
+        const uint8_t *qs = b + (type == MF_TYPE_Q4_K ? 16 : 48) + 32 * p + 8 * t;
+        x0 = (mf_qm_ld32(qs) >> sh) & 0x0F0F0F0Fu;
+        x1 = (mf_qm_ld32(qs + 4) >> sh) & 0x0F0F0F0Fu;
+        if (type == MF_TYPE_Q5_K) { /* bit `sub` of qh[l] is the 5th bit of element l of sub-block `sub` */
+            const uint8_t *qh = b + 16 + 8 * t;
+            x0 |= ((mf_qm_ld32(qh) >> sub) & 0x01010101u) << 4;
+            x1 |= ((mf_qm_ld32(qh + 4) >> sub) & 0x01010101u) << 4;
+        }
+        *w0 = (int32_t)x0;
+        *w1 = (int32_t)x1;
+        return;
+    }
+    case MF_TYPE_Q6_K: {
+        /* 128-element half nn, quarter qq of it: low 4 bits from ql (byte l or l + 32, low or high
+         * nibble), high 2 bits from qh[l] at bit 2 qq */
+        const int nn = sub >> 2, qq = sub & 3;
+        const uint8_t *ql = b + 64 * nn + 32 * (qq & 1) + 8 * t, *qh = b + 128 + 32 * nn + 8 * t;
+        const int lsh = 4 * (qq >> 1), hsh = 2 * qq;
+        x0 = ((mf_qm_ld32(ql) >> lsh) & 0x0F0F0F0Fu) | ((mf_qm_ld32(qh) >> hsh) & 0x03030303u) << 4;
+        x1 = ((mf_qm_ld32(ql + 4) >> lsh) & 0x0F0F0F0Fu) | ((mf_qm_ld32(qh + 4) >> hsh) & 0x03030303u) << 4;
+        *w0 = mf_qm_sub_bytes(x0, 0x20202020u);
+        *w1 = mf_qm_sub_bytes(x1, 0x20202020u);
+        return;
+    }
+    default:
+        *w0 = *w1 = 0;
+        return;
+    }
+}
+
+/* The scaling of unit j: v = d_a * (a * I - b * s_a). */
+MF_HD mf_qm_unit mf_qm_unit_params(uint32_t type, const uint8_t *row, int j) {
+    int sub;
+    const uint8_t *b = mf_qm_block(type, row, j, &sub);
+    mf_qm_unit u;
+    u.a = 0.0f, u.b = 0.0f, u.s0 = 1, u.s1 = 1;
+    switch (type) {
+    case MF_TYPE_Q4_0: case MF_TYPE_Q5_0: case MF_TYPE_Q8_0:
+        u.a = mf_qm_f16(mf_qm_ld16(b));
+        break;
+    case MF_TYPE_Q4_1: case MF_TYPE_Q5_1: /* element = d q + m: the min enters as -b */
+        u.a = mf_qm_f16(mf_qm_ld16(b));
+        u.b = -mf_qm_f16(mf_qm_ld16(b + 2));
+        break;
+    case MF_TYPE_Q4_K: case MF_TYPE_Q5_K: { /* element = (d sc) q - (dmin m) */
+        int sc, m;
+        mf_qm_scale_min_k4(sub, b + 4, &sc, &m);
+        u.a = mf_qm_mul(mf_qm_f16(mf_qm_ld16(b)), (float)sc);
+        u.b = mf_qm_mul(mf_qm_f16(mf_qm_ld16(b + 2)), (float)m);
+        break;
+    }
+    case MF_TYPE_Q6_K: { /* element = d sc q with one int8 scale per 16 elements */
+        const int nn = sub >> 2, qq = sub & 3;
+        const int8_t *sc = (const int8_t *)(b + 192 + 8 * nn + 2 * qq);
+        u.a = mf_qm_f16(mf_qm_ld16(b + 208));
+        u.s0 = sc[0];
+        u.s1 = sc[1];
+        break;
+    }
+    default:
+        break;
+    }
+    return u;
+}
+
+/* A quarter's exact int partial with its half's scale applied: s_{t/2} * p_t (summed over the 4 quarters
+ * in any order, this gives I exactly). */
+MF_HD int mf_qm_quarter_isum(const mf_qm_unit *u, int t, int32_t w0, int32_t w1, int32_t a0, int32_t a1) {
+    const int p = mf_qm_dp4a(w1, a1, mf_qm_dp4a(w0, a0, 0));
+    return (t < 2 ? u->s0 : u->s1) * p;
+}
+
+/* I from a unit's 8 weight words and 8 activation words (words 0..3: elements 0..15) - the tiled kernel's
+ * form; the same integer as the four mf_qm_quarter_isum summed. */
+MF_HD int mf_qm_unit_isum(const mf_qm_unit *u, const int32_t w[8], const int32_t a[8]) {
+    int lo = 0, hi = 0;
+    for (int k = 0; k < 4; k++) lo = mf_qm_dp4a(w[k], a[k], lo);
+    for (int k = 4; k < 8; k++) hi = mf_qm_dp4a(w[k], a[k], hi);
+    return u->s0 * lo + u->s1 * hi;
+}
+
+/* v = d_a * (a * I - b * s_a): one unit's float value (four separate IEEE operations, in this order) */
+MF_HD float mf_qm_unit_value(const mf_qm_unit *u, int isum, float da, int sa) {
+    return mf_qm_mul(da, mf_qm_sub(mf_qm_mul(u->a, (float)isum), mf_qm_mul(u->b, (float)sa)));
+}
+
+/* ---- float weights ---- */
+/* Elements 8t..8t+7 of unit j as f32 (exact conversions); those at or past K (a float row need not fill
+ * its last unit) are 0 and never read. */
+MF_HD void mf_qm_quarter_f(uint32_t type, const uint8_t *row, int j, int t, int64_t K, float w[8]) {
+    const int64_t e = (int64_t)MF_QM_UNIT * j + 8 * t;
+    for (int i = 0; i < 8; i++) {
+        if (e + i >= K)
+            w[i] = 0.0f;
+        else if (type == MF_TYPE_F32)
+            w[i] = ((const float *)row)[e + i];
+        else if (type == MF_TYPE_F16)
+            w[i] = mf_qm_f16(mf_qm_ld16(row + 2 * (e + i)));
+        else
+            w[i] = mf_qm_bf16(mf_qm_ld16(row + 2 * (e + i)));
+    }
+}
+
+/* the activations of the same quarter (0 past K) */
+MF_HD void mf_qm_quarter_x(const float *x, int j, int t, int64_t K, float v[8]) {
+    const int64_t e = (int64_t)MF_QM_UNIT * j + 8 * t;
+    for (int i = 0; i < 8; i++) v[i] = e + i < K ? x[e + i] : 0.0f;
+}
+
+/* a float quarter's partial: fmaf over the 8 products in element order, from 0 (a zero pair past K adds +0) */
+MF_HD float mf_qm_fdot8(const float w[8], const float x[8]) {
+    float p = 0.0f;
+    for (int i = 0; i < 8; i++) p = mf_qm_fma(w[i], x[i], p);
+    return p;
+}
+
+/* the four quarter partials of a unit -> its value */
+MF_HD float mf_qm_tree4(const float p[4]) { return mf_qm_add(mf_qm_add(p[0], p[1]), mf_qm_add(p[2], p[3])); }
+
+/* The canonical combination of the 8 slice sums (matmul.cu: slice s sums units s, s + 8, s + 16, ... in that
+ * order): pairs 4 apart, then 2 apart, then 1 apart - what a warp's xor butterfly over lanes gives. */
+MF_HD float mf_qm_tree8(const float a[8]) {
+    const float b0 = mf_qm_add(a[0], a[4]), b1 = mf_qm_add(a[1], a[5]), b2 = mf_qm_add(a[2], a[6]),
+                b3 = mf_qm_add(a[3], a[7]);
+    return mf_qm_add(mf_qm_add(b0, b2), mf_qm_add(b1, b3));
+}
+
+/* ---- activations: one unit of 32 floats -> 32 int8, its scale and the exact sum of its levels ---- */
+MF_HD float mf_qm_act_scale(float amax) { return amax / 127.0f; }
+MF_HD float mf_qm_act_inv(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
+MF_HD int mf_qm_act_level(float x, float id) { return (int)roundf(mf_qm_mul(x, id)); }
+
+MF_HD void mf_qm_quantize_unit(const float *x, int8_t q[MF_QM_UNIT], float *d, int *s) {
+    float amax = 0.0f;
+    for (int i = 0; i < MF_QM_UNIT; i++) amax = fmaxf(amax, fabsf(x[i]));
+    *d = mf_qm_act_scale(amax);
+    const float id = mf_qm_act_inv(*d);
+    int sum = 0;
+    for (int i = 0; i < MF_QM_UNIT; i++) {
+        q[i] = (int8_t)mf_qm_act_level(x[i], id);
+        sum += q[i];
+    }
+    *s = sum;
+}
+
+/* ---- one whole dot in the canonical order (the host's model of both matmul kernels) ---- */
+typedef struct {
+    float d;   /* the unit's scale */
+    int32_t s; /* the exact sum of its 32 levels */
+} mf_qm_act;
+
+/* dot(weight row of J units, activation row): slice s sums the values of units s, s + 8, ... in order from
+ * 0.0f, and mf_qm_tree8 combines the slices.  aq: J * 32 levels, ad: J scales. */
+MF_HD float mf_qm_row_dot_q(uint32_t type, const uint8_t *row, int J, const int8_t *aq, const mf_qm_act *ad) {
+    float acc[MF_QM_SLICES];
+    for (int s = 0; s < MF_QM_SLICES; s++) acc[s] = 0.0f;
+    for (int j = 0; j < J; j++) {
+        const mf_qm_unit u = mf_qm_unit_params(type, row, j);
+        int isum = 0;
+        for (int t = 0; t < 4; t++) {
+            int32_t w0, w1;
+            mf_qm_quarter(type, row, j, t, &w0, &w1);
+            const uint8_t *a = (const uint8_t *)aq + MF_QM_UNIT * j + 8 * t;
+            const int32_t a0 = (int32_t)((uint32_t)a[0] | (uint32_t)a[1] << 8 | (uint32_t)a[2] << 16 | (uint32_t)a[3] << 24);
+            const int32_t a1 = (int32_t)((uint32_t)a[4] | (uint32_t)a[5] << 8 | (uint32_t)a[6] << 16 | (uint32_t)a[7] << 24);
+            isum += mf_qm_quarter_isum(&u, t, w0, w1, a0, a1);
+        }
+        acc[j % MF_QM_SLICES] = mf_qm_add(acc[j % MF_QM_SLICES], mf_qm_unit_value(&u, isum, ad[j].d, ad[j].s));
+    }
+    return mf_qm_tree8(acc);
+}
+
+/* the same for float weights against an f32 row x of K elements (J = ceil(K / 32) units) */
+MF_HD float mf_qm_row_dot_f(uint32_t type, const uint8_t *row, int64_t K, const float *x) {
+    float acc[MF_QM_SLICES];
+    for (int s = 0; s < MF_QM_SLICES; s++) acc[s] = 0.0f;
+    const int J = (int)((K + MF_QM_UNIT - 1) / MF_QM_UNIT);
+    for (int j = 0; j < J; j++) {
+        float p[4], w[8], v[8];
+        for (int t = 0; t < 4; t++) {
+            mf_qm_quarter_f(type, row, j, t, K, w);
+            mf_qm_quarter_x(x, j, t, K, v);
+            p[t] = mf_qm_fdot8(w, v);
+        }
+        acc[j % MF_QM_SLICES] = mf_qm_add(acc[j % MF_QM_SLICES], mf_qm_tree4(p));
+    }
+    return mf_qm_tree8(acc);
+}
+
+/* ---- dequantization of a quarter (get_rows): bitwise src/quant/dequant.c ---- */
+/* (K: the row's length, which bounds what a float row's last unit reads; quantized rows are whole units) */
+MF_HD void mf_qm_dequant8(uint32_t type, const uint8_t *row, int j, int t, int64_t K, float y[8]) {
+    if (mf_qm_type_float(type)) {
+        mf_qm_quarter_f(type, row, j, t, K, y);
+        return;
+    }
+    int sub;
+    const uint8_t *b = mf_qm_block(type, row, j, &sub);
+    int32_t w[2];
+    mf_qm_quarter(type, row, j, t, &w[0], &w[1]);
+    int8_t q[8];
+    for (int i = 0; i < 8; i++) q[i] = (int8_t)(uint8_t)((uint32_t)w[i >> 2] >> 8 * (i & 3));
+    switch (type) {
+    case MF_TYPE_Q4_0: case MF_TYPE_Q5_0: case MF_TYPE_Q8_0: { /* (q - o) * d */
+        const float d = mf_qm_f16(mf_qm_ld16(b));
+        for (int i = 0; i < 8; i++) y[i] = mf_qm_mul((float)q[i], d);
+        return;
+    }
+    case MF_TYPE_Q4_1: case MF_TYPE_Q5_1: { /* q * d + m */
+        const float d = mf_qm_f16(mf_qm_ld16(b)), m = mf_qm_f16(mf_qm_ld16(b + 2));
+        for (int i = 0; i < 8; i++) y[i] = mf_qm_add(mf_qm_mul((float)q[i], d), m);
+        return;
+    }
+    case MF_TYPE_Q4_K: case MF_TYPE_Q5_K: { /* d1 * q - m1 with d1 = d * sc, m1 = dmin * m */
+        const mf_qm_unit u = mf_qm_unit_params(type, row, j);
+        for (int i = 0; i < 8; i++) y[i] = mf_qm_sub(mf_qm_mul(u.a, (float)q[i]), u.b);
+        return;
+    }
+    case MF_TYPE_Q6_K: { /* d * sc * q */
+        const mf_qm_unit u = mf_qm_unit_params(type, row, j);
+        const float ds = mf_qm_mul(u.a, (float)(t < 2 ? u.s0 : u.s1));
+        for (int i = 0; i < 8; i++) y[i] = mf_qm_mul(ds, (float)q[i]);
+        return;
+    }
+    default:
+        for (int i = 0; i < 8; i++) y[i] = 0.0f;
+        return;
+    }
+}
+
+#endif
