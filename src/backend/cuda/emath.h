@@ -20,10 +20,12 @@
 
 #include <math.h>
 
+#ifndef MF_HD /* (qmath.h defines it the same way) */
 #ifdef __CUDACC__
 #define MF_HD __host__ __device__ static inline
 #else
 #define MF_HD static inline
+#endif
 #endif
 
 #ifdef __CUDA_ARCH__
