@@ -1,0 +1,203 @@
+/* emath: the per-element arithmetic of the CUDA elementwise and attention kernels (elem.cu, attention.cu),
+ * as C functions that compile for the host and the device alike, so tests/test_cuda_emath.c checks on the
+ * host, in every build, against the CPU reference (src/quant, src/core, backend/cpu/vec.c) what the
+ * kernels compute on the device.
+ *
+ * Two rules make the host result the device result:
+ *   - no operation whose rounding differs between the two: IEEE +, -, *, /, sqrtf and fmaf are correctly
+ *     rounded on both (nvcc's defaults: -prec-div and -prec-sqrt on; never build with --use_fast_math);
+ *     libm's cosf/sinf/powf/expf are not used here (the rope's cos/sin are the one place the device's own
+ *     libm is used, see mf_hd_rope_theta);
+ *   - no contraction: nvcc fuses `a * b + c` into one fma by default (--fmad=true) where gcc in ISO C
+ *     mode does not, so every product that feeds an addition goes through MF_HD_MUL / MF_HD_ADD
+ *     (__fmul_rn / __fadd_rn on the device: never fused), and every fma the CPU reference does is an
+ *     explicit fmaf.
+ * Bit patterns go through __float_as_uint on the device and a union on the host (C allows it). */
+#ifndef MF_BACKEND_CUDA_EMATH_H
+#define MF_BACKEND_CUDA_EMATH_H
+
+#include <stdint.h>
+
+#include <math.h>
+
+#ifndef MF_HD /* (qmath.h defines it the same way) */
+#ifdef __CUDACC__
+#define MF_HD __host__ __device__ static inline
+#else
+#define MF_HD static inline
+#endif
+#endif
+
+#ifdef __CUDA_ARCH__
+#define MF_HD_MUL(a, b) __fmul_rn((a), (b))
+#define MF_HD_ADD(a, b) __fadd_rn((a), (b))
+#else
+#define MF_HD_MUL(a, b) ((a) * (b))
+#define MF_HD_ADD(a, b) ((a) + (b))
+#endif
+
+MF_HD uint32_t mf_hd_f32_bits(float f) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    union {
+        float f;
+        uint32_t u;
+    } v;
+    v.f = f;
+    return v.u;
+#endif
+}
+
+MF_HD float mf_hd_bits_f32(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    union {
+        float f;
+        uint32_t u;
+    } v;
+    v.u = u;
+    return v.f;
+#endif
+}
+
+/* ---- f16 (quant/fp16.c, ggml's portable conversions) ---- */
+
+/* exact; a signalling NaN comes back quiet with its payload */
+MF_HD float mf_hd_f16_to_f32(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    const uint32_t exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+    if (exp == 0x1F) return mf_hd_bits_f32(sign | 0x7F800000u | (man << 13) | (man ? 0x400000u : 0));
+    if (exp == 0) return mf_hd_bits_f32(sign | mf_hd_f32_bits((float)man * 0x1p-24f)); /* exact */
+    return mf_hd_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* round to nearest even, overflow to inf, subnormals, every NaN -> sign|0x7E00 */
+MF_HD uint16_t mf_hd_f32_to_f16(float f) {
+    uint32_t x = mf_hd_f32_bits(f);
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    x &= 0x7FFFFFFF;
+    if (x > 0x7F800000) return sign | 0x7E00;
+    const uint32_t exp = x >> 23, man = x & 0x7FFFFF;
+    if (exp >= 143) return sign | 0x7C00;
+    if (exp >= 113) {
+        uint32_t h = ((exp - 112) << 10) | (man >> 13);
+        const uint32_t rem = man & 0x1FFF;
+        if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+        return sign | (uint16_t)h;
+    }
+    const int shift = 126 - (int)exp;
+    if (exp == 0 || shift > 24) return sign;
+    const uint32_t m = man | 0x800000;
+    uint32_t r = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1))) r++;
+    return sign | (uint16_t)r;
+}
+
+/* ---- q8_0: the KV store's quantizer (mf_quantize_row_cpu(Q8_0): ggml-cpu's x86 quantize_row_q8_0) ---- */
+
+/* nearest, ties to even, for |v| < 2^22 (ggml's nearest_int; quant/quantize.c round_even) */
+MF_HD int mf_hd_round_even(float v) {
+    const float t = MF_HD_ADD(v, 12582912.f);
+    return (int)(mf_hd_f32_bits(t) & 0x007fffff) - 0x00400000;
+}
+
+/* one block of 32 floats -> 34 bytes {f16 d (little-endian), int8 qs[32]}: d = amax / 127, q = round_even(x *
+ * 127 / amax) clamped to [-128, 127].  Written byte by byte: a block inside a cache row is only 2-aligned. */
+MF_HD void mf_hd_q8_0_block(const float *x, unsigned char *dst) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        const float a = fabsf(x[j]);
+        amax = amax > a ? amax : a; /* MF_MAX(amax, fabsf(x)) */
+    }
+    const float d = amax / 127.f;
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    const uint16_t dh = mf_hd_f32_to_f16(d);
+    dst[0] = (unsigned char)(dh & 0xFF);
+    dst[1] = (unsigned char)(dh >> 8);
+    for (int j = 0; j < 32; j++) {
+        int q = mf_hd_round_even(MF_HD_MUL(x[j], id));
+        q = q < -128 ? -128 : q > 127 ? 127 : q;
+        dst[2 + j] = (unsigned char)(int8_t)q;
+    }
+}
+
+/* ---- exp: one lane of ggml_v_expf, operation for operation (backend/cpu/vec.c mf_cpu_expf) ---- */
+MF_HD float mf_hd_expf(float x) {
+    const float z = fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
+    const float n = z - 0x1.8p23f;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const uint32_t e = mf_hd_f32_bits(z) << 23;
+    const float k = mf_hd_bits_f32(e + 0x3f800000u); /* + bits of 1.0f */
+    const float u = MF_HD_MUL(b, b);
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                         MF_HD_MUL(0x1.ffffecp-1f, b));
+    if (!(fabsf(n) > 126.0f)) return fmaf(j, k, k); /* NaN too */
+    const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
+    const float s1 = mf_hd_bits_f32(g + 0x7f000000u), s2 = mf_hd_bits_f32(e - g);
+    if (fabsf(n) > 192.0f) return MF_HD_MUL(s1, s1);
+    return MF_HD_MUL(fmaf(s2, j, s2), s1);
+}
+
+/* SiLU as ggml_v_silu: x / (1 + e^-x) (vec.c; the CPU's last n % 8 elements use libm's expf instead) */
+MF_HD float mf_hd_silu(float x) {
+    return x / MF_HD_ADD(1.0f, mf_hd_expf(0.0f - x));
+}
+
+/* ---- RMS norm: the scale from the double sum of the rounded squares (backend/cpu/ops_elem.c) ---- */
+MF_HD float mf_hd_rms_scale(double sum_sq, int64_t n, float eps) {
+    const float mean = (float)(sum_sq / (double)n);
+    return 1.0f / sqrtf(MF_HD_ADD(mean, eps));
+}
+
+/* ---- rope (core/rope.c) ---- */
+
+/* The angle of pair i at position p: mf_rope_cache's theta, which starts at p and is multiplied by
+ * theta_scale once per pair (a running product, so pair i is i rounded multiplications, not a power),
+ * times freq_scale.  theta_scale comes from the host (mf_rope_theta_scale: libm's powf).  cos/sin of
+ * this angle are the device's own cosf/sinf (not bit-equal to glibc's in every case: the one source of
+ * difference between the GPU and CPU rope). */
+MF_HD float mf_hd_rope_theta(float p, float freq_scale, float theta_scale, int i) {
+    float theta = p;
+    for (int k = 0; k < i; k++) theta = MF_HD_MUL(theta, theta_scale);
+    return MF_HD_MUL(freq_scale, theta);
+}
+
+/* The rotation of one pair as the CPU rounds it: one fma per output (vec.c ROPE_BODY) */
+MF_HD void mf_hd_rope_pair(float x0, float x1, float c, float s, int neox, float *y0, float *y1) {
+    *y0 = fmaf(x0, c, -MF_HD_MUL(x1, s));
+    *y1 = neox ? fmaf(x0, s, MF_HD_MUL(x1, c)) : fmaf(x1, c, MF_HD_MUL(x0, s));
+}
+
+/* ---- hadamard (core/hadamard.c): pass `len` of the butterfly as n/2 independent pairs ---- */
+/* pair j (0 <= j < n/2) of the pass with stride len: elements lo and lo + len, (u, v) -> (u + v, u - v) */
+MF_HD int mf_hd_fwht_lo(int j, int len) {
+    return (j / len) * 2 * len + j % len;
+}
+
+/* ---- attention: merging a chunk's partial softmax into the running state (attention.cu) ----
+ * A chunk gives its max m_c, its sum l_c = sum e^(s - m_c) and o_c = sum p v.  The running state (M, L, O)
+ * starts at (-inf, 0, 0) and takes the chunks in index order: M' = max(M, m_c), a = e^(M - M'),
+ * b = e^(m_c - M'), L' = fma(l_c, b, L a), O' = fma(o_c, b, O a).  The decode path's combine kernel and
+ * the prefill kernel both call these two functions, chunk by chunk in the same order. */
+MF_HD void mf_hd_att_merge(float *M, float *L, float m_c, float l_c, float *a, float *b) {
+    const float mn = m_c > *M ? m_c : *M;
+    *a = mf_hd_expf(*M - mn); /* M = -inf (the first chunk): e^-inf = 0 */
+    *b = mf_hd_expf(m_c - mn);
+    *L = fmaf(l_c, *b, MF_HD_MUL(*L, *a));
+    *M = mn;
+}
+
+MF_HD float mf_hd_att_merge_o(float o, float o_c, float a, float b) {
+    return fmaf(o_c, b, MF_HD_MUL(o, a));
+}
+
+/* the output: O times 1 / L (the CPU's order: the reciprocal first), 0 for an empty sum */
+MF_HD float mf_hd_att_out(float o, float L) {
+    const float inv = L == 0.0f ? 0.0f : 1.0f / L;
+    return MF_HD_MUL(o, inv);
+}
+
+#endif
