@@ -87,6 +87,15 @@ static void test_auto(void) {
     REQUIRE_OK(mf_offload_make_plan(&in, &p, &err), "%s", err.msg);
     CHECK(p.n_gpu == 24 && p.io_gpu && p.device_bytes == 232 * MIB, "310 MiB: %d %d", p.n_gpu, p.io_gpu);
 
+    /* embeddings/output smaller than a block: they fit where the next block does not, and still stay on the
+     * CPU while any block does (weights budget 52.5: 6 blocks = 48, a 7th = 56, 48 + 4 of io would fit) */
+    in.io_bytes = 4 * MIB;
+    in.mem_override_mib = 70;
+    REQUIRE_OK(mf_offload_make_plan(&in, &p, &err), "%s", err.msg);
+    CHECK(p.n_gpu == 6 && !p.io_gpu && p.device_bytes == 48 * MIB, "small io, 70 MiB: %d blocks, io %d", p.n_gpu,
+          p.io_gpu);
+    in.io_bytes = 40 * MIB;
+
     /* the device's answer: three quarters of free memory is the budget; several sizes, the invariants */
     in.mem_override_mib = 0;
     int32_t prev = -1;
