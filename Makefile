@@ -50,6 +50,10 @@ NVCC    ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
 CU_SRC  := $(shell find src -name '*.cu' | sort)
 CFLAGS  += -DMF_CUDA=1
 LDLIBS  += -L/usr/local/cuda/lib64 -lcudart -lcublas -lstdc++
+# sm_90 machine code (the H200) plus compute_90 PTX, which newer GPUs JIT-compile.  No --use_fast_math: it
+# changes the math (flushed denormals, approximate division and exp) that the CPU reference pins.
+NVCCFLAGS ?= -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+             -Xcompiler -Wall
 else
 CU_SRC  :=
 endif
@@ -83,7 +87,7 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
-	$(Q)$(NVCC) -O2 -std=c++17 -Iinclude -Isrc -DMF_CUDA=1 -c $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) -Iinclude -Isrc -DMF_CUDA=1 -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -59,10 +59,21 @@ typedef struct mf_gen mf_gen;
 /* ---------------- model ---------------- */
 typedef void (*mf_progress_fn)(float progress, void *user); /* 0.0 .. 1.0 */
 
+/* n_gpu_layers: 0 = every block on the CPU (the default); N > 0 = blocks 0..N-1 on the GPU (CUDA), the
+ * embeddings, output norm and LM head too when N covers every block (a count above the block count means
+ * all); these two: */
+#define MF_GPU_LAYERS_ALL (-1)  /* every block and the embeddings/output */
+#define MF_GPU_LAYERS_AUTO (-2) /* as many blocks as fit the device memory budget (docs/BACKENDS.md) */
+
 typedef struct {
     mf_progress_fn progress; /* may be NULL */
     void *progress_user;
     bool no_repack; /* keep every weight in the file's layout (also MINFER_REPACK=0) */
+    /* Offload (docs/BACKENDS.md): refused at load when the request cannot be honoured (no CUDA in this build,
+     * no usable device, cuda fenced out by MINFER_BACKENDS, a count whose weights exceed the budget, auto
+     * without a known budget).  MINFER_GPU_MEM=<MiB> sets the budget instead of the device's free memory. */
+    int32_t n_gpu_layers;
+    const char *gpu_layers_origin; /* how the request was given, named in the report ("--gpu-layers 20"); may be NULL */
 } mf_model_params;
 
 mf_model_params mf_model_default_params(void);
@@ -83,6 +94,11 @@ typedef struct {
     const mf_token *eog;
     int32_t n_repacked;    /* weight matrices copied into an x8 layout at load (0 with no_repack) */
     size_t repacked_bytes; /* their size */
+    int32_t n_gpu_layers;  /* blocks placed on the GPU (0..n_layer) */
+    bool gpu_io;           /* embeddings, output norm and LM head on the GPU */
+    size_t gpu_bytes;      /* weight bytes on the GPU */
+    /* The offload report ("offload: 20 of 24 blocks on cuda, 4 on cpu; ..."), "" when no offload was asked */
+    const char *offload_report;
 } mf_model_info;
 
 void mf_model_get_info(const mf_model *model, mf_model_info *info);

@@ -12,7 +12,8 @@
 
 static const char *k_all[] = {"MINFER_LOG",      "MINFER_ISA",     "MINFER_REPACK",   "MINFER_CACHE_TYPE",
                               "MINFER_ATTN_ROT_DISABLE", "MINFER_PROFILE",  "MINFER_SPIN",    "MINFER_SPIN_US",  "MINFER_DRAIN_MS", "MINFER_BACKENDS",
-                              "MINFER_DISABLE_CUDA", "MINFER_SYNC_COPIES"};
+                              "MINFER_DISABLE_CUDA", "MINFER_GPU_LAYERS", "MINFER_GPU_MEM", "MINFER_CUDA_GRAPHS",
+                              "MINFER_SYNC_COPIES"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < MF_ARRAY_LEN(k_all); i++) unsetenv(k_all[i]);
@@ -262,7 +263,43 @@ static void test_reading_points(void) {
     CHECK(mf_model_load("no-such-model.gguf", NULL, &m, &err) == MF_E_IO, "clean env reaches the file: %s", err.msg);
 }
 
+/* count (MINFER_GPU_LAYERS): a number, all (-1), auto (-2), or a refusal naming the value */
+static void count_case(const char *v, int want_rc, int64_t want, bool want_set, const char *want_msg) {
+    if (v) setenv("MINFER_GPU_LAYERS", v, 1);
+    else unsetenv("MINFER_GPU_LAYERS");
+    mf_error err = {0};
+    int64_t out = 12345;
+    bool set = !want_set;
+    int rc = mf_env_count("MINFER_GPU_LAYERS", &out, &set, &err);
+    CHECK(rc == want_rc, "'%s': rc %d want %d (%s)", v ? v : "(unset)", rc, want_rc, err.msg);
+    if (!want_rc) CHECK(out == want && set == want_set, "'%s': %lld set %d, want %lld set %d", v ? v : "(unset)",
+                        (long long)out, set, (long long)want, want_set);
+    if (want_msg) CHECK(strstr(err.msg, want_msg) != NULL, "'%s': message '%s' lacks '%s'", v, err.msg, want_msg);
+    unsetenv("MINFER_GPU_LAYERS");
+}
+
+static void test_count(void) {
+    clear_env();
+    count_case(NULL, 0, 0, false, NULL);
+    count_case(" ", 0, 0, false, NULL);
+    count_case("0", 0, 0, true, NULL);
+    count_case(" 20 ", 0, 20, true, NULL);
+    count_case("all", 0, -1, true, NULL);
+    count_case("AUTO", 0, -2, true, NULL);
+    count_case("1000000", 0, 1000000, true, NULL);
+    count_case("1000001", MF_E_INVAL, 0, false, "MINFER_GPU_LAYERS='1000001' is out of range: allowed a whole number 0..1000000 or one of all|auto");
+    count_case("-3", MF_E_INVAL, 0, false, "MINFER_GPU_LAYERS='-3' is not a count");
+    count_case("banana", MF_E_INVAL, 0, false, "MINFER_GPU_LAYERS='banana' is not a count: allowed a whole number 0..1000000 or one of all|auto");
+    count_case("99999999999999999999", MF_E_INVAL, 0, false, "is out of range");
+    /* GPU_MEM: MiB, at least 1 */
+    uint_case("MINFER_GPU_MEM", NULL, 0, 0, NULL);
+    uint_case("MINFER_GPU_MEM", "64", 0, 64, NULL);
+    uint_case("MINFER_GPU_MEM", "0", MF_E_INVAL, 0, "MINFER_GPU_MEM='0' is out of range");
+    uint_case("MINFER_GPU_MEM", "abc", MF_E_INVAL, 0, "MINFER_GPU_MEM='abc' is not a whole number");
+}
+
 int main(void) {
+    RUN(test_count);
     RUN(test_uint);
     RUN(test_bool);
     RUN(test_word);

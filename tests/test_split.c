@@ -26,7 +26,7 @@
 #define T MF_BACKEND_TEST_ID
 #define NL 4
 
-static char f32_path[512], mixed_path[512];
+static char f32_path[512], mixed_path[512], f32io_path[512];
 
 static bool gen(const char *args, const char *name, char *path, size_t cap) {
     const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
@@ -265,6 +265,74 @@ static void placement_owns_layout_and_refuses_what_the_backend_cannot_run(void) 
     mf_model_close(m);
 }
 
+/* The offload plan through the loader (mf_model_open's gpu_layers, the test backend standing in for the
+ * device): a count puts blocks 0..N-1 on it, every block also moves the embeddings, output norm and LM head
+ * (all f32 here, so the test backend runs them); the report names the plan; and the runs are bitwise the
+ * CPU-only run's - inputs written and logits read through the device's hooks, the host-owned spans staged. */
+static bool open_offload(int32_t gpu_layers, eng *e) {
+    mf_error err = {0};
+    memset(e, 0, sizeof *e);
+    const mf_model_open_params op = {.repack = true, .gpu_layers = gpu_layers, .gpu_backend = T};
+    if (mf_model_open(f32io_path, &op, &e->m, &err)) {
+        printf("  load: %s\n", err.msg);
+        return false;
+    }
+    mf_context_params cp = mf_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 1;
+    if (mf_context_new(e->m, &cp, &e->c, &err)) {
+        printf("  context: %s\n", err.msg);
+        return false;
+    }
+    e->n_vocab = e->m->hp.n_vocab;
+    return true;
+}
+
+static void offload_plan_places_blocks_and_io(void) {
+    eng ref, e;
+    REQUIRE(open_offload(0, &ref), "the CPU-only run");
+    CHECK(ref.m->offload_report[0] == 0 && ref.m->io_backend == MF_BACKEND_ID_CPU, "no request: '%s'",
+          ref.m->offload_report);
+    float *want = calloc((size_t)ref.n_vocab * 2, sizeof(float)), *got = calloc((size_t)ref.n_vocab * 2, sizeof(float));
+    REQUIRE(want && got, "memory");
+    REQUIRE(feed(&ref, P0, 0, NP0 - 1, 0, want) && feed(&ref, P0, NP0 - 1, NP0, NP0 - 1, want + ref.n_vocab), "ref");
+    close_eng(&ref);
+    const long live0 = mf_test_backend_live_buffers();
+    const int32_t reqs[] = {MF_GPU_LAYERS_ALL, 2, 4, 99};
+    for (size_t q = 0; q < MF_ARRAY_LEN(reqs); q++) {
+        const int32_t r = reqs[q];
+        const int32_t n = r == MF_GPU_LAYERS_ALL || r > NL ? NL : r;
+        if (!open_offload(r, &e)) {
+            CHECK(false, "request %d: the load failed", r);
+            continue;
+        }
+        for (int l = 0; l < NL; l++)
+            CHECK(mf_test_backend_owns(e.m->layers[l].wq->data) == (l < n), "request %d: layer %d's attn_q", r, l);
+        const bool io = n == NL;
+        CHECK(e.m->io_backend == (io ? T : MF_BACKEND_ID_CPU) && mf_test_backend_owns(e.m->tok_embd->data) == io &&
+                  mf_test_backend_owns(e.m->output_norm->data) == io && mf_test_backend_owns(e.m->output->data) == io,
+              "request %d: the embeddings/output on %s", r, io ? "test" : "cpu");
+        CHECK(e.m->output == e.m->tok_embd, "request %d: the tied LM head is the embedding matrix, uploaded once", r);
+        char head[96];
+        snprintf(head, sizeof head, "offload: %d of %d blocks on test, %d on cpu; embed/output on %s (", n, NL, NL - n,
+                 io ? "test" : "cpu");
+        CHECK(!strncmp(e.m->offload_report, head, strlen(head)) &&
+                  strstr(e.m->offload_report, "not checked against device memory: backend 'test' has no memory query"),
+              "request %d: report '%s'", r, e.m->offload_report);
+        bool ok = feed(&e, P0, 0, NP0 - 1, 0, got) && feed(&e, P0, NP0 - 1, NP0, NP0 - 1, got + e.n_vocab);
+        CHECK(ok, "request %d: the run failed", r);
+        int d = -1;
+        for (int k = 0; ok && k < 2 * e.n_vocab && d < 0; k++)
+            if (memcmp(&want[k], &got[k], sizeof(float))) d = k;
+        CHECK(d < 0, "request %d: logits differ from the CPU-only run (first at %d)", r, d);
+        close_eng(&e);
+        CHECK(mf_test_backend_live_buffers() == live0, "request %d: %ld test-backend buffers left behind", r,
+              mf_test_backend_live_buffers() - live0);
+    }
+    free(want);
+    free(got);
+}
+
 int main(void) {
     mf_error err = {0};
     if (mf_test_backend_register(&err)) {
@@ -274,13 +342,16 @@ int main(void) {
     mf_test_backend_set_layer_ops(true);
     if (!gen("--type f32 --layers 4 --tensor-type token_embd.weight=q4_0", "f32", f32_path, sizeof f32_path) ||
         !gen("--type f32 --layers 4 --tensor-type token_embd.weight=q4_0 --tensor-type blk.1.ffn_up.weight=q8_0", "mixed",
-             mixed_path, sizeof mixed_path)) {
+             mixed_path, sizeof mixed_path) ||
+        !gen("--type f32 --layers 4", "f32io", f32io_path, sizeof f32io_path)) {
         printf("FAIL mf-genmodel (build it first: make)\n");
         return 1;
     }
     RUN(split_runs_are_bitwise_the_cpu_run);
     RUN(placement_owns_layout_and_refuses_what_the_backend_cannot_run);
+    RUN(offload_plan_places_blocks_and_io);
     remove(f32_path);
     remove(mixed_path);
+    remove(f32io_path);
     return mf_test_done();
 }

@@ -5,6 +5,7 @@
 #include "backend/backend_entries.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,4 +224,16 @@ int mf_backend_copy(mf_backend src, const void *src_addr, mf_backend dst, void *
 uint32_t mf_backend_weight_layout(mf_backend b, uint32_t type, int64_t K, int64_t N) {
     const mf_backend_entry *e = mf_backend_entry_get(b);
     return e && e->weight_layout ? e->weight_layout(type, K, N) : type;
+}
+
+void mf_backend_mem_info(mf_backend b, mf_mem_info *out) {
+    memset(out, 0, sizeof *out);
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    if (e && e->mem_info) {
+        e->mem_info(out);
+        return;
+    }
+    out->outcome = MF_MEM_UNKNOWN;
+    snprintf(out->why, sizeof out->why, "backend '%s' %s", mf_backend_name(b),
+             e ? "has no memory query" : "is not in this build");
 }

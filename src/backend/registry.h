@@ -77,6 +77,16 @@ typedef struct mf_backend_opts {
     int n_threads; /* CPU worker threads; 0 = one per online core */
 } mf_backend_opts;
 
+/* A device's memory, as one of three outcomes (the offload plan's input): known (free and total bytes),
+ * unknown (no answer to be had: no query, or a device that reports none), failed (the query itself
+ * failed; `why` names the error, e.g. "cudaErrorIllegalAddress (700)"). */
+typedef enum { MF_MEM_KNOWN = 0, MF_MEM_UNKNOWN = 1, MF_MEM_FAILED = 2 } mf_mem_outcome;
+typedef struct mf_mem_info {
+    mf_mem_outcome outcome;
+    uint64_t free_bytes, total_bytes; /* KNOWN only */
+    char why[128];                    /* FAILED: the error; UNKNOWN: why there is no answer */
+} mf_mem_info;
+
 /* One entry per backend; hooks take the backend's pool (its instance, created by `enable` and held by
  * a scheduler context).  Optional hooks may be NULL where stated. */
 typedef struct mf_backend_entry {
@@ -131,6 +141,8 @@ typedef struct mf_backend_entry {
     /* Optional: the layout this backend wants a weight matrix in (K x N of `type`), for the weights it
      * owns; `type` itself (or NULL) = the file's layout.  The CPU answers its repacked x8/x16 layouts. */
     uint32_t (*weight_layout)(uint32_t type, int64_t K, int64_t N);
+    /* Optional: the device memory query (NULL = unknown). */
+    void (*mem_info)(mf_mem_info *out);
 } mf_backend_entry;
 
 /* The buffer hooks of backend b through the registry (refusals name the backend): alloc/free, is-host,
@@ -142,6 +154,8 @@ bool mf_backend_is_host(mf_backend b);
 int mf_backend_write(mf_backend b, void *addr, const void *src, size_t n, mf_error *err);
 int mf_backend_read(mf_backend b, const void *addr, void *dst, size_t n, mf_error *err);
 int mf_backend_copy(mf_backend src, const void *src_addr, mf_backend dst, void *dst_addr, size_t n, mf_error *err);
+/* b's memory query (UNKNOWN, with the reason, for a backend without one or not in this build). */
+void mf_backend_mem_info(mf_backend b, mf_mem_info *out);
 /* The layout b stores a weight matrix in (the file's type when b has no preference). */
 uint32_t mf_backend_weight_layout(mf_backend b, uint32_t type, int64_t K, int64_t N);
 

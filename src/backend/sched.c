@@ -107,6 +107,11 @@ int mf_sched_assign_placed(mf_graph *g, const mf_placement *p, const mf_backend_
         } else if (n->layer >= p->n_layer) {
             return mf_err(err, MF_E_INVAL, "node '%s' (#%d) is tagged layer %d, the placement has %d layers", nm(n), i,
                           n->layer, p->n_layer);
+        } else if (n->op == MF_OP_EXTERNAL && n->layer < 0) {
+            /* memory the host owns outside any block (the KV store's spans buffer, written by its cell
+             * bookkeeping): it lives on the CPU wherever the embeddings/output run; a device reads a
+             * staged copy */
+            b = MF_BACKEND_CPU;
         } else {
             b = n->layer >= 0 ? (mf_backend){p->layer[n->layer]} : p->io;
         }
@@ -375,12 +380,15 @@ int mf_sched_copy_across(mf_sched *s, mf_graph *g, int32_t node, mf_backend dst,
     /* an EXTERNAL holding more than its shape (the KV spans) moves all of it: grow the staging buffer */
     const size_t bytes = n->bound_bytes > mf_node_nbytes(n) ? n->bound_bytes : mf_node_nbytes(n);
     if (bytes > st->cap) {
+        /* grows by half again at least: the spans grow by a few bytes every decode step, and a staging
+         * buffer that moves every step would also defeat a device's captured replay of the step */
+        const size_t cap = MF_MAX(bytes, st->cap + st->cap / 2);
         void *nb = NULL;
-        int grc = mf_backend_alloc(dst, bytes, &nb, err);
-        if (grc) return mf_err_prefix(err, grc, "staging '%s' (%zu bytes) for %s", nm(n), bytes, mf_backend_name(dst));
+        int grc = mf_backend_alloc(dst, cap, &nb, err);
+        if (grc) return mf_err_prefix(err, grc, "staging '%s' (%zu bytes) for %s", nm(n), cap, mf_backend_name(dst));
         mf_backend_free(dst, st->buf);
         st->buf = nb;
-        st->cap = bytes;
+        st->cap = cap;
     }
     st->nbytes = bytes;
     mf_backend src = {(uint16_t)n->backend};

@@ -102,6 +102,28 @@ int mf_arg_draft_open(const mf_arg_draft *d, mf_context *target, int32_t n_seq, 
     "      --draft-p-min P      stop drafting before a token the draft gives probability < P (default 0.75,\n"  \
     "                           0..1; the draft's softmax at temperature 1)\n"
 
+/* Offload flags (args_gpu.c), on every command that loads a model for generation (run, chat, eval, bench,
+ * serve, specverify): -ngl/--gpu-layers/--n-gpu-layers N|all|auto (llama.cpp's spellings).  Precedence:
+ * the flag, then MINFER_GPU_LAYERS, then auto when cuda is named by --backend / MINFER_BACKENDS, else 0.
+ * mf_arg_gpu_flag: 1 taken, 0 not one of them, -1 refused (printed).  mf_arg_gpu_resolve sets
+ * mp->n_gpu_layers (refusing cuda named with 0 blocks); mf_arg_gpu_report prints the report line after
+ * the load and refuses a plan that put nothing on a device the user named. */
+typedef struct {
+    int32_t n;       /* the public request (MF_GPU_LAYERS_*) */
+    bool given;      /* by the flag or MINFER_GPU_LAYERS */
+    char origin[80]; /* "--gpu-layers 20", "MINFER_GPU_LAYERS=auto", ... */
+} mf_arg_gpu;
+void mf_arg_gpu_init(mf_arg_gpu *g);
+int mf_arg_gpu_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_gpu *g);
+bool mf_arg_gpu_resolve(mf_arg_gpu *g, mf_model_params *mp);
+bool mf_arg_gpu_report(const mf_arg_gpu *g, const mf_model *model);
+#define MF_ARG_GPU_HELP                                                                                          \
+    "  -ngl, --gpu-layers N     blocks on the GPU (CUDA builds): N = blocks 0..N-1 (every block also moves the\n" \
+    "                           embeddings and LM head), all, or auto (as many as fit: MINFER_GPU_MEM=<MiB>, or\n" \
+    "                           3/4 of the free device memory, a quarter of it kept for KV/activations);\n"   \
+    "                           also --n-gpu-layers and MINFER_GPU_LAYERS (the flag wins).  Default 0 (CPU),\n" \
+    "                           auto when --backend names cuda; refused without a CUDA device\n"
+
 /* Flushes f and checks its error flag; on a failed write prints "Error: writing to WHAT failed: ..."
  * and returns false, so a command stops at the first write that did not happen (a full disk, a reader
  * that went away with SIGPIPE ignored). */

@@ -28,6 +28,7 @@ typedef struct {
     int fmt;
     uint32_t type_k, type_v;
     mf_arg_cache cache;
+    mf_arg_gpu gpu;
     uint64_t seed;
     bool warmup, progress;
 } bench_opts;
@@ -74,6 +75,7 @@ static void usage(FILE *f) {
             "                           attends, not N: -c 32768 and -c 2048 at the same -d time the same\n"
             "                           (docs/PERFORMANCE.md)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_GPU_HELP
             "                           (f16 is llama-bench's default too; the table always shows type_k/type_v)\n"
             "  --seed N                 seed of the token PRNG (default 42; unsigned 64-bit decimal)\n"
             "  --no-warmup              skip the uncounted warm-up run\n"
@@ -533,6 +535,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
     *o = (bench_opts){.n_prompt = 512, .n_gen = 128, .threads = 2, .reps = 5, .ubatch = 512, .fmt = FMT_MD,
                       .cache = MF_ARG_CACHE_INIT, .seed = 42, .warmup = true};
     mf_arg_seen seen = {0};
+    mf_arg_gpu_init(&o->gpu);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *name = NULL;
         long *num = NULL, lo = 0, hi = 0;
@@ -570,6 +573,9 @@ static int parse(int argc, char **argv, bench_opts *o) {
             }
             continue;
         } else if ((cf = mf_arg_cache_flag(argc, argv, &i, &seen, &o->cache)) != 0) {
+            if (cf < 0) return 2;
+            continue;
+        } else if ((cf = mf_arg_gpu_flag(argc, argv, &i, &seen, &o->gpu)) != 0) {
             if (cf < 0) return 2;
             continue;
         } else if (is(a, "--seed", NULL)) {
@@ -614,8 +620,13 @@ int mf_cmd_bench(int argc, char **argv) {
     mf_error err = {0};
     mf_model *model = NULL;
     mf_model_params mp = mf_model_default_params();
+    if (!mf_arg_gpu_resolve(&o.gpu, &mp)) return 2;
     if (mf_model_load(o.model, &mp, &model, &err)) {
         fprintf(stderr, "Error: %s\n", err.msg);
+        return 1;
+    }
+    if (!mf_arg_gpu_report(&o.gpu, model)) {
+        mf_model_free(model);
         return 1;
     }
     mf_model_info mi;

@@ -42,6 +42,7 @@ static void usage(FILE *f) {
             "      --n-ctx N            the same as -c\n"
             "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_GPU_HELP
             MF_ARG_DRAFT_HELP
             "%s"
             "      --stop S             end a reply when the text S appears; S is not printed; repeatable, up to 16\n"
@@ -94,12 +95,17 @@ int mf_cmd_chat(int argc, char **argv) {
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
     mf_arg_draft dr;
     mf_arg_draft_init(&dr);
+    mf_arg_gpu gpu;
+    mf_arg_gpu_init(&gpu);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long l;
         const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
         if (cf < 0) return 2;
         if (cf > 0) continue;
+        const int gf = mf_arg_gpu_flag(argc, argv, &i, &seen, &gpu);
+        if (gf < 0) return 2;
+        if (gf > 0) continue;
         const int df = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
         if (df < 0) return 2;
         if (df > 0) continue;
@@ -164,7 +170,9 @@ int mf_cmd_chat(int argc, char **argv) {
         return 2;
     }
     uint32_t type_k, type_v;
-    if (!mf_arg_cache_type(&cache, &type_k, &type_v) || !mf_arg_draft_check(&dr)) return 2;
+    mf_model_params mp = mf_model_default_params();
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v) || !mf_arg_draft_check(&dr) || !mf_arg_gpu_resolve(&gpu, &mp))
+        return 2;
 
     int ret = 1;
     mf_error err = {0};
@@ -175,7 +183,8 @@ int mf_cmd_chat(int argc, char **argv) {
     mf_model *draft_model = NULL;
     mf_draft *draft = NULL;
     char *line = NULL;
-    if (mf_model_load(model_path, NULL, &model, &err)) goto fail;
+    if (mf_model_load(model_path, &mp, &model, &err)) goto fail;
+    if (!mf_arg_gpu_report(&gpu, model)) goto out; /* printed; ret is 1 */
     mf_context_params cp = mf_context_default_params();
     cp.n_ctx = (int32_t)n_ctx;
     cp.n_threads = (int32_t)n_threads;

@@ -23,6 +23,7 @@ static void usage(FILE *f) {
             "  -c, --ctx-size N      context size (default: the token count); --n-ctx N is the same\n"
             "  -t, --threads N       CPU threads (default: online CPUs, at most 16)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_GPU_HELP
             "  -h, --help            this help\n"
             "\n"
             "Every option is given at most once.  stdout is JSON lines only: a model whose logits come out "
@@ -56,6 +57,8 @@ int mf_cmd_eval(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *tokens_json = NULL;
     long k = 5, n_ctx = 0, n_threads = 0;
     mf_arg_seen seen = {0};
+    mf_arg_gpu gpu;
+    mf_arg_gpu_init(&gpu);
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -66,6 +69,9 @@ int mf_cmd_eval(int argc, char **argv) {
         const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
         if (cf < 0) return 2;
         if (cf > 0) continue;
+        const int gf = mf_arg_gpu_flag(argc, argv, &i, &seen, &gpu);
+        if (gf < 0) return 2;
+        if (gf > 0) continue;
         bool m = !strcmp(a, "-m") || !strcmp(a, "--model"), p = !strcmp(a, "-p") || !strcmp(a, "--prompt"),
              t = !strcmp(a, "--tokens"), top = !strcmp(a, "--top"),
              c = !strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--n-ctx"),
@@ -89,7 +95,8 @@ int mf_cmd_eval(int argc, char **argv) {
         if (th && !mf_arg_int(a, v, 1, 1024, &n_threads)) return 2;
     }
     uint32_t type_k, type_v;
-    if (!mf_arg_cache_type(&cache, &type_k, &type_v)) return 2;
+    mf_model_params mp = mf_model_default_params();
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v) || !mf_arg_gpu_resolve(&gpu, &mp)) return 2;
     if (!model_path) {
         fprintf(stderr, "Error: no model given: minfer eval -m MODEL.gguf --tokens '[...]'\n");
         return 2;
@@ -108,7 +115,8 @@ int mf_cmd_eval(int argc, char **argv) {
     mf_batch b = {0};
     top_ent *tops = malloc(sizeof(top_ent) * (size_t)k);
     if (!tops) goto fail;
-    if (mf_model_load(model_path, NULL, &model, &err)) goto fail;
+    if (mf_model_load(model_path, &mp, &model, &err)) goto fail;
+    if (!mf_arg_gpu_report(&gpu, model)) goto out; /* printed; ret is 1 */
     if (prompt && mf_tokenize(model, prompt, strlen(prompt), true, true, &ids, &n, &err)) goto fail;
     if (n == 0) {
         fprintf(stderr, "Error: no tokens to evaluate\n");

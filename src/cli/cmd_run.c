@@ -35,6 +35,7 @@ static void usage(FILE *f) {
         "                           hold the prompt plus one generated token\n"
         "      --n-ctx N            the same as -c\n"
         MF_ARG_CACHE_HELP
+        MF_ARG_GPU_HELP
         MF_ARG_DRAFT_HELP
         "%s"
         "      --stop S             stop when the text S appears; S is not printed (a stop string split across\n"
@@ -79,12 +80,17 @@ int mf_cmd_run(int argc, char **argv) {
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
     mf_arg_draft dr;
     mf_arg_draft_init(&dr);
+    mf_arg_gpu gpu;
+    mf_arg_gpu_init(&gpu);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long l;
         const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
         if (cf < 0) return 2;
         if (cf > 0) continue;
+        const int gf = mf_arg_gpu_flag(argc, argv, &i, &seen, &gpu);
+        if (gf < 0) return 2;
+        if (gf > 0) continue;
         const int df = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
         if (df < 0) return 2;
         if (df > 0) continue;
@@ -163,7 +169,9 @@ int mf_cmd_run(int argc, char **argv) {
 #undef ONCE
     }
     uint32_t type_k, type_v;
-    if (!mf_arg_cache_type(&cache, &type_k, &type_v) || !mf_arg_draft_check(&dr)) return 2;
+    mf_model_params mp = mf_model_default_params();
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v) || !mf_arg_draft_check(&dr) || !mf_arg_gpu_resolve(&gpu, &mp))
+        return 2;
     if (!model_path) {
         fprintf(stderr, "Error: no model given: minfer run -m MODEL.gguf -p PROMPT\n");
         return 2;
@@ -214,9 +222,9 @@ int mf_cmd_run(int argc, char **argv) {
     char *rendered = NULL;
 
     double t0 = mf_time_now();
-    mf_model_params mp = mf_model_default_params();
     mp.progress = progress;
     if (mf_model_load(model_path, &mp, &model, &err)) goto fail;
+    if (!mf_arg_gpu_report(&gpu, model)) goto out; /* printed; ret is 1 */
     double t_load = mf_time_now() - t0;
     mf_model_info info;
     mf_model_get_info(model, &info);

@@ -25,6 +25,7 @@ static void usage(FILE *f) {
             "  -b, --batch-size N       most tokens per forward: decode rows plus prefill chunks (default 512;\n"
             "                           at least -np)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_GPU_HELP
             MF_ARG_DRAFT_HELP
             "                           (serve: one draft sequence per slot; answers add timings.draft_n and\n"
             "                           timings.draft_n_accepted, /metrics minfer_draft_tokens_total and\n"
@@ -65,11 +66,14 @@ int mf_cmd_serve(int argc, char **argv) {
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
     mf_arg_draft dr;
     mf_arg_draft_init(&dr);
+    mf_arg_gpu gpu;
+    mf_arg_gpu_init(&gpu);
     long l;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
         if (!cf) cf = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
+        if (!cf) cf = mf_arg_gpu_flag(argc, argv, &i, &seen, &gpu);
         if (cf < 0) return 2;
         if (cf > 0) continue;
 #define IS(x, y) (!strcmp(a, x) || !strcmp(a, y))
@@ -130,7 +134,11 @@ int mf_cmd_serve(int argc, char **argv) {
 #undef VAL
 #undef INT
     }
-    if (!mf_arg_cache_type(&cache, &o.type_k, &o.type_v) || !mf_arg_draft_check(&dr)) return 2;
+    mf_model_params mp = mf_model_default_params();
+    if (!mf_arg_cache_type(&cache, &o.type_k, &o.type_v) || !mf_arg_draft_check(&dr) || !mf_arg_gpu_resolve(&gpu, &mp))
+        return 2;
+    o.n_gpu_layers = mp.n_gpu_layers;
+    o.gpu_layers_origin = mp.gpu_layers_origin;
     o.draft_path = dr.path;
     o.draft = dr.p;
     if (!o.model_path) {

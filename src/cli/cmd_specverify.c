@@ -25,6 +25,7 @@ static void usage(FILE *f) {
             "  -c, --ctx-size N         context size (default: min(training context, 4096))\n"
             "      --ignore-eos         generate past end-of-generation tokens\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_GPU_HELP
             MF_ARG_DRAFT_HELP
             "  -h, --help               this help\n");
 }
@@ -92,6 +93,8 @@ int mf_cmd_specverify(int argc, char **argv) {
     long n_predict = 128, n_threads = 0, n_ctx = 0;
     bool ignore_eos = false;
     mf_arg_seen seen = {0};
+    mf_arg_gpu gpu;
+    mf_arg_gpu_init(&gpu);
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
     mf_arg_draft dr;
     mf_arg_draft_init(&dr);
@@ -99,6 +102,7 @@ int mf_cmd_specverify(int argc, char **argv) {
         const char *a = argv[i], *v;
         int f = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
         if (!f) f = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
+        if (!f) f = mf_arg_gpu_flag(argc, argv, &i, &seen, &gpu);
         if (f < 0) return 2;
         if (f > 0) continue;
 #define VAL(name)                                                                                            \
@@ -136,7 +140,9 @@ int mf_cmd_specverify(int argc, char **argv) {
 #undef VAL
     }
     uint32_t type_k, type_v;
-    if (!mf_arg_cache_type(&cache, &type_k, &type_v) || !mf_arg_draft_check(&dr)) return 2;
+    mf_model_params mp = mf_model_default_params();
+    if (!mf_arg_cache_type(&cache, &type_k, &type_v) || !mf_arg_draft_check(&dr) || !mf_arg_gpu_resolve(&gpu, &mp))
+        return 2;
     if (!model_path || !dr.path) {
         fprintf(stderr, "Error: specverify needs both models: minfer specverify -m TARGET.gguf -md DRAFT.gguf -p "
                         "PROMPT\n");
@@ -159,7 +165,8 @@ int mf_cmd_specverify(int argc, char **argv) {
     mf_token *ids = NULL;
     int32_t n_ids = 0;
     run_result plain = {0}, spec = {0};
-    if (mf_model_load(model_path, NULL, &model, &err)) goto fail;
+    if (mf_model_load(model_path, &mp, &model, &err)) goto fail;
+    if (!mf_arg_gpu_report(&gpu, model)) goto out; /* printed; ret is 1 */
     const char *text = prompt ? prompt : file_text;
     if (mf_tokenize(model, text, prompt ? strlen(prompt) : file_len, true, true, &ids, &n_ids, &err)) goto fail;
     if (n_ids == 0) {

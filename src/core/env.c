@@ -41,6 +41,13 @@ static const mf_env_var k_vars[] = {
      "cpu,metal,cuda", "the backend fence, as --backend (the flag wins; names case-insensitive; blank = unset)", NULL},
     {"MINFER_DISABLE_CUDA", MF_ENV_FLAG, NULL, 0, 0, 0, "unset", "set (empty or 1)",
      "never use the CUDA device (presence-checked)", NULL},
+    /* the CLI's --gpu-layers / -ngl from the environment (the flag wins); words in MF_GPU_LAYERS_* order */
+    {"MINFER_GPU_LAYERS", MF_ENV_COUNT, "all|auto", 0, 1000000, 0, "0, or auto when cuda is named by --backend",
+     "N|all|auto", "blocks on the GPU for run/chat/eval/bench/serve/specverify, as --gpu-layers (the flag wins)", NULL},
+    {"MINFER_GPU_MEM", MF_ENV_UINT, NULL, 1, 1u << 30, 0, "unset: 3/4 of the device's free memory", "MiB",
+     "the device memory budget --gpu-layers auto fits into (a quarter reserved for KV/activations)", NULL},
+    {"MINFER_CUDA_GRAPHS", MF_ENV_BOOL, NULL, 0, 0, 1, NULL, NULL,
+     "0: launch every CUDA kernel one by one instead of replaying a captured graph of the decode step", NULL},
     {"MINFER_SYNC_COPIES", MF_ENV_FLAG, NULL, 0, 0, 0, "unset", "set (empty or 1)",
      "blocking cross-backend copies (the bitwise reference; presence-checked)", NULL},
 };
@@ -205,17 +212,52 @@ int mf_env_flag(const char *name, bool *out, mf_error *err) {
                   name, mf_env_show(v, shown, sizeof shown));
 }
 
+int mf_env_count(const char *name, int64_t *out, bool *set, mf_error *err) {
+    const mf_env_var *e = find(name, MF_ENV_COUNT, err);
+    if (!e) return MF_E_INTERNAL;
+    *out = (int64_t)e->dflt;
+    *set = false;
+    const char *v, *b;
+    size_t n;
+    if (!value_of(name, &v, &b, &n)) return 0;
+    int w = word_index(e->words, b, n);
+    if (w >= 0) {
+        *out = -1 - (int64_t)w;
+        *set = true;
+        return 0;
+    }
+    uint64_t x = 0;
+    bool digits = true, over = false;
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] < '0' || b[i] > '9') digits = false;
+        else if (!over && (!mf_mul_u64(x, 10, &x) || !mf_add_u64(x, (uint64_t)(b[i] - '0'), &x))) over = true;
+    }
+    if (digits && !over && x >= e->min && x <= e->max) {
+        *out = (int64_t)x;
+        *set = true;
+        return 0;
+    }
+    char shown[300];
+    return mf_err(err, MF_E_INVAL,
+                  "%s='%s' is %s: allowed a whole number %llu..%llu or one of %s (case-insensitive; default: %s); unset "
+                  "it or pick one of those",
+                  name, mf_env_show(v, shown, sizeof shown), digits ? "out of range" : "not a count",
+                  (unsigned long long)e->min, (unsigned long long)e->max, e->words, e->dflt_text);
+}
+
 int mf_env_check(mf_error *err) {
     for (size_t i = 0; i < MF_ARRAY_LEN(k_vars); i++) {
         const mf_env_var *e = &k_vars[i];
         int rc = 0, w;
         bool bv;
         uint64_t u;
+        int64_t c;
         switch (e->kind) {
         case MF_ENV_BOOL: rc = mf_env_bool(e->name, &bv, err); break;
         case MF_ENV_UINT: rc = mf_env_uint(e->name, &u, err); break;
         case MF_ENV_WORD: rc = mf_env_word(e->name, &w, err); break;
         case MF_ENV_FLAG: rc = mf_env_flag(e->name, &bv, err); break;
+        case MF_ENV_COUNT: rc = mf_env_count(e->name, &c, &bv, err); break;
         case MF_ENV_LIST: break;
         }
         if (rc) return rc;

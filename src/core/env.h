@@ -21,12 +21,13 @@ typedef enum {
     MF_ENV_WORD,  /* one of `words` ("a|b|c") */
     MF_ENV_FLAG,  /* presence-checked: set (empty or 1) = on, unset = off; any other value is refused */
     MF_ENV_LIST,  /* parsed by its owner (MINFER_BACKENDS: the backend fence); listed here for --help */
+    MF_ENV_COUNT, /* a decimal in [min, max], or one of `words` (MINFER_GPU_LAYERS: N|all|auto) */
 } mf_env_kind;
 
 typedef struct {
     const char *name;
     mf_env_kind kind;
-    const char *words;     /* WORD: "error|warn|info|debug" */
+    const char *words;     /* WORD: "error|warn|info|debug"; COUNT: the words besides a number ("all|auto") */
     uint64_t min, max;     /* UINT */
     uint64_t dflt;         /* BOOL 0/1, UINT the value, WORD the index (MF_ENV_NO_DEFAULT: none) */
     const char *dflt_text; /* help text for the default when the number alone does not say it (or NULL) */
@@ -49,6 +50,9 @@ int mf_env_uint(const char *name, uint64_t *out, mf_error *err);
 /* *out is the index into the variable's words, or -1 when unset and the table names no default. */
 int mf_env_word(const char *name, int *out, mf_error *err);
 int mf_env_flag(const char *name, bool *out, mf_error *err);
+/* COUNT: *out is the number, or -(1 + i) for the i-th word (all -> -1, auto -> -2); *set says whether the
+ * variable was given (unset or blank: *out = the table's default, *set = false). */
+int mf_env_count(const char *name, int64_t *out, bool *set, mf_error *err);
 
 /* Validates every table variable this module can parse (all but the LIST kind, which its owner checks).
  * Returns the first refusal. */

@@ -20,6 +20,28 @@ mf_model_params mf_model_default_params(void) {
     return p;
 }
 
+/* An offload request this build or machine cannot honour is refused before the file is touched (the plan
+ * itself, after the tensor table is read, refuses the rest: a count that does not fit, auto without a
+ * budget).  auto with no usable device is not refused: it fits nothing, and the report says why. */
+static int gpu_request_check(const mf_model_params *p, mf_error *err) {
+    const int32_t n = p->n_gpu_layers;
+    char origin[96];
+    if (p->gpu_layers_origin) snprintf(origin, sizeof origin, "%s", p->gpu_layers_origin);
+    else snprintf(origin, sizeof origin, "n_gpu_layers %d", n);
+    if (n < MF_GPU_LAYERS_AUTO)
+        return mf_err(err, MF_E_INVAL, "%s is not a block count: give 0 or more blocks, all (%d) or auto (%d)", origin,
+                      MF_GPU_LAYERS_ALL, MF_GPU_LAYERS_AUTO);
+    if (n == 0 || n == MF_GPU_LAYERS_AUTO) return 0;
+    const char *why = mf_backend_unavailable(MF_BACKEND_CUDA);
+    if (why)
+        return mf_err(err, MF_E_UNSUPPORTED, "%s asks for blocks on cuda, which is not usable here: %s; use --gpu-layers 0",
+                      origin, why);
+    if (!mf_backend_allowed(MF_BACKEND_CUDA))
+        return mf_err(err, MF_E_UNSUPPORTED, "%s asks for blocks on cuda, which --backend / MINFER_BACKENDS does not "
+                      "allow; allow cuda or use --gpu-layers 0", origin);
+    return 0;
+}
+
 /* Loading is the model module's (src/model); the engine only turns the public params into its own. */
 int mf_model_load(const char *path, const mf_model_params *params, mf_model **out, mf_error *err) {
     *out = NULL;
@@ -28,14 +50,21 @@ int mf_model_load(const char *path, const mf_model_params *params, mf_model **ou
     /* Every MINFER_* variable is checked before the file is touched: a bad one refuses the load (an embedder
      * has no startup check of its own), and MINFER_ISA picks the repacked layouts. */
     bool repack = true;
+    uint64_t gpu_mem = 0;
     int rc = mf_env_check(err);
     if (!rc) rc = mf_quant_isa_check(err);
     if (!rc) rc = mf_env_bool("MINFER_REPACK", &repack, err);
+    if (!rc) rc = mf_env_uint("MINFER_GPU_MEM", &gpu_mem, err);
+    if (!rc) rc = gpu_request_check(&p, err);
     if (rc) return rc;
     const mf_model_open_params op = {
         .progress = p.progress,
         .progress_user = p.progress_user,
         .repack = !p.no_repack && repack,
+        .gpu_layers = p.n_gpu_layers,
+        .gpu_backend = MF_BACKEND_ID_CUDA,
+        .gpu_origin = p.gpu_layers_origin,
+        .gpu_mem_mib = gpu_mem,
     };
     return mf_model_open(path, &op, out, err);
 }
@@ -67,6 +96,10 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->eog = m->eog;
     info->n_repacked = m->n_repacked;
     info->repacked_bytes = m->repack_bytes;
+    info->n_gpu_layers = m->n_gpu_layers;
+    info->gpu_io = m->io_backend == MF_BACKEND_ID_CUDA;
+    info->gpu_bytes = m->n_gpu_layers || info->gpu_io ? m->gpu_bytes : 0;
+    info->offload_report = m->offload_report;
 }
 
 bool mf_model_is_eog(const mf_model *model, mf_token token) {
@@ -267,7 +300,9 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
     int rc = mf_model_build(ctx->model, &bp, g, &io, err);
     /* backend assignment is topology: decided once per graph, by layer from the model's placement (where
      * its weights and KV rows live), under the process-wide fence; never a silent fallback */
-    const mf_placement pl = {.layer = ctx->model->layer_backend, .n_layer = ctx->model->hp.n_layer, .io = MF_BACKEND_CPU};
+    const mf_placement pl = {.layer = ctx->model->layer_backend,
+                             .n_layer = ctx->model->hp.n_layer,
+                             .io = {ctx->model->io_backend}};
     if (!rc) rc = mf_sched_assign_placed(g, &pl, NULL, err);
     if (rc) {
         mf_graph_free(g);

@@ -3,6 +3,7 @@
 #include "model/model_impl.h"
 
 #include "backend/registry.h"
+#include "model/offload.h"
 #include "quant/quant.h"
 
 #include <stdio.h>
@@ -205,7 +206,7 @@ static int repack(mf_model *m, mf_error *err) {
     }
     /* A tied output gets its own repacked copy for the LM head; GET_ROWS keeps reading token_embd in
      * place (only the rows of the tokens seen become resident). */
-    slots[n++] = &m->output;
+    if (m->io_backend == MF_BACKEND_ID_CPU) slots[n++] = &m->output; /* else the device's layout */
     /* keep the ones with a layout; lay them out 64-byte aligned in one buffer */
     int k = 0;
     size_t total = 0;
@@ -249,71 +250,158 @@ static int repack(mf_model *m, mf_error *err) {
     return 0;
 }
 
-/* Placement: every layer's backend; a layer not on the CPU gets its tensors uploaded through that
- * backend's buffer hooks (in the layout the backend asks for) and its descriptors re-pointed at them. */
+/* One tensor onto backend b: a copy of its descriptor whose data is b's address, in the layout b asks for
+ * (converted on the host first), uploaded through b's hooks.  *slot is re-pointed at the copy. */
+static int place_tensor(mf_model *m, mf_backend b, const mf_gguf_tensor **slot, const char *owner, mf_error *err) {
+    const mf_gguf_tensor *t = *slot;
+    mf_gguf_tensor *c = &m->placed[m->n_placed];
+    *c = *t;
+    c->data = NULL;
+    const bool mat = t->ne[1] > 1;
+    const uint32_t to = mat ? mf_backend_weight_layout(b, t->type, t->ne[0], t->ne[1]) : t->type;
+    void *addr = NULL, *tmp = NULL;
+    int rc = mf_backend_alloc(b, (size_t)t->nbytes, &addr, err);
+    if (rc) return mf_err_prefix(err, rc, "%s's '%.*s' on %s", owner, (int)t->name.len, t->name.ptr, mf_backend_name(b));
+    c->data = addr;
+    m->placed_on[m->n_placed++] = b.id; /* freed with the model from here on */
+    const void *src = t->data;
+    if (to != t->type) { /* the backend's own layout, made on the host first */
+        tmp = mf_aligned_alloc(64, (size_t)t->nbytes);
+        if (!tmp) return mf_err(err, MF_E_NOMEM, "out of memory converting '%.*s'", (int)t->name.len, t->name.ptr);
+        if (mf_repack_as(to, t->type, t->data, tmp, t->ne[0], t->ne[1])) {
+            mf_aligned_free(tmp);
+            return mf_err(err, MF_E_INTERNAL, "converting '%.*s' for %s failed", (int)t->name.len, t->name.ptr,
+                          mf_backend_name(b));
+        }
+        c->type = to;
+        src = tmp;
+    }
+    rc = mf_backend_write(b, addr, src, (size_t)t->nbytes, err);
+    mf_aligned_free(tmp);
+    if (rc) return mf_err_prefix(err, rc, "uploading %s's '%.*s'", owner, (int)t->name.len, t->name.ptr);
+    m->placed_bytes += (size_t)t->nbytes;
+    *slot = c;
+    return 0;
+}
+
+enum { PER_LAYER = 14 };
+
+static const mf_gguf_tensor **layer_slot(mf_layer_w *L, int i) {
+    const mf_gguf_tensor **f[PER_LAYER] = {&L->attn_norm, &L->wq,       &L->wk,     &L->wv,       &L->bq,
+                                           &L->bk,        &L->bv,       &L->q_norm, &L->k_norm,   &L->wo,
+                                           &L->ffn_norm,  &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+    return f[i];
+}
+
+/* The offload plan (model/offload.h) from the file's tensor sizes and the device's memory: per layer and
+ * for the embeddings/output, the backend.  *layer is malloc'd. */
+static int plan_offload(mf_model *m, const mf_model_open_params *p, uint16_t **layer, uint16_t *io, mf_error *err) {
+    const int32_t nl = m->hp.n_layer;
+    uint64_t *bytes = calloc((size_t)nl + 1, sizeof *bytes);
+    *layer = calloc((size_t)nl + 1, sizeof **layer);
+    if (!bytes || !*layer) {
+        free(bytes);
+        return mf_err(err, MF_E_NOMEM, "out of memory planning the offload of %d layers", nl);
+    }
+    for (int32_t il = 0; il < nl; il++)
+        for (int i = 0; i < PER_LAYER; i++) {
+            const mf_gguf_tensor *t = *layer_slot(&m->layers[il], i);
+            if (t) bytes[il] += t->nbytes;
+        }
+    const mf_backend dev = {p->gpu_backend};
+    const char *unavailable = mf_backend_unavailable(dev);
+    char fenced[96];
+    if (!unavailable && !mf_backend_allowed(dev)) {
+        snprintf(fenced, sizeof fenced, "--backend / MINFER_BACKENDS does not allow %s", mf_backend_name(dev));
+        unavailable = fenced;
+    }
+    mf_offload_in in = {
+        .request = p->gpu_layers,
+        .origin = p->gpu_origin,
+        .device = mf_backend_name(dev),
+        .unavailable = unavailable,
+        .n_layer = nl,
+        .block_bytes = bytes,
+        .io_bytes = m->tok_embd->nbytes + m->output_norm->nbytes + (m->hp.tied_output ? 0 : m->output->nbytes),
+        .mem_override_mib = p->gpu_mem_mib,
+    };
+    in.mem.outcome = MF_MEM_UNKNOWN;
+    if (!unavailable && p->gpu_layers != 0) mf_backend_mem_info(dev, &in.mem);
+    mf_offload_plan plan;
+    int rc = mf_offload_make_plan(&in, &plan, err);
+    free(bytes);
+    if (rc) return rc;
+    for (int32_t il = 0; il < nl; il++) (*layer)[il] = il < plan.n_gpu ? dev.id : MF_BACKEND_ID_CPU;
+    *io = plan.io_gpu ? dev.id : MF_BACKEND_ID_CPU;
+    m->n_gpu_layers = plan.n_gpu;
+    snprintf(m->offload_report, sizeof m->offload_report, "%s", plan.report);
+    return 0;
+}
+
+/* Placement: every layer's backend and the embeddings/output's; tensors not on the CPU are uploaded through
+ * their backend's buffer hooks (in the layout the backend asks for) and their descriptors re-pointed. */
 static int place_layers(mf_model *m, const mf_model_open_params *p, mf_error *err) {
     const int32_t nl = m->hp.n_layer;
     m->layer_backend = calloc((size_t)nl, sizeof *m->layer_backend); /* 0: the CPU */
     if (!m->layer_backend) return mf_err(err, MF_E_NOMEM, "out of memory for the placement of %d layers", nl);
-    if (!p->layer_backend) return 0;
-    if (p->n_layer_backend != nl)
+    uint16_t *planned = NULL;
+    const uint16_t *want = p->layer_backend;
+    uint16_t io = p->io_backend;
+    if (p->gpu_layers != 0 || p->gpu_origin) { /* an explicit 0 is a plan too: its report says cpu only */
+        int rc = plan_offload(m, p, &planned, &io, err);
+        if (rc) {
+            free(planned);
+            return rc;
+        }
+        want = planned;
+    } else if (want && p->n_layer_backend != nl) {
         return mf_err(err, MF_E_INVAL, "the placement plan names %d layers, the model has %d", p->n_layer_backend, nl);
-    int n_off = 0;
-    for (int32_t il = 0; il < nl; il++) {
-        mf_backend b = {p->layer_backend[il]};
+    }
+    int rc = 0, n_off = 0;
+    for (int32_t il = -1; il < nl && !rc; il++) {
+        mf_backend b = {il < 0 ? io : want ? want[il] : (uint16_t)MF_BACKEND_ID_CPU};
         const mf_backend_entry *e = mf_backend_entry_get(b);
-        if (!e || !e->buf_alloc)
-            return mf_err(err, MF_E_BACKEND, "layer %d is placed on backend %s (id %d), which %s; place it on cpu", il,
-                          mf_backend_name(b), (int)b.id, e ? "has no memory hooks" : "is not in this build");
-        m->layer_backend[il] = b.id;
+        if (!e || !e->buf_alloc) {
+            char what[48];
+            if (il < 0) snprintf(what, sizeof what, "the embeddings/output are");
+            else snprintf(what, sizeof what, "layer %d is", il);
+            rc = mf_err(err, MF_E_BACKEND, "%s placed on backend %s (id %d), which %s; place it on cpu", what,
+                        mf_backend_name(b), (int)b.id, e ? "has no memory hooks" : "is not in this build");
+            break;
+        }
+        if (il < 0) m->io_backend = b.id;
+        else m->layer_backend[il] = b.id;
         n_off += b.id != MF_BACKEND_ID_CPU;
     }
-    if (!n_off) return 0;
-    enum { PER = 14 };
-    m->placed = calloc((size_t)n_off * PER, sizeof *m->placed);
-    m->placed_on = calloc((size_t)n_off * PER, sizeof *m->placed_on);
+    free(planned);
+    if (rc || !n_off) return rc;
+    m->placed = calloc((size_t)n_off * PER_LAYER, sizeof *m->placed);
+    m->placed_on = calloc((size_t)n_off * PER_LAYER, sizeof *m->placed_on);
     if (!m->placed || !m->placed_on) return mf_err(err, MF_E_NOMEM, "out of memory placing %d layers", n_off);
+    char owner[48];
     for (int32_t il = 0; il < nl; il++) {
         mf_backend b = {m->layer_backend[il]};
         if (b.id == MF_BACKEND_ID_CPU) continue;
-        mf_layer_w *L = &m->layers[il];
-        const mf_gguf_tensor **f[PER] = {&L->attn_norm, &L->wq,     &L->wk,       &L->wv,    &L->bq,
-                                         &L->bk,        &L->bv,     &L->q_norm,   &L->k_norm, &L->wo,
-                                         &L->ffn_norm,  &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-        for (int i = 0; i < PER; i++) {
-            const mf_gguf_tensor *t = *f[i];
-            if (!t) continue;
-            mf_gguf_tensor *c = &m->placed[m->n_placed];
-            *c = *t;
-            c->data = NULL;
-            const bool mat = t->ne[1] > 1;
-            const uint32_t to = mat ? mf_backend_weight_layout(b, t->type, t->ne[0], t->ne[1]) : t->type;
-            void *addr = NULL, *tmp = NULL;
-            int rc = mf_backend_alloc(b, (size_t)t->nbytes, &addr, err);
-            if (rc) return mf_err_prefix(err, rc, "layer %d's '%.*s'", il, (int)t->name.len, t->name.ptr);
-            c->data = addr;
-            m->placed_on[m->n_placed++] = b.id; /* freed with the model from here on */
-            const void *src = t->data;
-            if (to != t->type) { /* the backend's own layout, made on the host first */
-                tmp = mf_aligned_alloc(64, (size_t)t->nbytes);
-                if (!tmp) return mf_err(err, MF_E_NOMEM, "out of memory converting '%.*s'", (int)t->name.len, t->name.ptr);
-                if (mf_repack_as(to, t->type, t->data, tmp, t->ne[0], t->ne[1])) {
-                    mf_aligned_free(tmp);
-                    return mf_err(err, MF_E_INTERNAL, "converting '%.*s' for %s failed", (int)t->name.len, t->name.ptr,
-                                  mf_backend_name(b));
-                }
-                c->type = to;
-                src = tmp;
-            }
-            rc = mf_backend_write(b, addr, src, (size_t)t->nbytes, err);
-            mf_aligned_free(tmp);
-            if (rc) return mf_err_prefix(err, rc, "uploading layer %d's '%.*s'", il, (int)t->name.len, t->name.ptr);
-            m->placed_bytes += (size_t)t->nbytes;
-            *f[i] = c;
+        snprintf(owner, sizeof owner, "layer %d", il);
+        for (int i = 0; i < PER_LAYER; i++) {
+            const mf_gguf_tensor **slot = layer_slot(&m->layers[il], i);
+            if (*slot && (rc = place_tensor(m, b, slot, owner, err))) return rc;
         }
     }
-    mf_log(MF_LOG_INFO, "placed %d of %d layers off the CPU (%d tensors, %.1f MiB through their backends' hooks)", n_off,
-           nl, m->n_placed, (double)m->placed_bytes / (1024.0 * 1024.0));
+    if (m->io_backend != MF_BACKEND_ID_CPU) {
+        /* a tied LM head is the embedding matrix: uploaded once, both pointing at the copy */
+        const mf_backend b = {m->io_backend};
+        if ((rc = place_tensor(m, b, &m->tok_embd, "the embeddings", err)) ||
+            (rc = place_tensor(m, b, &m->output_norm, "the output norm", err)))
+            return rc;
+        if (m->hp.tied_output) m->output = m->tok_embd;
+        else if ((rc = place_tensor(m, b, &m->output, "the LM head", err))) return rc;
+    }
+    m->gpu_bytes = m->placed_bytes;
+    mf_log(MF_LOG_INFO, "placed %d of %d layers%s off the CPU (%d tensors, %.1f MiB through their backends' hooks)",
+           n_off - (m->io_backend != MF_BACKEND_ID_CPU), nl,
+           m->io_backend != MF_BACKEND_ID_CPU ? " and the embeddings/output" : "", m->n_placed,
+           (double)m->placed_bytes / (1024.0 * 1024.0));
     return 0;
 }
 

@@ -47,10 +47,14 @@ struct mf_model {
     void *repack_buf;         /* their data, one aligned allocation */
     size_t repack_bytes;
     /* Placement: the backend (registry id) each layer runs on and its weights live on; the embeddings,
-     * output norm and LM head stay on the CPU.  Repacking is the CPU's decision for the weights it owns;
+     * output norm and LM head live on io_backend.  Repacking is the CPU's decision for the weights it owns;
      * a layer on another backend gets copies of its tensors' descriptors whose data is that backend's
      * address (uploaded once at load; only its hooks reach it). */
     uint16_t *layer_backend;  /* n_layer entries */
+    uint16_t io_backend;      /* the embeddings, output norm and LM head (cpu unless every block is off it) */
+    int32_t n_gpu_layers;     /* the offload plan's block count (0 without one) */
+    size_t gpu_bytes;         /* weight bytes the plan put on the device */
+    char offload_report[1024]; /* its report line ("" when no offload was asked) */
     mf_gguf_tensor *placed;   /* the placed descriptors (layers point at them) */
     uint16_t *placed_on;      /* ... and the backend each one's memory belongs to */
     int n_placed;
@@ -71,6 +75,14 @@ typedef struct {
      * A backend that is not in this build, or has no memory hooks, is refused naming the layer. */
     const uint16_t *layer_backend;
     int32_t n_layer_backend; /* entries in layer_backend: must equal the model's block count */
+    uint16_t io_backend;     /* the embeddings, output norm and LM head (0 = cpu) */
+    /* Offload (model/offload.h): gpu_layers != 0 (a count, MF_GPU_LAYERS_ALL or _AUTO), or any gpu_origin,
+     * makes the plan from the file's tensor sizes and gpu_backend's memory; it decides layer_backend and
+     * io_backend and writes the report. */
+    int32_t gpu_layers;
+    uint16_t gpu_backend;   /* registry id of the device (cuda) */
+    const char *gpu_origin; /* how the request was given, for the report and refusals (may be NULL) */
+    uint64_t gpu_mem_mib;   /* MINFER_GPU_MEM; 0 = ask the device */
 } mf_model_open_params;
 
 /* Read <arch>.* keys.  Unsupported architecture -> MF_E_UNSUPPORTED naming it and the supported ones. */

@@ -763,9 +763,14 @@ static void step(mf_srv_engine *e) {
 static int load(mf_srv_engine *e, mf_error *err) {
     mf_server *s = e->s;
     mf_model_params mp = mf_model_default_params();
+    mp.n_gpu_layers = s->o.n_gpu_layers;
+    mp.gpu_layers_origin = s->o.gpu_layers_origin;
     int rc = mf_model_load(s->o.model_path, &mp, &s->model, err);
     if (rc) return rc;
     mf_model_get_info(s->model, &s->info);
+    if (s->info.offload_report[0]) fprintf(stderr, "[server] %s\n", s->info.offload_report);
+    mp.n_gpu_layers = 0; /* the draft model, if any, runs on the CPU */
+    mp.gpu_layers_origin = NULL;
     mf_context_params cp = mf_context_default_params();
     int32_t per_slot = MF_MIN(s->info.n_ctx_train > 0 ? s->info.n_ctx_train : 4096, 4096);
     cp.n_ctx = s->o.n_ctx > 0 ? s->o.n_ctx : per_slot * s->o.n_parallel;

@@ -25,6 +25,8 @@ typedef struct {
     int drain_ms;               /* MINFER_DRAIN_MS: in-flight grace at shutdown (30000) */
     const char *draft_path;     /* -md: speculative decoding with this draft model (NULL: none) */
     mf_draft_params draft;      /* --draft-max/--draft-min/--draft-p-min (n_seq is the slot count) */
+    int32_t n_gpu_layers;       /* --gpu-layers (mf_model_params.n_gpu_layers; the draft stays on the CPU) */
+    const char *gpu_layers_origin;
 } mf_server_opts;
 
 mf_server_opts mf_server_default_opts(void);

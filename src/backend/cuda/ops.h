@@ -19,15 +19,17 @@
 #ifndef MF_BACKEND_CUDA_OPS_H
 #define MF_BACKEND_CUDA_OPS_H
 
-#include "core/core.h"
-#include "graph/graph.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 
+/* core.h and graph.h are C headers without their own extern "C": included inside the block, so a .cu
+ * file that includes ops.h first links against the C symbols (mf_err, mf_graph_node_c, ...). */
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "core/core.h"
+#include "graph/graph.h"
 
 typedef struct mf_cuda_ctx {
     void *stream;          /* cudaStream_t every launch goes to */
