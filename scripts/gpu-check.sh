@@ -259,13 +259,14 @@ if [ "$bench" = 1 ]; then
         fail "bench models: mf-genmodel failed (log: $models_log)"
     fi
     say ""
-    say "bench: minfer bench -p 512 -n 128 -r 3 with MINFER_GPU_LAYERS=all"
+    say "bench: minfer bench -p 512 -n 128 -r 3 with MINFER_GPU_LAYERS=all (JSON for the numbers, then the table)"
     for p in qwen2.5-0.5b qwen3-0.6b; do
         f=${MODEL[$p]}
         [ -s "$f" ] || continue
         json="$build/bench-$p.json"
-        if MINFER_GPU_LAYERS=all run_logged "$json" "$build/minfer" bench -m "$f" -p 512 -n 128 -r 3 -o json &&
-            MINFER_GPU_LAYERS=all run_logged "$build/bench-$p.md" "$build/minfer" bench -m "$f" -p 512 -n 128 -r 1 --no-warmup; then
+        # stdout alone is the JSON; stderr (the offload report line, warnings) is kept beside it
+        if MINFER_GPU_LAYERS=all timeout "$(left)" "$build/minfer" bench -m "$f" -p 512 -n 128 -r 3 -o json >"$json" 2>"$json.err" &&
+            MINFER_GPU_LAYERS=all run_logged "$build/bench-$p.md" "$build/minfer" bench -m "$f" -p 512 -n 128 -r 3; then
             sed 's/^/    /' "$build/bench-$p.md" >>"$results"
             line=$(python3 - "$json" <<'EOF'
 import json, sys
@@ -289,7 +290,7 @@ EOF
                         tg, tg >= 1000 ? ">=" : "<", tg >= 1000 ? "met" : "NOT met", pp, pp >= 20000 ? ">=" : "<", pp >= 20000 ? "met" : "NOT met" }')
             fi
         else
-            tail -n 20 "$json" "$build/bench-$p.md" 2>/dev/null | sed 's/^/    /' >>"$results"
+            tail -n 20 "$json.err" "$build/bench-$p.md" 2>/dev/null | sed 's/^/    /' >>"$results"
             fail "bench $p: minfer bench failed (above)"
         fi
     done

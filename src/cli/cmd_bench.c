@@ -44,7 +44,7 @@ typedef struct {
     mf_token *ordinary;    /* ids whose token_type is NORMAL (1) */
     int32_t n_ordinary;
     char cpu_info[160];
-    int n_gpu_layers; /* blocks placed on cuda (MINFER_GPU_LAYERS / the model's placement) */
+    int n_gpu_layers; /* blocks placed on cuda (the model's placement, read back after the load) */
 } model_meta;
 
 typedef struct {
@@ -88,9 +88,9 @@ static void usage(FILE *f) {
             "Every option is given at most once (llama-bench's comma lists are not taken).\n"
             "The whole run's context for a test holds depth + tokens cells (-d + -p for pp, -d + -n for tg),\n"
             "or -c cells when given.\n"
-            "Offload (a make CUDA=1 build): the blocks run where the model is placed (MINFER_GPU_LAYERS=all|N);\n"
-            "with blocks on cuda the backend column reads CUDA, an ngl column gives their number, and the\n"
-            "JSON/CSV fields n_gpu_layers, backends and devices say the same.\n"
+            "Offload (a make CUDA=1 build): the blocks run where the model was placed at load; with blocks\n"
+            "on cuda the backend column reads CUDA, an ngl column gives their number, and the JSON/CSV\n"
+            "fields n_gpu_layers, backends and devices say the same.\n"
             "exit status: 0 ok, 1 the model or a decode failed or a write to stdout failed, 2 bad usage\n");
 }
 
