@@ -217,7 +217,7 @@ fi
 # run_tests NAME...: tests/run.sh on those tests; the interesting lines of their logs go to the results
 run_tests() {
     local label=$1; shift
-    local log="$build/run-$label.log"
+    local log="$build/run-${label//[^A-Za-z0-9]/-}.log"
     MF_TESTS="$*" BUILD="$build" MF_TEST_TMP="$build/test-tmp" run_logged "$log" bash tests/run.sh
     local rc=$?
     grep -E '^[a-z_0-9.]+ +[0-9]+ passed' "$log" | sed 's/^/    /' >>"$results"
