@@ -3,6 +3,10 @@
  *  matrix_<backend>: every op each backend claims, for every dtype it claims (asking its own support
  *    function), is run on that backend through the scheduler and compared with an analytic reference
  *    written here - never with another backend.  An unavailable backend reports SKIP with the reason.
+ *  matrix_cuda_vs_cpu: the CUDA column once more at the real models' shapes, against the CPU backend
+ *    within a per-op tolerance, plus batch invariance (matmul rows, attention queries) bit for bit;
+ *    SKIP with the reason where no CUDA device is usable (tests/expected-skips.txt).
+ *    matrix_test_backend_vs_cpu runs that machinery on every build against the test backend.
  *  support_table_matches_support_matrix_doc: docs/SUPPORT-MATRIX.md's table is parsed and compared with
  *    the support functions, cell by cell, so the document cannot drift.
  *  every_op_has_a_matrix_decision: decision() is a switch over mf_op with no default - a new op does
@@ -396,6 +400,7 @@ static bool case_attention(uint32_t type, uint32_t kv_type) {
     int32_t ki = mf_g_external(g, "k", kv_type, 2, nk, k), vi = mf_g_external(g, "v", kv_type, 2, nk, v);
     int32_t *spans = mf_test_spans(win, NW + 1, NT);
     int32_t wi = mf_g_external(g, "spans", MF_TYPE_I32, 2, nw, spans);
+    mf_graph_node(g, wi)->bound_bytes = sizeof(int32_t) * (size_t)spans[0]; /* the cell lists too, as decode.c */
     const float scale = 1.0f / sqrtf((float)HD);
     int32_t o = mf_g_attention(g, qi, ki, vi, wi, NKV, scale);
     bool ok = place(g, o);
@@ -613,6 +618,465 @@ static void run_matrix(mf_backend b) {
     g_sched = NULL;
 }
 
+/* ---- the CUDA column against the CPU backend ----
+ *
+ * matrix_cuda above holds the CUDA backend to the analytic references at the small shapes every backend
+ * gets.  matrix_cuda_vs_cpu runs each (op, dtype) CUDA claims once more at the shapes of the real models
+ * (K 896 / 1024, 264 output rows, batches of 1 to 300 rows: a decode kernel and the prefill kernels), once
+ * on the CPU backend and once on CUDA, and compares within a per-op tolerance (vs_tol below).  For MATMUL
+ * it also checks batch invariance: each row of a smaller batch is BITWISE that row of the 300-row batch
+ * (the engine's promise, docs/BACKENDS.md).  Skipped, with the reason, where no CUDA device is usable. */
+
+static mf_backend g_vs_b; /* the backend held to the CPU's results (cuda; the test backend proves the machinery) */
+
+typedef struct {
+    int n;
+    int32_t id[4];
+    const void *src[4];
+    int32_t out;
+} vs_io;
+typedef void (*vs_builder)(mf_graph *g, const void *ctx, vs_io *io);
+
+/* The builder's graph on backend b (with the CPU allowed beside it; the output must land on b): the
+ * output's bytes, malloc'd, in *out. */
+static bool vs_run(mf_backend b, vs_builder fn, const void *ctx, void **out, size_t *nbytes) {
+    const mf_backend keep = g_b;
+    g_b = b;
+    mf_graph *g = mf_graph_new();
+    vs_io io;
+    memset(&io, 0, sizeof io);
+    fn(g, ctx, &io);
+    bool ok = place(g, io.out);
+    for (int i = 0; ok && i < io.n; i++) {
+        g_why[0] = '\0';
+        set(g, io.id[i], io.src[i]);
+        if (g_why[0]) ok = false;
+    }
+    ok = ok && run(g);
+    *out = NULL;
+    if (ok) {
+        *nbytes = mf_node_nbytes(mf_graph_node_c(g, io.out));
+        const void *y = got(g, io.out);
+        *out = y ? malloc(*nbytes ? *nbytes : 1) : NULL;
+        if (*out) memcpy(*out, y, *nbytes);
+        else ok = failf("read of the output failed");
+    }
+    mf_graph_free(g);
+    g_b = keep;
+    return ok;
+}
+
+/* Both runs; *c = the backend's output, *r = the CPU's (free both). */
+static bool vs_pair(vs_builder fn, const void *ctx, float **c, float **r, size_t *nbytes) {
+    size_t n2 = 0;
+    void *a = NULL, *b = NULL;
+    bool ok = vs_run(MF_BACKEND_CPU, fn, ctx, &b, &n2);
+    if (!ok) {
+        char tmp[sizeof g_why];
+        memcpy(tmp, g_why, sizeof tmp);
+        snprintf(g_why, sizeof g_why, "the CPU reference run: %.900s", tmp);
+    }
+    ok = ok && vs_run(g_vs_b, fn, ctx, &a, nbytes);
+    if (ok && n2 != *nbytes) ok = failf("output sizes differ: %s %zu bytes, cpu %zu", mf_backend_name(g_vs_b), *nbytes, n2);
+    *c = a, *r = b;
+    return ok;
+}
+
+/* |cuda - cpu| <= abs + rel * scale_i, where scale_i is |cpu_i| or, when mag is given, mag_i (the sum of
+ * |terms| of a dot product: the size a reordering or an activation rounding can move it by). */
+static double g_vs_worst, g_vs_share; /* the cell's largest |cuda - cpu| and its largest share of the tolerance */
+static bool vs_close(const float *c, const float *r, const double *mag, int64_t n, double rel, double abs_tol,
+                     const char *what) {
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)c[i] - (double)r[i]), tol = abs_tol + rel * (mag ? mag[i] : fabs((double)r[i]));
+        if (!(d <= tol)) /* NaN fails too */
+            return failf("%s[%lld]: %s %.9g, cpu %.9g (|d| %.3g > tol %.3g)", what, (long long)i, mf_backend_name(g_vs_b), c[i],
+                         r[i], d, tol);
+        g_vs_worst = fmax(g_vs_worst, d), g_vs_share = fmax(g_vs_share, d / tol);
+    }
+    return true;
+}
+
+static bool g_vs_exact; /* the cell was held to bitwise equality somewhere */
+static bool vs_bitwise(const void *c, const void *r, size_t nbytes, const char *what) {
+    const uint8_t *a = c, *b = r;
+    g_vs_exact = true;
+    for (size_t i = 0; i < nbytes; i++)
+        if (a[i] != b[i])
+            return failf("%s: byte %zu differs (%s 0x%02x, cpu 0x%02x; bitwise expected)", what, i, mf_backend_name(g_vs_b), a[i], b[i]);
+    return true;
+}
+
+/* MATMUL: W [K, N] of `type`, X [K, M] */
+typedef struct {
+    uint32_t type;
+    int64_t K, N, M;
+    const void *w;
+    const float *x;
+} vs_mm;
+static void vs_build_matmul(mf_graph *g, const void *ctx, vs_io *io) {
+    const vs_mm *c = ctx;
+    int64_t nw[2] = {c->K, c->N}, nx[2] = {c->K, c->M};
+    int32_t w = mf_g_weight(g, "w", c->type, 2, nw, c->w), x = mf_g_input(g, "x", MF_TYPE_F32, 2, nx);
+    io->n = 1, io->id[0] = x, io->src[0] = c->x;
+    io->out = mf_g_matmul(g, w, x);
+}
+static bool vs_matmul(uint32_t type) {
+    const mf_type_info *ti = mf_type_get(type);
+    if (ti->row_group > 1) return true; /* the CPU's repacked layouts: never a CUDA weight */
+    const int64_t K = ti->blck_size == 256 ? 1024 : 896, N = 264, MM = 300;
+    static const int64_t Ms[] = {1, 7, 64, MM}; /* decode, small batch, prefill tiles, a ragged big batch */
+    size_t rs = mf_row_size(type, K);
+    uint8_t *w = malloc(rs * N);
+    float *x = malloc(sizeof(float) * (size_t)(K * MM)), *wf = malloc(sizeof(float) * (size_t)(K * N));
+    double *mag = malloc(sizeof(double) * (size_t)(N * MM));
+    make_rows(type, K, N, w);
+    fill(x, K * MM, 2.0f);
+    bool ok = true;
+    for (int64_t n = 0; ok && n < N; n++)
+        if (mf_dequantize_row(type, w + rs * n, wf + K * n, K)) ok = failf("no reference dequantizer for %s", mf_type_name(type));
+    for (int64_t m = 0; ok && m < MM; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++) s += fabs((double)wf[K * n + k] * x[K * m + k]);
+            mag[m * N + n] = s;
+        }
+    /* activations rounded to the weight type's companion format (f16, bf16, 8-bit blocks) and another
+     * summation order: what each may move a dot product by, relative to the sum of its |terms| */
+    const double rel = type == MF_TYPE_F32 ? 1e-5 : type == MF_TYPE_F16 ? 2e-3 : type == MF_TYPE_BF16 ? 1e-2
+                       : ti->blck_size == 256 ? 1e-2 : 2e-3;
+    float *big = NULL;
+    for (int i = (int)MF_ARRAY_LEN(Ms) - 1; ok && i >= 0; i--) { /* the big batch first: the others' yardstick */
+        vs_mm c = {type, K, N, Ms[i], w, x};
+        float *cu = NULL, *cpu = NULL;
+        size_t nb = 0;
+        char what[64];
+        snprintf(what, sizeof what, "matmul M=%lld", (long long)Ms[i]);
+        ok = vs_pair(vs_build_matmul, &c, &cu, &cpu, &nb);
+        if (ok) ok = vs_close(cu, cpu, mag, N * Ms[i], rel, 1e-6, what);
+        if (ok && big) /* batch invariance: row m of this batch is row m of the big one, bit for bit */
+            for (int64_t j = 0; ok && j < N * Ms[i]; j++)
+                if (memcmp(&cu[j], &big[j], sizeof(float)))
+                    ok = failf("batch invariance: out[row %lld][%lld] = %.9g with M=%lld, %.9g with M=%lld (must be bitwise equal)",
+                               (long long)(j / N), (long long)(j % N), cu[j], (long long)Ms[i], big[j], (long long)MM);
+        if (!big) big = cu, cu = NULL;
+        free(cu), free(cpu);
+    }
+    free(big), free(w), free(x), free(wf), free(mag);
+    return ok;
+}
+
+/* GET_ROWS: a [K, 300] table of `type`, 5 ids (first, last, repeats) */
+typedef struct {
+    uint32_t type;
+    int64_t K, R;
+    const void *t;
+    const int32_t *ids;
+} vs_gr;
+static void vs_build_get_rows(mf_graph *g, const void *ctx, vs_io *io) {
+    const vs_gr *c = ctx;
+    int64_t nt[2] = {c->K, c->R}, ni = 5;
+    int32_t t = mf_g_weight(g, "table", c->type, 2, nt, c->t), ids = mf_g_input(g, "ids", MF_TYPE_I32, 1, &ni);
+    io->n = 1, io->id[0] = ids, io->src[0] = c->ids;
+    io->out = mf_g_get_rows(g, t, ids);
+}
+static bool vs_get_rows(uint32_t type) {
+    const mf_type_info *ti = mf_type_get(type);
+    if (ti->row_group > 1) return true;
+    const int64_t K = ti->blck_size == 256 ? 1024 : 896, R = 300;
+    uint8_t *t = malloc(mf_row_size(type, K) * R);
+    make_rows(type, K, R, t);
+    static const int32_t ids[5] = {0, 299, 17, 17, 151};
+    vs_gr c = {type, K, R, t, ids};
+    float *cu = NULL, *cpu = NULL;
+    size_t nb = 0;
+    bool ok = vs_pair(vs_build_get_rows, &c, &cu, &cpu, &nb);
+    /* a dequantized value is one or two float operations (d * q - m): an fma may round once less */
+    if (ok) ok = vs_close(cu, cpu, NULL, 5 * K, 1e-6, 1e-7, "get_rows");
+    free(cu), free(cpu), free(t);
+    return ok;
+}
+
+/* The f32 element-wise ops and RMS norm / softmax / hadamard on [896, 5] (softmax also on a 4099 row) */
+typedef struct {
+    mf_op op;
+    int64_t ne0, ne1;
+    const float *a, *b;
+} vs_el;
+static void vs_build_elem(mf_graph *g, const void *ctx, vs_io *io) {
+    const vs_el *c = ctx;
+    int64_t ne[2] = {c->ne0, c->ne1}, nb1[2] = {c->ne0, 1};
+    int32_t a = mf_g_input(g, "a", MF_TYPE_F32, 2, ne), b = -1;
+    io->n = 1, io->id[0] = a, io->src[0] = c->a;
+    switch (c->op) {
+    case MF_OP_ADD: case MF_OP_MUL: /* a broadcast row, as the norms' weights are */
+        b = mf_g_input(g, "b", MF_TYPE_F32, 2, nb1);
+        io->out = c->op == MF_OP_ADD ? mf_g_add(g, a, b) : mf_g_mul(g, a, b);
+        break;
+    case MF_OP_SWIGLU: b = mf_g_input(g, "b", MF_TYPE_F32, 2, ne), io->out = mf_g_swiglu(g, a, b); break;
+    case MF_OP_SCALE: io->out = mf_g_scale(g, a, 0.125f); break;
+    case MF_OP_SILU: io->out = mf_g_silu(g, a); break;
+    case MF_OP_SOFTMAX: io->out = mf_g_softmax(g, a); break;
+    case MF_OP_HADAMARD: io->out = mf_g_hadamard(g, a, 128); break;
+    default: io->out = mf_g_rms_norm(g, a, 1e-6f); break;
+    }
+    if (b >= 0) io->n = 2, io->id[1] = b, io->src[1] = c->b;
+}
+static bool vs_elem(mf_op op, uint32_t type) {
+    (void)type;
+    bool ok = true;
+    for (int v = 0; ok && v < (op == MF_OP_SOFTMAX ? 2 : 1); v++) {
+        const int64_t ne0 = op == MF_OP_HADAMARD ? 1024 : v ? 4099 : 896, ne1 = v ? 2 : 5;
+        float *a = malloc(sizeof(float) * (size_t)(ne0 * ne1)), *b = malloc(sizeof(float) * (size_t)(ne0 * ne1));
+        fill(a, ne0 * ne1, op == MF_OP_SOFTMAX ? 12.0f : 4.0f), fill(b, ne0 * ne1, 3.0f);
+        vs_el c = {op, ne0, ne1, a, b};
+        float *cu = NULL, *cpu = NULL;
+        size_t nb = 0;
+        ok = vs_pair(vs_build_elem, &c, &cu, &cpu, &nb);
+        if (ok) {
+            if (op == MF_OP_ADD || op == MF_OP_MUL || op == MF_OP_SCALE) /* one IEEE operation: exact */
+                ok = vs_bitwise(cu, cpu, nb, mf_op_name(op));
+            else /* exp (silu, swiglu, softmax), a reduction and a square root (rms_norm), butterflies (hadamard) */
+                ok = vs_close(cu, cpu, NULL, ne0 * ne1, op == MF_OP_SOFTMAX ? 2e-5 : 1e-5, op == MF_OP_SOFTMAX ? 1e-9 : 1e-6,
+                              mf_op_name(op));
+        }
+        free(cu), free(cpu), free(a), free(b);
+    }
+    return ok;
+}
+
+/* ROPE over [HD, heads, 6 tokens] at positions up to 40959 (the qwen3-0.6b context), base 1e6 */
+typedef struct {
+    int64_t hd, nh;
+    const float *x;
+    const int32_t *pos;
+} vs_rp;
+static void vs_build_rope(mf_graph *g, const void *ctx, vs_io *io) {
+    const vs_rp *c = ctx;
+    int64_t ne[3] = {c->hd, c->nh, 6}, np = 6;
+    int32_t x = mf_g_input(g, "x", MF_TYPE_F32, 3, ne), p = mf_g_input(g, "pos", MF_TYPE_I32, 1, &np);
+    io->n = 2, io->id[0] = x, io->src[0] = c->x, io->id[1] = p, io->src[1] = c->pos;
+    io->out = mf_g_rope(g, x, p, (int)c->hd, MF_ROPE_NEOX, 1e6f, 1.0f);
+}
+static bool vs_rope(uint32_t type) {
+    (void)type;
+    static const int32_t pos[6] = {0, 1, 7, 1000, 32767, 40959};
+    bool ok = true;
+    for (int hd = 64; ok && hd <= 128; hd *= 2) {
+        const int64_t nh = hd == 64 ? 14 : 16;
+        float *x = malloc(sizeof(float) * (size_t)(hd * nh * 6));
+        fill(x, hd * nh * 6, 2.0f);
+        vs_rp c = {hd, nh, x, pos};
+        float *cu = NULL, *cpu = NULL;
+        size_t nb = 0;
+        ok = vs_pair(vs_build_rope, &c, &cu, &cpu, &nb);
+        /* the angle is the CPU's (ggml's rope cache: theta multiplied along by freq_base^(-2/n_dims), exact
+         * float products a GPU can repeat bit for bit); sin/cos may differ by an ulp or two */
+        if (ok) ok = vs_close(cu, cpu, NULL, hd * nh * 6, 1e-5, 2e-6, hd == 64 ? "rope hd 64" : "rope hd 128");
+        free(cu), free(cpu), free(x);
+    }
+    return ok;
+}
+
+/* ATTENTION: a 300-cell cache of `kv` (the K and V rows made by the reference quantizer), queries of
+ * [HD, NH, NT] over windows with gaps; NT = 1 (decode) and 9 (prefill); the NT = 1 query is the first
+ * of the NT = 9 batch, whose output must be bitwise the same (batch invariance). */
+typedef struct {
+    uint32_t kv;
+    int64_t hd, nh, nkv, nt;
+    void *k, *v;
+    int32_t *spans;
+    const float *q;
+} vs_at;
+static void vs_build_attention(mf_graph *g, const void *ctx, vs_io *io) {
+    const vs_at *c = ctx;
+    int64_t nq[3] = {c->hd, c->nh, c->nt}, nk[2] = {c->hd * c->nkv, 300}, nw[2] = {2, c->nt + 1};
+    int32_t q = mf_g_input(g, "q", MF_TYPE_F32, 3, nq);
+    int32_t k = mf_g_external(g, "k", c->kv, 2, nk, c->k), v = mf_g_external(g, "v", c->kv, 2, nk, c->v);
+    /* the spans buffer's declared shape is nominal (bound_bytes carries its length), as in the engine */
+    int32_t w = mf_g_external(g, "spans", MF_TYPE_I32, 2, nw, c->spans);
+    mf_graph_node(g, w)->bound_bytes = sizeof(int32_t) * (size_t)c->spans[0];
+    io->n = 1, io->id[0] = q, io->src[0] = c->q;
+    io->out = mf_g_attention(g, q, k, v, w, (int)c->nkv, 1.0f / sqrtf((float)c->hd));
+}
+static bool vs_attention_kv(uint32_t kv) {
+    enum { C = 300, NTM = 9, WMAX = C + 1 };
+    bool ok = true;
+    for (int shape = 0; ok && shape < 2; shape++) {
+        const int64_t hd = shape ? 128 : 64, nh = shape ? 16 : 14, nkv = shape ? 8 : 2;
+        size_t rs = mf_row_size(kv, hd * nkv);
+        float *kf = malloc(sizeof(float) * (size_t)(hd * nkv * C)), *q = malloc(sizeof(float) * (size_t)(hd * nh * NTM));
+        uint8_t *k = malloc(rs * C), *v = malloc(rs * C);
+        fill(kf, hd * nkv * C, 1.5f), fill(q, hd * nh * NTM, 1.5f);
+        for (int c = 0; c < C; c++) mf_quantize_row(kv, kf + c * hd * nkv, k + rs * c, hd * nkv);
+        fill(kf, hd * nkv * C, 1.0f);
+        for (int c = 0; c < C; c++) mf_quantize_row(kv, kf + c * hd * nkv, v + rs * c, hd * nkv);
+        /* token t sees the cells 0 .. 250 + 5t except every 7th (a hole a removed sequence leaves) */
+        int32_t *win = malloc(sizeof(int32_t) * WMAX * NTM);
+        for (int t = 0; t < NTM; t++) {
+            int32_t *w = win + t * WMAX, cnt = 0;
+            for (int c = 0; c <= 250 + 5 * t && c < C; c++)
+                if (c % 7 != 3) w[1 + cnt++] = c;
+            w[0] = cnt;
+        }
+        float *one = NULL;
+        for (int nt = NTM; ok && nt >= 1; nt -= NTM - 1) {
+            int32_t *spans = mf_test_spans(win, WMAX, nt);
+            vs_at c = {kv, hd, nh, nkv, nt, k, v, spans, q};
+            float *cu = NULL, *cpu = NULL;
+            size_t nb = 0;
+            char what[96];
+            snprintf(what, sizeof what, "attention %s hd %lld nt %d", mf_type_name(kv), (long long)hd, nt);
+            ok = vs_pair(vs_build_attention, &c, &cu, &cpu, &nb);
+            /* q rounded to the cache's type for q.k and p rounded for p.V are allowed (case_attention), on
+             * either side: twice case_attention's tolerance against the exact value */
+            const double rel = 2 * (kv == MF_TYPE_F32 ? 1e-4 : kv == MF_TYPE_F16 ? 2e-3 : kv == MF_TYPE_BF16 ? 1.5e-2 : 3e-2);
+            if (ok) ok = vs_close(cu, cpu, NULL, hd * nh * nt, rel, kv == MF_TYPE_F16 ? 1.2e-3 : rel / 10, what);
+            if (ok && one) /* nt == 1 after nt == 9: query 0 alone is query 0 of the batch */
+                ok = vs_bitwise(cu, one, sizeof(float) * (size_t)(hd * nh), "attention batch invariance (query 0 alone vs in a batch of 9)");
+            if (!one) one = cu, cu = NULL;
+            free(cu), free(cpu), free(spans);
+        }
+        free(one), free(kf), free(q), free(k), free(v), free(win);
+    }
+    return ok;
+}
+static bool vs_attention(uint32_t type) {
+    (void)type;
+    static const uint32_t kv[] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0};
+    const mf_backend_entry *e = mf_backend_entry_get(g_vs_b);
+    for (size_t i = 0; i < MF_ARRAY_LEN(kv); i++)
+        if (e->supports(MF_OP_KV_STORE, kv[i]) && !vs_attention_kv(kv[i])) return false;
+    return true;
+}
+
+/* KV_STORE: 5 rows into a 40-cell cache of `kv` that lives on the backend (a layer placed there, as the
+ * engine does), read back through its hooks; the untouched cells must keep their bytes */
+static bool vs_kv_store_on(mf_backend b, uint32_t kv, const uint8_t *cache0, size_t bytes, const float *rows,
+                           uint8_t *out) {
+    enum { E = 1024, T = 5 };
+    static const int32_t cells[T] = {3, 39, 0, 17, 22};
+    mf_error err = {0};
+    void *mem = NULL;
+    if (mf_backend_alloc(b, bytes, &mem, &err) || mf_backend_write(b, mem, cache0, bytes, &err))
+        return failf("%s cache: %s", mf_backend_name(b), err.msg);
+    mf_graph *g = mf_graph_new();
+    int64_t nc[2] = {E, 40}, nr[2] = {E, T}, nt = T;
+    int32_t ci = mf_g_external(g, "cache", kv, 2, nc, mem);
+    int32_t ri = mf_g_input(g, "rows", MF_TYPE_F32, 2, nr), ki = mf_g_input(g, "cells", MF_TYPE_I32, 1, &nt);
+    int32_t st = mf_g_kv_store(g, ci, ri, ki);
+    mf_g_layer(g, ci, 0), mf_g_layer(g, ri, 0), mf_g_layer(g, ki, 0), mf_g_layer(g, st, 0);
+    const uint16_t layer[1] = {b.id};
+    mf_placement p = {layer, 1, MF_BACKEND_CPU};
+    mf_backend_filter f;
+    memset(&f, 0, sizeof f);
+    f.allowed[MF_BACKEND_ID_CPU] = f.allowed[b.id] = true;
+    bool ok = !mf_graph_error(g, &err) && !mf_sched_assign_placed(g, &p, &f, &err) && !mf_sched_alloc(g_sched, g, &err);
+    if (!ok) failf("%s: %s", mf_backend_name(b), err.msg);
+    else if (mf_graph_node_c(g, st)->backend != b.id)
+        ok = failf("kv_store landed on %s, not on %s", mf_backend_name((mf_backend){(uint16_t)mf_graph_node_c(g, st)->backend}),
+                   mf_backend_name(b));
+    if (ok) {
+        g_why[0] = '\0';
+        set(g, ri, rows), set(g, ki, cells);
+        ok = !g_why[0] && run(g);
+    }
+    if (ok && mf_backend_read(b, mem, out, bytes, &err)) ok = failf("read back: %s", err.msg);
+    mf_graph_free(g);
+    mf_backend_free(b, mem);
+    return ok;
+}
+static bool vs_kv_store(uint32_t kv) {
+    enum { E = 1024, C = 40, T = 5 };
+    const size_t rs = mf_row_size(kv, E), bytes = rs * C;
+    uint8_t *cache0 = malloc(bytes), *a = malloc(bytes), *r = malloc(bytes);
+    float *rows = malloc(sizeof(float) * E * C);
+    fill(rows, E * C, 3.0f);
+    for (int c = 0; c < C; c++) mf_quantize_row(kv, rows + E * c, cache0 + rs * c, E); /* valid rows everywhere */
+    fill(rows, E * T, 3.0f);
+    bool ok = vs_kv_store_on(MF_BACKEND_CPU, kv, cache0, bytes, rows, r);
+    ok = ok && vs_kv_store_on(g_vs_b, kv, cache0, bytes, rows, a);
+    if (ok && kv != MF_TYPE_Q8_0) {
+        ok = vs_bitwise(a, r, bytes, "kv_store"); /* a conversion rounds once, to nearest even */
+    } else if (ok) { /* the scale is amax / 127 either way; a quant may round a tie the other way: one step */
+        float *fa = malloc(sizeof(float) * E), *fr = malloc(sizeof(float) * E);
+        for (int c = 0; ok && c < C; c++) {
+            mf_dequantize_row(kv, a + rs * c, fa, E), mf_dequantize_row(kv, r + rs * c, fr, E);
+            for (int i = 0; ok && i < E; i += 32) {
+                uint16_t ha, hr;
+                memcpy(&ha, a + rs * c + (size_t)(i / 32) * 34, 2), memcpy(&hr, r + rs * c + (size_t)(i / 32) * 34, 2);
+                if (ha != hr) ok = failf("kv_store q8_0: cell %d block %d scale 0x%04x, cpu 0x%04x", c, i / 32, ha, hr);
+                const double step = fabs(mf_fp16_to_fp32(hr)) * 1.0001;
+                for (int j = i; ok && j < i + 32; j++)
+                    if (!(fabs((double)fa[j] - fr[j]) <= step))
+                        ok = failf("kv_store q8_0: cell %d [%d] = %.9g, cpu %.9g (more than one step %.3g)", c, j, fa[j], fr[j], step);
+            }
+        }
+        free(fa), free(fr);
+    }
+    free(cache0), free(a), free(r), free(rows);
+    return ok;
+}
+
+static void run_vs(mf_backend b) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    if (!e) SKIP("%s: %s", mf_backend_name(b), mf_backend_not_compiled_reason(b));
+    const char *why = e->unavailable ? e->unavailable() : NULL;
+    if (why) SKIP("%s: %s", mf_backend_name(b), why);
+    mf_error err = {0};
+    mf_backend_opts opts = {.n_threads = 4};
+    REQUIRE_OK(mf_sched_new(&opts, &g_sched, &err), "%s", err.msg);
+    g_vs_b = b;
+    uint32_t types[MF_TYPE_COUNT];
+    int nt = type_universe(types), cells = 0, other = 0;
+    for (int op = 0; op < MF_OP_COUNT; op++)
+        for (int i = 0; i < nt; i++) {
+            if (!e->supports((mf_op)op, types[i])) continue;
+            rng = 0x5eed0ull + (uint64_t)op * 977 + types[i];
+            g_why[0] = '\0';
+            g_vs_worst = g_vs_share = 0;
+            g_vs_exact = false;
+            bool ok = true, ran = true;
+            switch ((mf_op)op) {
+            case MF_OP_MATMUL: ok = vs_matmul(types[i]); break;
+            case MF_OP_GET_ROWS: ok = vs_get_rows(types[i]); break;
+            case MF_OP_RMS_NORM: case MF_OP_ADD: case MF_OP_MUL: case MF_OP_SCALE: case MF_OP_SILU:
+            case MF_OP_SWIGLU: case MF_OP_SOFTMAX: case MF_OP_HADAMARD:
+                ok = types[i] != MF_TYPE_F32 || vs_elem((mf_op)op, types[i]);
+                break;
+            case MF_OP_ROPE: ok = vs_rope(types[i]); break;
+            case MF_OP_ATTENTION: ok = vs_attention(types[i]); break;
+            case MF_OP_KV_STORE: ok = vs_kv_store(types[i]); break;
+            default: ran = false; break; /* leaves, aliases, cont: bytes moved, matrix_cuda checks them exactly */
+            }
+            CHECK(ok, "%s vs cpu: %s %s: %s", e->name, mf_op_name((mf_op)op), mf_type_name(types[i]), g_why);
+            if (ok && ran)
+                printf("  %s vs cpu: %-9s %-6s max|d| %.3g (%.0f%% of its tolerance)%s\n", e->name, mf_op_name((mf_op)op),
+                       mf_type_name(types[i]), g_vs_worst, 100 * g_vs_share, g_vs_exact ? ", bitwise where required" : "");
+            cells += ran, other += !ran;
+        }
+    printf("  %s vs cpu: %d op x dtype cells at model shapes (%d byte-moving cells left to the analytic column)\n", e->name,
+           cells, other);
+    CHECK(cells > 0, "%s is usable here but claims no op: nothing was compared", e->name);
+    free(g_got);
+    g_got = NULL;
+    mf_sched_free(g_sched);
+    g_sched = NULL;
+}
+
+static void matrix_cuda_vs_cpu(void) { run_vs(MF_BACKEND_CUDA); }
+/* The same machinery on every build, against the test backend in layer mode (the CPU's kernels behind
+ * non-host memory): staged inputs, a KV store into a placed cache, the spans' cell lists crossing
+ * (bound_bytes), batch invariance - so the device column's harness is proven before a device runs it. */
+static void matrix_test_backend_vs_cpu(void) {
+    mf_test_backend_set_layer_ops(true);
+    const long ran0 = mf_test_backend_nodes_run();
+    run_vs((mf_backend){MF_BACKEND_TEST_ID});
+    mf_test_backend_set_layer_ops(false);
+    /* the comparison ran the backend under test, not the CPU twice: at least one node per run */
+    CHECK(mf_test_backend_nodes_run() - ran0 >= 20, "the test backend ran %ld nodes", mf_test_backend_nodes_run() - ran0);
+}
+
 static void matrix_cpu(void) { run_matrix(MF_BACKEND_CPU); }
 static void matrix_metal(void) { run_matrix(MF_BACKEND_METAL); }
 static void matrix_cuda(void) { run_matrix(MF_BACKEND_CUDA); }
@@ -732,6 +1196,8 @@ int main(int argc, char **argv) {
     RUN(matrix_cpu);
     RUN(matrix_metal);
     RUN(matrix_cuda);
+    RUN(matrix_cuda_vs_cpu);
+    RUN(matrix_test_backend_vs_cpu);
     RUN(matrix_test_backend);
     RUN(support_table_matches_support_matrix_doc);
     return mf_test_done();

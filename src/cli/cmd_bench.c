@@ -8,10 +8,15 @@
  * drawn from a fixed-seed PRNG, so two runs feed identical inputs.
  *
  * Output: llama-bench's markdown table, its JSON array (same field names and order, samples_ns and
- * samples_ts last) or its CSV, so scripts written for llama-bench read these too. */
+ * samples_ts last) or its CSV, so scripts written for llama-bench read these too.  With blocks offloaded
+ * to cuda (the placement the model was loaded with) the backend reads CUDA, the JSON/CSV fields
+ * n_gpu_layers, backends and devices say what ran where, and the table gains llama-bench's ngl column;
+ * an all-CPU run prints exactly what it always did. */
+#include "backend/registry.h"
 #include "cli/cli.h"
 #include "gguf/gguf.h"
 #include "minfer.h"
+#include "model/model.h" /* the placement the load made (which blocks run on which backend) */
 #include "quant/quant.h"
 
 #include <math.h>
@@ -40,6 +45,7 @@ typedef struct {
     mf_token *ordinary;    /* ids whose token_type is NORMAL (1) */
     int32_t n_ordinary;
     char cpu_info[160];
+    int n_gpu_layers; /* blocks placed on cuda (the model's placement, read back after the load) */
 } model_meta;
 
 typedef struct {
@@ -84,6 +90,9 @@ static void usage(FILE *f) {
             "Every option is given at most once (llama-bench's comma lists are not taken).\n"
             "The whole run's context for a test holds depth + tokens cells (-d + -p for pp, -d + -n for tg),\n"
             "or -c cells when given.\n"
+            "Offload (a make CUDA=1 build): the blocks run where the model was placed at load; with blocks\n"
+            "on cuda the backend column reads CUDA, an ngl column gives their number, and the JSON/CSV\n"
+            "fields n_gpu_layers, backends and devices say the same.\n"
             "exit status: 0 ok, 1 the model or a decode failed or a write to stdout failed, 2 bad usage\n");
 }
 
@@ -399,11 +408,12 @@ static void test_values(const bench_opts *o, const model_meta *mm, const test_re
 #define I(x) (v[k].kind = F_INT, snprintf(v[k].val, sizeof v[k].val, "%lld", (long long)(x)), k++)
 #define B(x) (v[k].kind = F_BOOL, snprintf(v[k].val, sizeof v[k].val, "%d", (x) ? 1 : 0), k++)
 #define F(x) (v[k].kind = F_FLOAT, snprintf(v[k].val, sizeof v[k].val, "%f", (x)), k++)
+    const bool gpu = mm->n_gpu_layers > 0;
     S("minfer");
     I(0);
     S(mm->cpu_info);
     S("");
-    S("CPU");
+    S(gpu ? "CUDA" : "CPU");
     S(o->model);
     S(mm->type);
     I(mm->size);
@@ -416,13 +426,13 @@ static void test_values(const bench_opts *o, const model_meta *mm, const test_re
     I(0);
     S(mf_arg_cache_name(o->type_k));
     S(mf_arg_cache_name(o->type_v));
+    I(mm->n_gpu_layers);
     I(0);
-    I(0);
-    S("none");
+    S(gpu ? "layer" : "none");
     I(0);
     B(0);
     I(0);
-    S("CPU");
+    S(gpu ? "CUDA0" : "CPU");
     S("0.00");
     S("none");
     S("mmap");
@@ -457,13 +467,17 @@ static void json_escaped(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static void md_header(const bench_opts *o) {
-    printf("| %-30s | %10s | %10s | %-10s | %7s |", "model", "size", "params", "backend", "threads");
+static void md_header(const bench_opts *o, const model_meta *mm) {
+    printf("| %-30s | %10s | %10s | %-10s |", "model", "size", "params", "backend");
+    if (mm->n_gpu_layers > 0) printf(" %3s |", "ngl"); /* llama-bench's column, where blocks are offloaded */
+    printf(" %7s |", "threads");
     if (o->ubatch != 512) printf(" %8s |", "n_ubatch");
     /* llama-bench shows these only when they differ from its f16 default; minfer always says which ran */
     printf(" %6s | %6s |", "type_k", "type_v");
     printf(" %15s | %20s |\n", "test", "t/s");
-    printf("| ------------------------------ | ---------: | ---------: | ---------- | ------: |");
+    printf("| ------------------------------ | ---------: | ---------: | ---------- |");
+    if (mm->n_gpu_layers > 0) printf(" --: |");
+    printf(" ------: |");
     if (o->ubatch != 512) printf(" -------: |");
     printf(" -----: | -----: |");
     printf(" --------------: | -------------------: |\n");
@@ -483,7 +497,9 @@ static void md_row(const bench_opts *o, const model_meta *mm, const test_result 
         snprintf(test + len, sizeof test - len, " @ d%ld", o->depth);
     }
     snprintf(ts, sizeof ts, "%.2f ± %.2f", avg_d(t->ts, o->reps), sd_d(t->ts, o->reps));
-    printf("| %-30s | %10s | %10s | %-10s | %7ld |", mm->type, size, params, "CPU", o->threads);
+    printf("| %-30s | %10s | %10s | %-10s |", mm->type, size, params, mm->n_gpu_layers > 0 ? "CUDA" : "CPU");
+    if (mm->n_gpu_layers > 0) printf(" %3d |", mm->n_gpu_layers);
+    printf(" %7ld |", o->threads);
     if (o->ubatch != 512) printf(" %8ld |", o->ubatch);
     printf(" %6s | %6s |", mf_arg_cache_name(o->type_k), mf_arg_cache_name(o->type_v));
     printf(" %15s | %21s |\n", test, ts); /* 21: the ± is two bytes (llama-bench's same hack) */
@@ -632,6 +648,7 @@ int mf_cmd_bench(int argc, char **argv) {
     mf_model_info mi;
     mf_model_get_info(model, &mi);
     model_meta mm = {0};
+    for (int l = 0; model->layer_backend && l < mi.n_layer; l++) mm.n_gpu_layers += model->layer_backend[l] == MF_BACKEND_ID_CUDA;
     if (read_meta(o.model, &mi, &mm)) {
         mf_model_free(model);
         return 1;
@@ -642,7 +659,7 @@ int mf_cmd_bench(int argc, char **argv) {
     if (o.n_prompt > 0) tests[n_tests][0] = o.n_prompt, tests[n_tests][1] = 0, n_tests++;
     if (o.n_gen > 0) tests[n_tests][0] = 0, tests[n_tests][1] = o.n_gen, n_tests++;
 
-    if (o.fmt == FMT_MD) md_header(&o);
+    if (o.fmt == FMT_MD) md_header(&o, &mm);
     else if (o.fmt == FMT_JSON) printf("[\n");
     else csv_header();
     int rc = mf_out_check(stdout, "stdout") ? 0 : 1;
