@@ -10,10 +10,9 @@
  *     gpu-bf16, gpu-quant below): at every prompt row the largest |logit difference| over the whole
  *     vocabulary is within the class's tolerance.  Each run prints its max |d|, its share of the tolerance
  *     and its top-1 agreement with the CPU.
- * The placement is set through MINFER_GPU_LAYERS (all | N, 0 for the CPU reference) and read back from the
- * loaded model, so a placement that did not take fails by name instead of comparing the CPU with itself.
- * (When the public mf_model_params field for the GPU layers lands, set_gpu_layers is the one place to
- * change.)  Without a CUDA build or a usable device every device test is SKIPped with the reason
+ * The placement is set through mf_model_params.n_gpu_layers ("all" | N, 0 for the CPU reference) and read
+ * back from the loaded model, so a placement that did not take fails by name instead of comparing the CPU
+ * with itself.  Without a CUDA build or a usable device every device test is SKIPped with the reason
  * (tests/expected-skips.txt); the comparison rules themselves are checked everywhere. */
 #include "harness.h"
 
@@ -162,7 +161,13 @@ static bool gen(model_case *mc) {
 }
 
 /* The one place the placement is chosen (until the public mf_model_params field lands). */
-static void set_gpu_layers(const char *v) { setenv("MINFER_GPU_LAYERS", v, 1); }
+/* "all" or a count, as the public parameter */
+static mf_model_params gpu_params(const char *v) {
+    mf_model_params mp = mf_model_default_params();
+    mp.n_gpu_layers = !strcmp(v, "all") ? MF_GPU_LAYERS_ALL : (int32_t)atoi(v);
+    mp.gpu_layers_origin = "test_gpu";
+    return mp;
+}
 
 static const mf_token P0[] = {785, 6722, 315, 9625, 374, 12095, 11, 323, 279, 6722, 315, 9856, 374};
 static const mf_token P1[] = {750, 75698, 1445, 982, 262, 4210, 5598};
@@ -175,18 +180,17 @@ typedef struct {
     int n_vocab;
 } eng;
 
-/* Loads mc's model with MINFER_GPU_LAYERS=gl and checks that want_cuda blocks landed on cuda. */
+/* Loads mc's model with n_gpu_layers = gl ("all" or a count) and checks that want_cuda blocks landed on cuda. */
 static bool open_eng(const model_case *mc, const char *gl, int want_cuda, eng *e, char *why, size_t cap) {
     mf_error err = {0};
     memset(e, 0, sizeof *e);
-    set_gpu_layers(gl);
-    if (mf_model_load(mc->path, NULL, &e->m, &err)) return snprintf(why, cap, "load: %s", err.msg), false;
+    const mf_model_params mp = gpu_params(gl);
+    if (mf_model_load(mc->path, &mp, &e->m, &err)) return snprintf(why, cap, "load: %s", err.msg), false;
     int on_cuda = 0;
     for (int l = 0; l < e->m->hp.n_layer; l++) on_cuda += e->m->layer_backend && e->m->layer_backend[l] == MF_BACKEND_ID_CUDA;
     if (on_cuda != want_cuda)
         return snprintf(why, cap,
-                        "MINFER_GPU_LAYERS=%s put %d of %d blocks on cuda, want %d: the placement did not take (is the "
-                        "variable read by mf_model_load in this build?)",
+                        "n_gpu_layers %s put %d of %d blocks on cuda, want %d: the placement did not take",
                         gl, on_cuda, e->m->hp.n_layer, want_cuda),
                false;
     mf_context_params cp = mf_context_default_params();
@@ -327,7 +331,6 @@ static void device_runs(bool split) {
         }
         free_out(&gpu), free_out(&cpu);
     }
-    unsetenv("MINFER_GPU_LAYERS");
 }
 
 static void gpu_all_blocks(void) { device_runs(false); }

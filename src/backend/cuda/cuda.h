@@ -10,7 +10,8 @@ extern "C" {
 
 #include "graph/graph.h"
 
-/* The CUDA op x dtype support function (false for everything in a build without CUDA). */
+/* The CUDA op x dtype support function (support.c): what the backend's code claims, the same answer on
+ * every build (docs/SUPPORT-MATRIX.md); nothing reaches a backend that is not registered and available. */
 bool mf_cuda_supports(mf_op op, uint32_t type);
 /* NULL when a CUDA device is usable here, else the reason (MINFER_DISABLE_CUDA set, or no device). */
 const char *mf_cuda_unavailable(void);

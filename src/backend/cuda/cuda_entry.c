@@ -1,6 +1,6 @@
 /* The CUDA backend's registration entry (only with make CUDA=1; only the support answer otherwise): the
  * support function (ops.h's launchers and their own type questions), the pool (runtime.cu), host access,
- * the cross copy and the buffer hooks. */
+ * the cross copy and the buffer hooks.  What it claims is support.c's, on every build. */
 #include "backend/cuda/cuda.h"
 #include "core/env.h"
 
@@ -11,35 +11,6 @@
 #include "backend/backend_entries.h"
 #include "backend/cuda/ops.h"
 #include "quant/quant.h"
-
-/* The CPU's type rule: the node's type, except MATMUL/GET_ROWS (src0's, which the caller passes). */
-bool mf_cuda_supports(mf_op op, uint32_t type) {
-    switch (op) {
-    case MF_OP_INPUT:
-    case MF_OP_WEIGHT:
-    case MF_OP_EXTERNAL:
-    case MF_OP_VIEW:
-    case MF_OP_RESHAPE:
-    case MF_OP_PERMUTE: return true; /* leaves and aliases: memory only */
-    case MF_OP_MATMUL: return mf_cuda_matmul_supports(type);
-    case MF_OP_GET_ROWS: return mf_cuda_get_rows_supports(type);
-    case MF_OP_KV_STORE: return mf_cuda_kv_type_supports(type); /* the node is the cache: its type */
-    /* the node is the f32 output; the cache types it reads are the KV_STORE nodes' (asked above) */
-    case MF_OP_ATTENTION: return type == MF_TYPE_F32 && mf_cuda_kv_type_supports(MF_TYPE_F32);
-    case MF_OP_RMS_NORM:
-    case MF_OP_ADD:
-    case MF_OP_MUL:
-    case MF_OP_SCALE:
-    case MF_OP_SILU:
-    case MF_OP_SWIGLU:
-    case MF_OP_SOFTMAX:
-    case MF_OP_ROPE:
-    case MF_OP_CONT:
-    case MF_OP_HADAMARD: return type == MF_TYPE_F32;
-    case MF_OP_COUNT: break;
-    }
-    return false;
-}
 
 /* One reason for both cases: these are the refusal's words (docs/BACKENDS.md). */
 #define NO_CUDA "no CUDA device is available, or CUDA is disabled (MINFER_DISABLE_CUDA)"
@@ -187,10 +158,5 @@ static const mf_backend_entry k_cuda_entry = {
 
 const mf_backend_entry *mf_cuda_entry(void) { return &k_cuda_entry; }
 #else
-bool mf_cuda_supports(mf_op op, uint32_t type) {
-    (void)op, (void)type;
-    return false;
-}
-
 const char *mf_cuda_unavailable(void) { return "the CUDA backend is compiled only with make CUDA=1"; }
 #endif

@@ -291,9 +291,7 @@ int need_f32(const mf_node *n, const mf_node *a, const char *kname, mf_error *er
 
 } // namespace
 
-extern "C" bool mf_cuda_kv_type_supports(uint32_t kv_type) {
-    return kv_type == MF_TYPE_F32 || kv_type == MF_TYPE_F16 || kv_type == MF_TYPE_Q8_0;
-}
+/* mf_cuda_kv_type_supports: support.c (compiled into every build) */
 
 extern "C" int mf_cuda_op_binary(mf_cuda_ctx *c, const mf_node *n, mf_error *err) {
     return n->op == MF_OP_ADD ? launch_ew(c, n, EW_ADD, "add", err) : launch_ew(c, n, EW_MUL, "mul", err);

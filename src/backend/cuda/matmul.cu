@@ -381,11 +381,7 @@ k_get_rows(const uint8_t *__restrict__ tab, size_t ts, int64_t R, const int32_t 
 
 /* ---- host side ---- */
 
-extern "C" bool mf_cuda_matmul_supports(uint32_t weight_type) {
-    return mf_qm_type_quantized(weight_type) || mf_qm_type_float(weight_type);
-}
-
-extern "C" bool mf_cuda_get_rows_supports(uint32_t table_type) { return mf_cuda_matmul_supports(table_type); }
+/* mf_cuda_matmul_supports / mf_cuda_get_rows_supports: support.c (compiled into every build) */
 
 #define SUPPORTED_LIST "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K"
 
