@@ -1265,8 +1265,12 @@ static void test_attention_q8_0(void) {
     CHECK(!memcmp(deq, y0, sizeof deq), "mad_q8_0 does not read q8_0 as dequantize_row does");
 
     const uint32_t ktypes[] = {MF_TYPE_Q8_0, MF_TYPE_F16};
+    /* shape 0: short scattered windows; shape 1: a prefill run's nested windows over 150 cells (the
+     * AVX-512 form's key blocks of 64: three blocks, rows leaving the run block by block) */
+    for (int shape = 0; shape < 2; shape++)
     for (size_t ki = 0; ki < MF_ARRAY_LEN(ktypes); ki++) {
-        att_shape s = {HD, 4, 2, 12, 3, 8, ktypes[ki], true, MF_TYPE_Q8_0};
+        att_shape s = {HD, 4, 2, shape ? 150 : 12, 3, shape ? 150 : 8, ktypes[ki], true, MF_TYPE_Q8_0};
+        const int64_t ws = s.nwin + 1; /* window stride */
         seed(41 + ki);
         const int64_t ne = s.hd * s.nkv;
         float *kf = malloc((size_t)(ne * s.cells) * sizeof(float)), *vf = malloc((size_t)(ne * s.cells) * sizeof(float));
@@ -1280,11 +1284,18 @@ static void test_attention_q8_0(void) {
         }
         float *q = malloc((size_t)(s.hd * s.nh * s.nt) * sizeof(float));
         fill(q, s.hd * s.nh * s.nt, 2.0f);
-        int32_t win[9 * 3] = {0};
-        const int32_t w0[] = {1, 3}, w1[] = {3, 3, 0, 11}, w2[] = {8, 5, 1, 2, 3, 0, 11, 7, 9};
-        memcpy(win + 0, w0, sizeof w0);
-        memcpy(win + 9, w1, sizeof w1);
-        memcpy(win + 18, w2, sizeof w2);
+        int32_t *win = calloc((size_t)(ws * s.nt), sizeof(int32_t));
+        if (!shape) {
+            const int32_t w0[] = {1, 3}, w1[] = {3, 3, 0, 11}, w2[] = {8, 5, 1, 2, 3, 0, 11, 7, 9};
+            memcpy(win + 0, w0, sizeof w0);
+            memcpy(win + 9, w1, sizeof w1);
+            memcpy(win + 18, w2, sizeof w2);
+        } else {
+            for (int64_t t = 0; t < s.nt; t++) {
+                win[t * ws] = (int32_t)(70 + 40 * t);
+                for (int32_t j = 0; j < win[t * ws]; j++) win[t * ws + 1 + j] = (j * 37 + 5) % 150;
+            }
+        }
         float *o[2] = {run_attention(&s, q, k, v, win, 1), run_attention(&s, q, k, v, win, 3)};
         const mf_quant_kernels *kk = mf_quant_kernels_get(s.kv_type);
         const float scale = 1.0f / sqrtf((float)s.hd);
@@ -1296,7 +1307,7 @@ static void test_attention_q8_0(void) {
             float acc[HD], vrow[HD];
             for (int64_t t = 0; t < s.nt; t++)
                 for (int64_t h = 0; h < s.nh; h++) {
-                    const int32_t *col = win + t * 9;
+                    const int32_t *col = win + t * ws;
                     const int64_t kh = h / (s.nh / s.nkv);
                     kk->from_float(q + (t * s.nh + h) * s.hd, qc, s.hd);
                     float M = -INFINITY, S = 0;
@@ -1325,7 +1336,9 @@ static void test_attention_q8_0(void) {
                     }
                 }
         }
-        CHECK(diff == 0, "K %s V q8_0: %d outputs differ from the flash-attention replica", mf_type_name(s.kv_type), diff);
+        CHECK(diff == 0, "K %s V q8_0, shape %d: %d outputs differ from the flash-attention replica",
+              mf_type_name(s.kv_type), shape, diff);
+        free(win);
         free(o[0]);
         free(o[1]);
         free(kf);
@@ -1402,6 +1415,81 @@ static void test_attention_x16_kernels(void) {
     CHECK(bad == 0, "%d results differ from the plain path", bad);
 }
 
+/* The AVX-512 prefill kernels against plain loops, bit for bit: pv_rows (rows of a run with nested
+ * windows, keys in blocks of kb - the lane chains continued across blocks, each row stopping at its own
+ * window even where a later value is inf) and softmax_row (= normalize then the f16 rounding). */
+static void test_attention_prefill_kernels(void) {
+    if (!mf_isa_avx512(mf_quant_active_isa())) SKIP("AVX-512 is not active here");
+    enum { NR = 13, CNT = 37, NH = 3 };
+    static float v[CNT][256], p[NR][CNT], out[(NR / NH + 1) * NH * 256 + 64], acc[8 * NR * 256];
+    static uint16_t vh[CNT][256];
+    static int32_t cell[CNT];
+    static const int64_t hds[] = {32, 64, 96, 128, 256};
+    int64_t cnt[NR];
+    int bad = 0;
+    for (size_t hi = 0; hi < MF_ARRAY_LEN(hds); hi++) {
+        const int64_t hd = hds[hi];
+        seed(950 + hi);
+        for (int j = 0; j < CNT; j++) {
+            cell[j] = (j * 11) % CNT;
+            fill(v[j], hd, 1.0f);
+        }
+        v[cell[CNT - 1]][0] = INFINITY; /* only the rows whose window reaches the last key may see it */
+        for (int j = 0; j < CNT; j++)
+            for (int64_t d = 0; d < hd; d++) vh[j][d] = mf_fp32_to_fp16(v[j][d]);
+        for (int r = 0; r < NR; r++) {
+            cnt[r] = CNT - 2 * ((NR - 1 - r) / NH); /* nondecreasing, one count per token */
+            for (int j = 0; j < CNT; j++) p[r][j] = fabsf(frand());
+        }
+        for (int vt = 0; vt < 2; vt++)
+            for (int64_t kb = 8; kb <= 64; kb *= 2) {
+                const size_t ostride = (size_t)(NH * hd + 16);
+                const mf_cpu_att_pvb b = {.hd = hd, .kb = kb, .nrows = NR, .nh = NH, .cnt = cnt, .p = &p[0][0],
+                                          .p_stride = CNT, .v = vt ? (const char *)vh : (const char *)v,
+                                          .v_nb1 = vt ? sizeof vh[0] : sizeof v[0], .voff = 0,
+                                          .vtype = vt ? MF_TYPE_F16 : MF_TYPE_F32, .cell = cell, .acc = acc,
+                                          .out = out, .out_stride = ostride};
+                mf_cpu_att_pv_rows(&b);
+                for (int r = 0; r < NR; r++)
+                    for (int64_t d = 0; d < hd; d++) {
+                        float l[8] = {0};
+                        for (int j = 0; j < cnt[r]; j++) {
+                            const float x = vt ? mf_fp16_to_fp32(vh[cell[j]][d]) : v[cell[j]][d];
+                            l[j % 8] = fmaf(p[r][j], x, l[j % 8]);
+                        }
+                        const float want = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+                        const float got = out[(size_t)(r / NH) * ostride + (size_t)(r % NH) * (size_t)hd + (size_t)d];
+                        if (memcmp(&want, &got, sizeof want) && bad++ < 3)
+                            CHECK(0, "pv_rows %s hd %lld kb %lld row %d d %lld: %a, loop %a", vt ? "f16" : "f32",
+                                  (long long)hd, (long long)kb, r, (long long)d, got, want);
+                    }
+            }
+    }
+    mf_cpu_vec ref;
+    mf_cpu_vec_init_isa(&ref, MF_ISA_SCALAR);
+    static const int64_t ns[] = {1, 7, 8, 9, 15, 16, 17, 24, 33, 300};
+    static float x[300], want[300], got[300];
+    for (size_t ni = 0; ni < MF_ARRAY_LEN(ns); ni++)
+        for (int f16 = 0; f16 < 2; f16++) {
+            const int64_t n = ns[ni];
+            seed(990 + ni);
+            float mx = -INFINITY;
+            for (int64_t j = 0; j < n; j++) {
+                x[j] = frand() * (j % 5 == 3 ? 300.0f : 12.0f); /* exp's special paths (|n| > 126, > 192) too */
+                mx = x[j] > mx ? x[j] : mx;
+            }
+            memcpy(want, x, sizeof x);
+            memcpy(got, x, sizeof x);
+            const float inv = (float)(1.0 / ref.exp_sub(n, want, mx, want));
+            for (int64_t j = 0; j < n; j++) want[j] *= inv;
+            if (f16) ref.round_f16(n, want);
+            mf_cpu_att_softmax_row(n, got, mx, f16);
+            if (memcmp(want, got, (size_t)n * sizeof(float)) && bad++ < 6)
+                CHECK(0, "softmax_row n %lld %s differs from normalize", (long long)n, f16 ? "f16" : "f32");
+        }
+    CHECK(bad == 0, "%d results differ from the plain loops", bad);
+}
+
 int main(void) {
     RUN(test_threadpool);
     RUN(test_get_rows_every_type);
@@ -1420,6 +1508,7 @@ int main(void) {
     RUN(test_attention_interleaved_sequences);
     RUN(test_attention_prefill_blocks);
     RUN(test_attention_x16_kernels);
+    RUN(test_attention_prefill_kernels);
     RUN(test_attention_q8_0);
     RUN(test_fusion_bitwise);
     RUN(test_compute_range_splits);

@@ -70,6 +70,8 @@ static int64_t group_of(const mf_graph *g, const mf_node *n) {
 #define X16_MIN_ROWS 8 /* below this many rows in a run the AVX-512 path scores key by key */
 #define ROWS_SHARED 16 /* (token, head) rows a token block aims for */
 #define SCORES_BUDGET ((size_t)4 << 20) /* bytes of scores per thread a token block may take */
+#define FA_BLOCK 64 /* keys per block of the flash-attention form's AVX-512 path */
+#define PV_BLOCK_BYTES ((size_t)32 << 10) /* value slices of one key block (mf_cpu_att_pv_rows): L1 */
 /* rows per run: tb * grp <= ROWS_SHARED when tb > 1, else one token's heads <= HB_MAX */
 _Static_assert(ROWS_SHARED <= HB_MAX && ROWS_X16 <= HB_MAX, "rows fit the stack arrays");
 
@@ -100,13 +102,14 @@ size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n) {
     const int64_t hd = q->ne[0], grp = group_of(g, n), nw = n_win(g, n);
     const bool x16 = use_x16(g, n);
     const size_t rows = (size_t)(tok_block(grp, nw, q->ne[2], x16) * grp);
-    /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [4][rows][hd], the queries
+    /* scores[rows][n_win], max[rows], one v row in f32 [hd], accumulators [8][rows][hd], the queries
      * converted to K's vec_dot type (at most f32-sized) [rows][hd], the scores of one key [rows], and for the
      * dot_rows path the queries as f32 [rows][hd] and one K row as f32 [hd]; the AVX-512 path also a K block
-     * [hd][16], its scores [rows][16] and the pv16 factors [rows] */
-    return (rows * (size_t)nw + rows + (size_t)hd + 6 * rows * (size_t)hd + (size_t)hd + rows +
-            (x16 ? 16 * (size_t)hd + 17 * rows : 0)) * sizeof(float) +
-           12 * 64;
+     * [hd][16], its scores or lane maxima [rows][16] and the pv16 factors [rows] (laid out whatever the path),
+     * and the flash-attention form's value block [FA_BLOCK][hd] after them */
+    return (rows * (size_t)nw + rows + (size_t)hd + 10 * rows * (size_t)hd + (size_t)hd + rows +
+            16 * (size_t)hd + 17 * rows + FA_BLOCK * (size_t)hd) * sizeof(float) +
+           13 * 64;
 }
 
 /* head slice (hd values from element offset e0) of a cache row as f32: the row itself when f32 */
@@ -150,6 +153,7 @@ typedef struct {
     float *qf, *kf, *sk;            /* dot_rows path: queries, one K row as f32; sk: one key's dots */
     mf_dot_rows_fn dot_rows;        /* NULL: one vec_dot per (row, key) */
     float *kt, *s16, *inv;          /* AVX-512 path: K block [hd][16], its scores [rows][16], pv16 factors [rows] */
+    float *vf;                      /* flash-attention form, AVX-512: a key block's value rows as f32 [FA_BLOCK][hd] */
     uint8_t *qc;
 } att_ctx;
 
@@ -242,14 +246,19 @@ static void score_keys(const att_ctx *a, const att_win *cols, int64_t nh, int64_
 }
 
 /* The same scores 16 keys at a time (AVX-512 path): each block's K slices transposed into lanes once for
- * every row (mf_cpu_att_scores16, the vec_dot order lane for lane). */
+ * every row (mf_cpu_att_kt16), each row's 16 dots in the vec_dot order lane for lane, scaled and stored
+ * for the keys its window reaches (mf_cpu_att_scores16_put).  The maximum is kept per lane and folded
+ * at the end with the same rule s > m ? s : m: it is the maximum of the same values (NaNs never taken);
+ * only which zero a max of +0/-0 ties keeps can differ, and x - (+0) and x - (-0) have the same exp. */
 static void score_blocks(const att_ctx *a, const att_win *cols, int64_t nh, int64_t rows, int64_t kvh) {
     const int64_t hd = a->hd, nw = a->nw, e0 = kvh * hd, cnt = cols[rows / nh - 1].cnt;
     const int32_t *cell = cols[rows / nh - 1].cell;
     const size_t kslice = mf_row_size(a->k->type, e0), kbytes = mf_row_size(a->k->type, hd);
     for (int64_t j = 0; j < MF_MIN(cnt, (int64_t)16); j++)
         prefetch_slice((const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice, kbytes);
-    for (int64_t r = 0; r < rows; r++) a->mx[r] = -INFINITY;
+    float *mxv = a->s16; /* [rows][16] */
+    for (int64_t i = 0; i < 16 * rows; i++) mxv[i] = -INFINITY;
+    uint16_t mask[HB_MAX];
     int64_t r0 = 0; /* the first row whose window reaches the block */
     for (int64_t jb = 0; jb < cnt; jb += 16) {
         const int64_t nk = MF_MIN((int64_t)16, cnt - jb);
@@ -257,23 +266,18 @@ static void score_blocks(const att_ctx *a, const att_win *cols, int64_t nh, int6
         /* the next block's K slices (decode reads the cache cold, right after streaming the weights) */
         for (int64_t i = jb + 16; i < MF_MIN(cnt, jb + 32); i++)
             prefetch_slice((const char *)a->k->data + (size_t)cell[i] * a->k->nb[1] + kslice, kbytes);
-        for (int64_t i = 0; i < 16; i++) {
-            if (i >= nk) {
-                for (int64_t d = 0; d < hd; d++) a->kt[d * 16 + i] = 0.0f;
-                continue;
-            }
-            const float *kf = kv_row(a->vec, a->k, cell[jb + i], e0, hd, a->kf);
-            for (int64_t d = 0; d < hd; d++) a->kt[d * 16 + i] = kf[d];
-        }
-        mf_cpu_att_scores16(hd, a->kt, a->qf + r0 * hd, (int)(rows - r0), a->s16);
+        mf_cpu_att_kt16(hd, a->k->data, a->k->nb[1], kslice, a->k->type, cell + jb, (int)nk, a->kt);
         for (int64_t r = r0; r < rows; r++) {
             const int64_t lim = MF_MIN((int64_t)16, cols[r / nh].cnt - jb);
-            for (int64_t i = 0; i < lim; i++) {
-                const float s = a->s16[(r - r0) * 16 + i] * a->scale;
-                a->scores[r * nw + jb + i] = s;
-                a->mx[r] = s > a->mx[r] ? s : a->mx[r];
-            }
+            mask[r] = (uint16_t)(lim >= 16 ? 0xFFFFu : (1u << lim) - 1u);
         }
+        mf_cpu_att_scores16_put(hd, a->kt, a->qf + r0 * hd, (int)(rows - r0), a->scale, mask + r0,
+                                a->scores + r0 * nw + jb, (size_t)nw, mxv + 16 * r0);
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        float m = -INFINITY;
+        for (int i = 0; i < 16; i++) m = mxv[16 * r + i] > m ? mxv[16 * r + i] : m;
+        a->mx[r] = m;
     }
 }
 
@@ -299,7 +303,9 @@ static void round_p_f16(const att_ctx *a, int64_t cnt, float *p) {
 
 /* The AVX-512 path over the same run (see attend_run for the run): the scores (by blocks; key by key when
  * the run has fewer than X16_MIN_ROWS rows, e.g. one decode token's heads, which do not pay for the
- * transposition - the same bits either way), softmax per row as there, then the values per token. */
+ * transposition - the same bits either way), softmax per row as there (16 lanes wide), then the values:
+ * of a prefill run for all its rows at once over key blocks that stay in L1 (mf_cpu_att_pv_rows: a long
+ * cache's V rows were fetched once per token of the run, from L3 at depth 4096), of one token per token. */
 static void attend_run_x16(const att_ctx *a, const att_win *cols, int64_t t0, int64_t nt, int64_t kvh,
                            int64_t h0, int64_t nh) {
     const int64_t hd = a->hd, nw = a->nw, rows = nt * nh, e0 = kvh * hd;
@@ -309,9 +315,30 @@ static void attend_run_x16(const att_ctx *a, const att_win *cols, int64_t t0, in
     (rows < X16_MIN_ROWS ? score_keys : score_blocks)(a, cols, nh, rows, kvh);
     for (int64_t r = 0; r < rows; r++) {
         const int64_t cr = cols[r / nh].cnt;
-        normalize(a->vec, cr, scores + r * nw, mx[r]);
-        round_p_f16(a, cr, scores + r * nw);
+        mf_cpu_att_softmax_row(cr, scores + r * nw, mx[r], a->v->type == MF_TYPE_F16);
         a->inv[r] = 1.0f; /* the probabilities are normalized already */
+    }
+    if (nt > 1) { /* a prefill run: every row at once, each value row read once */
+        int64_t rcnt[HB_MAX];
+        for (int64_t r = 0; r < rows; r++) rcnt[r] = cols[r / nh].cnt;
+        const size_t vrow = mf_row_size(a->v->type, hd);
+        const mf_cpu_att_pvb pvb = {.hd = hd,
+                                    .kb = MF_MAX((int64_t)64, MF_MIN((int64_t)512, (int64_t)(PV_BLOCK_BYTES / vrow) & ~(int64_t)7)),
+                                    .nrows = (int)rows,
+                                    .nh = (int)nh,
+                                    .cnt = rcnt,
+                                    .p = scores,
+                                    .p_stride = (size_t)nw,
+                                    .v = a->v->data,
+                                    .v_nb1 = a->v->nb[1],
+                                    .voff = mf_row_size(a->v->type, e0),
+                                    .vtype = a->v->type,
+                                    .cell = cell,
+                                    .acc = a->acc,
+                                    .out = out_row(a, t0, h0),
+                                    .out_stride = a->n->nb[1] / sizeof(float)};
+        mf_cpu_att_pv_rows(&pvb);
+        return;
     }
     for (int64_t i = 0; i < nt; i++) {
         const mf_cpu_att_pv pv = {.hd = hd,
@@ -421,30 +448,61 @@ static void attend_run_fa(const att_ctx *a, const att_win *cols, int64_t t0, int
         S[r] = 0.0f;
     }
     memset(acc, 0, (size_t)(rows * hd) * sizeof(float));
-    int64_t r0 = 0; /* the first row whose window reaches key j (the counts grow along the run) */
-    for (int64_t j = 0; j < cnt; j++) {
-        while (cols[r0 / nh].cnt <= j) r0 += nh;
-        if (j + KV_PREFETCH_AHEAD < cnt) {
-            prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice, kbytes);
-            prefetch_slice((const char *)a->v->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->v->nb[1] + vslice, vbytes);
-        }
-        const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
-        const char *vr = (const char *)a->v->data + (size_t)cell[j] * a->v->nb[1] + vslice;
-        for (int64_t r = r0; r < rows; r++) {
-            float s;
-            a->kk->vec_dot(hd, &s, kr, a->qc + (size_t)r * a->qrs);
-            s = s * a->scale;
-            float ms = 1.0f, vs = 1.0f;
-            if (s > M[r]) {
-                const float m_old = M[r];
-                M[r] = s;
-                ms = expf(m_old - s);
-                a->vec->scale(hd, ms, acc + r * hd);
-            } else {
-                vs = expf(s - M[r]);
+    if (mf_isa_avx512(mf_quant_active_isa()) && mf_cpu_att_x16_ok(hd)) {
+        /* AVX-512: per block of keys, the scores of every row, the value rows dequantized once (exact: an
+         * int8 times an f16 scale), then each row's steps over the block with its accumulator in registers */
+        const int64_t kb = MF_MIN((int64_t)FA_BLOCK, a->nw);
+        float *sc = a->scores; /* [rows][kb] */
+        int64_t rb = 0;        /* the first row whose window reaches the block */
+        for (int64_t jb = 0; jb < cnt; jb += kb) {
+            const int64_t je = MF_MIN(cnt, jb + kb);
+            while (cols[rb / nh].cnt <= jb) rb += nh;
+            int64_t r0 = rb;
+            for (int64_t j = jb; j < je; j++) {
+                while (cols[r0 / nh].cnt <= j) r0 += nh;
+                if (j + KV_PREFETCH_AHEAD < cnt) {
+                    prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice, kbytes);
+                    prefetch_slice((const char *)a->v->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->v->nb[1] + vslice, vbytes);
+                }
+                const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
+                for (int64_t r = r0; r < rows; r++) {
+                    float s;
+                    a->kk->vec_dot(hd, &s, kr, a->qc + (size_t)r * a->qrs);
+                    sc[r * kb + (j - jb)] = s * a->scale;
+                }
+                mf_dequantize_row(MF_TYPE_Q8_0, (const char *)a->v->data + (size_t)cell[j] * a->v->nb[1] + vslice,
+                                  a->vf + (j - jb) * hd, hd);
             }
-            a->vec->mad_q8_0(hd, vs, vr, acc + r * hd);
-            S[r] = fmaf(S[r], ms, vs);
+            for (int64_t r = rb; r < rows; r++)
+                mf_cpu_att_fa_rows(hd, (int)(MF_MIN(je, cols[r / nh].cnt) - jb), sc + r * kb, a->vf, &M[r], &S[r],
+                                   acc + r * hd);
+        }
+    } else {
+        int64_t r0 = 0; /* the first row whose window reaches key j (the counts grow along the run) */
+        for (int64_t j = 0; j < cnt; j++) {
+            while (cols[r0 / nh].cnt <= j) r0 += nh;
+            if (j + KV_PREFETCH_AHEAD < cnt) {
+                prefetch_slice((const char *)a->k->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->k->nb[1] + kslice, kbytes);
+                prefetch_slice((const char *)a->v->data + (size_t)cell[j + KV_PREFETCH_AHEAD] * a->v->nb[1] + vslice, vbytes);
+            }
+            const char *kr = (const char *)a->k->data + (size_t)cell[j] * a->k->nb[1] + kslice;
+            const char *vr = (const char *)a->v->data + (size_t)cell[j] * a->v->nb[1] + vslice;
+            for (int64_t r = r0; r < rows; r++) {
+                float s;
+                a->kk->vec_dot(hd, &s, kr, a->qc + (size_t)r * a->qrs);
+                s = s * a->scale;
+                float ms = 1.0f, vs = 1.0f;
+                if (s > M[r]) {
+                    const float m_old = M[r];
+                    M[r] = s;
+                    ms = expf(m_old - s);
+                    a->vec->scale(hd, ms, acc + r * hd);
+                } else {
+                    vs = expf(s - M[r]);
+                }
+                a->vec->mad_q8_0(hd, vs, vr, acc + r * hd);
+                S[r] = fmaf(S[r], ms, vs);
+            }
         }
     }
     for (int64_t r = 0; r < rows; r++) {
@@ -492,13 +550,14 @@ void mf_cpu_op_attention(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
     a.mx = align64f(a.scores + rows * nw);
     a.buf = align64f(a.mx + rows);
     a.acc = align64f(a.buf + hd);
-    a.qc = (uint8_t *)align64f(a.acc + 4 * rows * hd);
+    a.qc = (uint8_t *)align64f(a.acc + 8 * rows * hd);
     a.qf = align64f((float *)a.qc + rows * hd);
     a.kf = align64f(a.qf + rows * hd);
     a.sk = align64f(a.kf + hd);
     a.kt = align64f(a.sk + rows);
     a.s16 = align64f(a.kt + 16 * hd);
     a.inv = align64f(a.s16 + 16 * rows);
+    a.vf = align64f(a.inv + rows);
     /* F32/F16 caches with hd % 32 == 0: convert each K row once for all the run's rows (same bits as the
      * type's vec_dot, see mf_dot_rows_fn) */
     a.dot_rows = (k->type == MF_TYPE_F32 || k->type == MF_TYPE_F16) && hd % 32 == 0 ? mf_quant_dot_rows() : NULL;

@@ -127,6 +127,249 @@ AVX512 void mf_cpu_att_pv16(const mf_cpu_att_pv *pv) {
     }
 }
 
+/* ggml_v_expf (vec.c's exp8) on 16 lanes: every lane the same operations, so the same bits as one lane
+ * of exp8 or mf_cpu_expf (the special path's fma(k, j, k) is fma(j, k, k)) */
+static inline AVX512 __m512 exp16(__m512 x) {
+    const __m512 r = _mm512_set1_ps(0x1.8p23f);
+    const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+    const __m512 n = _mm512_sub_ps(z, r);
+    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+    const __m512i e = _mm512_slli_epi32(_mm512_castps_si512(z), 23);
+    const __m512 k = _mm512_castsi512_ps(_mm512_add_epi32(e, _mm512_castps_si512(_mm512_set1_ps(1))));
+    const __m512 an = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(n), _mm512_set1_epi32(0x7fffffff)));
+    const __mmask16 c = _mm512_cmp_ps_mask(an, _mm512_set1_ps(126), _CMP_GT_OQ);
+    const __m512 u = _mm512_mul_ps(b, b);
+    const __m512 j = _mm512_fmadd_ps(
+        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm512_mul_ps(_mm512_set1_ps(0x1.ffffecp-1f), b));
+    const __m512 plain = _mm512_fmadd_ps(j, k, k);
+    if (!c) return plain;
+    const __mmask16 le = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ);
+    const __m512i g = _mm512_maskz_mov_epi32(le, _mm512_set1_epi32((int)0x82000000u));
+    const __m512 s1 = _mm512_castsi512_ps(_mm512_add_epi32(g, _mm512_set1_epi32(0x7f000000)));
+    const __m512 s2 = _mm512_castsi512_ps(_mm512_sub_epi32(e, g));
+    const __mmask16 d = _mm512_cmp_ps_mask(an, _mm512_set1_ps(192), _CMP_GT_OQ);
+    __m512 y = _mm512_mask_mov_ps(plain, c, _mm512_mul_ps(_mm512_fmadd_ps(s2, j, s2), s1));
+    return _mm512_mask_mov_ps(y, d, _mm512_mul_ps(s1, s1));
+}
+
+/* attention.c's normalize then round_p_f16 on one row, fused: p = e^(p - mx) (exp16), their sum as
+ * ggml_vec_soft_max_f32 adds it (per 8 elements ((e0+e4)+(e2+e6)) + ((e1+e5)+(e3+e7)) in float, the 8-sums
+ * in double in order; a last partial group as if padded with zeros), then p * (float)(1 / sum), rounded
+ * to f16 when f16: every operation as there */
+AVX512 void mf_cpu_att_softmax_row(int64_t n, float *p, float mx, bool f16) {
+    const __m512 vm = _mm512_set1_ps(mx);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 live = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512 e = _mm512_maskz_mov_ps(live, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, p + i), vm)));
+        _mm512_mask_storeu_ps(p + i, live, e);
+        const __m512 t1 = _mm512_add_ps(_mm512_shuffle_f32x4(e, e, _MM_SHUFFLE(2, 3, 0, 1)), e);  /* e_i + e_(i^4) */
+        const __m512 t2 = _mm512_add_ps(t1, _mm512_permute_ps(t1, _MM_SHUFFLE(1, 0, 3, 2)));        /* + (i^2) */
+        const __m512 t3 = _mm512_add_ps(t2, _mm512_permute_ps(t2, _MM_SHUFFLE(2, 3, 0, 1)));        /* + (i^1) */
+        sum += (double)_mm512_cvtss_f32(t3);
+        if (n - i > 8) sum += (double)_mm_cvtss_f32(_mm512_extractf32x4_ps(t3, 2));
+    }
+    const __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 live = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(live, p + i), inv);
+        if (f16) x = _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+        _mm512_mask_storeu_ps(p + i, live, x);
+    }
+}
+
+/* ---- the flash-attention form (q8_0 V) over a block of keys ---- */
+
+/* One row's online softmax over n keys of a block, as attend_run_fa does it key by key: s = sc[i], on a
+ * new maximum M the sum of values is scaled by ms = expf(M_old - s) (ggml_vec_scale_f32: acc * ms) and the
+ * value added with weight 1, else with vs = expf(s - M); the value x_i = q_i * d (the block's rows
+ * dequantized once, exact) added as fma(x, vs, acc) (mad_q8_0's operation); S = fmaf(S, ms, vs).  The
+ * accumulator stays in registers over the block instead of being read and written per key. */
+static inline __attribute__((always_inline)) AVX512 void fa_row_block(int n, const float *sc, const float *vf,
+                                                                      float *M, float *S, float *acc, const int NV) {
+    __m512 a[16];
+    _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) a[c] = _mm512_loadu_ps(acc + 16 * c);
+    float m = *M, sum = *S;
+    for (int i = 0; i < n; i++) {
+        const float s = sc[i];
+        float ms = 1.0f, vs = 1.0f;
+        if (s > m) {
+            const float m_old = m;
+            m = s;
+            ms = expf(m_old - s);
+            const __m512 f = _mm512_set1_ps(ms);
+            _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) a[c] = _mm512_mul_ps(a[c], f);
+        } else {
+            vs = expf(s - m);
+        }
+        const __m512 p = _mm512_set1_ps(vs);
+        const float *x = vf + (size_t)i * (size_t)NV * 16;
+        _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) a[c] = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16 * c), p, a[c]);
+        sum = fmaf(sum, ms, vs);
+    }
+    _Pragma("GCC unroll 16") for (int c = 0; c < NV; c++) _mm512_storeu_ps(acc + 16 * c, a[c]);
+    *M = m;
+    *S = sum;
+}
+
+AVX512 void mf_cpu_att_fa_rows(int64_t hd, int n, const float *sc, const float *vf, float *M, float *S, float *acc) {
+    switch (hd) {
+    case 32: fa_row_block(n, sc, vf, M, S, acc, 2); break;
+    case 64: fa_row_block(n, sc, vf, M, S, acc, 4); break;
+    case 96: fa_row_block(n, sc, vf, M, S, acc, 6); break;
+    case 128: fa_row_block(n, sc, vf, M, S, acc, 8); break;
+    case 256: fa_row_block(n, sc, vf, M, S, acc, 16); break;
+    default: break;
+    }
+}
+
+/* ---- prefill runs: many rows at once ---- */
+
+/* The K slices of up to 16 keys transposed into kt[d][16] (keys >= nk: 0), 16 x 16 at a time in registers
+ * (f16 rows converted on the way; exact). */
+AVX512 void mf_cpu_att_kt16(int64_t hd, const char *base, size_t nb1, size_t off, uint32_t type, const int32_t *cell,
+                            int nk, float *kt) {
+    for (int64_t c = 0; c < hd / 16; c++) {
+        __m512 r[16], t[16];
+        for (int i = 0; i < 16; i++) r[i] = i < nk ? v16(base + (size_t)cell[i] * nb1 + off, type, (int)c) : _mm512_setzero_ps();
+        for (int i = 0; i < 8; i++) {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);     /* per 128 bits: a0 b0 a1 b1 */
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]); /* a2 b2 a3 b3 */
+        }
+        for (int i = 0; i < 4; i++) { /* r[4i + x]: element x of each 128 bits of rows 4i..4i+3 */
+            r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+            r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+            r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+            r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+        }
+        float *o = kt + (size_t)c * 256;
+        for (int x = 0; x < 4; x++) { /* element 4L + x of the 16: the L-th 128 bits of r[x], r[4 + x], r[8 + x], r[12 + x] */
+            const __m512 u0 = _mm512_shuffle_f32x4(r[x], r[4 + x], 0x88), u1 = _mm512_shuffle_f32x4(r[x], r[4 + x], 0xDD);
+            const __m512 u2 = _mm512_shuffle_f32x4(r[8 + x], r[12 + x], 0x88), u3 = _mm512_shuffle_f32x4(r[8 + x], r[12 + x], 0xDD);
+            _mm512_storeu_ps(o + 16 * x, _mm512_shuffle_f32x4(u0, u2, 0x88));
+            _mm512_storeu_ps(o + 16 * (8 + x), _mm512_shuffle_f32x4(u0, u2, 0xDD));
+            _mm512_storeu_ps(o + 16 * (4 + x), _mm512_shuffle_f32x4(u1, u3, 0x88));
+            _mm512_storeu_ps(o + 16 * (12 + x), _mm512_shuffle_f32x4(u1, u3, 0xDD));
+        }
+    }
+}
+
+/* scores16 for nrows rows, each times scale and stored under its mask (the keys its window reaches) at
+ * dst + r * stride, with a running maximum per lane in mxv[r][16] (max_ps(s, m) is s > m ? s : m, the
+ * scalar rule: the row's maximum is the same value, see attention.c) */
+AVX512 void mf_cpu_att_scores16_put(int64_t hd, const float *kt, const float *q, int nrows, float scale,
+                                    const uint16_t *mask, float *dst, size_t stride, float *mxv) {
+    float s[32];
+    const __m512 vs = _mm512_set1_ps(scale);
+    for (int r = 0; r < nrows;) {
+        const int R = r + 2 <= nrows ? 2 : 1;
+        if (R == 2) scores_rows(hd, kt, q + (size_t)r * hd, s, 2);
+        else scores_rows(hd, kt, q + (size_t)r * hd, s, 1);
+        for (int rr = 0; rr < R; rr++, r++) {
+            const __m512 x = _mm512_mul_ps(_mm512_loadu_ps(s + 16 * rr), vs);
+            _mm512_mask_storeu_ps(dst + (size_t)r * stride, mask[r], x);
+            const __m512 m = _mm512_loadu_ps(mxv + 16 * (size_t)r);
+            _mm512_storeu_ps(mxv + 16 * (size_t)r, _mm512_mask_max_ps(m, mask[r], x, m));
+        }
+    }
+}
+
+/* HB rows from r0 by NC 16-element chunks from c0, keys jb..je-1 of each lane: the lane's fma chain
+ * continued from acc (zero at the first block), a row's keys stopping at its own window (masked fma:
+ * the accumulator is left as it is, not added a 0 * v that an inf value would turn into a NaN) */
+static inline __attribute__((always_inline)) AVX512 void pvb_tile(const mf_cpu_att_pvb *b, int r0, int c0, int64_t jb,
+                                                                  int64_t je, bool pf, const int HB, const int NC,
+                                                                  const bool F16) {
+    const int64_t hd = b->hd;
+    const size_t voff = b->voff + (size_t)c0 * 16 * (F16 ? 2 : 4), slice = (size_t)hd * (F16 ? 2 : 4);
+    const int64_t jfull = MF_MIN(je, b->cnt[r0]), jend = MF_MIN(je, b->cnt[r0 + HB - 1]);
+    for (int m = 0; m < 8; m++) {
+        __m512 acc[6][4];
+        float *ab = b->acc + ((size_t)m * (size_t)b->nrows + (size_t)r0) * (size_t)hd + 16 * (size_t)c0;
+        _Pragma("GCC unroll 6") for (int h = 0; h < HB; h++)
+            _Pragma("GCC unroll 4") for (int c = 0; c < NC; c++)
+                acc[h][c] = jb ? _mm512_loadu_ps(ab + (size_t)h * hd + 16 * c) : _mm512_setzero_ps();
+        int64_t j = jb + m;
+        for (; j < jfull; j += 8) {
+            if (pf && j + b->kb < b->cnt[b->nrows - 1]) {
+                const char *nx = b->v + (size_t)b->cell[j + b->kb] * b->v_nb1 + b->voff;
+                for (size_t o = 0; o < slice; o += 64) _mm_prefetch(nx + o, _MM_HINT_T1);
+            }
+            const char *row = b->v + (size_t)b->cell[j] * b->v_nb1 + voff;
+            __m512 v[4];
+            _Pragma("GCC unroll 4") for (int c = 0; c < NC; c++) v[c] = v16(row, F16 ? MF_TYPE_F16 : MF_TYPE_F32, c);
+            _Pragma("GCC unroll 6") for (int h = 0; h < HB; h++) {
+                const __m512 p = _mm512_set1_ps(b->p[(size_t)(r0 + h) * b->p_stride + (size_t)j]);
+                _Pragma("GCC unroll 4") for (int c = 0; c < NC; c++) acc[h][c] = _mm512_fmadd_ps(p, v[c], acc[h][c]);
+            }
+        }
+        for (; j < jend; j += 8) { /* the run's last keys: not every row's window reaches them */
+            const char *row = b->v + (size_t)b->cell[j] * b->v_nb1 + voff;
+            __m512 v[4];
+            _Pragma("GCC unroll 4") for (int c = 0; c < NC; c++) v[c] = v16(row, F16 ? MF_TYPE_F16 : MF_TYPE_F32, c);
+            _Pragma("GCC unroll 6") for (int h = 0; h < HB; h++) {
+                if (j >= b->cnt[r0 + h]) continue;
+                const __m512 p = _mm512_set1_ps(b->p[(size_t)(r0 + h) * b->p_stride + (size_t)j]);
+                _Pragma("GCC unroll 4") for (int c = 0; c < NC; c++) acc[h][c] = _mm512_fmadd_ps(p, v[c], acc[h][c]);
+            }
+        }
+        _Pragma("GCC unroll 6") for (int h = 0; h < HB; h++)
+            _Pragma("GCC unroll 4") for (int c = 0; c < NC; c++) _mm512_storeu_ps(ab + (size_t)h * hd + 16 * c, acc[h][c]);
+    }
+}
+
+#define PVB_ROWS(HB)                                                                                         \
+    do {                                                                                                     \
+        if (nc == 4) {                                                                                       \
+            if (f16) pvb_tile(b, r, c0, jb, je, pf, (HB), 4, true);                                          \
+            else pvb_tile(b, r, c0, jb, je, pf, (HB), 4, false);                                             \
+        } else {                                                                                             \
+            if (f16) pvb_tile(b, r, c0, jb, je, pf, (HB), 2, true);                                          \
+            else pvb_tile(b, r, c0, jb, je, pf, (HB), 2, false);                                             \
+        }                                                                                                    \
+    } while (0)
+
+AVX512 void mf_cpu_att_pv_rows(const mf_cpu_att_pvb *b) {
+    const int64_t hd = b->hd, last = b->cnt[b->nrows - 1];
+    const int nc = (hd / 16) % 4 == 0 ? 4 : 2;
+    const bool f16 = b->vtype == MF_TYPE_F16;
+    int rs = 0; /* the first row whose window reaches the block */
+    for (int64_t jb = 0; jb < last; jb += b->kb) {
+        const int64_t je = MF_MIN(last, jb + b->kb);
+        while (b->cnt[rs] <= jb) rs++;
+        bool pf = true; /* the first tile fetches the next block's value rows into L2 */
+        for (int r = rs; r < b->nrows;) {
+            const int left = b->nrows - r, hb = left >= 6 ? 6 : left;
+            for (int c0 = 0; c0 < hd / 16; c0 += nc) {
+                switch (hb) {
+                case 6: PVB_ROWS(6); break;
+                case 5: PVB_ROWS(5); break;
+                case 4: PVB_ROWS(4); break;
+                case 3: PVB_ROWS(3); break;
+                case 2: PVB_ROWS(2); break;
+                default: PVB_ROWS(1); break;
+                }
+                pf = false;
+            }
+            r += hb;
+        }
+    }
+    /* tinyBLAS's hsum of the 8 lanes: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) */
+    const size_t ls = (size_t)b->nrows * (size_t)hd;
+    for (int r = 0; r < b->nrows; r++) {
+        const float *a = b->acc + (size_t)r * (size_t)hd;
+        float *o = b->out + (size_t)(r / b->nh) * b->out_stride + (size_t)(r % b->nh) * (size_t)hd;
+        for (int64_t d = 0; d < hd; d += 16) {
+            __m512 l[8];
+            for (int m = 0; m < 8; m++) l[m] = _mm512_loadu_ps(a + (size_t)m * ls + d);
+            _mm512_storeu_ps(o + d, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(l[0], l[4]), _mm512_add_ps(l[2], l[6])),
+                                                  _mm512_add_ps(_mm512_add_ps(l[1], l[5]), _mm512_add_ps(l[3], l[7]))));
+        }
+    }
+}
+
 bool mf_cpu_att_x16_ok(int64_t hd) {
     return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256;
 }
@@ -140,5 +383,22 @@ void mf_cpu_att_scores16(int64_t hd, const float *kt, const float *q, int nrows,
 }
 void mf_cpu_att_pv16(const mf_cpu_att_pv *pv) {
     (void)pv;
+}
+void mf_cpu_att_kt16(int64_t hd, const char *base, size_t nb1, size_t off, uint32_t type, const int32_t *cell,
+                     int nk, float *kt) {
+    (void)hd, (void)base, (void)nb1, (void)off, (void)type, (void)cell, (void)nk, (void)kt;
+}
+void mf_cpu_att_scores16_put(int64_t hd, const float *kt, const float *q, int nrows, float scale,
+                             const uint16_t *mask, float *dst, size_t stride, float *mxv) {
+    (void)hd, (void)kt, (void)q, (void)nrows, (void)scale, (void)mask, (void)dst, (void)stride, (void)mxv;
+}
+void mf_cpu_att_pv_rows(const mf_cpu_att_pvb *b) {
+    (void)b;
+}
+void mf_cpu_att_softmax_row(int64_t n, float *p, float mx, bool f16) {
+    (void)n, (void)p, (void)mx, (void)f16;
+}
+void mf_cpu_att_fa_rows(int64_t hd, int n, const float *sc, const float *vf, float *M, float *S, float *acc) {
+    (void)hd, (void)n, (void)sc, (void)vf, (void)M, (void)S, (void)acc;
 }
 #endif

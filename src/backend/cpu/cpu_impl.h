@@ -190,6 +190,41 @@ typedef struct {
 void mf_cpu_att_scores16(int64_t hd, const float *kt, const float *q, int nrows, float *out);
 void mf_cpu_att_pv16(const mf_cpu_att_pv *pv);
 bool mf_cpu_att_x16_ok(int64_t hd); /* the head sizes the two kernels take */
+/* kt16: the head slices (at base + cell[i] * nb1 + off, f16 or f32) of nk <= 16 keys transposed into
+ * kt = [hd][16], keys >= nk zero.  scores16_put: scores16 of nrows rows times scale, row r stored under
+ * mask[r] (one bit per key its window reaches) at dst + r * stride, and its lanes' running maxima
+ * max_ps(s, m) (= s > m ? s : m) in mxv[r][16]. */
+void mf_cpu_att_kt16(int64_t hd, const char *base, size_t nb1, size_t off, uint32_t type, const int32_t *cell,
+                     int nk, float *kt);
+void mf_cpu_att_scores16_put(int64_t hd, const float *kt, const float *q, int nrows, float scale,
+                             const uint16_t *mask, float *dst, size_t stride, float *mxv);
+/* The values of a prefill run's rows at once (AVX-512): row r (nondecreasing window counts cnt[r] over
+ * the longest window's cells) gets out = the same MF_PV_LANE-order sum as pv16 with inv 1, bit for bit:
+ * each lane's fma chain over its keys in window order, then tinyBLAS's hsum.  The keys go in blocks of kb
+ * (a multiple of 8) whose value slices stay in L1 while every row's chains continue over them (the chains
+ * wait in acc between blocks), so a value row is read from memory once per run, not once per token. */
+typedef struct {
+    int64_t hd, kb;
+    int nrows, nh;        /* row r = (token r / nh, head r % nh) */
+    const int64_t *cnt;   /* [nrows] */
+    const float *p;       /* row r's probabilities at p + r * p_stride */
+    size_t p_stride;
+    const char *v;
+    size_t v_nb1, voff;
+    uint32_t vtype;       /* f16 or f32 */
+    const int32_t *cell;  /* the longest window */
+    float *acc;           /* scratch [8][nrows][hd] */
+    float *out;           /* row r: out + (r / nh) * out_stride + (r % nh) * hd */
+    size_t out_stride;
+} mf_cpu_att_pvb;
+void mf_cpu_att_pv_rows(const mf_cpu_att_pvb *b);
+/* attention.c's normalize then round_p_f16 (when f16) of one row of n scores with maximum mx, 16 lanes at a
+ * time: the same operations, the same bits */
+void mf_cpu_att_softmax_row(int64_t n, float *p, float mx, bool f16);
+/* The flash-attention form (q8_0 V) for one row over n keys of a block (AVX-512, the head sizes of
+ * mf_cpu_att_x16_ok): scores sc[n] (scaled), the block's value rows dequantized vf[n][hd], the row's
+ * running max M, sum S and accumulator acc[hd] continued: attention.c attend_run_fa's steps, the same bits */
+void mf_cpu_att_fa_rows(int64_t hd, int n, const float *sc, const float *vf, float *M, float *S, float *acc);
 
 void mf_cpu_op_get_rows(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 void mf_cpu_op_rms_norm(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
