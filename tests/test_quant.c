@@ -746,7 +746,7 @@ static void test_tile_bitwise_lengths(void) {
  * dot in double, and every ISA's kernel bitwise equal to the reference for every activation count (so
  * M = 1 and batched prefill give the same bits), over lengths across the kernels' unrolled edges. */
 static void test_x8_repack_and_kernels(void) {
-    enum { NR = 32, KMAX = 4864, NA = 9 };
+    enum { NR = 80, KMAX = 4864, NA = 9 }; /* 80 rows: 5 x16 groups, so a span has a GEMV's 4 and a rest */
     static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_IQ4_NL, MF_TYPE_Q4_K,
                                      MF_TYPE_Q6_K};
     static const int64_t lens[] = {32, 96, 896, KMAX}, lens_k[] = {256, 768, KMAX}; /* K types: 256-blocks */
@@ -815,13 +815,14 @@ static void test_x8_repack_and_kernels(void) {
             }
             const size_t as = sizeof a[0];
             float want[MF_X16_ROWS][NA];
+            static float want_all[NR][NA];
             /* the reference: each row of each group against each activation, one at a time */
             for (int g = 0; g < NR / R; g++) {
                 const uint8_t *grp = wx + (size_t)g * R * rs;
                 for (int j = 0; j < NA; j++) {
                     float s1[MF_X16_ROWS];
                     ref->vec_dot_tile(K, s1, 1, grp, rs, R, a[j], as, 1);
-                    for (int r = 0; r < R; r++) want[r][j] = s1[r];
+                    for (int r = 0; r < R; r++) want[r][j] = want_all[g * R + r][j] = s1[r];
                 }
                 /* against the plain dot product in double: float rounding only */
                 for (int r = 0; r < R; r++)
@@ -847,6 +848,30 @@ static void test_x8_repack_and_kernels(void) {
                                     CHECK(0, "%s %s K=%lld na=%d (row %d, act %d): %a, reference %a", mf_type_name(xt),
                                           mf_isa_name((mf_isa)isa), (long long)K, na, r, j, got[j][r], want[r][j]);
                     }
+                }
+            }
+            /* every group in one call (a span: decode's GEMV streams several groups side by side, then the
+             * rest one by one), every activation count: each row still the reference's bits, and the column
+             * past the span untouched */
+            for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
+                const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, (mf_isa)isa);
+                if (!k) continue;
+                CHECK(k->spans == (R == MF_X16_ROWS), "%s %s: spans exactly for the x16 layouts", mf_type_name(xt),
+                      mf_isa_name((mf_isa)isa));
+                if (!k->spans) continue;
+                for (int na = 1; na <= NA; na++) {
+                    static float got[NA][NR + 1];
+                    memset(got, 0xFF, sizeof got);
+                    k->vec_dot_tile(K, &got[0][0], NR + 1, wx, rs, NR, a[0], as, na);
+                    for (int j = 0; j < NA; j++)
+                        for (int r = 0; r <= NR; r++) {
+                            const bool in = j < na && r < NR;
+                            if ((in ? fbits(got[j][r]) != fbits(want_all[r][j]) : fbits(got[j][r]) != 0xFFFFFFFFu) &&
+                                bad++ < 3)
+                                CHECK(0, "%s %s K=%lld span of %d rows, na=%d (row %d, act %d): %a, reference %a",
+                                      mf_type_name(xt), mf_isa_name((mf_isa)isa), (long long)K, NR, na, r, j,
+                                      got[j][r], in ? want_all[r][j] : NAN);
+                        }
                 }
             }
             CHECK(bad == 0, "%s K=%lld: %d mismatches", mf_type_name(xt), (long long)K, bad);

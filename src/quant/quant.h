@@ -275,6 +275,9 @@ typedef struct {
                          * the start of a group (w_stride is ignored) */
     bool act_major;     /* the tile writes s[j * ldc + i] (activation-major, the matmul output's own layout,
                          * so it stores straight into it): the x8 layouts, whose lanes are rows */
+    bool spans;         /* the tile also takes nw = any multiple of tile_w: that many consecutive groups in
+                         * one call (the x16 layouts: one activation row then streams several groups side
+                         * by side, x16_avx512.c) */
 } mf_quant_kernels;
 
 /* Dots of one f32 row k with nq f32 rows q (q_stride floats apart), n a multiple of 32: out[i] is

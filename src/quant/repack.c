@@ -272,8 +272,8 @@ void mf_from_float_q8_0s(const float *x, void *y, int64_t n) {
     mf_to_q8_0s(mf_from_float_q8_0, x, y, n);
 }
 
-/* ---- reference kernels (the tile contract of quant.h with nw = R rows of one group, act_major output:
- * s[j * ldc + r] for row r of the group and activation j) ---- */
+/* ---- reference kernels (the tile contract of quant.h with nw rows of consecutive groups of R, act_major
+ * output: s[j * ldc + r] for row r of the span and activation j) ---- */
 
 /* The loops every reference kernel shares: row r of the group against activation j, block by block in
  * order, `block` adding one block's contribution to the row's single float accumulator.  R rows per group
@@ -284,10 +284,10 @@ static void x8_ref_tile(x8_ref_block block, int R, int64_t nb, size_t xbytes, si
                         const void *w, int nw, const void *a, size_t a_stride, int na) {
     for (int j = 0; j < na; j++) {
         const char *y = (const char *)a + (size_t)j * a_stride;
-        for (int r = 0; r < nw && r < R; r++) {
+        for (int r = 0; r < nw; r++) { /* row r is row r % R of group r / R (a span of whole groups) */
+            const uint8_t *grp = (const uint8_t *)w + (size_t)(r / R) * (size_t)nb * xbytes;
             float acc = 0;
-            for (int64_t b = 0; b < nb; b++)
-                acc = block((const uint8_t *)w + (size_t)b * xbytes, y + (size_t)b * ybytes, R, r, acc);
+            for (int64_t b = 0; b < nb; b++) acc = block(grp + (size_t)b * xbytes, y + (size_t)b * ybytes, R, r % R, acc);
             s[(size_t)j * ldc + r] = acc; /* activation-major (act_major) */
         }
     }

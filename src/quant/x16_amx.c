@@ -184,7 +184,9 @@ static inline __attribute__((always_inline)) MF_AMX void amx_rows(const int T, i
     _tile_release();
 }
 
-/* The exported tiles (the x16 contract: nw is one group of 16 rows, output act_major). */
+/* The exported tiles (the x16 contract: nw is a multiple of 16, that many consecutive groups; output
+ * act_major).  Fewer than AMX_MIN_NA activations go to the AVX-512 kernel whole (its GEMV streams several
+ * groups side by side); more, group by group through the tiles. */
 #define AMX_TILE(name, T, avx512)                                                                              \
     MF_AMX void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,  \
                      size_t a_stride, int na) {                                                               \
@@ -192,9 +194,13 @@ static inline __attribute__((always_inline)) MF_AMX void amx_rows(const int T, i
             avx512(n, s, ldc, w, w_stride, nw, a, a_stride, na);                                               \
             return;                                                                                            \
         }                                                                                                      \
-        for (int j = 0; j < na; j += MF_AMX_TILE_A)                                                            \
-            amx_rows(T, n, s + (size_t)j * ldc, ldc, w, (const char *)a + (size_t)j * a_stride, a_stride,      \
-                     MF_MIN(na - j, MF_AMX_TILE_A));                                                           \
+        const size_t gbytes = (size_t)(n / MF_QK8_0) * (T == T_Q8_0   ? sizeof(mf_block_q8_0x16)              \
+                                                        : T == T_Q5_0 ? sizeof(mf_block_q5_0x16)              \
+                                                                      : sizeof(mf_block_q4_0x16));            \
+        for (int g = 0; g < nw / MF_X16_ROWS; g++)                                                             \
+            for (int j = 0; j < na; j += MF_AMX_TILE_A)                                                        \
+                amx_rows(T, n, s + (size_t)j * ldc + MF_X16_ROWS * g, ldc, (const char *)w + g * gbytes,       \
+                         (const char *)a + (size_t)j * a_stride, a_stride, MF_MIN(na - j, MF_AMX_TILE_A));     \
     }
 
 AMX_TILE(mf_tile_q4_0x16_amx, T_Q4_0, mf_tile_q4_0x16_avx512)

@@ -33,50 +33,42 @@ static inline void prefetch16(const void *p, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X16_PF_BYTES + o, _MM_HINT_T0);
 }
 
+/* groups a GEMV streams side by side (X16_GEMV_MAX_G at most) */
+#ifndef X16_GEMV_G
+#define X16_GEMV_G 4
+#endif
+#define X16_GEMV_MAX_G 8
+
 static inline MF_AVX512 void acc_block(__m512 *acc, __m512i isum, __m512 dx, uint16_t dy) {
     const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(MF_H2F(dy)));
     *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), d, *acc);
 }
 
-#define X16_PROLOGUE(xt)                                                                                       \
-    const mf_block_q8_0s *y[8];                                                                                \
-    __m512 acc[8];                                                                                             \
-    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {                                                     \
-        y[j] = (const mf_block_q8_0s *)((const char *)a + (size_t)(j0 + j) * a_stride);                        \
-        acc[j] = _mm512_setzero_ps();                                                                          \
-    }                                                                                                          \
-    const xt *x = w
+/* A block of 16 rows as 8 vectors of unsigned bytes u[c]: chunk c holds quants 4c..4c+3 of every row, to be
+ * dotted with activation quants 4c..4c+3.  The block's exact int32 sum is sum_c u[c] . y[4c..4c+3] minus
+ * (1 << SHIFT) * sum(y); the order of the int32 additions does not matter (exact, no saturation). */
+typedef struct {
+    __m512i m4, b16, bias, lv;
+} x16_consts;
 
-#define X16_EPILOGUE                                                                                           \
-    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) _mm512_storeu_ps(s + (size_t)(j0 + j) * ldc, acc[j])
+static inline MF_AVX512 x16_consts x16_consts_make(void) {
+    x16_consts k;
+    k.m4 = _mm512_set1_epi8(0xF);
+    k.b16 = _mm512_set1_epi8(0x10);
+    k.bias = _mm512_set1_epi8((char)0x80);
+    k.lv = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)mf_iq4_levels)), k.bias);
+    return k;
+}
 
-/* NA activation rows against one group of 16 rows.  NA is a constant at every call (always inlined). */
-static inline __attribute__((always_inline)) MF_AVX512 void q4_0x16_rows(int64_t n, float *s, size_t ldc,
-                                                                         const void *w, const void *a,
-                                                                         size_t a_stride, int j0, const int NA) {
-    X16_PROLOGUE(mf_block_q4_0x16);
-    const __m512i m4 = _mm512_set1_epi8(0xF);
-    for (int64_t b = 0; b < n / MF_QK8_0; b++) {
-        if (NA == 1) prefetch16(&x[b], sizeof x[b]);
-        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x[b].d));
-        __m512i lo[4], hi[4];
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-            const __m512i v = _mm512_loadu_si512((const void *)(x[b].qs + 64 * c));
-            lo[c] = _mm512_and_si512(v, m4);
-            hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        }
-        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-            const int8_t *q = y[j][b].qs;
-            /* sum (nib - 8) * y = sum nib * y - 8 * sum y, exact in int32 */
-            __m512i p = neg_sum(&y[j][b], 3);
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-                p = _mm512_dpbusd_epi32(p, lo[c], bcast4z(q + 4 * c));
-                p = _mm512_dpbusd_epi32(p, hi[c], bcast4z(q + 16 + 4 * c));
-            }
-            acc_block(&acc[j], p, dx, y[j][b].d);
-        }
+/* q4_0: the nibbles 0..15 (low nibbles are quants 0..15, high ones 16..31); sum (nib - 8) * y */
+#define Q4_0_SHIFT 3
+static inline __attribute__((always_inline)) MF_AVX512 void unpack_q4_0(const mf_block_q4_0x16 *x, const x16_consts *k,
+                                                                        __m512i u[8]) {
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        const __m512i v = _mm512_loadu_si512((const void *)(x->qs + 64 * c));
+        u[c] = _mm512_and_si512(v, k->m4);
+        u[4 + c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), k->m4);
     }
-    X16_EPILOGUE;
 }
 
 /* The +16 of chunk c's 5th bits as masks, for its low nibbles (*klo) and its high ones (*khi).  Byte c of
@@ -91,113 +83,148 @@ static inline __attribute__((always_inline)) MF_AVX512 void q5_hmask(__m512i qh,
     *khi = _mm512_test_epi8_mask(rep, _mm512_set1_epi32((int)0x80402010u));
 }
 
-static inline __attribute__((always_inline)) MF_AVX512 void q5_0x16_rows(int64_t n, float *s, size_t ldc,
-                                                                         const void *w, const void *a,
-                                                                         size_t a_stride, int j0, const int NA) {
-    X16_PROLOGUE(mf_block_q5_0x16);
-    const __m512i m4 = _mm512_set1_epi8(0xF), b16 = _mm512_set1_epi8(0x10);
-    for (int64_t b = 0; b < n / MF_QK8_0; b++) {
-        if (NA == 1) prefetch16(&x[b], sizeof x[b]);
-        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x[b].d));
-        const __m512i qh = _mm512_loadu_si512((const void *)x[b].qh);
-        /* unsigned 5-bit values u = q + 16 (0..31) */
-        __m512i lo[4], hi[4];
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-            const __m512i v = _mm512_loadu_si512((const void *)(x[b].qs + 64 * c));
-            __mmask64 klo, khi;
-            q5_hmask(qh, c, &klo, &khi);
-            const __m512i l = _mm512_and_si512(v, m4), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-            lo[c] = _mm512_mask_add_epi8(l, klo, l, b16);
-            hi[c] = _mm512_mask_add_epi8(h, khi, h, b16);
-        }
-        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-            const int8_t *q = y[j][b].qs;
-            __m512i p = neg_sum(&y[j][b], 4); /* sum (u - 16) * y = sum u * y - 16 * sum y */
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-                p = _mm512_dpbusd_epi32(p, lo[c], bcast4z(q + 4 * c));
-                p = _mm512_dpbusd_epi32(p, hi[c], bcast4z(q + 16 + 4 * c));
-            }
-            acc_block(&acc[j], p, dx, y[j][b].d);
-        }
+/* q5_0: unsigned 5-bit values u = q + 16 (0..31); sum (u - 16) * y */
+#define Q5_0_SHIFT 4
+static inline __attribute__((always_inline)) MF_AVX512 void unpack_q5_0(const mf_block_q5_0x16 *x, const x16_consts *k,
+                                                                        __m512i u[8]) {
+    const __m512i qh = _mm512_loadu_si512((const void *)x->qh);
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        const __m512i v = _mm512_loadu_si512((const void *)(x->qs + 64 * c));
+        __mmask64 klo, khi;
+        q5_hmask(qh, c, &klo, &khi);
+        const __m512i l = _mm512_and_si512(v, k->m4), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), k->m4);
+        u[c] = _mm512_mask_add_epi8(l, klo, l, k->b16);
+        u[4 + c] = _mm512_mask_add_epi8(h, khi, h, k->b16);
     }
-    X16_EPILOGUE;
 }
 
-static inline __attribute__((always_inline)) MF_AVX512 void q8_0x16_rows(int64_t n, float *s, size_t ldc,
-                                                                         const void *w, const void *a,
-                                                                         size_t a_stride, int j0, const int NA) {
-    X16_PROLOGUE(mf_block_q8_0x16);
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
-    for (int64_t b = 0; b < n / MF_QK8_0; b++) {
-        if (NA == 1) prefetch16(&x[b], sizeof x[b]);
-        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x[b].d));
-        __m512i u[8];
-        _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
-            u[c] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(x[b].qs + 64 * c)), bias);
-        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-            const int8_t *q = y[j][b].qs;
-            __m512i p = neg_sum(&y[j][b], 7); /* sum (w + 128) * y - 128 * sum y */
-            _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) p = _mm512_dpbusd_epi32(p, u[c], bcast4z(q + 4 * c));
-            acc_block(&acc[j], p, dx, y[j][b].d);
-        }
-    }
-    X16_EPILOGUE;
+/* q8_0: (w xor 0x80) = w + 128 as unsigned; sum (w + 128) * y - 128 * sum y */
+#define Q8_0_SHIFT 7
+static inline __attribute__((always_inline)) MF_AVX512 void unpack_q8_0(const mf_block_q8_0x16 *x, const x16_consts *k,
+                                                                        __m512i u[8]) {
+    _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
+        u[c] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(x->qs + 64 * c)), k->bias);
 }
 
-/* iq4_nlx16 (q4_0x16's bytes): each nibble through the 16 levels + 128 (1..241, unsigned) with one pshufb,
- * then q8_0x16's sum (w + 128) * y - 128 * sum y. */
-static inline __attribute__((always_inline)) MF_AVX512 void iq4_nlx16_rows(int64_t n, float *s, size_t ldc,
-                                                                           const void *w, const void *a,
-                                                                           size_t a_stride, int j0, const int NA) {
-    X16_PROLOGUE(mf_block_q4_0x16);
-    const __m512i m4 = _mm512_set1_epi8(0xF), bias = _mm512_set1_epi8((char)0x80);
-    const __m512i lv = _mm512_xor_si512(
-        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)mf_iq4_levels)), bias);
-    for (int64_t b = 0; b < n / MF_QK4_NL; b++) {
-        if (NA == 1) prefetch16(&x[b], sizeof x[b]);
-        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x[b].d));
-        __m512i lo[4], hi[4];
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-            const __m512i v = _mm512_loadu_si512((const void *)(x[b].qs + 64 * c));
-            lo[c] = _mm512_shuffle_epi8(lv, _mm512_and_si512(v, m4));
-            hi[c] = _mm512_shuffle_epi8(lv, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
-        }
-        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-            const int8_t *q = y[j][b].qs;
-            __m512i p = neg_sum(&y[j][b], 7); /* sum (w + 128) * y - 128 * sum y */
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-                p = _mm512_dpbusd_epi32(p, lo[c], bcast4z(q + 4 * c));
-                p = _mm512_dpbusd_epi32(p, hi[c], bcast4z(q + 16 + 4 * c));
-            }
-            acc_block(&acc[j], p, dx, y[j][b].d);
-        }
+/* iq4_nl (q4_0x16's bytes): each nibble through the 16 levels + 128 (1..241, unsigned) with one pshufb,
+ * then q8_0's sum (w + 128) * y - 128 * sum y */
+#define IQ4_NL_SHIFT 7
+static inline __attribute__((always_inline)) MF_AVX512 void unpack_iq4_nl(const mf_block_q4_0x16 *x, const x16_consts *k,
+                                                                          __m512i u[8]) {
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        const __m512i v = _mm512_loadu_si512((const void *)(x->qs + 64 * c));
+        u[c] = _mm512_shuffle_epi8(k->lv, _mm512_and_si512(v, k->m4));
+        u[4 + c] = _mm512_shuffle_epi8(k->lv, _mm512_and_si512(_mm512_srli_epi16(v, 4), k->m4));
     }
-    X16_EPILOGUE;
 }
 
-/* The exported tiles: nw is always MF_X16_ROWS (one group); activations in eights, the rest in one pass of
- * their count. */
-#define X16_TILE(name, rows)                                                                                   \
+/* NA activation rows against one group of 16 rows (prefill below AMX's 8 rows, or without AMX): a block
+ * is unpacked once for all NA.  NA is a constant at every call (always inlined). */
+#define X16_ROWS(name, xt, unpack, shift)                                                                      \
+    static inline __attribute__((always_inline)) MF_AVX512 void name(int64_t n, float *s, size_t ldc,         \
+                                                                     const void *w, const void *a,           \
+                                                                     size_t a_stride, int j0, const int NA) { \
+        const mf_block_q8_0s *y[8];                                                                            \
+        __m512 acc[8];                                                                                         \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {                                                 \
+            y[j] = (const mf_block_q8_0s *)((const char *)a + (size_t)(j0 + j) * a_stride);                    \
+            acc[j] = _mm512_setzero_ps();                                                                      \
+        }                                                                                                      \
+        const xt *x = w;                                                                                       \
+        const x16_consts k = x16_consts_make();                                                                \
+        for (int64_t b = 0; b < n / MF_QK8_0; b++) {                                                           \
+            const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x[b].d));                   \
+            __m512i u[8];                                                                                      \
+            unpack(&x[b], &k, u);                                                                              \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {                                             \
+                const int8_t *q = y[j][b].qs;                                                                  \
+                __m512i p = neg_sum(&y[j][b], shift);                                                          \
+                _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) p =                                        \
+                    _mm512_dpbusd_epi32(p, u[c], bcast4z(q + 4 * c));                                          \
+                acc_block(&acc[j], p, dx, y[j][b].d);                                                          \
+            }                                                                                                  \
+        }                                                                                                      \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) _mm512_storeu_ps(s + (size_t)(j0 + j) * ldc, acc[j]); \
+    }
+
+/* GEMV (one activation row, decode) against G consecutive groups at once, G streams through the matrix
+ * side by side: a block's activation broadcasts serve all G groups, and G independent dependency chains
+ * and read streams keep more of the memory system busy than one.  Per group the int32 block sums and the
+ * float operations of X16_ROWS with NA = 1, in the same order: bitwise the same. */
+#define X16_GEMV(name, xt, unpack, shift)                                                                      \
+    static inline __attribute__((always_inline)) MF_AVX512 void name(int64_t n, float *s, const void *w,      \
+                                                                     const mf_block_q8_0s *y, const int G) {  \
+        const int64_t nb = n / MF_QK8_0;                                                                       \
+        const xt *x = w;                                                                                       \
+        const x16_consts k = x16_consts_make();                                                                \
+        __m512 acc[X16_GEMV_MAX_G];                                                                            \
+        _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) acc[g] = _mm512_setzero_ps();                      \
+        for (int64_t b = 0; b < nb; b++) {                                                                     \
+            __m512i ya[8];                                                                                     \
+            _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) ya[c] = bcast4z(y[b].qs + 4 * c);              \
+            const __m512i ns = neg_sum(&y[b], shift);                                                          \
+            _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {                                              \
+                const xt *xb = &x[(int64_t)g * nb + b];                                                        \
+                prefetch16(xb, sizeof *xb);                                                                    \
+                const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)xb->d));                 \
+                __m512i u[8];                                                                                  \
+                unpack(xb, &k, u);                                                                             \
+                __m512i p = ns, q = _mm512_setzero_si512(); /* two chains: exact, any order */                \
+                _Pragma("GCC unroll 4") for (int c = 0; c < 8; c += 2) {                                       \
+                    p = _mm512_dpbusd_epi32(p, u[c], ya[c]);                                                   \
+                    q = _mm512_dpbusd_epi32(q, u[c + 1], ya[c + 1]);                                           \
+                }                                                                                              \
+                acc_block(&acc[g], _mm512_add_epi32(p, q), dx, y[b].d);                                        \
+            }                                                                                                  \
+        }                                                                                                      \
+        _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) _mm512_storeu_ps(s + MF_X16_ROWS * g, acc[g]);     \
+    }
+
+X16_ROWS(q4_0x16_rows, mf_block_q4_0x16, unpack_q4_0, Q4_0_SHIFT)
+X16_ROWS(q5_0x16_rows, mf_block_q5_0x16, unpack_q5_0, Q5_0_SHIFT)
+X16_ROWS(q8_0x16_rows, mf_block_q8_0x16, unpack_q8_0, Q8_0_SHIFT)
+X16_ROWS(iq4_nlx16_rows, mf_block_q4_0x16, unpack_iq4_nl, IQ4_NL_SHIFT)
+
+X16_GEMV(q4_0x16_gemv, mf_block_q4_0x16, unpack_q4_0, Q4_0_SHIFT)
+X16_GEMV(q5_0x16_gemv, mf_block_q5_0x16, unpack_q5_0, Q5_0_SHIFT)
+X16_GEMV(q8_0x16_gemv, mf_block_q8_0x16, unpack_q8_0, Q8_0_SHIFT)
+X16_GEMV(iq4_nlx16_gemv, mf_block_q4_0x16, unpack_iq4_nl, IQ4_NL_SHIFT)
+
+/* The exported tiles: nw is a multiple of MF_X16_ROWS, that many consecutive groups (w_stride, the bytes
+ * of one row, is ignored: a group is MF_X16_ROWS rows).  One activation goes through the GEMV, X16_GEMV_G
+ * groups at a time; more go group by group, in eights and then one pass of the rest. */
+#define X16_TILE(name, xt, rows, gemv)                                                                         \
     MF_AVX512 void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a, \
                         size_t a_stride, int na) {                                                             \
-        (void)w_stride, (void)nw;                                                                              \
-        int j = 0;                                                                                             \
-        for (; j + 8 <= na; j += 8) rows(n, s, ldc, w, a, a_stride, j, 8);                                     \
-        switch (na - j) {                                                                                      \
-        case 7: rows(n, s, ldc, w, a, a_stride, j, 7); break;                                                  \
-        case 6: rows(n, s, ldc, w, a, a_stride, j, 6); break;                                                  \
-        case 5: rows(n, s, ldc, w, a, a_stride, j, 5); break;                                                  \
-        case 4: rows(n, s, ldc, w, a, a_stride, j, 4); break;                                                  \
-        case 3: rows(n, s, ldc, w, a, a_stride, j, 3); break;                                                  \
-        case 2: rows(n, s, ldc, w, a, a_stride, j, 2); break;                                                  \
-        case 1: rows(n, s, ldc, w, a, a_stride, j, 1); break;                                                  \
-        default: break;                                                                                        \
+        (void)w_stride;                                                                                        \
+        const size_t gbytes = (size_t)(n / MF_QK8_0) * sizeof(xt);                                             \
+        const int ng = nw / MF_X16_ROWS;                                                                       \
+        if (na == 1) {                                                                                         \
+            int g = 0;                                                                                         \
+            for (; g + X16_GEMV_G <= ng; g += X16_GEMV_G)                                                      \
+                gemv(n, s + MF_X16_ROWS * g, (const char *)w + g * gbytes, a, X16_GEMV_G);                     \
+            for (; g < ng; g++) gemv(n, s + MF_X16_ROWS * g, (const char *)w + g * gbytes, a, 1);              \
+            return;                                                                                            \
+        }                                                                                                      \
+        for (int g = 0; g < ng; g++) {                                                                         \
+            const void *wg = (const char *)w + g * gbytes;                                                     \
+            float *sg = s + MF_X16_ROWS * g;                                                                   \
+            int j = 0;                                                                                         \
+            for (; j + 8 <= na; j += 8) rows(n, sg, ldc, wg, a, a_stride, j, 8);                               \
+            switch (na - j) {                                                                                  \
+            case 7: rows(n, sg, ldc, wg, a, a_stride, j, 7); break;                                            \
+            case 6: rows(n, sg, ldc, wg, a, a_stride, j, 6); break;                                            \
+            case 5: rows(n, sg, ldc, wg, a, a_stride, j, 5); break;                                            \
+            case 4: rows(n, sg, ldc, wg, a, a_stride, j, 4); break;                                            \
+            case 3: rows(n, sg, ldc, wg, a, a_stride, j, 3); break;                                            \
+            case 2: rows(n, sg, ldc, wg, a, a_stride, j, 2); break;                                            \
+            case 1: rows(n, sg, ldc, wg, a, a_stride, j, 1); break;                                            \
+            default: break;                                                                                    \
+            }                                                                                                  \
         }                                                                                                      \
     }
 
-X16_TILE(mf_tile_q4_0x16_avx512, q4_0x16_rows)
-
-X16_TILE(mf_tile_q5_0x16_avx512, q5_0x16_rows)
-
-X16_TILE(mf_tile_q8_0x16_avx512, q8_0x16_rows)
-X16_TILE(mf_tile_iq4_nlx16_avx512, iq4_nlx16_rows)
+X16_TILE(mf_tile_q4_0x16_avx512, mf_block_q4_0x16, q4_0x16_rows, q4_0x16_gemv)
+X16_TILE(mf_tile_q5_0x16_avx512, mf_block_q5_0x16, q5_0x16_rows, q5_0x16_gemv)
+X16_TILE(mf_tile_q8_0x16_avx512, mf_block_q8_0x16, q8_0x16_rows, q8_0x16_gemv)
+X16_TILE(mf_tile_iq4_nlx16_avx512, mf_block_q4_0x16, iq4_nlx16_rows, iq4_nlx16_gemv)

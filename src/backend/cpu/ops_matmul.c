@@ -83,10 +83,22 @@ static void mm_rows(const mm_ctx *c, int64_t n0, int64_t n1) {
         for (int64_t m0 = 0; m0 < M; m0 += c->ta) {
             const int na = (int)MF_MIN((int64_t)c->ta, M - m0);
             const void *a = c->abuf + (size_t)m0 * c->rs;
-            for (int64_t j0 = n0; j0 < n1; j0 += c->tw)
-                k->vec_dot_tile(K, &out[m0 * N + j0], (size_t)N, c->wd + (size_t)j0 * c->ws, c->ws,
-                                (int)MF_MIN((int64_t)c->tw, n1 - j0), a, c->as, na);
+            if (k->spans) /* the whole range in one call (below 8 activations it streams groups side by side) */
+                k->vec_dot_tile(K, &out[m0 * N + n0], (size_t)N, c->wd + (size_t)n0 * c->ws, c->ws, (int)(n1 - n0),
+                                a, c->as, na);
+            else
+                for (int64_t j0 = n0; j0 < n1; j0 += c->tw)
+                    k->vec_dot_tile(K, &out[m0 * N + j0], (size_t)N, c->wd + (size_t)j0 * c->ws, c->ws,
+                                    (int)MF_MIN((int64_t)c->tw, n1 - j0), a, c->as, na);
         }
+        if (c->f) apply_fused(c->ex, c->f, out, N, M, n0, n1);
+        return;
+    }
+    if (k->spans && M <= c->ta) {
+        /* one pass of the activations: the range in one call, so a GEMV (decode) streams several groups of
+         * rows side by side instead of one group per call (x16_avx512.c) */
+        k->vec_dot_tile(K, &out[n0], (size_t)N, c->wd + (size_t)n0 * c->ws, c->ws, (int)(n1 - n0), c->abuf, c->as,
+                        (int)M);
         if (c->f) apply_fused(c->ex, c->f, out, N, M, n0, n1);
         return;
     }
