@@ -77,7 +77,7 @@ typedef struct {
 } mf_model_params;
 
 mf_model_params mf_model_default_params(void);
-/* Maps the GGUF file; weights are used in place, except the Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K matrices the CPU
+/* Maps the GGUF file; weights are used in place, except the Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K/IQ4_XS matrices the CPU
  * matmul reads, which are copied once into a row-interleaved layout (their file pages are then released,
  * so resident memory does not grow; see docs/PERFORMANCE.md) unless no_repack.  Refuses an unsupported architecture
  * naming it and the supported ones (qwen2, qwen3). */

@@ -380,7 +380,7 @@ static void run_case(mf_context *ctx, const mf_model_info *info, const cJSON *c,
 }
 
 /* One golden against one weight layout: the file's (no_repack) or the x8 one the engine repacks
- * Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K matrices into at load.  The x8 layouts sum each row in another order than
+ * Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K/IQ4_XS matrices into at load.  The x8 layouts sum each row in another order than
  * llama.cpp's plain vec_dot (per block: exact int32 dot, then one fma per row; llama.cpp's repacked Q4_0
  * order), so against a no-repack golden they are held to the LOOSE class ("x8-order"); returns false if
  * nothing was repacked. */
@@ -526,6 +526,20 @@ static void run_golden(const char *file) {
     REQUIRE(kv_type != MF_KV_TYPE_Q8_0 || cJSON_IsBool(rot),
             "%s: a q8_0 KV golden must say whether llama.cpp rotated (oracle.attn_rot true or false)", path);
     no_attn_rot = cJSON_IsFalse(rot);
+    /* ggml-cpu runs an IQ2/IQ3/IQ4_XS matmul of >= 8 rows through its "IQ panel" GEMM (iqp.cpp), whose order
+     * is not the vec_dot one the file layout repeats, unless GGML_NO_IQ_PANEL is set; a tight golden of those
+     * types must say it was recorded without it (oracle.iq_panel false; docs/CONFORMANCE.md, "IQ4_XS and
+     * IQ3_S") */
+    const char *wtype = "";
+    for (int i = 0; i + 1 < cJSON_GetArraySize(args); i++)
+        if (!strcmp(cJSON_GetArrayItem(args, i)->valuestring, "--type"))
+            wtype = cJSON_GetArrayItem(args, i + 1)->valuestring;
+    const bool iq_panel_type = !strncmp(wtype, "iq", 2) && strcmp(wtype, "iq4_nl") != 0;
+    REQUIRE(!tight || !iq_panel_type ||
+                cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "oracle"), "iq_panel")),
+            "%s: a --type %s golden must be recorded without llama.cpp's IQ panel GEMM (oracle.iq_panel false: "
+            "make_conformance_goldens.sh's default, GGML_NO_IQ_PANEL=1)",
+            path, wtype);
     snprintf(model, sizeof model, "%s/conf-%s.gguf", mf_test_tmpdir(), name);
     int off = snprintf(cmd, sizeof cmd, "%s/mf-genmodel -q -o %s", build, model);
     for (int i = 0; i < cJSON_GetArraySize(args); i++)

@@ -62,6 +62,7 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_Q8_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q8_0x16_scalar, mf_from_float_q8_0s),
     [MF_TYPE_IQ4_NL_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_iq4_nlx8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_IQ4_NL_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_iq4_nlx16_scalar, mf_from_float_q8_0s),
+    [MF_TYPE_IQ4_XS_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_iq4_xsx8_scalar, mf_from_float_q8_K),
 };
 
 /* The ISAs this build has, lowest first: a type without a kernel at the active level takes the next

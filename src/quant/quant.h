@@ -68,7 +68,9 @@ typedef enum {
      * kernels instead of minus 8) */
     MF_TYPE_IQ4_NL_X8 = 53,
     MF_TYPE_IQ4_NL_X16 = 54,
-    MF_TYPE_COUNT = 55 /* size of id space for tables; not every id is a type */
+    /* IQ4_XS in the K-layout style (mf_block_iq4_xsx8 below) */
+    MF_TYPE_IQ4_XS_X8 = 55,
+    MF_TYPE_COUNT = 56 /* size of id space for tables; not every id is a type */
 } mf_type;
 
 #define MF_QK4_0 32
@@ -188,6 +190,18 @@ typedef struct {
     uint8_t ql[MF_X8_ROWS * MF_QK_K / 2];
     uint8_t qh[MF_X8_ROWS * MF_QK_K / 4];
 } mf_block_q6_Kx8; /* 1680 B = 8 x 210 */
+/*   iq4_xsx8: d of each row; each row's 6-bit sub-block scales kept as the file's bits (the block must stay
+ *           8 x 136 B): scales_l[4r + k] = row r's scales_l[k], so lane r read as a little-endian uint32 holds
+ *           sub-block sb's low 4 bits at bit 4 sb, and scales_h[r] = row r's scales_h (sb's high 2 bits at
+ *           bit 2 sb); then qs chunks c = 0..31 (qs[32c + 4r + t] = row r's qs[4c + t]), so sub-block sb is
+ *           chunks 4 sb .. 4 sb + 3, their low nibbles its values 4 (c % 4) + t, their high nibbles
+ *           16 + 4 (c % 4) + t, as in iq4_nlx8. */
+typedef struct {
+    uint16_t d[MF_X8_ROWS];
+    uint16_t scales_h[MF_X8_ROWS];
+    uint8_t scales_l[MF_X8_ROWS * MF_QK_K / 64];
+    uint8_t qs[MF_X8_ROWS * MF_QK_K / 2];
+} mf_block_iq4_xsx8; /* 1088 B = 8 x 136 */
 
 typedef struct {
     const char *name;  /* "f32", "q4_0", "q4_K", ... (llama.cpp spelling) */
@@ -290,10 +304,12 @@ mf_dot_rows_fn mf_quant_dot_rows(void);
 /* ---- load-time repacking (repack.c) ----
  * The x8 layouts give a different, still fixed, reduction order per row: per block the exact int32 dot,
  * then acc = fma((float)isum, d_w * d_a, acc) in block order (llama.cpp's repacked Q4_0 order); q4_Kx8
- * follows it with acc = fma(-(float)imin, dmin_w * d_a, acc) for its mins (repack.c has the exact sums).
+ * follows it with acc = fma(-(float)imin, dmin_w * d_a, acc) for its mins, q6_Kx8 and iq4_xsx8 have no
+ * mins (repack.c has the exact sums).
  * Like every kernel it never depends on how many rows or activations are processed together. */
 /* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
- * (only Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K and Q6_K with N % 8 == 0 and K a multiple of their block have one).
+ * (only Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K and IQ4_XS with N % 8 == 0 and K a multiple of their block
+ * have one).
  * With AVX-512 (or AMX) active, Q4_0/Q5_0/Q8_0/IQ4_NL with N % 16 == 0 get the x16 layouts, otherwise the
  * x8 ones.  Only x86-64 builds repack (the layouts are shaped for 256/512-bit lanes, their fast kernels are x86 ones): elsewhere
  * weights keep the file layout and this returns `type`. */

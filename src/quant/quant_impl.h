@@ -153,6 +153,8 @@ void mf_tile_q8_0x16_scalar(int64_t n, float *s, size_t ldc, const void *w, size
                             size_t a_stride, int na);
 void mf_tile_iq4_nlx8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                              size_t a_stride, int na);
+void mf_tile_iq4_xsx8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                             size_t a_stride, int na);
 void mf_tile_iq4_nlx16_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                               size_t a_stride, int na);
 

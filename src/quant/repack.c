@@ -1,7 +1,7 @@
 /* quant: load-time repacking of matmul weights into the row-interleaved x8 layouts (quant.h), and their
  * plain-C reference kernels.
  *
- * Why: a GEMV over plain Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K rows does one 8-lane float accumulation per row and
+ * Why: a GEMV over plain Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K/IQ4_XS rows does one 8-lane float accumulation per row and
  * block (unpack, int8 dot, convert, scale, fma), and several rows at once read interleaved streams inside
  * one 4 KiB page, which the hardware prefetcher does not follow.  With 8 rows interleaved, one 256-bit lane per
  * row, a block costs one int32 dot per 8 rows and one convert/scale/fma for all 8, and the matrix is a
@@ -33,6 +33,7 @@ uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows) {
     case MF_TYPE_IQ4_NL: return MF_TYPE_IQ4_NL_X8;
     case MF_TYPE_Q4_K: return MF_TYPE_Q4_K_X8;
     case MF_TYPE_Q6_K: return MF_TYPE_Q6_K_X8;
+    case MF_TYPE_IQ4_XS: return MF_TYPE_IQ4_XS_X8;
     default: return type;
     }
 }
@@ -61,6 +62,7 @@ uint32_t mf_repack_base(uint32_t type) {
     case MF_TYPE_IQ4_NL_X8: case MF_TYPE_IQ4_NL_X16: return MF_TYPE_IQ4_NL;
     case MF_TYPE_Q4_K_X8: return MF_TYPE_Q4_K;
     case MF_TYPE_Q6_K_X8: return MF_TYPE_Q6_K;
+    case MF_TYPE_IQ4_XS_X8: return MF_TYPE_IQ4_XS;
     default: return type;
     }
 }
@@ -188,6 +190,19 @@ static void pack_q6_K(const char *rows, size_t rs, mf_block_q6_Kx8 *dst, int64_t
     }
 }
 
+/* iq4_xsx8 (quant.h): the file's scale bits and quant bytes, moved only */
+static void pack_iq4_xs(const char *rows, size_t rs, mf_block_iq4_xsx8 *dst, int64_t nb) {
+    for (int r = 0; r < MF_X8_ROWS; r++) {
+        const mf_block_iq4_xs *src = (const mf_block_iq4_xs *)(rows + (size_t)r * rs);
+        for (int64_t b = 0; b < nb; b++) {
+            dst[b].d[r] = src[b].d;
+            dst[b].scales_h[r] = src[b].scales_h;
+            memcpy(&dst[b].scales_l[4 * r], src[b].scales_l, 4);
+            x8_chunks_in(dst[b].qs, r, src[b].qs, MF_QK_K / 2);
+        }
+    }
+}
+
 int mf_repack_as(uint32_t to, uint32_t type, const void *src, void *dst, int64_t K, int64_t N) {
     const mf_type_info *ti = mf_type_get(to);
     if (to == type || !ti || mf_repack_type_rows(type, K, N, ti->row_group) != to) return MF_E_INVAL;
@@ -200,6 +215,7 @@ int mf_repack_as(uint32_t to, uint32_t type, const void *src, void *dst, int64_t
         switch (to) {
         case MF_TYPE_Q4_K_X8: pack_q4_K(rows, rs, out, nb); break;
         case MF_TYPE_Q6_K_X8: pack_q6_K(rows, rs, out, nb); break;
+        case MF_TYPE_IQ4_XS_X8: pack_iq4_xs(rows, rs, out, nb); break;
         default: pack_q0(type, R, rows, rs, out, nb); break;
         }
     }
@@ -238,6 +254,17 @@ int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, i
             x8_chunks_out((uint8_t *)o[b].scales, (const uint8_t *)x[b].scales, r, MF_QK_K / 16);
             x8_chunks_out(o[b].ql, x[b].ql, r, MF_QK_K / 2);
             x8_chunks_out(o[b].qh, x[b].qh, r, MF_QK_K / 4);
+        }
+        return 0;
+    }
+    if (x8_type == MF_TYPE_IQ4_XS_X8) {
+        const mf_block_iq4_xsx8 *x = (const mf_block_iq4_xsx8 *)grp;
+        mf_block_iq4_xs *o = dst_row;
+        for (int64_t b = 0; b < nb; b++) {
+            o[b].d = x[b].d[r];
+            o[b].scales_h = x[b].scales_h[r];
+            memcpy(o[b].scales_l, &x[b].scales_l[4 * r], 4);
+            x8_chunks_out(o[b].qs, x[b].qs, r, MF_QK_K / 2);
         }
         return 0;
     }
@@ -404,6 +431,29 @@ static float q6_K_block(const uint8_t *vx, const void *vy, int R, int r, float a
     return acc;
 }
 
+/* iq4_xsx8: per row and super-block the exact int32 isum = sum over the 8 sub-blocks of
+ * (ls - 32) * sum(level(q) * y), then acc = fmaf((float)isum, d_w * d_a, acc) (q6_Kx8's form; llama.cpp's
+ * vec_dot instead folds each pair of sub-blocks into 8 float lanes, so this is the x8-order class). */
+static float iq4_xs_block(const uint8_t *vx, const void *vy, int R, int r, float acc) {
+    (void)R;
+    const mf_block_iq4_xsx8 *x = (const mf_block_iq4_xsx8 *)vx;
+    const mf_block_q8_K *y = vy;
+    uint32_t sl;
+    memcpy(&sl, &x->scales_l[4 * r], 4);
+    int32_t isum = 0;
+    for (int sb = 0; sb < 8; sb++) {
+        const int ls = (int)(((sl >> (4 * sb)) & 15) | ((x->scales_h[r] >> (2 * sb)) & 3) << 4) - 32;
+        int32_t sub = 0;
+        for (int v = 0; v < 16; v++) {
+            const uint8_t q = x->qs[x8_pos(r, 16 * sb + v)];
+            sub += mf_iq4_levels[q & 0xF] * y->qs[32 * sb + v] + mf_iq4_levels[q >> 4] * y->qs[32 * sb + 16 + v];
+        }
+        isum += ls * sub;
+    }
+    acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * y->d, acc);
+    return acc;
+}
+
 /* the exported reference tiles (quant_impl.h) */
 #define X8_REF_TILE(name, block, R, qk, xt, yt)                                                                \
     void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,          \
@@ -421,3 +471,4 @@ X8_REF_TILE(mf_tile_q5_0x16_scalar, q5_0_block, 16, MF_QK8_0, mf_block_q5_0x16, 
 X8_REF_TILE(mf_tile_q8_0x16_scalar, q8_0_block, 16, MF_QK8_0, mf_block_q8_0x16, mf_block_q8_0s)
 X8_REF_TILE(mf_tile_iq4_nlx8_scalar, iq4_nl_block, 8, MF_QK4_NL, mf_block_q4_0x8, mf_block_q8_0s)
 X8_REF_TILE(mf_tile_iq4_nlx16_scalar, iq4_nl_block, 16, MF_QK4_NL, mf_block_q4_0x16, mf_block_q8_0s)
+X8_REF_TILE(mf_tile_iq4_xsx8_scalar, iq4_xs_block, 8, MF_QK_K, mf_block_iq4_xsx8, mf_block_q8_K)

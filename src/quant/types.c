@@ -53,6 +53,7 @@ static const mf_type_info k_types[MF_TYPE_COUNT] = {
     [MF_TYPE_Q8_0_X16] = {"q8_0x16", MF_QK8_0, sizeof(mf_block_q8_0), true, MF_X16_ROWS, true},
     [MF_TYPE_IQ4_NL_X8] = {"iq4_nlx8", MF_QK4_NL, sizeof(mf_block_iq4_nl), true, MF_X8_ROWS, true},
     [MF_TYPE_IQ4_NL_X16] = {"iq4_nlx16", MF_QK4_NL, sizeof(mf_block_iq4_nl), true, MF_X16_ROWS, true},
+    [MF_TYPE_IQ4_XS_X8] = {"iq4_xsx8", MF_QK_K, sizeof(mf_block_iq4_xs), true, MF_X8_ROWS, true},
 };
 
 /* The block structs are file layouts: a padding byte here would silently corrupt every model. */
@@ -75,6 +76,7 @@ _Static_assert(sizeof(mf_block_q8_0x8) == 8 * sizeof(mf_block_q8_0), "q8_0x8 lay
 _Static_assert(sizeof(mf_block_q8_0s) == 36, "q8_0s layout");
 _Static_assert(sizeof(mf_block_q5_0x8) == 8 * sizeof(mf_block_q5_0), "q5_0x8 layout");
 _Static_assert(sizeof(mf_block_q4_Kx8) == 8 * sizeof(mf_block_q4_K), "q4_Kx8 layout");
+_Static_assert(sizeof(mf_block_iq4_xsx8) == 8 * sizeof(mf_block_iq4_xs), "iq4_xsx8 layout");
 _Static_assert(sizeof(mf_block_q6_Kx8) == 8 * sizeof(mf_block_q6_K), "q6_Kx8 layout");
 _Static_assert(sizeof(mf_block_q4_0x16) == 16 * sizeof(mf_block_q4_0), "q4_0x16 layout");
 _Static_assert(sizeof(mf_block_q5_0x16) == 16 * sizeof(mf_block_q5_0), "q5_0x16 layout");

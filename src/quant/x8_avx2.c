@@ -235,3 +235,56 @@ static inline __attribute__((always_inline)) MF_AVX2 void q6_Kx8_rows(int64_t n,
 X8_TILE(mf_tile_q4_Kx8_avx2, q4_Kx8_rows)
 
 X8_TILE(mf_tile_q6_Kx8_avx2, q6_Kx8_rows)
+
+/* iq4_xsx8: per sub-block its 4 chunks of nibbles go through the 16 levels (one pshufb each, as
+ * iq4_nlx8) and are used by every activation; each |y| x sign(w, y) maddubs (pair sums at most
+ * 2 * 128 * 127 < 2^15) is multiplied by the sub-block's scale ls - 32 in its madd, exactly (repack.c has
+ * the reference order). */
+static inline __attribute__((always_inline)) MF_AVX2 void iq4_xsx8_rows(int64_t n, float *s, size_t ldc,
+                                                                        const mf_block_iq4_xsx8 *x, const void *a,
+                                                                        size_t a_stride, int j0, const int NA) {
+    X8_PROLOGUE(mf_block_q8_K)
+    const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi32(3), m4l = _mm256_set1_epi32(15);
+    const __m256i off = _mm256_set1_epi16(32);
+    const __m256i lv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)mf_iq4_levels));
+    for (int64_t b = 0; b < n / MF_QK_K; b++) {
+        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
+        /* lane r: row r's scales_l as a little-endian uint32 (sub-block sb's low bits at 4 sb) and its
+         * scales_h (high bits at 2 sb) */
+        const __m256i sl = _mm256_loadu_si256((const __m256i *)x[b].scales_l);
+        const __m256i sh = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)x[b].scales_h));
+        __m256i isum[4];
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
+            const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * sb), m4l),
+                                               _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh, 2 * sb), m2), 4));
+            /* ls - 32 in both int16 halves of the lane (ls is 0..63, so the halves do not interfere) */
+            const __m256i sc16 = _mm256_sub_epi16(_mm256_or_si256(ls, _mm256_slli_epi32(ls, 16)), off);
+            _Pragma("GCC unroll 8") for (int c = 0; c < 4; c++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * (4 * sb + c)));
+                /* chunk 4 sb + c: low nibbles are values 4c..4c+3 of the sub-block, high ones 16+4c.. */
+                const __m256i wl = _mm256_shuffle_epi8(lv, _mm256_and_si256(v, m4));
+                const __m256i wh = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+                _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                    const int8_t *q = y[j][b].qs + 32 * sb;
+                    const __m256i yl = bcast4(q + 4 * c), yh = bcast4(q + 16 + 4 * c);
+                    /* |y| x sign(w, y): Q8_K holds -128 (its quantizer's scale is -128 / max), which
+                     * sign(y, w) cannot negate but abs gives as the unsigned 128; levels are -127..113 */
+                    const __m256i pl = _mm256_maddubs_epi16(_mm256_abs_epi8(yl), _mm256_sign_epi8(wl, yl));
+                    const __m256i ph = _mm256_maddubs_epi16(_mm256_abs_epi8(yh), _mm256_sign_epi8(wh, yh));
+                    isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(pl, sc16));
+                    isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(ph, sc16));
+                    PIN(isum[j]);
+                }
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+            const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(y[j][b].d));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), d, acc[j]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
+}
+
+X8_TILE(mf_tile_iq4_xsx8_avx2, iq4_xsx8_rows)

@@ -463,6 +463,14 @@ static bool dump_cb(struct ggml_tensor *t, bool ask, void *ud) {
         fwrite(t->data, 1, ggml_nbytes(t), f);
         fclose(f);
     }
+    /* the same again as <name>.<OP>.f32: llama.cpp gives one name to several nodes (Qcur-0 is the matmul,
+     * the bias add and the rope), and the plain file keeps only the last */
+    snprintf(path + strlen(path) - 4, sizeof path - strlen(path) + 4, ".%s.f32", ggml_op_name(t->op));
+    f = fopen(path, "wb");
+    if (f) {
+        fwrite(t->data, 1, ggml_nbytes(t), f);
+        fclose(f);
+    }
     return true;
 }
 

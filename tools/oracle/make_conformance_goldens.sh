@@ -28,6 +28,11 @@
 #      runs the vec_dot kernels minfer mirrors instead of the repacked q4_0_8x8 / q4_K_8x8 GEMV/GEMM; it changes
 #      nothing for types llama.cpp never repacks on x86. REPACK=1 records llama.cpp's default. The golden's
 #      oracle.repack says which; tests/test_conformance.c applies its tight classes only to repack:false.)
+#      IQ_PANEL (default 0: GGML_NO_IQ_PANEL=1, so ggml-cpu runs a batch of >= 8 rows of an IQ2/IQ3/IQ4_XS
+#      matmul with the vec_dot kernels minfer mirrors instead of its "IQ panel" GEMM (iqp.cpp: rows decoded
+#      to int8 panels, 8 interleaved, their own per-super-block order; --no-repack does not turn it off).
+#      It changes nothing for the other types. IQ_PANEL=1 records llama.cpp's default. Written to
+#      oracle.iq_panel; docs/CONFORMANCE.md "IQ4_XS and IQ3_S".)
 #      CPU_VARIANT (default haswell): the ggml-cpu library llama_oracle loads (--cpu-variant). The variant
 #      changes the bits (the AVX-512 ones have another vector exp for softmax and SiLU, 16 lanes wide), and
 #      minfer's kernels repeat the AVX2 one; pinning it makes the goldens the same on every x86 machine.
@@ -42,6 +47,8 @@ WORK=${WORK:-$BUILD/conformance-work}
 N_GEN=${N_GEN:-40}
 REPACK=${REPACK:-0}
 CPU_VARIANT=${CPU_VARIANT:-haswell}
+IQ_PANEL=${IQ_PANEL:-0}
+if [ "$IQ_PANEL" = 1 ]; then unset GGML_NO_IQ_PANEL; iq_panel_json=true; else export GGML_NO_IQ_PANEL=1; iq_panel_json=false; fi
 KV=${KV:-f32}
 if [ "$KV" = q8_0 ]; then FA=${FA:-on}; else FA=${FA:-off}; fi
 # llama.cpp rotates only quantized caches (Hadamard, attn_rot_k/v); ROT=0 records with LLAMA_ATTN_ROT_DISABLE=1
@@ -173,10 +180,10 @@ for entry in "${models[@]}"; do
             >>"$cases_file"
     done
     jq -n -c --arg name "$name" --arg args "$args" --arg sha "$sha" --arg commit "$commit" --argjson n_gen "$N_GEN" \
-        --argjson repack "$repack_json" --arg cpu_variant "$CPU_VARIANT" --arg kv "$KV" --arg fa "$FA" --argjson attn_rot "$attn_rot" --argjson lq "$lq_json" --slurpfile cases "$cases_file" \
+        --argjson repack "$repack_json" --arg cpu_variant "$CPU_VARIANT" --argjson iq_panel "$iq_panel_json" --arg kv "$KV" --arg fa "$FA" --argjson attn_rot "$attn_rot" --argjson lq "$lq_json" --slurpfile cases "$cases_file" \
         '{name: $name, generator: {args: ($args | split(" "))}, sha256: $sha,
           oracle: {llama_cpp: $commit, kv: $kv, flash_attn: $fa, attn_rot: $attn_rot, logits: "raw", n_gen: $n_gen, repack: $repack,
-                  cpu_variant: $cpu_variant},
+                  cpu_variant: $cpu_variant, iq_panel: $iq_panel},
           cases: $cases} + (if $lq == null then {} else {llama_quantize: $lq} end)' >"$OUT/$name.json"
     rm -f "$model" "$cases_file" "$WORK/$name.llama.gguf"
     echo "make_conformance_goldens: $OUT/$name.json ($sha)" >&2
