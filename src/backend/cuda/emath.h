@@ -20,13 +20,7 @@
 
 #include <math.h>
 
-#ifndef MF_HD /* (qmath.h defines it the same way) */
-#ifdef __CUDACC__
-#define MF_HD __host__ __device__ static inline
-#else
-#define MF_HD static inline
-#endif
-#endif
+#include "backend/cuda/hd.h"
 
 #ifdef __CUDA_ARCH__
 #define MF_HD_MUL(a, b) __fmul_rn((a), (b))

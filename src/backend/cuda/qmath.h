@@ -32,13 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#ifndef MF_HD
-#ifdef __CUDACC__
-#define MF_HD __host__ __device__ static inline
-#else
-#define MF_HD static inline
-#endif
-#endif
+#include "backend/cuda/hd.h"
 
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
