@@ -87,7 +87,7 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
-	$(Q)$(NVCC) $(NVCCFLAGS) -Iinclude -Isrc -DMF_CUDA=1 -c $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) -Iinclude -Isrc -DMF_CUDA=1 -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
