@@ -15,7 +15,6 @@ uint32_t mf_node_support_type(const mf_graph *g, const mf_node *n) {
     return n->type;
 }
 
-static bool is_pure_alias(mf_op op) { return op == MF_OP_VIEW || op == MF_OP_RESHAPE || op == MF_OP_PERMUTE; }
 static bool executes(const mf_node *n);
 
 /* ---- assignment ---- */
@@ -38,12 +37,12 @@ int mf_sched_assign(mf_graph *g, const mf_backend_filter *fence, mf_error *err) 
     int32_t nn = mf_graph_n_nodes(g);
     for (int32_t i = 0; i < nn; i++) {
         mf_node *n = mf_graph_node(g, i);
-        int32_t root = n->view_src >= 0 ? n->view_src : (is_pure_alias(n->op) ? n->src[0] : -1);
+        int32_t root = n->view_src >= 0 ? n->view_src : (mf_op_is_alias(n->op) ? n->src[0] : -1);
         if (root >= 0) {
             /* an alias lives where the memory it aliases lives */
             const mf_node *r = mf_graph_node_c(g, root);
             n->backend = r->backend;
-            if (!is_pure_alias(n->op)) {
+            if (!mf_op_is_alias(n->op)) {
                 mf_backend b = {(uint16_t)r->backend};
                 const mf_backend_entry *e = mf_backend_entry_get(b);
                 uint32_t t = mf_node_support_type(g, n);
@@ -96,11 +95,11 @@ int mf_sched_assign_placed(mf_graph *g, const mf_placement *p, const mf_backend_
     int32_t nn = mf_graph_n_nodes(g);
     for (int32_t i = 0; i < nn; i++) {
         mf_node *n = mf_graph_node(g, i);
-        int32_t root = n->view_src >= 0 ? n->view_src : (is_pure_alias(n->op) ? n->src[0] : -1);
+        int32_t root = n->view_src >= 0 ? n->view_src : (mf_op_is_alias(n->op) ? n->src[0] : -1);
         mf_backend b;
         if (root >= 0) {
             b = (mf_backend){(uint16_t)mf_graph_node_c(g, root)->backend};
-            if (is_pure_alias(n->op)) {
+            if (mf_op_is_alias(n->op)) {
                 n->backend = b.id;
                 continue;
             }
@@ -274,9 +273,7 @@ static uint64_t plan_hash(const mf_graph *g) {
     return h;
 }
 
-static bool executes(const mf_node *n) {
-    return !(n->op == MF_OP_INPUT || n->op == MF_OP_WEIGHT || n->op == MF_OP_EXTERNAL || is_pure_alias(n->op));
-}
+static bool executes(const mf_node *n) { return mf_op_computes(n->op); }
 
 int mf_sched_plan(mf_sched *s, mf_graph *g, mf_error *err) {
     int rc = mf_graph_error(g, err);

@@ -90,7 +90,7 @@ int mf_graph_write_dot(const mf_graph *g, FILE *f) {
         fprintf(f, "%s%s\\n[", n->name[0] ? "\\n" : "", mf_op_name(n->op));
         for (int d = 0; d < n->n_dims; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)n->ne[d]);
         fprintf(f, "] %s\\nlayer %d  %s\"", mf_type_name(n->type), n->layer, backend_name(n->backend));
-        if (n->op == MF_OP_INPUT || n->op == MF_OP_WEIGHT || n->op == MF_OP_EXTERNAL)
+        if (mf_op_is_leaf(n->op))
             fputs(", style=filled, fillcolor=\"#e8e8e8\"", f);
         else if (n->flags & MF_NODE_OUTPUT)
             fputs(", style=filled, fillcolor=\"#c8e6c9\"", f);

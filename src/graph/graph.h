@@ -84,6 +84,13 @@ typedef struct mf_node {
     size_t bound_bytes;
 } mf_node;
 
+/* The ops that name memory and compute nothing: leaves (memory bound from outside the graph) and pure aliases
+ * (another shape or offset over a source's memory).  Every backend, the scheduler and the exporter agree on
+ * these by asking here; every other op is work some backend runs. */
+static inline bool mf_op_is_leaf(mf_op op) { return op == MF_OP_INPUT || op == MF_OP_WEIGHT || op == MF_OP_EXTERNAL; }
+static inline bool mf_op_is_alias(mf_op op) { return op == MF_OP_VIEW || op == MF_OP_RESHAPE || op == MF_OP_PERMUTE; }
+static inline bool mf_op_computes(mf_op op) { return !mf_op_is_leaf(op) && !mf_op_is_alias(op); }
+
 typedef struct mf_graph mf_graph;
 
 mf_graph *mf_graph_new(void);

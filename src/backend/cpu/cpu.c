@@ -90,14 +90,8 @@ bool mf_cpu_supports(mf_op op, uint32_t type) {
      * internal types (q8_0s) only inside a matmul */
     if (ti->row_group > 1) return op == MF_OP_WEIGHT || op == MF_OP_MATMUL || op == MF_OP_GET_ROWS;
     if (ti->internal) return false;
+    if (!mf_op_computes(op)) return true; /* leaves and aliases: memory only */
     switch (op) {
-    case MF_OP_INPUT:
-    case MF_OP_WEIGHT:
-    case MF_OP_EXTERNAL:
-    case MF_OP_VIEW:
-    case MF_OP_RESHAPE:
-    case MF_OP_PERMUTE:
-        return true;
     case MF_OP_GET_ROWS:
         return mf_type_dequantizes(type);
     case MF_OP_MATMUL: {
@@ -253,7 +247,7 @@ static bool ready_before(const mf_graph *g, int32_t id, int32_t i) {
     while (id >= i) {
         const mf_node *n = mf_graph_node_c(g, id);
         if (n->op == MF_OP_WEIGHT || n->op == MF_OP_INPUT) return true;
-        if (n->op != MF_OP_VIEW && n->op != MF_OP_RESHAPE && n->op != MF_OP_PERMUTE) return false;
+        if (!mf_op_is_alias(n->op)) return false;
         id = n->src[0];
     }
     return true;

@@ -256,13 +256,13 @@ extern "C" int mf_cuda_scratch(mf_cuda_ctx *c, size_t bytes, void **out, mf_erro
 /* ---- the node loop ---- */
 
 static int run_node(mf_cuda_ctx *c, const mf_node *n, mf_error *err) {
-    switch (n->op) {
+    switch (n->op) { /* exhaustive, so a new op without a launcher is a compile warning */
     case MF_OP_INPUT:
     case MF_OP_WEIGHT:
     case MF_OP_EXTERNAL:
     case MF_OP_VIEW:
     case MF_OP_RESHAPE:
-    case MF_OP_PERMUTE: return 0; /* leaves and aliases: memory, nothing to run */
+    case MF_OP_PERMUTE: return 0; /* !mf_op_computes: memory, nothing to run */
     case MF_OP_GET_ROWS: return mf_cuda_op_get_rows(c, n, err);
     case MF_OP_MATMUL: return mf_cuda_op_matmul(c, n, err);
     case MF_OP_RMS_NORM: return mf_cuda_op_rms_norm(c, n, err);
@@ -311,10 +311,6 @@ static int64_t range_tokens(const mf_graph *g, int32_t first, int32_t last) {
     return t;
 }
 
-static bool does_work(mf_op op) {
-    return !(op == MF_OP_INPUT || op == MF_OP_WEIGHT || op == MF_OP_EXTERNAL || op == MF_OP_VIEW ||
-             op == MF_OP_RESHAPE || op == MF_OP_PERMUTE);
-}
 
 /* Everything a captured launch depends on: the graph and range, scratch, and per node and per source its op,
  * type, shape, strides, parameters and address.  Equal keys launch the same kernels on the same memory. */
@@ -439,7 +435,7 @@ extern "C" int mf_cuda_pool_compute(mf_cuda_pool *p, mf_graph *g, int32_t first,
         snprintf(p->last_names, sizeof p->last_names, "'%.60s' .. '%.60s'", nname(mf_graph_node_c(g, first)),
                  nname(mf_graph_node_c(g, last - 1)));
     bool work = false;
-    for (int32_t i = first; i < last && !work; i++) work = does_work(mf_graph_node_c(g, i)->op);
+    for (int32_t i = first; i < last && !work; i++) work = mf_op_computes(mf_graph_node_c(g, i)->op);
     if (!work) return 0;
     /* scratch grows to the largest request seen before anything is enqueued or captured */
     if (c->scratch_want > c->scratch_bytes) {

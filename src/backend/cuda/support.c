@@ -19,13 +19,13 @@ bool mf_cuda_kv_type_supports(uint32_t kv_type) {
 
 /* The CPU's type rule: the node's type, except MATMUL/GET_ROWS (src0's, which the caller passes). */
 bool mf_cuda_supports(mf_op op, uint32_t type) {
-    switch (op) {
+    switch (op) { /* exhaustive, so a new op is a compile warning until this says whether CUDA runs it */
     case MF_OP_INPUT:
     case MF_OP_WEIGHT:
     case MF_OP_EXTERNAL:
     case MF_OP_VIEW:
     case MF_OP_RESHAPE:
-    case MF_OP_PERMUTE: return true; /* leaves and aliases: memory only */
+    case MF_OP_PERMUTE: return true; /* !mf_op_computes: memory only */
     case MF_OP_MATMUL: return mf_cuda_matmul_supports(type);
     case MF_OP_GET_ROWS: return mf_cuda_get_rows_supports(type);
     case MF_OP_KV_STORE: return mf_cuda_kv_type_supports(type); /* the node is the cache: its type */
