@@ -120,6 +120,19 @@ static bool value_of(const char *name, const char **v, const char **b, size_t *n
     return *n > 0;
 }
 
+/* The value of n decimal digits at b: false if a character is not a digit; *over set if it does not fit
+ * (the scan goes on after an overflow, so "999...9x" is still named as not a number). */
+static bool decimal(const char *b, size_t n, uint64_t *x, bool *over) {
+    *x = 0;
+    *over = false;
+    bool digits = true;
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] < '0' || b[i] > '9') digits = false;
+        else if (!*over && (!mf_mul_u64(*x, 10, x) || !mf_add_u64(*x, (uint64_t)(b[i] - '0'), x))) *over = true;
+    }
+    return digits;
+}
+
 int mf_env_bool(const char *name, bool *out, mf_error *err) {
     const mf_env_var *e = find(name, MF_ENV_BOOL, err);
     if (!e) return MF_E_INTERNAL;
@@ -147,18 +160,14 @@ int mf_env_uint(const char *name, uint64_t *out, mf_error *err) {
     size_t n;
     if (!value_of(name, &v, &b, &n)) return 0;
     char shown[300];
-    uint64_t x = 0;
-    bool over = false;
-    for (size_t i = 0; i < n; i++) {
-        if (b[i] < '0' || b[i] > '9')
-            return mf_err(err, MF_E_INVAL,
-                          "%s='%s' is not a whole number: allowed %llu..%llu %s (decimal digits only; default: %llu); "
-                          "unset it or pick a value in range",
-                          name, mf_env_show(v, shown, sizeof shown), (unsigned long long)e->min,
-                          (unsigned long long)e->max, e->allowed, (unsigned long long)e->dflt);
-        /* keep scanning after an overflow, so "999...9x" is named as not a number */
-        if (!over && (!mf_mul_u64(x, 10, &x) || !mf_add_u64(x, (uint64_t)(b[i] - '0'), &x))) over = true;
-    }
+    uint64_t x;
+    bool over;
+    if (!decimal(b, n, &x, &over))
+        return mf_err(err, MF_E_INVAL,
+                      "%s='%s' is not a whole number: allowed %llu..%llu %s (decimal digits only; default: %llu); "
+                      "unset it or pick a value in range",
+                      name, mf_env_show(v, shown, sizeof shown), (unsigned long long)e->min,
+                      (unsigned long long)e->max, e->allowed, (unsigned long long)e->dflt);
     if (over || x < e->min || x > e->max)
         return mf_err(err, MF_E_INVAL,
                       "%s='%s' is out of range: allowed %llu..%llu %s (default: %llu); unset it or pick a value in range",
@@ -226,12 +235,8 @@ int mf_env_count(const char *name, int64_t *out, bool *set, mf_error *err) {
         *set = true;
         return 0;
     }
-    uint64_t x = 0;
-    bool digits = true, over = false;
-    for (size_t i = 0; i < n; i++) {
-        if (b[i] < '0' || b[i] > '9') digits = false;
-        else if (!over && (!mf_mul_u64(x, 10, &x) || !mf_add_u64(x, (uint64_t)(b[i] - '0'), &x))) over = true;
-    }
+    uint64_t x;
+    bool over, digits = decimal(b, n, &x, &over);
     if (digits && !over && x >= e->min && x <= e->max) {
         *out = (int64_t)x;
         *set = true;
