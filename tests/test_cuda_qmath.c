@@ -71,12 +71,12 @@ static void make_row(uint32_t type, uint8_t *buf) {
 
 static void test_f16_bf16_conversion(void) {
     for (uint32_t h = 0; h < 65536; h++) {
-        const float a = mf_qm_f16((uint16_t)h), b = mf_fp16_to_fp32((uint16_t)h);
+        const float a = mf_hd_f16_to_f32((uint16_t)h), b = mf_fp16_to_fp32((uint16_t)h);
         if (isnan(b))
             CHECK(isnan(a), "f16 %04x: %g, want NaN", h, (double)a);
         else
             CHECK(f32_bits(a) == f32_bits(b), "f16 %04x: %a, want %a", h, (double)a, (double)b);
-        const float c = mf_qm_bf16((uint16_t)h), d = mf_bf16_to_fp32((uint16_t)h);
+        const float c = mf_hd_bf16_to_f32((uint16_t)h), d = mf_bf16_to_fp32((uint16_t)h);
         CHECK(f32_bits(c) == f32_bits(d) || (isnan(c) && isnan(d)), "bf16 %04x: %a, want %a", h, (double)c, (double)d);
     }
 }
@@ -178,7 +178,7 @@ static void test_unit_dot(void) {
                 const float v = mf_qm_unit_value(&u, isum, ad[j].d, ad[j].s);
                 double ref = 0, mag = 0;
                 long long iref = 0;
-                const float d = mf_qm_f16(mf_qm_ld16(mf_qm_block(type, row, j, &(int){0})));
+                const float d = mf_hd_f16_to_f32(mf_qm_ld16(mf_qm_block(type, row, j, &(int){0})));
                 for (int i = 0; i < MF_QM_UNIT; i++) {
                     const int e = MF_QM_UNIT * j + i;
                     ref += (double)deq[e] * aq[e];

@@ -3,16 +3,10 @@
  * host, in every build, against the CPU reference (src/quant, src/core, backend/cpu/vec.c) what the
  * kernels compute on the device.
  *
- * Two rules make the host result the device result:
- *   - no operation whose rounding differs between the two: IEEE +, -, *, /, sqrtf and fmaf are correctly
- *     rounded on both (nvcc's defaults: -prec-div and -prec-sqrt on; never build with --use_fast_math);
- *     libm's cosf/sinf/powf/expf are not used here (the rope's cos/sin are the one place the device's own
- *     libm is used, see mf_hd_rope_theta);
- *   - no contraction: nvcc fuses `a * b + c` into one fma by default (--fmad=true) where gcc in ISO C
- *     mode does not, so every product that feeds an addition goes through MF_HD_MUL / MF_HD_ADD
- *     (__fmul_rn / __fadd_rn on the device: never fused), and every fma the CPU reference does is an
- *     explicit fmaf.
- * Bit patterns go through __float_as_uint on the device and a union on the host (C allows it). */
+ * The host result is the device result because both sides use only correctly rounded IEEE operations and
+ * never contract a product into an addition (hd.h: mf_hd_mul / mf_hd_add / explicit fmaf); libm's
+ * cosf/sinf/powf/expf are not used here (the rope's cos/sin are the one place the device's own libm is
+ * used, see mf_hd_rope_theta). */
 #ifndef MF_BACKEND_CUDA_EMATH_H
 #define MF_BACKEND_CUDA_EMATH_H
 
@@ -22,50 +16,7 @@
 
 #include "backend/cuda/hd.h"
 
-#ifdef __CUDA_ARCH__
-#define MF_HD_MUL(a, b) __fmul_rn((a), (b))
-#define MF_HD_ADD(a, b) __fadd_rn((a), (b))
-#else
-#define MF_HD_MUL(a, b) ((a) * (b))
-#define MF_HD_ADD(a, b) ((a) + (b))
-#endif
-
-MF_HD uint32_t mf_hd_f32_bits(float f) {
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
-#else
-    union {
-        float f;
-        uint32_t u;
-    } v;
-    v.f = f;
-    return v.u;
-#endif
-}
-
-MF_HD float mf_hd_bits_f32(uint32_t u) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    union {
-        float f;
-        uint32_t u;
-    } v;
-    v.u = u;
-    return v.f;
-#endif
-}
-
-/* ---- f16 (quant/fp16.c, ggml's portable conversions) ---- */
-
-/* exact; a signalling NaN comes back quiet with its payload */
-MF_HD float mf_hd_f16_to_f32(uint16_t h) {
-    const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    const uint32_t exp = (h >> 10) & 0x1F, man = h & 0x3FF;
-    if (exp == 0x1F) return mf_hd_bits_f32(sign | 0x7F800000u | (man << 13) | (man ? 0x400000u : 0));
-    if (exp == 0) return mf_hd_bits_f32(sign | mf_hd_f32_bits((float)man * 0x1p-24f)); /* exact */
-    return mf_hd_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
-}
+/* ---- f16 (quant/fp16.c, ggml's portable conversions; f16 -> f32 is hd.h's) ---- */
 
 /* round to nearest even, overflow to inf, subnormals, every NaN -> sign|0x7E00 */
 MF_HD uint16_t mf_hd_f32_to_f16(float f) {
@@ -94,7 +45,7 @@ MF_HD uint16_t mf_hd_f32_to_f16(float f) {
 
 /* nearest, ties to even, for |v| < 2^22 (ggml's nearest_int; quant/quantize.c round_even) */
 MF_HD int mf_hd_round_even(float v) {
-    const float t = MF_HD_ADD(v, 12582912.f);
+    const float t = mf_hd_add(v, 12582912.f);
     return (int)(mf_hd_f32_bits(t) & 0x007fffff) - 0x00400000;
 }
 
@@ -112,7 +63,7 @@ MF_HD void mf_hd_q8_0_block(const float *x, unsigned char *dst) {
     dst[0] = (unsigned char)(dh & 0xFF);
     dst[1] = (unsigned char)(dh >> 8);
     for (int j = 0; j < 32; j++) {
-        int q = mf_hd_round_even(MF_HD_MUL(x[j], id));
+        int q = mf_hd_round_even(mf_hd_mul(x[j], id));
         q = q < -128 ? -128 : q > 127 ? 127 : q;
         dst[2 + j] = (unsigned char)(int8_t)q;
     }
@@ -125,25 +76,25 @@ MF_HD float mf_hd_expf(float x) {
     const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
     const uint32_t e = mf_hd_f32_bits(z) << 23;
     const float k = mf_hd_bits_f32(e + 0x3f800000u); /* + bits of 1.0f */
-    const float u = MF_HD_MUL(b, b);
+    const float u = mf_hd_mul(b, b);
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
-                         MF_HD_MUL(0x1.ffffecp-1f, b));
+                         mf_hd_mul(0x1.ffffecp-1f, b));
     if (!(fabsf(n) > 126.0f)) return fmaf(j, k, k); /* NaN too */
     const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
     const float s1 = mf_hd_bits_f32(g + 0x7f000000u), s2 = mf_hd_bits_f32(e - g);
-    if (fabsf(n) > 192.0f) return MF_HD_MUL(s1, s1);
-    return MF_HD_MUL(fmaf(s2, j, s2), s1);
+    if (fabsf(n) > 192.0f) return mf_hd_mul(s1, s1);
+    return mf_hd_mul(fmaf(s2, j, s2), s1);
 }
 
 /* SiLU as ggml_v_silu: x / (1 + e^-x) (vec.c; the CPU's last n % 8 elements use libm's expf instead) */
 MF_HD float mf_hd_silu(float x) {
-    return x / MF_HD_ADD(1.0f, mf_hd_expf(0.0f - x));
+    return x / mf_hd_add(1.0f, mf_hd_expf(0.0f - x));
 }
 
 /* ---- RMS norm: the scale from the double sum of the rounded squares (backend/cpu/ops_elem.c) ---- */
 MF_HD float mf_hd_rms_scale(double sum_sq, int64_t n, float eps) {
     const float mean = (float)(sum_sq / (double)n);
-    return 1.0f / sqrtf(MF_HD_ADD(mean, eps));
+    return 1.0f / sqrtf(mf_hd_add(mean, eps));
 }
 
 /* ---- rope (core/rope.c) ---- */
@@ -155,14 +106,14 @@ MF_HD float mf_hd_rms_scale(double sum_sq, int64_t n, float eps) {
  * difference between the GPU and CPU rope). */
 MF_HD float mf_hd_rope_theta(float p, float freq_scale, float theta_scale, int i) {
     float theta = p;
-    for (int k = 0; k < i; k++) theta = MF_HD_MUL(theta, theta_scale);
-    return MF_HD_MUL(freq_scale, theta);
+    for (int k = 0; k < i; k++) theta = mf_hd_mul(theta, theta_scale);
+    return mf_hd_mul(freq_scale, theta);
 }
 
 /* The rotation of one pair as the CPU rounds it: one fma per output (vec.c ROPE_BODY) */
 MF_HD void mf_hd_rope_pair(float x0, float x1, float c, float s, int neox, float *y0, float *y1) {
-    *y0 = fmaf(x0, c, -MF_HD_MUL(x1, s));
-    *y1 = neox ? fmaf(x0, s, MF_HD_MUL(x1, c)) : fmaf(x1, c, MF_HD_MUL(x0, s));
+    *y0 = fmaf(x0, c, -mf_hd_mul(x1, s));
+    *y1 = neox ? fmaf(x0, s, mf_hd_mul(x1, c)) : fmaf(x1, c, mf_hd_mul(x0, s));
 }
 
 /* ---- hadamard (core/hadamard.c): pass `len` of the butterfly as n/2 independent pairs ---- */
@@ -180,18 +131,18 @@ MF_HD void mf_hd_att_merge(float *M, float *L, float m_c, float l_c, float *a, f
     const float mn = m_c > *M ? m_c : *M;
     *a = mf_hd_expf(*M - mn); /* M = -inf (the first chunk): e^-inf = 0 */
     *b = mf_hd_expf(m_c - mn);
-    *L = fmaf(l_c, *b, MF_HD_MUL(*L, *a));
+    *L = fmaf(l_c, *b, mf_hd_mul(*L, *a));
     *M = mn;
 }
 
 MF_HD float mf_hd_att_merge_o(float o, float o_c, float a, float b) {
-    return fmaf(o_c, b, MF_HD_MUL(o, a));
+    return fmaf(o_c, b, mf_hd_mul(o, a));
 }
 
 /* the output: O times 1 / L (the CPU's order: the reciprocal first), 0 for an empty sum */
 MF_HD float mf_hd_att_out(float o, float L) {
     const float inv = L == 0.0f ? 0.0f : 1.0f / L;
-    return MF_HD_MUL(o, inv);
+    return mf_hd_mul(o, inv);
 }
 
 #endif

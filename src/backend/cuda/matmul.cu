@@ -124,7 +124,7 @@ __device__ static inline void mmv_q_warp(const uint8_t *__restrict__ w, size_t w
                 int isum = mf_qm_quarter_isum(&u, t, w0, w1, a0[m], a1[m]);
                 isum += __shfl_xor_sync(gmask, isum, 1);
                 isum += __shfl_xor_sync(gmask, isum, 2);
-                acc[r][m] = mf_qm_add(acc[r][m], mf_qm_unit_value(&u, isum, ax[m].d, ax[m].s));
+                acc[r][m] = mf_hd_add(acc[r][m], mf_qm_unit_value(&u, isum, ax[m].d, ax[m].s));
             }
         }
     }
@@ -133,9 +133,9 @@ __device__ static inline void mmv_q_warp(const uint8_t *__restrict__ w, size_t w
 #pragma unroll
         for (int m = 0; m < NC; m++) {
             float v = acc[r][m]; /* slice g's sum (the same in the group's 4 lanes) */
-            v = mf_qm_add(v, __shfl_xor_sync(FULL_MASK, v, 16));
-            v = mf_qm_add(v, __shfl_xor_sync(FULL_MASK, v, 8));
-            v = mf_qm_add(v, __shfl_xor_sync(FULL_MASK, v, 4));
+            v = mf_hd_add(v, __shfl_xor_sync(FULL_MASK, v, 16));
+            v = mf_hd_add(v, __shfl_xor_sync(FULL_MASK, v, 8));
+            v = mf_hd_add(v, __shfl_xor_sync(FULL_MASK, v, 4));
             if (lane == 0 && n0 + r < N && m0 + m < M) out[(m0 + m) * N + n0 + r] = v;
         }
 }
@@ -202,9 +202,9 @@ k_mmv_f(const uint8_t *__restrict__ w, size_t ws, int64_t N, int64_t K, const ch
                 float xv[8];
                 mf_qm_quarter_x(xr[m], j, t, K, xv);
                 float p = mf_qm_fdot8(wv, xv);
-                p = mf_qm_add(p, __shfl_xor_sync(gmask, p, 1)); /* (p0 + p1) + (p2 + p3): mf_qm_tree4 */
-                p = mf_qm_add(p, __shfl_xor_sync(gmask, p, 2));
-                acc[r][m] = mf_qm_add(acc[r][m], p);
+                p = mf_hd_add(p, __shfl_xor_sync(gmask, p, 1)); /* (p0 + p1) + (p2 + p3): mf_qm_tree4 */
+                p = mf_hd_add(p, __shfl_xor_sync(gmask, p, 2));
+                acc[r][m] = mf_hd_add(acc[r][m], p);
             }
         }
     }
@@ -213,9 +213,9 @@ k_mmv_f(const uint8_t *__restrict__ w, size_t ws, int64_t N, int64_t K, const ch
 #pragma unroll
         for (int m = 0; m < NC; m++) {
             float v = acc[r][m];
-            v = mf_qm_add(v, __shfl_xor_sync(FULL_MASK, v, 16));
-            v = mf_qm_add(v, __shfl_xor_sync(FULL_MASK, v, 8));
-            v = mf_qm_add(v, __shfl_xor_sync(FULL_MASK, v, 4));
+            v = mf_hd_add(v, __shfl_xor_sync(FULL_MASK, v, 16));
+            v = mf_hd_add(v, __shfl_xor_sync(FULL_MASK, v, 8));
+            v = mf_hd_add(v, __shfl_xor_sync(FULL_MASK, v, 4));
             if (lane == 0 && n0 + r < N && m0 + m < M) out[(m0 + m) * N + n0 + r] = v;
         }
 }
@@ -336,7 +336,7 @@ k_mmq(const uint8_t *__restrict__ w, size_t ws, int64_t N, int J, const int8_t *
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int isum = mf_qm_unit_isum(&up[i], wv[i], av); /* exact: the decode kernel's I */
-                acc[i][k] = mf_qm_add(acc[i][k], mf_qm_unit_value(&up[i], isum, a.d, a.s));
+                acc[i][k] = mf_hd_add(acc[i][k], mf_qm_unit_value(&up[i], isum, a.d, a.s));
             }
         }
     }
@@ -346,9 +346,9 @@ k_mmq(const uint8_t *__restrict__ w, size_t ws, int64_t N, int J, const int8_t *
 #pragma unroll
         for (int k = 0; k < 16; k++) {
             float v = acc[i][k];
-            v = mf_qm_add(v, __shfl_xor_sync(FULL_MASK, v, 4));
-            v = mf_qm_add(v, __shfl_xor_sync(FULL_MASK, v, 2));
-            v = mf_qm_add(v, __shfl_xor_sync(FULL_MASK, v, 1));
+            v = mf_hd_add(v, __shfl_xor_sync(FULL_MASK, v, 4));
+            v = mf_hd_add(v, __shfl_xor_sync(FULL_MASK, v, 2));
+            v = mf_hd_add(v, __shfl_xor_sync(FULL_MASK, v, 1));
             const int64_t n = n0 + rn + 16 * i, m = m0 + rm + 2 * k;
             if (s == (k & 7) && n < N && m < M) out[m * N + n] = v; /* the 8 lanes share the stores */
         }

@@ -15,7 +15,7 @@
  *                                                             halves; 1 except Q6_K)
  *   v             = d_a * (a * (float)I - b * (float)s_a)    (a, b: the unit's float scale and min)
  * Integer sums are exact, so it does not matter which threads add which products; only the float steps
- * above are ordered, and each is a separate IEEE operation (mf_qm_mul/add/sub: never contracted to an FMA
+ * above are ordered, and each is a separate IEEE operation (mf_hd_mul/add/sub: never contracted to an FMA
  * on the device, where nvcc would otherwise fuse them).
  *
  * Float weights (F32/F16/BF16) against f32 activations: p_t = the quarter's 8 products accumulated with fmaf
@@ -34,69 +34,8 @@
 
 #include "backend/cuda/hd.h"
 
-#if defined(__CUDACC__)
-#include <cuda_fp16.h>
-#endif
-
 #define MF_QM_UNIT 32 /* elements per unit */
 #define MF_QM_SLICES 8 /* the canonical K split of matmul.cu (see there) */
-
-/* ---- separate IEEE operations (no FMA contraction on either side) ---- */
-MF_HD float mf_qm_mul(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-MF_HD float mf_qm_add(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-MF_HD float mf_qm_sub(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
-MF_HD float mf_qm_fma(float a, float b, float c) {
-#ifdef __CUDA_ARCH__
-    return __fmaf_rn(a, b, c);
-#else
-    return fmaf(a, b, c);
-#endif
-}
-
-MF_HD float mf_qm_bits_f32(uint32_t u) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    union { uint32_t u; float f; } v;
-    v.u = u;
-    return v.f;
-#endif
-}
-
-/* f16 bits -> f32, exact for every value (NaN stays NaN; its payload is not promised). */
-MF_HD float mf_qm_f16(uint16_t h) {
-#ifdef __CUDA_ARCH__
-    return __half2float(__ushort_as_half(h));
-#else
-    const uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 0x3ffu;
-    if (e == 0) { /* zero or subnormal: m * 2^-24, exact in f32 */
-        const float v = (float)m * 5.9604644775390625e-8f;
-        return sign ? -v : v;
-    }
-    if (e == 31) return mf_qm_bits_f32(sign | 0x7f800000u | m << 13);
-    return mf_qm_bits_f32(sign | (e + 112) << 23 | m << 13);
-#endif
-}
-
-MF_HD float mf_qm_bf16(uint16_t h) { return mf_qm_bits_f32((uint32_t)h << 16); }
 
 /* ---- loads (weights are 2-byte aligned in every file layout; rows are read in place) ---- */
 MF_HD uint16_t mf_qm_ld16(const uint8_t *p) { return *(const uint16_t *)p; }
@@ -268,23 +207,23 @@ MF_HD mf_qm_unit mf_qm_unit_params(uint32_t type, const uint8_t *row, int j) {
     u.a = 0.0f, u.b = 0.0f, u.s0 = 1, u.s1 = 1;
     switch (type) {
     case MF_TYPE_Q4_0: case MF_TYPE_Q5_0: case MF_TYPE_Q8_0:
-        u.a = mf_qm_f16(mf_qm_ld16(b));
+        u.a = mf_hd_f16_to_f32(mf_qm_ld16(b));
         break;
     case MF_TYPE_Q4_1: case MF_TYPE_Q5_1: /* element = d q + m: the min enters as -b */
-        u.a = mf_qm_f16(mf_qm_ld16(b));
-        u.b = -mf_qm_f16(mf_qm_ld16(b + 2));
+        u.a = mf_hd_f16_to_f32(mf_qm_ld16(b));
+        u.b = -mf_hd_f16_to_f32(mf_qm_ld16(b + 2));
         break;
     case MF_TYPE_Q4_K: case MF_TYPE_Q5_K: { /* element = (d sc) q - (dmin m) */
         int sc, m;
         mf_qm_scale_min_k4(sub, b + 4, &sc, &m);
-        u.a = mf_qm_mul(mf_qm_f16(mf_qm_ld16(b)), (float)sc);
-        u.b = mf_qm_mul(mf_qm_f16(mf_qm_ld16(b + 2)), (float)m);
+        u.a = mf_hd_mul(mf_hd_f16_to_f32(mf_qm_ld16(b)), (float)sc);
+        u.b = mf_hd_mul(mf_hd_f16_to_f32(mf_qm_ld16(b + 2)), (float)m);
         break;
     }
     case MF_TYPE_Q6_K: { /* element = d sc q with one int8 scale per 16 elements */
         const int nn = sub >> 2, qq = sub & 3;
         const int8_t *sc = (const int8_t *)(b + 192 + 8 * nn + 2 * qq);
-        u.a = mf_qm_f16(mf_qm_ld16(b + 208));
+        u.a = mf_hd_f16_to_f32(mf_qm_ld16(b + 208));
         u.s0 = sc[0];
         u.s1 = sc[1];
         break;
@@ -313,7 +252,7 @@ MF_HD int mf_qm_unit_isum(const mf_qm_unit *u, const int32_t w[8], const int32_t
 
 /* v = d_a * (a * I - b * s_a): one unit's float value (four separate IEEE operations, in this order) */
 MF_HD float mf_qm_unit_value(const mf_qm_unit *u, int isum, float da, int sa) {
-    return mf_qm_mul(da, mf_qm_sub(mf_qm_mul(u->a, (float)isum), mf_qm_mul(u->b, (float)sa)));
+    return mf_hd_mul(da, mf_hd_sub(mf_hd_mul(u->a, (float)isum), mf_hd_mul(u->b, (float)sa)));
 }
 
 /* ---- float weights ---- */
@@ -327,9 +266,9 @@ MF_HD void mf_qm_quarter_f(uint32_t type, const uint8_t *row, int j, int t, int6
         else if (type == MF_TYPE_F32)
             w[i] = ((const float *)row)[e + i];
         else if (type == MF_TYPE_F16)
-            w[i] = mf_qm_f16(mf_qm_ld16(row + 2 * (e + i)));
+            w[i] = mf_hd_f16_to_f32(mf_qm_ld16(row + 2 * (e + i)));
         else
-            w[i] = mf_qm_bf16(mf_qm_ld16(row + 2 * (e + i)));
+            w[i] = mf_hd_bf16_to_f32(mf_qm_ld16(row + 2 * (e + i)));
     }
 }
 
@@ -342,25 +281,25 @@ MF_HD void mf_qm_quarter_x(const float *x, int j, int t, int64_t K, float v[8]) 
 /* a float quarter's partial: fmaf over the 8 products in element order, from 0 (a zero pair past K adds +0) */
 MF_HD float mf_qm_fdot8(const float w[8], const float x[8]) {
     float p = 0.0f;
-    for (int i = 0; i < 8; i++) p = mf_qm_fma(w[i], x[i], p);
+    for (int i = 0; i < 8; i++) p = mf_hd_fma(w[i], x[i], p);
     return p;
 }
 
 /* the four quarter partials of a unit -> its value */
-MF_HD float mf_qm_tree4(const float p[4]) { return mf_qm_add(mf_qm_add(p[0], p[1]), mf_qm_add(p[2], p[3])); }
+MF_HD float mf_qm_tree4(const float p[4]) { return mf_hd_add(mf_hd_add(p[0], p[1]), mf_hd_add(p[2], p[3])); }
 
 /* The canonical combination of the 8 slice sums (matmul.cu: slice s sums units s, s + 8, s + 16, ... in that
  * order): pairs 4 apart, then 2 apart, then 1 apart - what a warp's xor butterfly over lanes gives. */
 MF_HD float mf_qm_tree8(const float a[8]) {
-    const float b0 = mf_qm_add(a[0], a[4]), b1 = mf_qm_add(a[1], a[5]), b2 = mf_qm_add(a[2], a[6]),
-                b3 = mf_qm_add(a[3], a[7]);
-    return mf_qm_add(mf_qm_add(b0, b2), mf_qm_add(b1, b3));
+    const float b0 = mf_hd_add(a[0], a[4]), b1 = mf_hd_add(a[1], a[5]), b2 = mf_hd_add(a[2], a[6]),
+                b3 = mf_hd_add(a[3], a[7]);
+    return mf_hd_add(mf_hd_add(b0, b2), mf_hd_add(b1, b3));
 }
 
 /* ---- activations: one unit of 32 floats -> 32 int8, its scale and the exact sum of its levels ---- */
 MF_HD float mf_qm_act_scale(float amax) { return amax / 127.0f; }
 MF_HD float mf_qm_act_inv(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
-MF_HD int mf_qm_act_level(float x, float id) { return (int)roundf(mf_qm_mul(x, id)); }
+MF_HD int mf_qm_act_level(float x, float id) { return (int)roundf(mf_hd_mul(x, id)); }
 
 MF_HD void mf_qm_quantize_unit(const float *x, int8_t q[MF_QM_UNIT], float *d, int *s) {
     float amax = 0.0f;
@@ -397,7 +336,7 @@ MF_HD float mf_qm_row_dot_q(uint32_t type, const uint8_t *row, int J, const int8
             const int32_t a1 = (int32_t)((uint32_t)a[4] | (uint32_t)a[5] << 8 | (uint32_t)a[6] << 16 | (uint32_t)a[7] << 24);
             isum += mf_qm_quarter_isum(&u, t, w0, w1, a0, a1);
         }
-        acc[j % MF_QM_SLICES] = mf_qm_add(acc[j % MF_QM_SLICES], mf_qm_unit_value(&u, isum, ad[j].d, ad[j].s));
+        acc[j % MF_QM_SLICES] = mf_hd_add(acc[j % MF_QM_SLICES], mf_qm_unit_value(&u, isum, ad[j].d, ad[j].s));
     }
     return mf_qm_tree8(acc);
 }
@@ -414,7 +353,7 @@ MF_HD float mf_qm_row_dot_f(uint32_t type, const uint8_t *row, int64_t K, const 
             mf_qm_quarter_x(x, j, t, K, v);
             p[t] = mf_qm_fdot8(w, v);
         }
-        acc[j % MF_QM_SLICES] = mf_qm_add(acc[j % MF_QM_SLICES], mf_qm_tree4(p));
+        acc[j % MF_QM_SLICES] = mf_hd_add(acc[j % MF_QM_SLICES], mf_qm_tree4(p));
     }
     return mf_qm_tree8(acc);
 }
@@ -434,24 +373,24 @@ MF_HD void mf_qm_dequant8(uint32_t type, const uint8_t *row, int j, int t, int64
     for (int i = 0; i < 8; i++) q[i] = (int8_t)(uint8_t)((uint32_t)w[i >> 2] >> 8 * (i & 3));
     switch (type) {
     case MF_TYPE_Q4_0: case MF_TYPE_Q5_0: case MF_TYPE_Q8_0: { /* (q - o) * d */
-        const float d = mf_qm_f16(mf_qm_ld16(b));
-        for (int i = 0; i < 8; i++) y[i] = mf_qm_mul((float)q[i], d);
+        const float d = mf_hd_f16_to_f32(mf_qm_ld16(b));
+        for (int i = 0; i < 8; i++) y[i] = mf_hd_mul((float)q[i], d);
         return;
     }
     case MF_TYPE_Q4_1: case MF_TYPE_Q5_1: { /* q * d + m */
-        const float d = mf_qm_f16(mf_qm_ld16(b)), m = mf_qm_f16(mf_qm_ld16(b + 2));
-        for (int i = 0; i < 8; i++) y[i] = mf_qm_add(mf_qm_mul((float)q[i], d), m);
+        const float d = mf_hd_f16_to_f32(mf_qm_ld16(b)), m = mf_hd_f16_to_f32(mf_qm_ld16(b + 2));
+        for (int i = 0; i < 8; i++) y[i] = mf_hd_add(mf_hd_mul((float)q[i], d), m);
         return;
     }
     case MF_TYPE_Q4_K: case MF_TYPE_Q5_K: { /* d1 * q - m1 with d1 = d * sc, m1 = dmin * m */
         const mf_qm_unit u = mf_qm_unit_params(type, row, j);
-        for (int i = 0; i < 8; i++) y[i] = mf_qm_sub(mf_qm_mul(u.a, (float)q[i]), u.b);
+        for (int i = 0; i < 8; i++) y[i] = mf_hd_sub(mf_hd_mul(u.a, (float)q[i]), u.b);
         return;
     }
     case MF_TYPE_Q6_K: { /* d * sc * q */
         const mf_qm_unit u = mf_qm_unit_params(type, row, j);
-        const float ds = mf_qm_mul(u.a, (float)(t < 2 ? u.s0 : u.s1));
-        for (int i = 0; i < 8; i++) y[i] = mf_qm_mul(ds, (float)q[i]);
+        const float ds = mf_hd_mul(u.a, (float)(t < 2 ? u.s0 : u.s1));
+        for (int i = 0; i < 8; i++) y[i] = mf_hd_mul(ds, (float)q[i]);
         return;
     }
     default:
