@@ -28,9 +28,9 @@ static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
 #define K_ELEMS 1024 /* 32 units, 4 super-blocks */
 
-static const uint32_t k_types[] = {MF_TYPE_F32,  MF_TYPE_F16,  MF_TYPE_BF16, MF_TYPE_Q4_0,
-                                   MF_TYPE_Q4_1, MF_TYPE_Q5_0, MF_TYPE_Q5_1, MF_TYPE_Q8_0,
-                                   MF_TYPE_Q4_K, MF_TYPE_Q5_K, MF_TYPE_Q6_K};
+static const uint32_t k_types[] = {MF_TYPE_F32,  MF_TYPE_F16,  MF_TYPE_BF16, MF_TYPE_Q4_0,   MF_TYPE_Q4_1,
+                                   MF_TYPE_Q5_0, MF_TYPE_Q5_1, MF_TYPE_Q8_0, MF_TYPE_Q2_K,   MF_TYPE_Q3_K,
+                                   MF_TYPE_Q4_K, MF_TYPE_Q5_K, MF_TYPE_Q6_K, MF_TYPE_IQ4_NL, MF_TYPE_IQ4_XS};
 
 /* A row of random bytes with every scale field a finite f16 of moderate size (random f16 bits would be NaN or
  * huge now and then), float types random values.  buf must hold mf_row_size(type, K_ELEMS) bytes. */
@@ -61,6 +61,13 @@ static void make_row(uint32_t type, uint8_t *buf) {
             break;
         case MF_TYPE_Q6_K:
             put16(b + 208, mf_fp32_to_fp16(rndf(-0.01f, 0.01f)));
+            break;
+        case MF_TYPE_Q2_K: /* d, dmin after scales[16] qs[64] */
+            put16(b + 80, mf_fp32_to_fp16(rndf(0.001f, 0.1f)));
+            put16(b + 82, mf_fp32_to_fp16(rndf(-0.05f, 0.05f)));
+            break;
+        case MF_TYPE_Q3_K: /* d after hmask[32] qs[64] scales[12] */
+            put16(b + 108, mf_fp32_to_fp16(rndf(-0.05f, 0.05f)));
             break;
         default:
             put16(b, mf_fp32_to_fp16(rndf(-0.1f, 0.1f)));
@@ -165,17 +172,21 @@ static void test_unit_dot(void) {
             double total = 0, total_mag = 0;
             for (int j = 0; j < J; j++) {
                 const mf_qm_unit u = mf_qm_unit_params(type, row, j);
-                int isum = 0;
+                int isum = 0, msum = 0;
                 int32_t ww[8], aw[8];
                 for (int t = 0; t < 4; t++) {
                     mf_qm_quarter(type, row, j, t, &ww[2 * t], &ww[2 * t + 1]);
                     memcpy(&aw[2 * t], aq + MF_QM_UNIT * j + 8 * t, 8);
                     isum += mf_qm_quarter_isum(&u, t, ww[2 * t], ww[2 * t + 1], aw[2 * t], aw[2 * t + 1]);
+                    msum += mf_qm_quarter_msum(&u, t, aw[2 * t], aw[2 * t + 1]);
                 }
+                CHECK(mf_qm_unit_msum(&u, aw) == msum, "%s unit %d: min words give %d, quarters %d", mf_type_name(type),
+                      j, mf_qm_unit_msum(&u, aw), msum);
+                const int sa = mf_qm_half_mins(type) ? msum : ad[j].s; /* what the kernels pass */
                 /* the tiled kernel's form of the same integer */
                 CHECK(mf_qm_unit_isum(&u, ww, aw) == isum, "%s unit %d: words give %d, quarters %d", mf_type_name(type),
                       j, mf_qm_unit_isum(&u, ww, aw), isum);
-                const float v = mf_qm_unit_value(&u, isum, ad[j].d, ad[j].s);
+                const float v = mf_qm_unit_value(&u, isum, ad[j].d, sa);
                 double ref = 0, mag = 0;
                 long long iref = 0;
                 const float d = mf_hd_f16_to_f32(mf_qm_ld16(mf_qm_block(type, row, j, &(int){0})));
@@ -188,7 +199,7 @@ static void test_unit_dot(void) {
                 if (exact && d != 0 && iref != isum && bad_i++ < 3)
                     CHECK(0, "%s unit %d: integer sum %d, from the reference %lld", mf_type_name(type), j, isum, iref);
                 const double da = ad[j].d, want = da * ref;
-                const double tol = 8.0 / 16777216.0 * da * (mag + fabs((double)u.a * isum) + fabs((double)u.b * ad[j].s)) + 1e-30;
+                const double tol = 8.0 / 16777216.0 * da * (mag + fabs((double)u.a * isum) + fabs((double)u.b * sa)) + 1e-30;
                 if (fabs(v - want) > tol && bad_v++ < 3)
                     CHECK(0, "%s unit %d: v %.9g, reference %.9g (tolerance %.3g)", mf_type_name(type), j, (double)v,
                           want, tol);

@@ -144,6 +144,9 @@ static model_case k_cases[] = {
     {"qwen3", "q5_k", MF_KV_TYPE_F16, &k_quant, ""},   {"qwen2", "q6_k", MF_KV_TYPE_F16, &k_quant, ""},
     {"qwen3", "f16", MF_KV_TYPE_F16, &k_f16, ""},      {"qwen2", "bf16", MF_KV_TYPE_F16, &k_bf16, ""},
     {"qwen3", "f32", MF_KV_TYPE_F32, &k_f32, ""},
+    /* the low-bit types (tiny's 256/512-wide rows keep them pure: no 32-block fallback) */
+    {"qwen2", "q2_k", MF_KV_TYPE_F16, &k_quant, ""},   {"qwen3", "q3_k", MF_KV_TYPE_F16, &k_quant, ""},
+    {"qwen2", "iq4_xs", MF_KV_TYPE_F16, &k_quant, ""}, {"qwen3", "iq4_nl", MF_KV_TYPE_F16, &k_quant, ""},
 };
 #define N_CASES ((int)(sizeof k_cases / sizeof k_cases[0]))
 

@@ -124,7 +124,13 @@ __device__ static inline void mmv_q_warp(const uint8_t *__restrict__ w, size_t w
                 int isum = mf_qm_quarter_isum(&u, t, w0, w1, a0[m], a1[m]);
                 isum += __shfl_xor_sync(gmask, isum, 1);
                 isum += __shfl_xor_sync(gmask, isum, 2);
-                acc[r][m] = mf_hd_add(acc[r][m], mf_qm_unit_value(&u, isum, ax[m].d, ax[m].s));
+                int sa = ax[m].s;
+                if (mf_qm_half_mins(T)) { /* Q2_K: the min integer over the group's quarters too */
+                    sa = mf_qm_quarter_msum(&u, t, a0[m], a1[m]);
+                    sa += __shfl_xor_sync(gmask, sa, 1);
+                    sa += __shfl_xor_sync(gmask, sa, 2);
+                }
+                acc[r][m] = mf_hd_add(acc[r][m], mf_qm_unit_value(&u, isum, ax[m].d, sa));
             }
         }
     }
@@ -259,7 +265,7 @@ __device__ static inline void mmq_fetch(mmq_stage *st, int c, int tid, const uin
 #pragma unroll
     for (int it = 0; it < 2; it++) {
         const int i = tid + it * MMQ_THREADS, row = i >> 3, u = i & 7, j = c * MF_QM_SLICES + u;
-        st->u[it].a = 0.0f, st->u[it].b = 0.0f, st->u[it].s0 = 0, st->u[it].s1 = 0;
+        st->u[it].a = 0.0f, st->u[it].b = 0.0f, st->u[it].s0 = 0, st->u[it].s1 = 0, st->u[it].m0 = 0, st->u[it].m1 = 0;
         if (n0 + row < N && j < J) st->u[it] = mf_qm_unit_params(T, w + (size_t)(n0 + row) * ws, j);
     }
 #pragma unroll
@@ -336,7 +342,8 @@ k_mmq(const uint8_t *__restrict__ w, size_t ws, int64_t N, int J, const int8_t *
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int isum = mf_qm_unit_isum(&up[i], wv[i], av); /* exact: the decode kernel's I */
-                acc[i][k] = mf_hd_add(acc[i][k], mf_qm_unit_value(&up[i], isum, a.d, a.s));
+                const int sa = mf_qm_half_mins(T) ? mf_qm_unit_msum(&up[i], av) : a.s;
+                acc[i][k] = mf_hd_add(acc[i][k], mf_qm_unit_value(&up[i], isum, a.d, sa));
             }
         }
     }
@@ -383,7 +390,7 @@ k_get_rows(const uint8_t *__restrict__ tab, size_t ts, int64_t R, const int32_t 
 
 /* mf_cuda_matmul_supports / mf_cuda_get_rows_supports: support.c (compiled into every build) */
 
-#define SUPPORTED_LIST "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K"
+#define SUPPORTED_LIST "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs"
 
 /* calls F<T>(args) for the weight type t (one of SUPPORTED_LIST) */
 #define DISPATCH_Q(t, F, ...)                                                                            \
@@ -396,6 +403,10 @@ k_get_rows(const uint8_t *__restrict__ tab, size_t ts, int64_t R, const int32_t 
     case MF_TYPE_Q4_K: F<MF_TYPE_Q4_K>(__VA_ARGS__); break;                                              \
     case MF_TYPE_Q5_K: F<MF_TYPE_Q5_K>(__VA_ARGS__); break;                                              \
     case MF_TYPE_Q6_K: F<MF_TYPE_Q6_K>(__VA_ARGS__); break;                                              \
+    case MF_TYPE_Q2_K: F<MF_TYPE_Q2_K>(__VA_ARGS__); break;                                              \
+    case MF_TYPE_Q3_K: F<MF_TYPE_Q3_K>(__VA_ARGS__); break;                                              \
+    case MF_TYPE_IQ4_NL: F<MF_TYPE_IQ4_NL>(__VA_ARGS__); break;                                          \
+    case MF_TYPE_IQ4_XS: F<MF_TYPE_IQ4_XS>(__VA_ARGS__); break;                                          \
     default: break;                                                                                      \
     }
 #define DISPATCH_F(t, F, ...)                                                                            \

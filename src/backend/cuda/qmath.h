@@ -12,8 +12,10 @@
  * The value of one (weight unit, activation unit) pair is defined from exact integer sums:
  *   quarter sums  p_t = sum over the quarter of qw * qa      (qw: the weight's integer level, offset applied)
  *   I             = s0 * (p_0 + p_1) + s1 * (p_2 + p_3)      (s0, s1: the int scales of the two 16-element
- *                                                             halves; 1 except Q6_K)
- *   v             = d_a * (a * (float)I - b * (float)s_a)    (a, b: the unit's float scale and min)
+ *                                                             halves; 1 except Q6_K, Q3_K and Q2_K)
+ *   v             = d_a * (a * (float)I - b * (float)s_a)    (a, b: the unit's float scale and min; for Q2_K,
+ *                                                             whose mins are per half, s_a is replaced by
+ *                                                             m0 * S_lo + m1 * S_hi, the halves' level sums)
  * Integer sums are exact, so it does not matter which threads add which products; only the float steps
  * above are ordered, and each is a separate IEEE operation (mf_hd_mul/add/sub: never contracted to an FMA
  * on the device, where nvcc would otherwise fuse them).
@@ -76,11 +78,33 @@ MF_HD void mf_qm_scale_min_k4(int j, const uint8_t *q, int *d, int *m) {
     }
 }
 
+/* Q3_K: the 6-bit scale j (0..15) of the 12-byte scales field, minus 32 (quant_impl.h's mf_q3_K_scales,
+ * one at a time): low 4 bits from byte j % 8 (low nibble for j < 8), high 2 bits from byte 8 + j % 4 */
+MF_HD int mf_qm_q3_K_scale(const uint8_t *sc12, int j) {
+    const int lo = (sc12[j & 7] >> 4 * (j >> 3)) & 15, hi = (sc12[8 + (j & 3)] >> 2 * (j >> 2)) & 3;
+    return (lo | hi << 4) - 32;
+}
+
+/* IQ4_NL/IQ4_XS: the signed level of each of 4 indices (the low nibbles of 4 bytes), from the format's fixed
+ * 16-level grid (quant_impl.h's mf_iq4_levels: -127 -104 -83 -65 | -49 -35 -22 -10 | 1 13 25 38 | 53 69 89
+ * 113), held here as four words of 4 signed bytes and picked by comparisons: no table in memory, so the
+ * same code runs on the host and the device. */
+MF_HD int32_t mf_qm_iq4_word(uint32_t idx4) {
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) {
+        const uint32_t n = (idx4 >> 8 * i) & 15;
+        const uint32_t w = n < 8 ? (n < 4 ? 0xBFAD9881u : 0xF6EADDCFu) : (n < 12 ? 0x26190D01u : 0x71594535u);
+        r |= ((w >> 8 * (n & 3)) & 0xFFu) << 8 * i;
+    }
+    return (int32_t)r;
+}
+
 /* ---- which types, and where a unit lives ---- */
 MF_HD bool mf_qm_type_quantized(uint32_t type) {
     switch (type) {
     case MF_TYPE_Q4_0: case MF_TYPE_Q4_1: case MF_TYPE_Q5_0: case MF_TYPE_Q5_1: case MF_TYPE_Q8_0:
     case MF_TYPE_Q4_K: case MF_TYPE_Q5_K: case MF_TYPE_Q6_K:
+    case MF_TYPE_Q2_K: case MF_TYPE_Q3_K: case MF_TYPE_IQ4_NL: case MF_TYPE_IQ4_XS:
         return true;
     default:
         return false;
@@ -101,13 +125,23 @@ MF_HD int mf_qm_block_bytes(uint32_t type) {
     case MF_TYPE_Q4_K: return 144;
     case MF_TYPE_Q5_K: return 176;
     case MF_TYPE_Q6_K: return 210;
+    case MF_TYPE_Q2_K: return 84;   /* scales[16] qs[64] d dmin */
+    case MF_TYPE_Q3_K: return 110;  /* hmask[32] qs[64] scales[12] d */
+    case MF_TYPE_IQ4_NL: return 18; /* d qs[16] */
+    case MF_TYPE_IQ4_XS: return 136; /* d scales_h scales_l[4] qs[128] */
     case MF_TYPE_F32: return 4 * MF_QM_UNIT;
     case MF_TYPE_F16: case MF_TYPE_BF16: return 2 * MF_QM_UNIT;
     default: return 0;
     }
 }
 MF_HD int mf_qm_units_per_block(uint32_t type) {
-    return type == MF_TYPE_Q4_K || type == MF_TYPE_Q5_K || type == MF_TYPE_Q6_K ? 8 : 1;
+    switch (type) {
+    case MF_TYPE_Q2_K: case MF_TYPE_Q3_K: case MF_TYPE_Q4_K: case MF_TYPE_Q5_K: case MF_TYPE_Q6_K:
+    case MF_TYPE_IQ4_XS:
+        return 8;
+    default:
+        return 1;
+    }
 }
 
 /* the storage block holding unit j of a row, and the unit's index inside it */
@@ -119,12 +153,18 @@ MF_HD const uint8_t *mf_qm_block(uint32_t type, const uint8_t *row, int j, int *
 
 /* ---- quantized weights: a quarter's integer levels and a unit's scaling ---- */
 typedef struct {
-    float a, b;   /* v = d_a * (a * I - b * s_a) */
-    int s0, s1;   /* int scales of elements 0..15 and 16..31 */
+    float a, b;       /* v = d_a * (a * I - b * s_a) */
+    int16_t s0, s1;   /* int scales of elements 0..15 and 16..31 */
+    int16_t m0, m1;   /* Q2_K only (mf_qm_half_mins): int mins of the two halves, s_a = m0 S_lo + m1 S_hi */
 } mf_qm_unit;
 
-/* The integer levels of elements 8t..8t+7 of unit j (offsets applied: Q4_0 -8, Q5_0 -16, Q6_K -32; Q4_1,
- * Q5_1, Q4_K, Q5_K unsigned), as two words of 4 signed bytes in element order. */
+/* Types whose min is per 16-element half (Q2_K): the min term's integer is m0 * S_lo + m1 * S_hi over the
+ * activation's level sums per half (mf_qm_quarter_msum), not the unit's whole sum. */
+MF_HD bool mf_qm_half_mins(uint32_t type) { return type == MF_TYPE_Q2_K; }
+
+/* The integer levels of elements 8t..8t+7 of unit j (offsets applied: Q4_0 -8, Q5_0 -16, Q6_K -32, Q3_K -4
+ * where its high bit is clear; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K unsigned; IQ4_NL/IQ4_XS the grid's signed
+ * levels), as two words of 4 signed bytes in element order. */
 MF_HD void mf_qm_quarter(uint32_t type, const uint8_t *row, int j, int t, int32_t *w0, int32_t *w1) {
     int sub;
     const uint8_t *b = mf_qm_block(type, row, j, &sub);
@@ -193,6 +233,33 @@ MF_HD void mf_qm_quarter(uint32_t type, const uint8_t *row, int j, int t, int32_
         *w1 = mf_qm_sub_bytes(x1, 0x20202020u);
         return;
     }
+    case MF_TYPE_Q2_K:
+    case MF_TYPE_Q3_K: {
+        /* unit `sub` = 128-element half n, 2-bit plane s: element k (0..31) is bits 2s..2s+1 of qs[32n + k];
+         * Q3_K's third bit is bit 4n + s of hmask[k]: set means the level as is, clear means 4 less */
+        const int n = sub >> 2, s = sub & 3;
+        const uint8_t *qs = b + (type == MF_TYPE_Q2_K ? 16 : 32) + 32 * n + 8 * t;
+        x0 = (mf_qm_ld32(qs) >> 2 * s) & 0x03030303u;
+        x1 = (mf_qm_ld32(qs + 4) >> 2 * s) & 0x03030303u;
+        if (type == MF_TYPE_Q3_K) {
+            const uint8_t *hm = b + 8 * t;
+            x0 |= ((mf_qm_ld32(hm) >> (4 * n + s)) & 0x01010101u) << 2;
+            x1 |= ((mf_qm_ld32(hm + 4) >> (4 * n + s)) & 0x01010101u) << 2;
+            *w0 = mf_qm_sub_bytes(x0, 0x04040404u);
+            *w1 = mf_qm_sub_bytes(x1, 0x04040404u);
+        } else {
+            *w0 = (int32_t)x0;
+            *w1 = (int32_t)x1;
+        }
+        return;
+    }
+    case MF_TYPE_IQ4_NL:
+    case MF_TYPE_IQ4_XS: { /* Q4_0's nibble layout (sub-block `sub` at qs + 16 sub for IQ4_XS), grid levels */
+        const uint8_t *qs = b + (type == MF_TYPE_IQ4_NL ? 2 : 8 + 16 * sub) + o;
+        *w0 = mf_qm_iq4_word((mf_qm_ld32(qs) >> 4 * hi) & 0x0F0F0F0Fu);
+        *w1 = mf_qm_iq4_word((mf_qm_ld32(qs + 4) >> 4 * hi) & 0x0F0F0F0Fu);
+        return;
+    }
     default:
         *w0 = *w1 = 0;
         return;
@@ -204,7 +271,7 @@ MF_HD mf_qm_unit mf_qm_unit_params(uint32_t type, const uint8_t *row, int j) {
     int sub;
     const uint8_t *b = mf_qm_block(type, row, j, &sub);
     mf_qm_unit u;
-    u.a = 0.0f, u.b = 0.0f, u.s0 = 1, u.s1 = 1;
+    u.a = 0.0f, u.b = 0.0f, u.s0 = 1, u.s1 = 1, u.m0 = 0, u.m1 = 0;
     switch (type) {
     case MF_TYPE_Q4_0: case MF_TYPE_Q5_0: case MF_TYPE_Q8_0:
         u.a = mf_hd_f16_to_f32(mf_qm_ld16(b));
@@ -228,6 +295,26 @@ MF_HD mf_qm_unit mf_qm_unit_params(uint32_t type, const uint8_t *row, int j) {
         u.s1 = sc[1];
         break;
     }
+    case MF_TYPE_Q2_K: { /* element = (d sc) q - (dmin m): a 4-bit scale and a 4-bit min per 16 elements */
+        const uint8_t lo = b[2 * sub], hi = b[2 * sub + 1];
+        u.a = mf_hd_f16_to_f32(mf_qm_ld16(b + 80));
+        u.b = mf_hd_f16_to_f32(mf_qm_ld16(b + 82));
+        u.s0 = lo & 15, u.s1 = hi & 15, u.m0 = lo >> 4, u.m1 = hi >> 4;
+        break;
+    }
+    case MF_TYPE_Q3_K: /* element = (d sc) q with a 6-bit scale - 32 per 16 elements */
+        u.a = mf_hd_f16_to_f32(mf_qm_ld16(b + 108));
+        u.s0 = (int16_t)mf_qm_q3_K_scale(b + 96, 2 * sub);
+        u.s1 = (int16_t)mf_qm_q3_K_scale(b + 96, 2 * sub + 1);
+        break;
+    case MF_TYPE_IQ4_NL: /* element = d level */
+        u.a = mf_hd_f16_to_f32(mf_qm_ld16(b));
+        break;
+    case MF_TYPE_IQ4_XS: { /* element = (d (ls - 32)) level, ls 6 bits: low 4 in scales_l, high 2 in scales_h */
+        const int ls = ((b[4 + sub / 2] >> 4 * (sub % 2)) & 15) | ((mf_qm_ld16(b + 2) >> 2 * sub) & 3) << 4;
+        u.a = mf_hd_mul(mf_hd_f16_to_f32(mf_qm_ld16(b)), (float)(ls - 32));
+        break;
+    }
     default:
         break;
     }
@@ -239,6 +326,21 @@ MF_HD mf_qm_unit mf_qm_unit_params(uint32_t type, const uint8_t *row, int j) {
 MF_HD int mf_qm_quarter_isum(const mf_qm_unit *u, int t, int32_t w0, int32_t w1, int32_t a0, int32_t a1) {
     const int p = mf_qm_dp4a(w1, a1, mf_qm_dp4a(w0, a0, 0));
     return (t < 2 ? u->s0 : u->s1) * p;
+}
+
+/* Q2_K's min integer for one quarter: m_{t/2} times the sum of its 8 activation levels (summed over the 4
+ * quarters in any order: m0 S_lo + m1 S_hi exactly). */
+MF_HD int mf_qm_quarter_msum(const mf_qm_unit *u, int t, int32_t a0, int32_t a1) {
+    const int s = mf_qm_dp4a(a1, 0x01010101, mf_qm_dp4a(a0, 0x01010101, 0));
+    return (t < 2 ? u->m0 : u->m1) * s;
+}
+
+/* the same from a unit's 8 activation words (the tiled kernel's form) */
+MF_HD int mf_qm_unit_msum(const mf_qm_unit *u, const int32_t a[8]) {
+    int lo = 0, hi = 0;
+    for (int k = 0; k < 4; k++) lo = mf_qm_dp4a(a[k], 0x01010101, lo);
+    for (int k = 4; k < 8; k++) hi = mf_qm_dp4a(a[k], 0x01010101, hi);
+    return u->m0 * lo + u->m1 * hi;
 }
 
 /* I from a unit's 8 weight words and 8 activation words (words 0..3: elements 0..15) - the tiled kernel's
@@ -327,7 +429,7 @@ MF_HD float mf_qm_row_dot_q(uint32_t type, const uint8_t *row, int J, const int8
     for (int s = 0; s < MF_QM_SLICES; s++) acc[s] = 0.0f;
     for (int j = 0; j < J; j++) {
         const mf_qm_unit u = mf_qm_unit_params(type, row, j);
-        int isum = 0;
+        int isum = 0, msum = 0;
         for (int t = 0; t < 4; t++) {
             int32_t w0, w1;
             mf_qm_quarter(type, row, j, t, &w0, &w1);
@@ -335,8 +437,10 @@ MF_HD float mf_qm_row_dot_q(uint32_t type, const uint8_t *row, int J, const int8
             const int32_t a0 = (int32_t)((uint32_t)a[0] | (uint32_t)a[1] << 8 | (uint32_t)a[2] << 16 | (uint32_t)a[3] << 24);
             const int32_t a1 = (int32_t)((uint32_t)a[4] | (uint32_t)a[5] << 8 | (uint32_t)a[6] << 16 | (uint32_t)a[7] << 24);
             isum += mf_qm_quarter_isum(&u, t, w0, w1, a0, a1);
+            msum += mf_qm_quarter_msum(&u, t, a0, a1);
         }
-        acc[j % MF_QM_SLICES] = mf_hd_add(acc[j % MF_QM_SLICES], mf_qm_unit_value(&u, isum, ad[j].d, ad[j].s));
+        const int sa = mf_qm_half_mins(type) ? msum : ad[j].s;
+        acc[j % MF_QM_SLICES] = mf_hd_add(acc[j % MF_QM_SLICES], mf_qm_unit_value(&u, isum, ad[j].d, sa));
     }
     return mf_qm_tree8(acc);
 }
@@ -391,6 +495,23 @@ MF_HD void mf_qm_dequant8(uint32_t type, const uint8_t *row, int j, int t, int64
         const mf_qm_unit u = mf_qm_unit_params(type, row, j);
         const float ds = mf_hd_mul(u.a, (float)(t < 2 ? u.s0 : u.s1));
         for (int i = 0; i < 8; i++) y[i] = mf_hd_mul(ds, (float)q[i]);
+        return;
+    }
+    case MF_TYPE_Q2_K: { /* dl * q - ml with dl = d * sc, ml = dmin * m */
+        const mf_qm_unit u = mf_qm_unit_params(type, row, j);
+        const float dl = mf_hd_mul(u.a, (float)(t < 2 ? u.s0 : u.s1)), ml = mf_hd_mul(u.b, (float)(t < 2 ? u.m0 : u.m1));
+        for (int i = 0; i < 8; i++) y[i] = mf_hd_sub(mf_hd_mul(dl, (float)q[i]), ml);
+        return;
+    }
+    case MF_TYPE_Q3_K: { /* dl * q with dl = d * (sc - 32) */
+        const mf_qm_unit u = mf_qm_unit_params(type, row, j);
+        const float dl = mf_hd_mul(u.a, (float)(t < 2 ? u.s0 : u.s1));
+        for (int i = 0; i < 8; i++) y[i] = mf_hd_mul(dl, (float)q[i]);
+        return;
+    }
+    case MF_TYPE_IQ4_NL: case MF_TYPE_IQ4_XS: { /* d * level (IQ4_XS: d = the super-block's d * (ls - 32)) */
+        const mf_qm_unit u = mf_qm_unit_params(type, row, j);
+        for (int i = 0; i < 8; i++) y[i] = mf_hd_mul(u.a, (float)q[i]);
         return;
     }
     default:
