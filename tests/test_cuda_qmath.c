@@ -28,9 +28,10 @@ static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
 #define K_ELEMS 1024 /* 32 units, 4 super-blocks */
 
-static const uint32_t k_types[] = {MF_TYPE_F32,  MF_TYPE_F16,  MF_TYPE_BF16, MF_TYPE_Q4_0,   MF_TYPE_Q4_1,
-                                   MF_TYPE_Q5_0, MF_TYPE_Q5_1, MF_TYPE_Q8_0, MF_TYPE_Q2_K,   MF_TYPE_Q3_K,
-                                   MF_TYPE_Q4_K, MF_TYPE_Q5_K, MF_TYPE_Q6_K, MF_TYPE_IQ4_NL, MF_TYPE_IQ4_XS};
+static const uint32_t k_types[] = {MF_TYPE_F32,     MF_TYPE_F16,    MF_TYPE_BF16,   MF_TYPE_Q4_0,    MF_TYPE_Q4_1,
+                                   MF_TYPE_Q5_0,    MF_TYPE_Q5_1,   MF_TYPE_Q8_0,   MF_TYPE_Q2_K,    MF_TYPE_Q3_K,
+                                   MF_TYPE_Q4_K,    MF_TYPE_Q5_K,   MF_TYPE_Q6_K,   MF_TYPE_IQ4_NL,  MF_TYPE_IQ4_XS,
+                                   MF_TYPE_IQ2_XXS, MF_TYPE_IQ2_XS, MF_TYPE_IQ2_S,  MF_TYPE_IQ3_XXS, MF_TYPE_IQ3_S};
 
 /* A row of random bytes with every scale field a finite f16 of moderate size (random f16 bits would be NaN or
  * huge now and then), float types random values.  buf must hold mf_row_size(type, K_ELEMS) bytes. */
@@ -69,7 +70,8 @@ static void make_row(uint32_t type, uint8_t *buf) {
         case MF_TYPE_Q3_K: /* d after hmask[32] qs[64] scales[12] */
             put16(b + 108, mf_fp32_to_fp16(rndf(-0.05f, 0.05f)));
             break;
-        default:
+        default: /* d at offset 0; the grid types' other fields are all valid as random bytes (every index
+                  * field is exactly as wide as its table, every nibble a scale) */
             put16(b, mf_fp32_to_fp16(rndf(-0.1f, 0.1f)));
             break;
         }

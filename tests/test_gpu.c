@@ -147,6 +147,10 @@ static model_case k_cases[] = {
     /* the low-bit types (tiny's 256/512-wide rows keep them pure: no 32-block fallback) */
     {"qwen2", "q2_k", MF_KV_TYPE_F16, &k_quant, ""},   {"qwen3", "q3_k", MF_KV_TYPE_F16, &k_quant, ""},
     {"qwen2", "iq4_xs", MF_KV_TYPE_F16, &k_quant, ""}, {"qwen3", "iq4_nl", MF_KV_TYPE_F16, &k_quant, ""},
+    /* the grid types (the lattice tables' device copies) */
+    {"qwen3", "iq2_xxs", MF_KV_TYPE_F16, &k_quant, ""}, {"qwen2", "iq2_xs", MF_KV_TYPE_F16, &k_quant, ""},
+    {"qwen3", "iq2_s", MF_KV_TYPE_F16, &k_quant, ""},   {"qwen2", "iq3_xxs", MF_KV_TYPE_F16, &k_quant, ""},
+    {"qwen3", "iq3_s", MF_KV_TYPE_F16, &k_quant, ""},
 };
 #define N_CASES ((int)(sizeof k_cases / sizeof k_cases[0]))
 

@@ -1,5 +1,6 @@
-/* MATMUL and GET_ROWS on CUDA for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K weights in
- * the file's layout.  out[m][n] = dot(w_n, x_m); the per-block math is qmath.h's (tested on the host).
+/* MATMUL and GET_ROWS on CUDA for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+ * IQ4_NL, IQ4_XS and the grid types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S weights in the file's layout.
+ * The grid types read their lattice tables from device memory that mf_cuda_matmul_init fills.  out[m][n] = dot(w_n, x_m); the per-block math is qmath.h's (tested on the host).
  *
  * THE CANONICAL ORDER (batch invariance: every output element is bitwise the same whatever M is and
  * whatever the other rows hold, in the decode kernel and the prefill kernel alike):
@@ -390,7 +391,9 @@ k_get_rows(const uint8_t *__restrict__ tab, size_t ts, int64_t R, const int32_t 
 
 /* mf_cuda_matmul_supports / mf_cuda_get_rows_supports: support.c (compiled into every build) */
 
-#define SUPPORTED_LIST "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs"
+#define SUPPORTED_LIST                                                                                   \
+    "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, iq2_xxs, iq2_xs, " \
+    "iq2_s, iq3_xxs, iq3_s"
 
 /* calls F<T>(args) for the weight type t (one of SUPPORTED_LIST) */
 #define DISPATCH_Q(t, F, ...)                                                                            \
@@ -407,6 +410,11 @@ k_get_rows(const uint8_t *__restrict__ tab, size_t ts, int64_t R, const int32_t 
     case MF_TYPE_Q3_K: F<MF_TYPE_Q3_K>(__VA_ARGS__); break;                                              \
     case MF_TYPE_IQ4_NL: F<MF_TYPE_IQ4_NL>(__VA_ARGS__); break;                                          \
     case MF_TYPE_IQ4_XS: F<MF_TYPE_IQ4_XS>(__VA_ARGS__); break;                                          \
+    case MF_TYPE_IQ2_XXS: F<MF_TYPE_IQ2_XXS>(__VA_ARGS__); break;                                        \
+    case MF_TYPE_IQ2_XS: F<MF_TYPE_IQ2_XS>(__VA_ARGS__); break;                                          \
+    case MF_TYPE_IQ2_S: F<MF_TYPE_IQ2_S>(__VA_ARGS__); break;                                            \
+    case MF_TYPE_IQ3_XXS: F<MF_TYPE_IQ3_XXS>(__VA_ARGS__); break;                                        \
+    case MF_TYPE_IQ3_S: F<MF_TYPE_IQ3_S>(__VA_ARGS__); break;                                            \
     default: break;                                                                                      \
     }
 #define DISPATCH_F(t, F, ...)                                                                            \
@@ -475,6 +483,34 @@ static void launch_mmv_f(const mm_args *a) {
         launch_mmv_f_nc<T, 4>(a);
     else
         launch_mmv_f_nc<T, 8>(a);
+}
+
+/* The grid tables' device copies (qmath.h) from src/quant's host arrays, on the pool's stream: every kernel
+ * of that stream runs after the copies, and the synchronization here reports a failed copy now, naming it,
+ * rather than as a wrong result later.  Each pool writes the same bytes, so a second pool's copy does not
+ * change what a running kernel of the first reads. */
+static int upload(const void *sym, const void *src, size_t bytes, const char *name, cudaStream_t st, mf_error *err) {
+    const cudaError_t e = cudaMemcpyToSymbolAsync(sym, src, bytes, 0, cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess) return 0;
+    (void)cudaGetLastError();
+    return mf_err(err, MF_E_BACKEND, "cudaMemcpyToSymbolAsync of the %s lattice table (%zu bytes) failed: %s (%d: %s)",
+                  name, bytes, cudaGetErrorName(e), (int)e, cudaGetErrorString(e));
+}
+
+extern "C" int mf_cuda_matmul_init(void *stream, mf_error *err) {
+    const cudaStream_t st = (cudaStream_t)stream;
+    int rc;
+    if ((rc = upload(mf_qm_dev_iq2xxs_grid, mf_iq2xxs_grid, sizeof mf_iq2xxs_grid, "iq2_xxs", st, err)) ||
+        (rc = upload(mf_qm_dev_iq2xs_grid, mf_iq2xs_grid, sizeof mf_iq2xs_grid, "iq2_xs", st, err)) ||
+        (rc = upload(mf_qm_dev_iq2s_grid, mf_iq2s_grid, sizeof mf_iq2s_grid, "iq2_s", st, err)) ||
+        (rc = upload(mf_qm_dev_iq3xxs_grid, mf_iq3xxs_grid, sizeof mf_iq3xxs_grid, "iq3_xxs", st, err)) ||
+        (rc = upload(mf_qm_dev_iq3s_grid, mf_iq3s_grid, sizeof mf_iq3s_grid, "iq3_s", st, err)))
+        return rc;
+    const cudaError_t e = cudaStreamSynchronize(st);
+    if (e == cudaSuccess) return 0;
+    (void)cudaGetLastError();
+    return mf_err(err, MF_E_BACKEND, "cudaStreamSynchronize after uploading the IQ lattice tables failed: %s (%d: %s)",
+                  cudaGetErrorName(e), (int)e, cudaGetErrorString(e));
 }
 
 #define MMV_MAX_COLS 8 /* decode kernel up to here, the tiled one above (quantized weights) */

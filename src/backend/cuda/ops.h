@@ -72,6 +72,9 @@ bool mf_cuda_matmul_supports(uint32_t weight_type);
 bool mf_cuda_get_rows_supports(uint32_t table_type);
 int mf_cuda_op_matmul(mf_cuda_ctx *c, const mf_node *n, mf_error *err);
 int mf_cuda_op_get_rows(mf_cuda_ctx *c, const mf_node *n, mf_error *err);
+/* Once per pool, on its stream (a cudaStream_t), before any launch and outside a capture: the device
+ * copies of the IQ2/IQ3 lattice tables (qmath.h) that the grid types' kernels read. */
+int mf_cuda_matmul_init(void *stream, mf_error *err);
 
 /* ---- elem.cu ---- */
 int mf_cuda_op_rms_norm(mf_cuda_ctx *c, const mf_node *n, mf_error *err);

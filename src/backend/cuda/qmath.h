@@ -12,7 +12,8 @@
  * The value of one (weight unit, activation unit) pair is defined from exact integer sums:
  *   quarter sums  p_t = sum over the quarter of qw * qa      (qw: the weight's integer level, offset applied)
  *   I             = s0 * (p_0 + p_1) + s1 * (p_2 + p_3)      (s0, s1: the int scales of the two 16-element
- *                                                             halves; 1 except Q6_K, Q3_K and Q2_K)
+ *                                                             halves; 1 except Q6_K, Q3_K, Q2_K and
+ *                                                             the IQ2/IQ3 grid types)
  *   v             = d_a * (a * (float)I - b * (float)s_a)    (a, b: the unit's float scale and min; for Q2_K,
  *                                                             whose mins are per half, s_a is replaced by
  *                                                             m0 * S_lo + m1 * S_hi, the halves' level sums)
@@ -24,11 +25,23 @@
  * in element order from 0, and v = (p_0 + p_1) + (p_2 + p_3).
  *
  * Dequantization (get_rows) reproduces src/quant/dequant.c's expressions operation for operation, so it is
- * bitwise the CPU reference. */
+ * bitwise the CPU reference.
+ *
+ * The grid types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) look their magnitudes up in src/quant's lattice
+ * tables: the host reads iq_grids.h's arrays, the device a copy of the same bytes that matmul.cu uploads
+ * once per CUDA pool (mf_cuda_matmul_init), so both sides decode from one table. */
 #ifndef MF_BACKEND_CUDA_QMATH_H
 #define MF_BACKEND_CUDA_QMATH_H
 
 #include "quant/quant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "quant/iq_grids.h"
+#ifdef __cplusplus
+}
+#endif
 
 #include <math.h>
 #include <stdbool.h>
@@ -99,12 +112,60 @@ MF_HD int32_t mf_qm_iq4_word(uint32_t idx4) {
     return (int32_t)r;
 }
 
+/* ---- the IQ2/IQ3 lattice tables ----
+ * The device copies are global memory, not __constant__: the lanes of a warp look up different entries,
+ * which the constant cache would serve one address at a time, while the read-only data cache serves them
+ * together.  matmul.cu fills them from the host arrays before any kernel runs (mf_cuda_matmul_init). */
+#ifdef __CUDACC__
+static __device__ uint64_t mf_qm_dev_iq2xxs_grid[256];
+static __device__ uint64_t mf_qm_dev_iq2xs_grid[512];
+static __device__ uint64_t mf_qm_dev_iq2s_grid[1024];
+static __device__ uint32_t mf_qm_dev_iq3xxs_grid[256];
+static __device__ uint32_t mf_qm_dev_iq3s_grid[512];
+#endif
+
+/* IQ2 grid entry k of the type's table: 8 magnitudes, value i in byte i */
+MF_HD uint64_t mf_qm_grid8(uint32_t type, int k) {
+#ifdef __CUDA_ARCH__
+    return __ldg(type == MF_TYPE_IQ2_XXS ? &mf_qm_dev_iq2xxs_grid[k]
+                 : type == MF_TYPE_IQ2_XS ? &mf_qm_dev_iq2xs_grid[k] : &mf_qm_dev_iq2s_grid[k]);
+#else
+    return type == MF_TYPE_IQ2_XXS ? mf_iq2xxs_grid[k] : type == MF_TYPE_IQ2_XS ? mf_iq2xs_grid[k] : mf_iq2s_grid[k];
+#endif
+}
+/* IQ3 grid entry k: 4 magnitudes */
+MF_HD uint32_t mf_qm_grid4(uint32_t type, int k) {
+#ifdef __CUDA_ARCH__
+    return __ldg(type == MF_TYPE_IQ3_XXS ? &mf_qm_dev_iq3xxs_grid[k] : &mf_qm_dev_iq3s_grid[k]);
+#else
+    return type == MF_TYPE_IQ3_XXS ? mf_iq3xxs_grid[k] : mf_iq3s_grid[k];
+#endif
+}
+
+/* The 8 sign bits of a 7-bit sign field (iq_grids.h's mf_iq_ksigns, whose __builtin_parity has no device
+ * form): the 8th bit makes the number of minus signs even. */
+MF_HD uint32_t mf_qm_ksigns(uint32_t field) {
+    field &= 127;
+    uint32_t p = field ^ field >> 4;
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return field | (p & 1) << 7;
+}
+
+/* Four magnitudes (bytes 0..127) with bit i of signs4 negating byte i, as signed bytes: 0 - x is formed
+ * as (128 - x) ^ 128 in the negated bytes, so no byte borrows from its neighbour. */
+MF_HD int32_t mf_qm_signed_word(uint32_t mag4, uint32_t signs4) {
+    const uint32_t neg = ((signs4 & 1u) | (signs4 & 2u) << 7 | (signs4 & 4u) << 14 | (signs4 & 8u) << 21) * 0xFFu;
+    return (int32_t)(((0x80808080u | (mag4 & ~neg)) - (mag4 & neg)) ^ 0x80808080u);
+}
+
 /* ---- which types, and where a unit lives ---- */
 MF_HD bool mf_qm_type_quantized(uint32_t type) {
     switch (type) {
     case MF_TYPE_Q4_0: case MF_TYPE_Q4_1: case MF_TYPE_Q5_0: case MF_TYPE_Q5_1: case MF_TYPE_Q8_0:
     case MF_TYPE_Q4_K: case MF_TYPE_Q5_K: case MF_TYPE_Q6_K:
     case MF_TYPE_Q2_K: case MF_TYPE_Q3_K: case MF_TYPE_IQ4_NL: case MF_TYPE_IQ4_XS:
+    case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S:
         return true;
     default:
         return false;
@@ -129,6 +190,11 @@ MF_HD int mf_qm_block_bytes(uint32_t type) {
     case MF_TYPE_Q3_K: return 110;  /* hmask[32] qs[64] scales[12] d */
     case MF_TYPE_IQ4_NL: return 18; /* d qs[16] */
     case MF_TYPE_IQ4_XS: return 136; /* d scales_h scales_l[4] qs[128] */
+    case MF_TYPE_IQ2_XXS: return 66; /* d, per sub-block 4 grid indices + a u32 of signs and scale */
+    case MF_TYPE_IQ2_XS: return 74;  /* d qs u16[32] scales[8] */
+    case MF_TYPE_IQ2_S: return 82;   /* d qs[32] signs[32] qh[8] scales[8] */
+    case MF_TYPE_IQ3_XXS: return 98; /* d qs[64], per sub-block a u32 of signs and scale */
+    case MF_TYPE_IQ3_S: return 110;  /* d qs[64] qh[8] signs[32] scales[4] */
     case MF_TYPE_F32: return 4 * MF_QM_UNIT;
     case MF_TYPE_F16: case MF_TYPE_BF16: return 2 * MF_QM_UNIT;
     default: return 0;
@@ -138,6 +204,7 @@ MF_HD int mf_qm_units_per_block(uint32_t type) {
     switch (type) {
     case MF_TYPE_Q2_K: case MF_TYPE_Q3_K: case MF_TYPE_Q4_K: case MF_TYPE_Q5_K: case MF_TYPE_Q6_K:
     case MF_TYPE_IQ4_XS:
+    case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S:
         return 8;
     default:
         return 1;
@@ -164,7 +231,8 @@ MF_HD bool mf_qm_half_mins(uint32_t type) { return type == MF_TYPE_Q2_K; }
 
 /* The integer levels of elements 8t..8t+7 of unit j (offsets applied: Q4_0 -8, Q5_0 -16, Q6_K -32, Q3_K -4
  * where its high bit is clear; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K unsigned; IQ4_NL/IQ4_XS the grid's signed
- * levels), as two words of 4 signed bytes in element order. */
+ * levels; the IQ2/IQ3 grid types the lattice magnitude times its sign, |level| <= 62), as two words of 4
+ * signed bytes in element order. */
 MF_HD void mf_qm_quarter(uint32_t type, const uint8_t *row, int j, int t, int32_t *w0, int32_t *w1) {
     int sub;
     const uint8_t *b = mf_qm_block(type, row, j, &sub);
@@ -260,6 +328,43 @@ MF_HD void mf_qm_quarter(uint32_t type, const uint8_t *row, int j, int t, int32_
         *w1 = mf_qm_iq4_word((mf_qm_ld32(qs + 4) >> 4 * hi) & 0x0F0F0F0Fu);
         return;
     }
+    case MF_TYPE_IQ2_XXS:
+    case MF_TYPE_IQ2_XS:
+    case MF_TYPE_IQ2_S: { /* quarter t = grid group t (8 values): one index, one sign byte */
+        int k;
+        uint32_t sg;
+        if (type == MF_TYPE_IQ2_XXS) { /* 4 index bytes, then 4 x 7 sign bits (scale in the top 4) */
+            k = b[2 + 8 * sub + t];
+            sg = mf_qm_ksigns(mf_qm_ld32(b + 6 + 8 * sub) >> 7 * t);
+        } else if (type == MF_TYPE_IQ2_XS) { /* u16: 9-bit index, 7 sign bits */
+            const uint32_t q = mf_qm_ld16(b + 2 + 8 * sub + 2 * t);
+            k = (int)(q & 511);
+            sg = mf_qm_ksigns(q >> 9);
+        } else { /* low 8 index bits in qs, bits 8..9 in qh (2 per group), 8 explicit sign bits */
+            k = b[2 + 4 * sub + t] | ((b[66 + sub] >> 2 * t) & 3) << 8;
+            sg = b[34 + 4 * sub + t];
+        }
+        const uint64_t g = mf_qm_grid8(type, k);
+        *w0 = mf_qm_signed_word((uint32_t)g, sg);
+        *w1 = mf_qm_signed_word((uint32_t)(g >> 32), sg >> 4);
+        return;
+    }
+    case MF_TYPE_IQ3_XXS:
+    case MF_TYPE_IQ3_S: { /* quarter t = grid groups 2t, 2t+1 (4 values each), sign byte t */
+        const uint8_t *qs = b + 2 + 8 * sub + 2 * t;
+        int k0 = qs[0], k1 = qs[1];
+        uint32_t sg;
+        if (type == MF_TYPE_IQ3_XXS) { /* 4 x 7 sign bits after the 64 index bytes */
+            sg = mf_qm_ksigns(mf_qm_ld32(b + 66 + 4 * sub) >> 7 * t);
+        } else { /* index bit 8 in qh (one per group), 8 explicit sign bits */
+            const int qh = b[66 + sub] >> 2 * t;
+            k0 |= (qh & 1) << 8, k1 |= (qh & 2) << 7;
+            sg = b[74 + 4 * sub + t];
+        }
+        *w0 = mf_qm_signed_word(mf_qm_grid4(type, k0), sg);
+        *w1 = mf_qm_signed_word(mf_qm_grid4(type, k1), sg >> 4);
+        return;
+    }
     default:
         *w0 = *w1 = 0;
         return;
@@ -313,6 +418,26 @@ MF_HD mf_qm_unit mf_qm_unit_params(uint32_t type, const uint8_t *row, int j) {
     case MF_TYPE_IQ4_XS: { /* element = (d (ls - 32)) level, ls 6 bits: low 4 in scales_l, high 2 in scales_h */
         const int ls = ((b[4 + sub / 2] >> 4 * (sub % 2)) & 15) | ((mf_qm_ld16(b + 2) >> 2 * sub) & 3) << 4;
         u.a = mf_hd_mul(mf_hd_f16_to_f32(mf_qm_ld16(b)), (float)(ls - 32));
+        break;
+    }
+    /* the grid types: element = d * m * level / F with the odd multiplier m = 2 * nibble + 1 per half and
+     * F = 8 (IQ2), 4 (IQ3_XXS), 1 (IQ3_S) - dot_iq_scalar.c's factors; a = d / F is exact (a power of 2) */
+    case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ3_XXS: { /* one 4-bit scale per sub-block, top of its sign word */
+        const uint32_t nib = mf_qm_ld32(b + (type == MF_TYPE_IQ2_XXS ? 6 + 8 * sub : 66 + 4 * sub)) >> 28;
+        u.a = mf_hd_mul(mf_hd_f16_to_f32(mf_qm_ld16(b)), type == MF_TYPE_IQ2_XXS ? 0.125f : 0.25f);
+        u.s0 = u.s1 = (int16_t)(2 * nib + 1);
+        break;
+    }
+    case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: { /* a nibble per half: low = values 0..15 */
+        const uint8_t sc = b[(type == MF_TYPE_IQ2_XS ? 66 : 74) + sub];
+        u.a = mf_hd_mul(mf_hd_f16_to_f32(mf_qm_ld16(b)), 0.125f);
+        u.s0 = (int16_t)(2 * (sc & 15) + 1), u.s1 = (int16_t)(2 * (sc >> 4) + 1);
+        break;
+    }
+    case MF_TYPE_IQ3_S: { /* sub-blocks 2k, 2k+1 share byte k of scales: low nibble, high nibble */
+        const uint8_t sc = b[106 + sub / 2];
+        u.a = mf_hd_f16_to_f32(mf_qm_ld16(b));
+        u.s0 = u.s1 = (int16_t)(2 * (sub % 2 ? sc >> 4 : sc & 15) + 1);
         break;
     }
     default:
@@ -512,6 +637,18 @@ MF_HD void mf_qm_dequant8(uint32_t type, const uint8_t *row, int j, int t, int64
     case MF_TYPE_IQ4_NL: case MF_TYPE_IQ4_XS: { /* d * level (IQ4_XS: d = the super-block's d * (ls - 32)) */
         const mf_qm_unit u = mf_qm_unit_params(type, row, j);
         for (int i = 0; i < 8; i++) y[i] = mf_hd_mul(u.a, (float)q[i]);
+        return;
+    }
+    case MF_TYPE_IQ2_XXS: case MF_TYPE_IQ2_XS: case MF_TYPE_IQ2_S: case MF_TYPE_IQ3_XXS: case MF_TYPE_IQ3_S: {
+        /* dequant_iq.c: db * g * sign with db = d * (0.5 + nibble) * F' (F' = 0.25 IQ2, 0.5 IQ3_XXS) or
+         * d * m (IQ3_S).  Here db * (sign g): rounding to nearest is symmetric in sign and no grid
+         * magnitude is 0, so (db * g) * -1 and db * -g are the same bits. */
+        const mf_qm_unit u = mf_qm_unit_params(type, row, j);
+        const int nib = ((t < 2 ? u.s0 : u.s1) - 1) / 2;
+        const float d = mf_hd_f16_to_f32(mf_qm_ld16(b));
+        const float db = type == MF_TYPE_IQ3_S ? mf_hd_mul(d, (float)(2 * nib + 1))
+                         : mf_hd_mul(mf_hd_mul(d, 0.5f + (float)nib), type == MF_TYPE_IQ3_XXS ? 0.5f : 0.25f);
+        for (int i = 0; i < 8; i++) y[i] = mf_hd_mul(db, (float)q[i]);
         return;
     }
     default:

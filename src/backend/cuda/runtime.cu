@@ -181,6 +181,11 @@ extern "C" int mf_cuda_pool_new(bool graphs, mf_cuda_pool **out, mf_error *err) 
         else (void)cublasDestroy(h);
     }
     if (!c->cublas) mf_log(MF_LOG_WARN, "CUDA: no cuBLAS handle (cublasCreate failed); kernels that need it will refuse");
+    /* the matmul kernels' lookup tables, here because no graph is being captured yet */
+    if ((rc = mf_cuda_matmul_init(c->stream, err))) {
+        mf_cuda_pool_free(p);
+        return rc;
+    }
     mf_log(MF_LOG_INFO, "CUDA: device %d, compute capability %d.%d, %d SMs, %zu bytes of opt-in shared memory per block, "
            "CUDA graphs %s", c->device, c->cc_major, c->cc_minor, c->sm_count, c->smem_optin,
            graphs ? "on (MINFER_CUDA_GRAPHS=0 turns them off)" : "off (MINFER_CUDA_GRAPHS=0)");
