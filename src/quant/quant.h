@@ -334,6 +334,11 @@ const mf_quant_kernels *mf_quant_kernels_get(uint32_t type);
 /* Kernels for an explicit ISA (tests compare each ISA with the scalar reference); NULL if absent (this
  * type has no kernel of its own at that ISA, or this build or CPU lacks the ISA). */
 const mf_quant_kernels *mf_quant_kernels_get_isa(uint32_t type, mf_isa isa);
+#if defined(__x86_64__)
+/* How many 16-row groups the AVX-512 x16 GEMV streams side by side: 1 or 4 (0: the CPU's choice, 4 on
+ * Intel, 1 elsewhere; x16_avx512.c says why).  The bits never depend on it; tests run both. */
+void mf_x16_set_gemv_groups(int groups);
+#endif
 /* The file types that have matmul kernels (so weights of them run), as "f32, f16, ..." in id order, into
  * buf (truncated to cap, always terminated): the list a refusal of another weight type names. */
 void mf_quant_runnable_types(char *buf, size_t cap);

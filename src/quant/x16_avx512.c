@@ -12,6 +12,9 @@
  * result never depends on the batch: bitwise the reference for any activation count. */
 #include "quant/quant_x86.h"
 
+#include <cpuid.h>
+#include <stdatomic.h>
+
 /* 4 activation quants y[0..3] as one int32 in every lane */
 static inline MF_AVX512 __m512i bcast4z(const int8_t *y) {
     int32_t v;
@@ -33,11 +36,31 @@ static inline void prefetch16(const void *p, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X16_PF_BYTES + o, _MM_HINT_T0);
 }
 
-/* groups a GEMV streams side by side (X16_GEMV_MAX_G at most) */
-#ifndef X16_GEMV_G
-#define X16_GEMV_G 4
-#endif
+/* Groups a GEMV streams side by side (X16_GEMV_MAX_G at most).  Several streams keep more reads in flight on
+ * Intel's Sapphire Rapids (4: +2-49 % per pass there, 2026-12-02), but on AMD Zen 4 one stream is faster (tg128
+ * Q4_0 and Q8_0 12-30 % faster with 1 than with 2 or 4, 2026-12-02, docs/PERFORMANCE.md), so the count is the
+ * CPU's: 4 on Intel, 1 elsewhere.  Every count gives the same bits (per group the same sums in the same
+ * order); mf_x16_set_gemv_groups lets test_quant run both. */
 #define X16_GEMV_MAX_G 8
+static _Atomic int g_gemv_groups; /* 0: not chosen yet */
+
+static bool cpu_is_intel(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu; /* GenuineIntel */
+}
+
+static int gemv_groups(void) {
+    int g = atomic_load_explicit(&g_gemv_groups, memory_order_relaxed);
+    if (g == 0) {
+        g = cpu_is_intel() ? 4 : 1;
+        atomic_store_explicit(&g_gemv_groups, g, memory_order_relaxed); /* any racer stores the same */
+    }
+    return g;
+}
+
+void mf_x16_set_gemv_groups(int groups) {
+    atomic_store_explicit(&g_gemv_groups, groups == 4 || groups == 1 ? groups : 0, memory_order_relaxed);
+}
 
 static inline MF_AVX512 void acc_block(__m512 *acc, __m512i isum, __m512 dx, uint16_t dy) {
     const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(MF_H2F(dy)));
@@ -191,7 +214,7 @@ X16_GEMV(q8_0x16_gemv, mf_block_q8_0x16, unpack_q8_0, Q8_0_SHIFT)
 X16_GEMV(iq4_nlx16_gemv, mf_block_q4_0x16, unpack_iq4_nl, IQ4_NL_SHIFT)
 
 /* The exported tiles: nw is a multiple of MF_X16_ROWS, that many consecutive groups (w_stride, the bytes
- * of one row, is ignored: a group is MF_X16_ROWS rows).  One activation goes through the GEMV, X16_GEMV_G
+ * of one row, is ignored: a group is MF_X16_ROWS rows).  One activation goes through the GEMV, gemv_groups()
  * groups at a time; more go group by group, in eights and then one pass of the rest. */
 #define X16_TILE(name, xt, rows, gemv)                                                                         \
     MF_AVX512 void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a, \
@@ -201,8 +224,8 @@ X16_GEMV(iq4_nlx16_gemv, mf_block_q4_0x16, unpack_iq4_nl, IQ4_NL_SHIFT)
         const int ng = nw / MF_X16_ROWS;                                                                       \
         if (na == 1) {                                                                                         \
             int g = 0;                                                                                         \
-            for (; g + X16_GEMV_G <= ng; g += X16_GEMV_G)                                                      \
-                gemv(n, s + MF_X16_ROWS * g, (const char *)w + g * gbytes, a, X16_GEMV_G);                     \
+            if (gemv_groups() == 4)                                                                            \
+                for (; g + 4 <= ng; g += 4) gemv(n, s + MF_X16_ROWS * g, (const char *)w + g * gbytes, a, 4);  \
             for (; g < ng; g++) gemv(n, s + MF_X16_ROWS * g, (const char *)w + g * gbytes, a, 1);              \
             return;                                                                                            \
         }                                                                                                      \
