@@ -7,7 +7,7 @@
  *     (__fmul_rn / __fadd_rn on the device: never fused), and every fma the CPU reference does is an
  *     explicit mf_hd_fma.  +, -, *, / and fmaf are correctly rounded on both sides (nvcc's defaults:
  *     -prec-div and -prec-sqrt on; never build with --use_fast_math);
- *   - bit casts: __float_as_uint / __uint_as_float on the device, a union on the host (C allows it);
+ *   - bit casts: __float_as_uint / __uint_as_float on the device, memcpy on the host;
  *   - f16 and bf16 -> f32, exact for every value. */
 #ifndef MF_BACKEND_CUDA_HD_H
 #define MF_BACKEND_CUDA_HD_H
@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <math.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #include <cuda_fp16.h>
@@ -56,12 +57,9 @@ MF_HD uint32_t mf_hd_f32_bits(float f) {
 #ifdef __CUDA_ARCH__
     return __float_as_uint(f);
 #else
-    union {
-        float f;
-        uint32_t u;
-    } v;
-    v.f = f;
-    return v.u;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
 #endif
 }
 
@@ -69,12 +67,9 @@ MF_HD float mf_hd_bits_f32(uint32_t u) {
 #ifdef __CUDA_ARCH__
     return __uint_as_float(u);
 #else
-    union {
-        float f;
-        uint32_t u;
-    } v;
-    v.u = u;
-    return v.f;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 #endif
 }
 
