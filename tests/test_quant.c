@@ -853,28 +853,31 @@ static void test_x8_repack_and_kernels(void) {
             /* every group in one call (a span: decode's GEMV streams several groups side by side, then the
              * rest one by one), every activation count: each row still the reference's bits, and the column
              * past the span untouched */
-            for (int isa = 0; isa < MF_ISA_COUNT * 2; isa++) { /* each ISA with 1 and with 4 GEMV streams */
-                const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, (mf_isa)(isa / 2));
+            for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
+                const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, (mf_isa)isa);
                 if (!k) continue;
                 CHECK(k->spans == (R == MF_X16_ROWS), "%s %s: spans exactly for the x16 layouts", mf_type_name(xt),
-                      mf_isa_name((mf_isa)(isa / 2)));
+                      mf_isa_name((mf_isa)isa));
                 if (!k->spans) continue;
+                for (int streams = 1; streams <= 4; streams += 3) { /* the GEMV with 1 and with 4 streams */
 #if defined(__x86_64__)
-                mf_x16_set_gemv_groups(isa % 2 ? 4 : 1);
+                    mf_x16_set_gemv_groups(streams);
 #endif
-                for (int na = 1; na <= NA; na++) {
-                    static float got[NA][NR + 1];
-                    memset(got, 0xFF, sizeof got);
-                    k->vec_dot_tile(K, &got[0][0], NR + 1, wx, rs, NR, a[0], as, na);
-                    for (int j = 0; j < NA; j++)
-                        for (int r = 0; r <= NR; r++) {
-                            const bool in = j < na && r < NR;
-                            if ((in ? fbits(got[j][r]) != fbits(want_all[r][j]) : fbits(got[j][r]) != 0xFFFFFFFFu) &&
-                                bad++ < 3)
-                                CHECK(0, "%s %s (%d GEMV streams) K=%lld span of %d rows, na=%d (row %d, act %d): %a, "
-                                      "reference %a", mf_type_name(xt), mf_isa_name((mf_isa)(isa / 2)), isa % 2 ? 4 : 1,
-                                      (long long)K, NR, na, r, j, got[j][r], in ? want_all[r][j] : NAN);
-                        }
+                    for (int na = 1; na <= NA; na++) {
+                        static float got[NA][NR + 1];
+                        memset(got, 0xFF, sizeof got);
+                        k->vec_dot_tile(K, &got[0][0], NR + 1, wx, rs, NR, a[0], as, na);
+                        for (int j = 0; j < NA; j++)
+                            for (int r = 0; r <= NR; r++) {
+                                const bool in = j < na && r < NR;
+                                if ((in ? fbits(got[j][r]) != fbits(want_all[r][j])
+                                        : fbits(got[j][r]) != 0xFFFFFFFFu) &&
+                                    bad++ < 3)
+                                    CHECK(0, "%s %s (%d GEMV streams) K=%lld span of %d rows, na=%d (row %d, act %d): "
+                                          "%a, reference %a", mf_type_name(xt), mf_isa_name((mf_isa)isa), streams,
+                                          (long long)K, NR, na, r, j, got[j][r], in ? want_all[r][j] : NAN);
+                            }
+                    }
                 }
             }
 #if defined(__x86_64__)
