@@ -748,7 +748,7 @@ static void test_tile_bitwise_lengths(void) {
 static void test_x8_repack_and_kernels(void) {
     enum { NR = 80, KMAX = 4864, NA = 9 }; /* 80 rows: 5 x16 groups, so a span has a GEMV's 4 and a rest */
     static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_IQ4_NL, MF_TYPE_Q4_K,
-                                     MF_TYPE_Q6_K, MF_TYPE_IQ4_XS};
+                                     MF_TYPE_Q5_K, MF_TYPE_Q6_K, MF_TYPE_IQ4_XS};
     static const int64_t lens[] = {32, 96, 896, KMAX}, lens_k[] = {256, 768, KMAX}; /* K types: 256-blocks */
     /* 34 bytes per 32 quants: the largest of the blocks (q8_0; q4_K has 18, q6_K 26.25) */
     static uint8_t w[NR * (KMAX / 32) * 34], wx[NR * (KMAX / 32) * 34], row[(KMAX / 32) * 34];
@@ -758,13 +758,13 @@ static void test_x8_repack_and_kernels(void) {
     CHECK(mf_repack_type(MF_TYPE_Q4_0, 64, 12) == MF_TYPE_Q4_0, "N %% 8 != 0 has no x8 layout");
     CHECK(mf_repack_type(MF_TYPE_Q8_0, 48, 16) == MF_TYPE_Q8_0, "K %% 32 != 0 has no x8 layout");
     CHECK(mf_repack_type(MF_TYPE_Q4_K, 128, 16) == MF_TYPE_Q4_K, "K %% 256 != 0 has no q4_K x8 layout");
-    CHECK(mf_repack_type(MF_TYPE_Q5_K, 256, 16) == MF_TYPE_Q5_K, "q5_K has no x8 layout");
-    CHECK(mf_repack(MF_TYPE_Q5_K, w, wx, 256, 16) == MF_E_INVAL, "mf_repack refuses a type without a layout");
+    CHECK(mf_repack_type(MF_TYPE_Q3_K, 256, 16) == MF_TYPE_Q3_K, "q3_K has no x8 layout");
+    CHECK(mf_repack(MF_TYPE_Q3_K, w, wx, 256, 16) == MF_E_INVAL, "mf_repack refuses a type without a layout");
     CHECK(mf_unpack_row(MF_TYPE_Q4_K, w, row, 256, 0) == MF_E_INVAL, "mf_unpack_row refuses a file type");
     CHECK(mf_type_get_file(MF_TYPE_Q8_0S) == NULL && mf_type_get(MF_TYPE_Q8_0S) != NULL,
           "q8_0s (activations with block sums) is internal");
     static const uint32_t x8s[] = {MF_TYPE_Q4_0_X8, MF_TYPE_Q5_0_X8, MF_TYPE_Q8_0_X8, MF_TYPE_IQ4_NL_X8,
-                                   MF_TYPE_Q4_K_X8, MF_TYPE_Q6_K_X8, MF_TYPE_IQ4_XS_X8};
+                                   MF_TYPE_Q4_K_X8, MF_TYPE_Q5_K_X8, MF_TYPE_Q6_K_X8, MF_TYPE_IQ4_XS_X8};
     for (size_t t = 0; t < sizeof x8s / sizeof x8s[0]; t++)
         CHECK(mf_type_get_file(x8s[t]) == NULL && mf_type_get(x8s[t]) &&
                   mf_type_get(x8s[t])->row_group == MF_X8_ROWS,

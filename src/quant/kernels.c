@@ -56,6 +56,7 @@ static const mf_quant_kernels k_scalar[MF_TYPE_COUNT] = {
     [MF_TYPE_Q5_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q8_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q4_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_scalar, mf_from_float_q8_K),
+    [MF_TYPE_Q5_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q5_Kx8_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q6_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_scalar, mf_from_float_q8_K),
     [MF_TYPE_Q4_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q4_0x16_scalar, mf_from_float_q8_0s),
     [MF_TYPE_Q5_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q5_0x16_scalar, mf_from_float_q8_0s),

@@ -55,6 +55,7 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q8_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_IQ4_NL_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_iq4_nlx8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q4_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q5_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q5_Kx8_avx2, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q6_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx2, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ4_XS_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_iq4_xsx8_avx2, mf_from_float_q8_K_avx2),
 };
@@ -63,8 +64,8 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
  * Q2_K/Q3_K/IQ4_NL/IQ4_XS (lowbit_avx512.c; for a batch, Q3_K/IQ4_NL/IQ4_XS take the AVX2 2x2 tiles of
  * lowbit_avx2.c, the same bits and measured 1.3-1.9x the AVX-512 vec_dot per pair; IQ4_NL and IQ4_XS only
  * where they are not repacked: N % 8 != 0, MINFER_REPACK=0), the x16
- * layouts (x16_avx512.c) and the K x8 layouts (x8_avx512.c).  Every other type (F32/F16/BF16, Q4_K/Q5_K/
- * Q6_K, the Q*_0 x8 layouts, iq4_xsx8) falls back to its AVX2 row in mf_quant_kernels_get. */
+ * layouts (x16_avx512.c) and the K x8 layouts, iq4_xsx8 among them (x8_avx512.c).  Every other type
+ * (F32/F16/BF16, Q4_K/Q5_K/Q6_K, the Q*_0 x8 layouts) falls back to its AVX2 row in mf_quant_kernels_get. */
 static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q4_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q4_0_avx512, 4, 4),
     [MF_TYPE_Q5_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q5_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q5_0_avx512, 4, 4),
@@ -74,12 +75,14 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_IQ4_NL] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx512, mf_from_float_q8_0_avx2, mf_tile_iq4_nl_avx512, 2, 2),
     [MF_TYPE_IQ4_XS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx512, mf_from_float_q8_K_avx2, mf_tile_iq4_xs_avx512, 2, 2),
     [MF_TYPE_Q4_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q5_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q5_Kx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ2_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ3_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ3_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q6_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ4_XS_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_iq4_xsx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q4_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q4_0x16_avx512, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q5_0x16_avx512, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q8_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q8_0x16_avx512, mf_from_float_q8_0s_avx2),

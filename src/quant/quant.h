@@ -70,7 +70,9 @@ typedef enum {
     MF_TYPE_IQ4_NL_X16 = 54,
     /* IQ4_XS in the K-layout style (mf_block_iq4_xsx8 below) */
     MF_TYPE_IQ4_XS_X8 = 55,
-    MF_TYPE_COUNT = 56 /* size of id space for tables; not every id is a type */
+    /* Q5_K: q4_Kx8 plus its 5th bits (mf_block_q5_Kx8 below) */
+    MF_TYPE_Q5_K_X8 = 56,
+    MF_TYPE_COUNT = 57 /* size of id space for tables; not every id is a type */
 } mf_type;
 
 #define MF_QK4_0 32
@@ -184,6 +186,15 @@ typedef struct {
     uint8_t scales[3 * 32];
     uint8_t qs[MF_X8_ROWS * MF_QK_K / 2];
 } mf_block_q4_Kx8; /* 1152 B = 8 x 144 */
+/*   q5_Kx8: q4_Kx8's fields at q4_Kx8's offsets (so its code reads both), then each row's 32 bytes of 5th
+ *           bits as 8 chunks (qh[32c + 4r + t] = row r's qh[4c + t]): bit sb of a byte is the 5th bit of
+ *           value 4 (c % 8) + t of sub-block sb, the position the qs chunks hold in every sub-block. */
+typedef struct {
+    uint16_t d[MF_X8_ROWS], dmin[MF_X8_ROWS];
+    uint8_t scales[3 * 32];
+    uint8_t qs[MF_X8_ROWS * MF_QK_K / 2];
+    uint8_t qh[MF_X8_ROWS * MF_QK_K / 8];
+} mf_block_q5_Kx8; /* 1408 B = 8 x 176 */
 typedef struct {
     uint16_t d[MF_X8_ROWS];
     int8_t scales[MF_X8_ROWS * MF_QK_K / 16];
@@ -304,11 +315,11 @@ mf_dot_rows_fn mf_quant_dot_rows(void);
 /* ---- load-time repacking (repack.c) ----
  * The x8 layouts give a different, still fixed, reduction order per row: per block the exact int32 dot,
  * then acc = fma((float)isum, d_w * d_a, acc) in block order (llama.cpp's repacked Q4_0 order); q4_Kx8
- * follows it with acc = fma(-(float)imin, dmin_w * d_a, acc) for its mins, q6_Kx8 and iq4_xsx8 have no
+ * and q5_Kx8 follow it with acc = fma(-(float)imin, dmin_w * d_a, acc) for their mins, q6_Kx8 and iq4_xsx8 have no
  * mins (repack.c has the exact sums).
  * Like every kernel it never depends on how many rows or activations are processed together. */
 /* The layout a matmul weight of `type`, K columns and N rows is repacked to, or `type` when none applies
- * (only Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K and IQ4_XS with N % 8 == 0 and K a multiple of their block
+ * (only Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS with N % 8 == 0 and K a multiple of their block
  * have one).
  * With AVX-512 (or AMX) active, Q4_0/Q5_0/Q8_0/IQ4_NL with N % 16 == 0 get the x16 layouts, otherwise the
  * x8 ones.  Only x86-64 builds repack (the layouts are shaped for 256/512-bit lanes, their fast kernels are x86 ones): elsewhere

@@ -145,6 +145,8 @@ void mf_tile_q4_Kx8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_
                            size_t a_stride, int na);
 void mf_tile_q6_Kx8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                            size_t a_stride, int na);
+void mf_tile_q5_Kx8_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                           size_t a_stride, int na);
 void mf_tile_q4_0x16_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                             size_t a_stride, int na);
 void mf_tile_q5_0x16_scalar(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,

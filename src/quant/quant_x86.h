@@ -169,8 +169,9 @@ mf_tile_fn_t mf_tile_q3_K_avx2, mf_tile_iq4_nl_avx2, mf_tile_iq4_xs_avx2; /* low
 mf_tile_fn_t mf_tile_q3_K_avx512, mf_tile_iq4_nl_avx512, mf_tile_iq4_xs_avx512; /* lowbit_avx2.c too */
 mf_tile_fn_t mf_tile_q4_0_avx512, mf_tile_q5_0_avx512, mf_tile_q8_0_avx512;
 mf_tile_fn_t mf_tile_q4_0x8_avx2, mf_tile_q5_0x8_avx2, mf_tile_q8_0x8_avx2, mf_tile_iq4_nlx8_avx2; /* x8_avx2.c */
-mf_tile_fn_t mf_tile_q4_Kx8_avx2, mf_tile_q6_Kx8_avx2, mf_tile_iq4_xsx8_avx2;
-mf_tile_fn_t mf_tile_q4_Kx8_avx512, mf_tile_q6_Kx8_avx512; /* x8_avx512.c */
+mf_tile_fn_t mf_tile_q4_Kx8_avx2, mf_tile_q5_Kx8_avx2, mf_tile_q6_Kx8_avx2, mf_tile_iq4_xsx8_avx2;
+mf_tile_fn_t mf_tile_q4_Kx8_avx512, mf_tile_q5_Kx8_avx512, mf_tile_q6_Kx8_avx512,
+    mf_tile_iq4_xsx8_avx512; /* x8_avx512.c */
 mf_tile_fn_t mf_tile_q4_0x16_avx512, mf_tile_q5_0x16_avx512, mf_tile_q8_0x16_avx512; /* x16_avx512.c */
 mf_tile_fn_t mf_tile_iq4_nlx16_avx512;
 mf_tile_fn_t mf_tile_q4_0x16_amx, mf_tile_q5_0x16_amx, mf_tile_q8_0x16_amx, mf_tile_iq4_nlx16_amx; /* x16_amx.c */

@@ -1,7 +1,7 @@
 /* quant: load-time repacking of matmul weights into the row-interleaved x8 layouts (quant.h), and their
  * plain-C reference kernels.
  *
- * Why: a GEMV over plain Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K/IQ4_XS rows does one 8-lane float accumulation per row and
+ * Why: a GEMV over plain Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q5_K/Q6_K/IQ4_XS rows does one 8-lane float accumulation per row and
  * block (unpack, int8 dot, convert, scale, fma), and several rows at once read interleaved streams inside
  * one 4 KiB page, which the hardware prefetcher does not follow.  With 8 rows interleaved, one 256-bit lane per
  * row, a block costs one int32 dot per 8 rows and one convert/scale/fma for all 8, and the matrix is a
@@ -32,6 +32,7 @@ uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows) {
     case MF_TYPE_Q8_0: return MF_TYPE_Q8_0_X8;
     case MF_TYPE_IQ4_NL: return MF_TYPE_IQ4_NL_X8;
     case MF_TYPE_Q4_K: return MF_TYPE_Q4_K_X8;
+    case MF_TYPE_Q5_K: return MF_TYPE_Q5_K_X8;
     case MF_TYPE_Q6_K: return MF_TYPE_Q6_K_X8;
     case MF_TYPE_IQ4_XS: return MF_TYPE_IQ4_XS_X8;
     default: return type;
@@ -61,6 +62,7 @@ uint32_t mf_repack_base(uint32_t type) {
     case MF_TYPE_Q8_0_X8: case MF_TYPE_Q8_0_X16: return MF_TYPE_Q8_0;
     case MF_TYPE_IQ4_NL_X8: case MF_TYPE_IQ4_NL_X16: return MF_TYPE_IQ4_NL;
     case MF_TYPE_Q4_K_X8: return MF_TYPE_Q4_K;
+    case MF_TYPE_Q5_K_X8: return MF_TYPE_Q5_K;
     case MF_TYPE_Q6_K_X8: return MF_TYPE_Q6_K;
     case MF_TYPE_IQ4_XS_X8: return MF_TYPE_IQ4_XS;
     default: return type;
@@ -164,16 +166,39 @@ static void unpack_q0(uint32_t base, int R, const uint8_t *grp, int r, uint8_t *
     }
 }
 
+/* row r's d, dmin, scales and qs of one super-block into a q4_Kx8 block (or q5_Kx8's q4_Kx8 part) */
+static void k4_in(mf_block_q4_Kx8 *xb, int r, uint16_t d, uint16_t dmin, const uint8_t scales[12],
+                  const uint8_t *qs) {
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; j++) mf_q_scale_min_k4(j, scales, &sc[j], &m[j]);
+    xb->d[r] = d;
+    xb->dmin[r] = dmin;
+    q4k_sm_to_x8(sc, m, xb->scales, r);
+    x8_chunks_in(xb->qs, r, qs, MF_QK_K / 2);
+}
+
+static void k4_out(const mf_block_q4_Kx8 *xb, int r, uint16_t *d, uint16_t *dmin, uint8_t scales[12], uint8_t *qs) {
+    uint8_t sc[8], m[8];
+    q4k_sm_from_x8(xb->scales, r, sc, m);
+    *d = xb->d[r];
+    *dmin = xb->dmin[r];
+    q4k_scales_pack(sc, m, scales);
+    x8_chunks_out(qs, xb->qs, r, MF_QK_K / 2);
+}
+
 static void pack_q4_K(const char *rows, size_t rs, mf_block_q4_Kx8 *dst, int64_t nb) {
     for (int r = 0; r < MF_X8_ROWS; r++) {
         const mf_block_q4_K *src = (const mf_block_q4_K *)(rows + (size_t)r * rs);
+        for (int64_t b = 0; b < nb; b++) k4_in(&dst[b], r, src[b].d, src[b].dmin, src[b].scales, src[b].qs);
+    }
+}
+
+static void pack_q5_K(const char *rows, size_t rs, mf_block_q5_Kx8 *dst, int64_t nb) {
+    for (int r = 0; r < MF_X8_ROWS; r++) {
+        const mf_block_q5_K *src = (const mf_block_q5_K *)(rows + (size_t)r * rs);
         for (int64_t b = 0; b < nb; b++) {
-            uint8_t sc[8], m[8];
-            for (int j = 0; j < 8; j++) mf_q_scale_min_k4(j, src[b].scales, &sc[j], &m[j]);
-            dst[b].d[r] = src[b].d;
-            dst[b].dmin[r] = src[b].dmin;
-            q4k_sm_to_x8(sc, m, dst[b].scales, r);
-            x8_chunks_in(dst[b].qs, r, src[b].qs, MF_QK_K / 2);
+            k4_in((mf_block_q4_Kx8 *)&dst[b], r, src[b].d, src[b].dmin, src[b].scales, src[b].qs);
+            x8_chunks_in(dst[b].qh, r, src[b].qh, MF_QK_K / 8);
         }
     }
 }
@@ -214,6 +239,7 @@ int mf_repack_as(uint32_t to, uint32_t type, const void *src, void *dst, int64_t
         void *out = (char *)dst + (size_t)g * R * rs;
         switch (to) {
         case MF_TYPE_Q4_K_X8: pack_q4_K(rows, rs, out, nb); break;
+        case MF_TYPE_Q5_K_X8: pack_q5_K(rows, rs, out, nb); break;
         case MF_TYPE_Q6_K_X8: pack_q6_K(rows, rs, out, nb); break;
         case MF_TYPE_IQ4_XS_X8: pack_iq4_xs(rows, rs, out, nb); break;
         default: pack_q0(type, R, rows, rs, out, nb); break;
@@ -236,13 +262,15 @@ int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, i
     if (x8_type == MF_TYPE_Q4_K_X8) {
         const mf_block_q4_Kx8 *x = (const mf_block_q4_Kx8 *)grp;
         mf_block_q4_K *o = dst_row;
+        for (int64_t b = 0; b < nb; b++) k4_out(&x[b], r, &o[b].d, &o[b].dmin, o[b].scales, o[b].qs);
+        return 0;
+    }
+    if (x8_type == MF_TYPE_Q5_K_X8) {
+        const mf_block_q5_Kx8 *x = (const mf_block_q5_Kx8 *)grp;
+        mf_block_q5_K *o = dst_row;
         for (int64_t b = 0; b < nb; b++) {
-            uint8_t sc[8], m[8];
-            q4k_sm_from_x8(x[b].scales, r, sc, m);
-            o[b].d = x[b].d[r];
-            o[b].dmin = x[b].dmin[r];
-            q4k_scales_pack(sc, m, o[b].scales);
-            x8_chunks_out(o[b].qs, x[b].qs, r, MF_QK_K / 2);
+            k4_out((const mf_block_q4_Kx8 *)&x[b], r, &o[b].d, &o[b].dmin, o[b].scales, o[b].qs);
+            x8_chunks_out(o[b].qh, x[b].qh, r, MF_QK_K / 8);
         }
         return 0;
     }
@@ -382,23 +410,23 @@ static float q8_0_block(const uint8_t *x, const void *vy, int R, int r, float ac
     return acc;
 }
 
-/* q4_Kx8: per row and super-block the exact int32 isum = sum over the 8 sub-blocks of sc * sum(q * y) and
- * imin = sum of m * (the sub-block's activation sum, from bsums), then, in this order,
+/* q4_Kx8 and q5_Kx8: per row and super-block the exact int32 isum = sum over the 8 sub-blocks of
+ * sc * sum(q * y) (q the nibble, q5_K's with its 5th bit from qh, NULL for q4_K) and imin = sum of
+ * m * (the sub-block's activation sum, from bsums), then, in this order,
  *   acc = fmaf((float)isum, d_w * d_a, acc);  acc = fmaf(-(float)imin, dmin_w * d_a, acc)
  * with d_w, dmin_w the f16 scales as floats and d_a the Q8_K block's float scale. */
-static float q4_K_block(const uint8_t *vx, const void *vy, int R, int r, float acc) {
-    (void)R;
-    const mf_block_q4_Kx8 *x = (const mf_block_q4_Kx8 *)vx;
-    const mf_block_q8_K *y = vy;
+static float k4_block(const mf_block_q4_Kx8 *x, const uint8_t *qh, const mf_block_q8_K *y, int r, float acc) {
     uint8_t sc[8], m[8];
     q4k_sm_from_x8(x->scales, r, sc, m);
     int32_t isum = 0, imin = 0;
     for (int sb = 0; sb < 8; sb++) {
-        /* sub-block sb: nibble half sb % 2 of file bytes 32 (sb / 2) .. 32 (sb / 2) + 31 */
+        /* sub-block sb: nibble half sb % 2 of file bytes 32 (sb / 2) .. 32 (sb / 2) + 31, 5th bits in bit sb
+         * of file qh bytes 0..31 */
         int32_t sub = 0;
         for (int v = 0; v < 32; v++) {
             const uint8_t q = x->qs[x8_pos(r, 32 * (sb / 2) + v)];
-            sub += ((sb & 1) ? q >> 4 : q & 0xF) * y->qs[32 * sb + v];
+            const int h = qh ? (qh[x8_pos(r, v)] >> sb & 1) << 4 : 0;
+            sub += (((sb & 1) ? q >> 4 : q & 0xF) | h) * y->qs[32 * sb + v];
         }
         isum += sc[sb] * sub;
         imin += m[sb] * (y->bsums[2 * sb] + y->bsums[2 * sb + 1]);
@@ -406,6 +434,16 @@ static float q4_K_block(const uint8_t *vx, const void *vy, int R, int r, float a
     acc = fmaf((float)isum, mf_fp16_to_fp32(x->d[r]) * y->d, acc);
     acc = fmaf(-(float)imin, mf_fp16_to_fp32(x->dmin[r]) * y->d, acc);
     return acc;
+}
+
+static float q4_K_block(const uint8_t *vx, const void *vy, int R, int r, float acc) {
+    (void)R;
+    return k4_block((const mf_block_q4_Kx8 *)vx, NULL, vy, r, acc);
+}
+
+static float q5_K_block(const uint8_t *vx, const void *vy, int R, int r, float acc) {
+    (void)R;
+    return k4_block((const mf_block_q4_Kx8 *)vx, ((const mf_block_q5_Kx8 *)vx)->qh, vy, r, acc);
 }
 
 /* q6_Kx8: per row and super-block the exact int32 isum = sum over the 16 sub-blocks of
@@ -465,6 +503,7 @@ X8_REF_TILE(mf_tile_q4_0x8_scalar, q4_0_block, 8, MF_QK8_0, mf_block_q4_0x8, mf_
 X8_REF_TILE(mf_tile_q5_0x8_scalar, q5_0_block, 8, MF_QK8_0, mf_block_q5_0x8, mf_block_q8_0s)
 X8_REF_TILE(mf_tile_q8_0x8_scalar, q8_0_block, 8, MF_QK8_0, mf_block_q8_0x8, mf_block_q8_0s)
 X8_REF_TILE(mf_tile_q4_Kx8_scalar, q4_K_block, 8, MF_QK_K, mf_block_q4_Kx8, mf_block_q8_K)
+X8_REF_TILE(mf_tile_q5_Kx8_scalar, q5_K_block, 8, MF_QK_K, mf_block_q5_Kx8, mf_block_q8_K)
 X8_REF_TILE(mf_tile_q6_Kx8_scalar, q6_K_block, 8, MF_QK_K, mf_block_q6_Kx8, mf_block_q8_K)
 X8_REF_TILE(mf_tile_q4_0x16_scalar, q4_0_block, 16, MF_QK8_0, mf_block_q4_0x16, mf_block_q8_0s)
 X8_REF_TILE(mf_tile_q5_0x16_scalar, q5_0_block, 16, MF_QK8_0, mf_block_q5_0x16, mf_block_q8_0s)

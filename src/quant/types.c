@@ -2,6 +2,7 @@
 #include "quant/quant_impl.h"
 #include "quant/quant_iq.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 static const mf_type_info k_types[MF_TYPE_COUNT] = {
@@ -54,6 +55,7 @@ static const mf_type_info k_types[MF_TYPE_COUNT] = {
     [MF_TYPE_IQ4_NL_X8] = {"iq4_nlx8", MF_QK4_NL, sizeof(mf_block_iq4_nl), true, MF_X8_ROWS, true},
     [MF_TYPE_IQ4_NL_X16] = {"iq4_nlx16", MF_QK4_NL, sizeof(mf_block_iq4_nl), true, MF_X16_ROWS, true},
     [MF_TYPE_IQ4_XS_X8] = {"iq4_xsx8", MF_QK_K, sizeof(mf_block_iq4_xs), true, MF_X8_ROWS, true},
+    [MF_TYPE_Q5_K_X8] = {"q5_Kx8", MF_QK_K, sizeof(mf_block_q5_K), true, MF_X8_ROWS, true},
 };
 
 /* The block structs are file layouts: a padding byte here would silently corrupt every model. */
@@ -77,6 +79,11 @@ _Static_assert(sizeof(mf_block_q8_0s) == 36, "q8_0s layout");
 _Static_assert(sizeof(mf_block_q5_0x8) == 8 * sizeof(mf_block_q5_0), "q5_0x8 layout");
 _Static_assert(sizeof(mf_block_q4_Kx8) == 8 * sizeof(mf_block_q4_K), "q4_Kx8 layout");
 _Static_assert(sizeof(mf_block_iq4_xsx8) == 8 * sizeof(mf_block_iq4_xs), "iq4_xsx8 layout");
+_Static_assert(sizeof(mf_block_q5_Kx8) == 8 * sizeof(mf_block_q5_K), "q5_Kx8 layout");
+/* the kernels read a q5_Kx8 block's q4_Kx8 fields through the q4_Kx8 type */
+_Static_assert(offsetof(mf_block_q5_Kx8, scales) == offsetof(mf_block_q4_Kx8, scales) &&
+                   offsetof(mf_block_q5_Kx8, qs) == offsetof(mf_block_q4_Kx8, qs),
+               "q5_Kx8 starts as q4_Kx8");
 _Static_assert(sizeof(mf_block_q6_Kx8) == 8 * sizeof(mf_block_q6_K), "q6_Kx8 layout");
 _Static_assert(sizeof(mf_block_q4_0x16) == 16 * sizeof(mf_block_q4_0), "q4_0x16 layout");
 _Static_assert(sizeof(mf_block_q5_0x16) == 16 * sizeof(mf_block_q5_0), "q5_0x16 layout");

@@ -163,42 +163,62 @@ X8_TILE(mf_tile_q5_0x8_avx2, q5_0x8_rows)
 
 X8_TILE(mf_tile_q8_0x8_avx2, q8_0x8_rows)
 
-/* One super-block at a time, one sub-block of 32 at a time: its 8 chunks of nibbles are unpacked once and
- * used by every activation (repack.c has the reference order). */
-static inline __attribute__((always_inline)) MF_AVX2 void q4_Kx8_rows(int64_t n, float *s, size_t ldc,
-                                                                      const mf_block_q4_Kx8 *x, const void *a,
-                                                                      size_t a_stride, int j0, const int NA) {
+/* q4_Kx8 and q5_Kx8 (Q5: its 5th bits too; its blocks start as q4_Kx8's, quant.h).  One super-block at a
+ * time, one sub-block of 32 at a time: its 8 chunks of quants are unpacked once and used by every
+ * activation (repack.c has the reference order). */
+static inline __attribute__((always_inline)) MF_AVX2 void k4x8_rows(int64_t n, float *s, size_t ldc, const void *w,
+                                                                    const void *a, size_t a_stride, int j0,
+                                                                    const int NA, const bool Q5) {
     X8_PROLOGUE(mf_block_q8_K)
     const __m256i m4 = _mm256_set1_epi8(0xF);
+    const size_t xbytes = Q5 ? sizeof(mf_block_q5_Kx8) : sizeof(mf_block_q4_Kx8);
+    /* nibble x int8 pair sums are at most 2 * 15 * 128, 5-bit ones 2 * 31 * 128: 8 resp. 4 chunks of them
+     * still fit in int16 before the madd with the scale widens them */
+    const int G = Q5 ? 4 : 8;
     for (int64_t b = 0; b < n / MF_QK_K; b++) {
-        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
+        const mf_block_q4_Kx8 *xb = (const mf_block_q4_Kx8 *)((const char *)w + (size_t)b * xbytes);
+        const uint8_t *qh = Q5 ? ((const mf_block_q5_Kx8 *)xb)->qh : NULL;
+        if (NA == 1) prefetch_block(xb, xbytes);
         __m256i sc[2], mn[2], isum[4];
-        q4k_scales_mins(x[b].scales, sc, mn);
+        q4k_scales_mins(xb->scales, sc, mn);
         _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = _mm256_setzero_si256();
         _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
-            /* sub-block sb: the low (even sb) or high nibbles of chunks 8 (sb / 2) .. 8 (sb / 2) + 7, each
-             * unpacked once and used by every activation (chunk outside: few live registers, no spills) */
-            const uint8_t *qs = x[b].qs + 256 * (sb / 2);
+            /* sub-block sb: the low (even sb) or high nibbles of chunks 8 (sb / 2) .. 8 (sb / 2) + 7 (chunk
+             * outside: few live registers, no spills) */
+            const uint8_t *qs = xb->qs + 256 * (sb / 2);
+            const __m256i sc16 = lane_u8_x2(sc[sb / 4], sb % 4);
             __m256i p[4];
             _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-                const __m256i q = _mm256_and_si256(sb & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
-                /* nibble x int8 pair sums are at most 2 * 15 * 128: 8 of them still fit in int16 */
+                __m256i q = _mm256_and_si256(sb & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                if (Q5) q = _mm256_or_si256(q, q5k_hbit(_mm256_loadu_si256((const __m256i *)(qh + 32 * c)), sb));
                 _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
                     const __m256i t = _mm256_maddubs_epi16(q, bcast4(y[j][b].qs + 32 * sb + 4 * c));
-                    p[j] = c == 0 ? t : _mm256_add_epi16(p[j], t);
+                    p[j] = c % G == 0 ? t : _mm256_add_epi16(p[j], t);
                     PIN(p[j]);
                 }
-            }
-            const __m256i sc16 = lane_u8_x2(sc[sb / 4], sb % 4);
-            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
-                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p[j], sc16));
-                PIN(isum[j]);
+                if (c % G == G - 1)
+                    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                        isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p[j], sc16));
+                        PIN(isum[j]);
+                    }
             }
         }
-        q4k_finish(&x[b], y, b, mn, isum, acc, NA);
+        q4k_finish(xb, y, b, mn, isum, acc, NA);
     }
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
+}
+
+static inline __attribute__((always_inline)) MF_AVX2 void q4_Kx8_rows(int64_t n, float *s, size_t ldc, const void *w,
+                                                                      const void *a, size_t a_stride, int j0,
+                                                                      const int NA) {
+    k4x8_rows(n, s, ldc, w, a, a_stride, j0, NA, false);
+}
+
+static inline __attribute__((always_inline)) MF_AVX2 void q5_Kx8_rows(int64_t n, float *s, size_t ldc, const void *w,
+                                                                      const void *a, size_t a_stride, int j0,
+                                                                      const int NA) {
+    k4x8_rows(n, s, ldc, w, a, a_stride, j0, NA, true);
 }
 
 static inline __attribute__((always_inline)) MF_AVX2 void q6_Kx8_rows(int64_t n, float *s, size_t ldc,
@@ -233,6 +253,8 @@ static inline __attribute__((always_inline)) MF_AVX2 void q6_Kx8_rows(int64_t n,
 }
 
 X8_TILE(mf_tile_q4_Kx8_avx2, q4_Kx8_rows)
+
+X8_TILE(mf_tile_q5_Kx8_avx2, q5_Kx8_rows)
 
 X8_TILE(mf_tile_q6_Kx8_avx2, q6_Kx8_rows)
 

@@ -1,5 +1,5 @@
-/* quant: AVX-512 VL + VNNI kernels for the K layouts q4_Kx8 / q6_Kx8 (256-bit registers, lane r = row r
- * of the group, as in x8_avx2.c).  vpdpbusd adds four adjacent unsigned x signed byte products into
+/* quant: AVX-512 VL + VNNI kernels for the K layouts q4_Kx8 / q5_Kx8 / q6_Kx8 / iq4_xsx8 (256-bit registers,
+ * lane r = row r of the group, as in x8_avx2.c).  vpdpbusd adds four adjacent unsigned x signed byte products into
  * each int32 lane, so a sub-block's sum of q * y is one instruction per chunk instead of maddubs + add
  * (+ madd); the sub-block's scale then multiplies that int32 exactly (vpmulld).  Every int32 sum is the
  * same integer as the AVX2 kernel's and the reference's, and the float steps are the same, so the
@@ -15,25 +15,30 @@ static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_s8(__m256i v, 
     return _mm256_srai_epi32(_mm256_shuffle_epi8(v, lane_pattern(0x00808080u | (uint32_t)k << 24)), 24);
 }
 
-static inline __attribute__((always_inline)) MF_AVX512 void q4_Kx8_rows_vnni(int64_t n, float *s, size_t ldc,
-                                                                             const mf_block_q4_Kx8 *x,
-                                                                             const void *a, size_t a_stride,
-                                                                             int j0, const int NA) {
+/* q4_Kx8 and q5_Kx8 (Q5: the 5th bits or-ed into the nibbles, quant.h) */
+static inline __attribute__((always_inline)) MF_AVX512 void k4x8_rows_vnni(int64_t n, float *s, size_t ldc,
+                                                                           const void *w, const void *a,
+                                                                           size_t a_stride, int j0, const int NA,
+                                                                           const bool Q5) {
     X8_PROLOGUE(mf_block_q8_K)
     const __m256i m4 = _mm256_set1_epi8(0xF);
+    const size_t xbytes = Q5 ? sizeof(mf_block_q5_Kx8) : sizeof(mf_block_q4_Kx8);
     for (int64_t b = 0; b < n / MF_QK_K; b++) {
-        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
+        const mf_block_q4_Kx8 *xb = (const mf_block_q4_Kx8 *)((const char *)w + (size_t)b * xbytes);
+        const uint8_t *qh = Q5 ? ((const mf_block_q5_Kx8 *)xb)->qh : NULL;
+        if (NA == 1) prefetch_block(xb, xbytes);
         __m256i sc[2], mn[2], isum[4];
-        q4k_scales_mins(x[b].scales, sc, mn);
+        q4k_scales_mins(xb->scales, sc, mn);
         _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = _mm256_setzero_si256();
         _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
             /* sub-block sb: the low (even sb) or high nibbles of chunks 8 (sb / 2) .. 8 (sb / 2) + 7 */
-            const uint8_t *qs = x[b].qs + 256 * (sb / 2);
+            const uint8_t *qs = xb->qs + 256 * (sb / 2);
             __m256i p[4];
             _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) p[j] = _mm256_setzero_si256();
             _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-                const __m256i q = _mm256_and_si256(sb & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                __m256i q = _mm256_and_si256(sb & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                if (Q5) q = _mm256_or_si256(q, q5k_hbit(_mm256_loadu_si256((const __m256i *)(qh + 32 * c)), sb));
                 _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++)
                     p[j] = _mm256_dpbusd_epi32(p[j], q, bcast4(y[j][b].qs + 32 * sb + 4 * c));
             }
@@ -41,9 +46,21 @@ static inline __attribute__((always_inline)) MF_AVX512 void q4_Kx8_rows_vnni(int
             _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++)
                 isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(p[j], sc32));
         }
-        q4k_finish(&x[b], y, b, mn, isum, acc, NA);
+        q4k_finish(xb, y, b, mn, isum, acc, NA);
     }
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
+}
+
+static inline __attribute__((always_inline)) MF_AVX512 void q4_Kx8_rows_vnni(int64_t n, float *s, size_t ldc,
+                                                                             const void *w, const void *a,
+                                                                             size_t a_stride, int j0, const int NA) {
+    k4x8_rows_vnni(n, s, ldc, w, a, a_stride, j0, NA, false);
+}
+
+static inline __attribute__((always_inline)) MF_AVX512 void q5_Kx8_rows_vnni(int64_t n, float *s, size_t ldc,
+                                                                             const void *w, const void *a,
+                                                                             size_t a_stride, int j0, const int NA) {
+    k4x8_rows_vnni(n, s, ldc, w, a, a_stride, j0, NA, true);
 }
 
 static inline __attribute__((always_inline)) MF_AVX512 void q6_Kx8_rows_vnni(int64_t n, float *s, size_t ldc,
@@ -74,6 +91,69 @@ static inline __attribute__((always_inline)) MF_AVX512 void q6_Kx8_rows_vnni(int
     _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
 }
 
+/* iq4_xsx8: each nibble through the 16 levels + 128 (1..241, unsigned: the levels with the sign bit
+ * flipped) with one pshufb per chunk, so vpdpbusd sums (l + 128) * y over a sub-block; the sub-block's
+ * scale ls - 32 multiplies that exactly, and sum (ls - 32) * 128 * (the sub-block's activation sum, two
+ * bsums of 16) comes off once per super-block.  Bounds: a sub-block's biased sum is at most
+ * 32 * 241 * 128 < 2^20, times |ls - 32| <= 32, eight of them < 2^28; the result is the integer of the
+ * AVX2 kernel and the reference, so the fma that follows is theirs. */
+static inline __attribute__((always_inline)) MF_AVX512 void iq4_xsx8_rows_vnni(int64_t n, float *s, size_t ldc,
+                                                                               const mf_block_iq4_xsx8 *x,
+                                                                               const void *a, size_t a_stride,
+                                                                               int j0, const int NA) {
+    X8_PROLOGUE(mf_block_q8_K)
+    const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi32(3), m4l = _mm256_set1_epi32(15);
+    const __m256i off = _mm256_set1_epi32(32);
+    const __m256i lvu = _mm256_xor_si256(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)mf_iq4_levels)), _mm256_set1_epi8((char)0x80));
+    for (int64_t b = 0; b < n / MF_QK_K; b++) {
+        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
+        /* lane r: row r's scales_l (sub-block sb's low bits at 4 sb) and scales_h (high bits at 2 sb) */
+        const __m256i sl = _mm256_loadu_si256((const __m256i *)x[b].scales_l);
+        const __m256i sh = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)x[b].scales_h));
+        __m256i isum[4], corr[4];
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = corr[j] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
+            const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * sb), m4l),
+                                               _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh, 2 * sb), m2), 4));
+            const __m256i sc32 = _mm256_sub_epi32(ls, off);
+            /* ls - 32 in both int16 halves, for madd against a pair of bsums */
+            const __m256i sc16 = _mm256_or_si256(_mm256_and_si256(sc32, _mm256_set1_epi32(0xFFFF)),
+                                                 _mm256_slli_epi32(sc32, 16));
+            __m256i p[4];
+            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) p[j] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 8") for (int c = 0; c < 4; c++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * (4 * sb + c)));
+                /* chunk 4 sb + c: low nibbles are values 4c..4c+3 of the sub-block, high ones 16+4c.. */
+                const __m256i wl = _mm256_shuffle_epi8(lvu, _mm256_and_si256(v, m4));
+                const __m256i wh = _mm256_shuffle_epi8(lvu, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+                _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                    const int8_t *q = y[j][b].qs + 32 * sb;
+                    p[j] = _mm256_dpbusd_epi32(p[j], wl, bcast4(q + 4 * c));
+                    p[j] = _mm256_dpbusd_epi32(p[j], wh, bcast4(q + 16 + 4 * c));
+                }
+            }
+            _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(p[j], sc32));
+                corr[j] = _mm256_add_epi32(corr[j], _mm256_madd_epi16(sc16, bsum_pair(y[j][b].bsums + 2 * sb)));
+                PIN(isum[j]);
+                PIN(corr[j]);
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
+        _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
+            const __m256i q = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(corr[j], 7));
+            const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(y[j][b].d));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d, acc[j]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) store_lanes(s, ldc, j0 + j, acc[j]);
+}
+
 X8_TILE_T(mf_tile_q4_Kx8_avx512, q4_Kx8_rows_vnni, MF_AVX512)
 
+X8_TILE_T(mf_tile_q5_Kx8_avx512, q5_Kx8_rows_vnni, MF_AVX512)
+
 X8_TILE_T(mf_tile_q6_Kx8_avx512, q6_Kx8_rows_vnni, MF_AVX512)
+
+X8_TILE_T(mf_tile_iq4_xsx8_avx512, iq4_xsx8_rows_vnni, MF_AVX512)

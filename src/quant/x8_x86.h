@@ -100,6 +100,13 @@ static inline __attribute__((always_inline)) MF_AVX2 void q4k_scales_mins(const 
                             _mm256_and_si256(_mm256_srli_epi16(vh, 2), m30));
 }
 
+/* q5_Kx8: the 5th bits of sub-block sb in one qh chunk (bit sb of each byte) as 0x10 per byte.  The
+ * shifts are 16-bit, but bit 4 of each byte only ever comes from bit sb of the same byte. */
+static inline __attribute__((always_inline)) MF_AVX2 __m256i q5k_hbit(__m256i qh, const int sb) {
+    const __m256i h = sb < 4 ? _mm256_slli_epi16(qh, 4 - sb) : sb == 4 ? qh : _mm256_srli_epi16(qh, sb - 4);
+    return _mm256_and_si256(h, _mm256_set1_epi8(0x10));
+}
+
 /* q6_K's 6-bit values (unsigned 0..63) of chunk c (0..3) of sub-block i for the 8 rows.  Sub-block
  * i = 8h + 2k + gg holds values 128h + 32k + 16gg .. + 15: the low (k < 2) or high nibbles of ql chunks
  * 16h + 8 (k & 1) + 4gg + c and bits 2k, 2k + 1 of qh chunks 8h + 4gg + c (q6_K's layout). */
