@@ -234,7 +234,7 @@ static void test_from_float_golden(void) {
     qg_floats(2, QG_NQ, x);
     const struct { uint32_t weight, act; } pairs[] = {
         {MF_TYPE_F16, MF_TYPE_F16}, {MF_TYPE_BF16, MF_TYPE_BF16}, {MF_TYPE_Q4_0, MF_TYPE_Q8_0},
-        {MF_TYPE_Q4_1, MF_TYPE_Q8_1}, {MF_TYPE_Q4_K, MF_TYPE_Q8_K},
+        {MF_TYPE_Q4_1, MF_TYPE_Q8_1}, {MF_TYPE_Q5_1, MF_TYPE_Q8_1}, {MF_TYPE_Q4_K, MF_TYPE_Q8_K},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         const size_t sz = mf_row_size(pairs[i].act, QG_NQ);

@@ -102,10 +102,6 @@ MF_DEFINE_Q8_DOTS(avx2, MF_AVX2, mf_mulsum_i8_avx2)
  * fuses it; the product of two f16 values is exact in float, so fused or not is the same); the result
  * hsum(acc) + summs.  The scalar kernels add d*d_a*isum + m*s to one float per block: a few ulps off
  * llama.cpp per row, enough for 100+ outlier rows in the q4_1/q5_1 goldens before this kernel. */
-static inline MF_AVX2 __m256 mf_mulsum_u8_avx2(__m256i ux, __m256i y) {
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_set1_epi16(1), _mm256_maddubs_epi16(ux, y)));
-}
-
 MF_AVX2 void mf_vec_dot_q4_1_avx2(int64_t n, float *s, const void *w, const void *a) {
     const mf_block_q4_1 *x = w;
     const mf_block_q8_1 *y = a;
@@ -115,7 +111,7 @@ MF_AVX2 void mf_vec_dot_q4_1_avx2(int64_t n, float *s, const void *w, const void
         summs += MF_H2F(x[ib].m) * MF_H2F(y[ib].s);
         const __m256 d = _mm256_set1_ps(MF_H2F(x[ib].d) * MF_H2F(y[ib].d));
         const __m256i qy = _mm256_loadu_si256((const __m256i *)y[ib].qs);
-        acc = _mm256_fmadd_ps(d, mf_mulsum_u8_avx2(mf_nibbles32(x[ib].qs), qy), acc);
+        acc = _mm256_fmadd_ps(d, mf_mulsum_u8_avx2(mf_q4_1_ubytes(&x[ib]), qy), acc);
     }
     *s = mf_hsum_f32x8(acc) + summs;
 }
@@ -128,8 +124,7 @@ MF_AVX2 void mf_vec_dot_q5_1_avx2(int64_t n, float *s, const void *w, const void
     for (int64_t ib = 0; ib < n / MF_QK8_1; ib++) {
         summs += MF_H2F(x[ib].m) * MF_H2F(y[ib].s);
         const __m256 d = _mm256_set1_ps(MF_H2F(x[ib].d) * MF_H2F(y[ib].d));
-        const __m256i hi = _mm256_and_si256(mf_bits32(x[ib].qh), _mm256_set1_epi8(0x10));
-        const __m256i qx = _mm256_or_si256(mf_nibbles32(x[ib].qs), hi);
+        const __m256i qx = mf_q5_1_ubytes(&x[ib]);
         const __m256i qy = _mm256_loadu_si256((const __m256i *)y[ib].qs);
         acc = _mm256_fmadd_ps(d, mf_mulsum_u8_avx2(qx, qy), acc);
     }
@@ -298,6 +293,31 @@ MF_AVX2 void mf_from_float_q8_0_avx2(const float *x, void *vy, int64_t n) {
         for (int k = 0; k < 4; k++)
             q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         _mm256_storeu_si256((__m256i *)y[i].qs, pack32(q[0], q[1], q[2], q[3]));
+    }
+}
+
+/* Q8_1: Q8_0's bytes and scale (as above), plus s = d * sum(qs) in f16, as the scalar converter and ggml's */
+MF_AVX2 void mf_from_float_q8_1_avx2(const float *x, void *vy, int64_t n) {
+    mf_block_q8_1 *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t i = 0; i < n / MF_QK8_1; i++, x += MF_QK8_1) {
+        __m256 v[4];
+        __m256 amax = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++) {
+            v[k] = _mm256_loadu_ps(x + 8 * k);
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+        }
+        const float m = hmax_f32x8(amax), d = m / 127.f;
+        y[i].d = (uint16_t)_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+        const __m256 mul = _mm256_set1_ps(m != 0.0f ? 127.f / m : 0.0f);
+        __m256i q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m256i b = pack32(q[0], q[1], q[2], q[3]);
+        _mm256_storeu_si256((__m256i *)y[i].qs, b);
+        /* the sum of the stored (saturated) bytes: ones x bytes in pairs, then pairs of pairs */
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), b), _mm256_set1_epi16(1));
+        y[i].s = (uint16_t)_cvtss_sh(d * (float)mf_hsum_i32x8(p), _MM_FROUND_TO_NEAREST_INT);
     }
 }
 

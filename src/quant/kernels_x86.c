@@ -12,8 +12,6 @@
 
 MF_TILE_LOOP(mf_vec_dot_f32_avx2)
 MF_TILE_LOOP(mf_vec_dot_f16_avx2)
-MF_TILE_LOOP(mf_vec_dot_q4_1_avx2)
-MF_TILE_LOOP(mf_vec_dot_q5_1_avx2)
 MF_TILE_LOOP(mf_vec_dot_q2_K_avx2)
 MF_TILE_LOOP(mf_vec_dot_q2_K_avx512)
 MF_TILE_LOOP(mf_vec_dot_iq2_xxs_avx2)
@@ -34,9 +32,9 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_F16] = MF_K(MF_TYPE_F16, mf_vec_dot_f16_avx2, mf_from_float_f16_avx2),
     [MF_TYPE_BF16] = MF_KT(MF_TYPE_BF16, mf_vec_dot_bf16_avx2, mf_from_float_bf16_avx2, mf_tile_bf16_avx2, 4, 4),
     [MF_TYPE_Q4_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q4_0_avx2, mf_from_float_q8_0_avx2, mf_tile_q4_0_avx2, 4, 4),
-    [MF_TYPE_Q4_1] = MF_K(MF_TYPE_Q8_1, mf_vec_dot_q4_1_avx2, mf_from_float_q8_1),
+    [MF_TYPE_Q4_1] = MF_KT(MF_TYPE_Q8_1, mf_vec_dot_q4_1_avx2, mf_from_float_q8_1_avx2, mf_tile_q4_1_avx2, 4, 4),
     [MF_TYPE_Q5_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q5_0_avx2, mf_from_float_q8_0_avx2, mf_tile_q5_0_avx2, 4, 4),
-    [MF_TYPE_Q5_1] = MF_K(MF_TYPE_Q8_1, mf_vec_dot_q5_1_avx2, mf_from_float_q8_1),
+    [MF_TYPE_Q5_1] = MF_KT(MF_TYPE_Q8_1, mf_vec_dot_q5_1_avx2, mf_from_float_q8_1_avx2, mf_tile_q5_1_avx2, 4, 4),
     [MF_TYPE_Q8_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q8_0_avx2, mf_from_float_q8_0_avx2, mf_tile_q8_0_avx2, 4, 4),
     [MF_TYPE_Q4_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q4_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q4_K_avx2, 2, 2),
     [MF_TYPE_Q5_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q5_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q5_K_avx2, 2, 2),

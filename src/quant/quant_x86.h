@@ -51,6 +51,19 @@ static inline MF_AVX2 __m256i mf_q5_0_bytes(const mf_block_q5_0 *b) {
     return _mm256_or_si256(mf_nibbles32(b->qs), hi);
 }
 
+/* Q4_1 / Q5_1 weights as unsigned bytes 0..15 / 0..31 (their min is a separate term) */
+static inline MF_AVX2 __m256i mf_q4_1_ubytes(const mf_block_q4_1 *b) { return mf_nibbles32(b->qs); }
+
+static inline MF_AVX2 __m256i mf_q5_1_ubytes(const mf_block_q5_1 *b) {
+    return _mm256_or_si256(mf_nibbles32(b->qs), _mm256_and_si256(mf_bits32(b->qh), _mm256_set1_epi8(0x10)));
+}
+
+/* unsigned quants x int8 activations in the Q8_0 family's 8 int32 lanes, as floats (pair sums at most
+ * 2 * 31 * 128 < 2^15) */
+static inline MF_AVX2 __m256 mf_mulsum_u8_avx2(__m256i ux, __m256i y) {
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_set1_epi16(1), _mm256_maddubs_epi16(ux, y)));
+}
+
 /* Q4_0 weights as signed bytes -8..7 */
 static inline MF_AVX2 __m256i mf_q4_0_bytes(const mf_block_q4_0 *b) {
     return _mm256_sub_epi8(mf_nibbles32(b->qs), _mm256_set1_epi8(8));
@@ -155,6 +168,7 @@ void mf_vec_dot_q3_K_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_iq4_nl_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_iq4_xs_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_from_float_q8_0_avx2(const float *x, void *y, int64_t n);
+void mf_from_float_q8_1_avx2(const float *x, void *y, int64_t n);
 void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n); /* kernels_x86.c */
 void mf_from_float_q8_K_avx2(const float *x, void *y, int64_t n);
 void mf_from_float_f16_avx2(const float *x, void *y, int64_t n);
@@ -162,7 +176,7 @@ void mf_from_float_bf16_avx2(const float *x, void *y, int64_t n);
 
 typedef void mf_tile_fn_t(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                           size_t a_stride, int na);
-mf_tile_fn_t mf_tile_q4_0_avx2, mf_tile_q5_0_avx2, mf_tile_q8_0_avx2;
+mf_tile_fn_t mf_tile_q4_0_avx2, mf_tile_q5_0_avx2, mf_tile_q8_0_avx2, mf_tile_q4_1_avx2, mf_tile_q5_1_avx2;
 mf_tile_fn_t mf_tile_q4_K_avx2, mf_tile_q5_K_avx2, mf_tile_q6_K_avx2;
 mf_tile_fn_t mf_tile_bf16_avx2;
 mf_tile_fn_t mf_tile_q3_K_avx2, mf_tile_iq4_nl_avx2, mf_tile_iq4_xs_avx2; /* lowbit_avx2.c */

@@ -9,6 +9,10 @@
 MF_DEFINE_Q8_TILE(mf_tile_q4_0_avx2, MF_AVX2, mf_block_q4_0, mf_q4_0_nibbles, mf_mulsum_u4_avx2, mf_vec_dot_q4_0_avx2)
 MF_DEFINE_Q8_TILE(mf_tile_q5_0_avx2, MF_AVX2, mf_block_q5_0, mf_q5_0_bytes, mf_mulsum_i8_avx2, mf_vec_dot_q5_0_avx2)
 MF_DEFINE_Q8_TILE(mf_tile_q8_0_avx2, MF_AVX2, mf_block_q8_0, mf_q8_0_bytes, mf_mulsum_i8_avx2, mf_vec_dot_q8_0_avx2)
+MF_DEFINE_Q8_TILE_MIN(mf_tile_q4_1_avx2, MF_AVX2, mf_block_q4_1, mf_block_q8_1, mf_q4_1_ubytes, mf_mulsum_u8_avx2,
+                      MF_Q8_1_MIN, MF_Q8_1_OUT, mf_vec_dot_q4_1_avx2)
+MF_DEFINE_Q8_TILE_MIN(mf_tile_q5_1_avx2, MF_AVX2, mf_block_q5_1, mf_block_q8_1, mf_q5_1_ubytes, mf_mulsum_u8_avx2,
+                      MF_Q8_1_MIN, MF_Q8_1_OUT, mf_vec_dot_q5_1_avx2)
 
 /* ---- K formats: 2 weight rows x 2 activation rows ----
  * Per pair the float work is vec_dot's exactly (acc / acc_m fed once per super-block with the same
