@@ -275,45 +275,40 @@ static inline MF_AVX2 __m256i pack32(__m256i i0, __m256i i1, __m256i i2, __m256i
     return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(a, b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-/* ggml-cpu's x86 quantize_row_q8_0: d = amax/127, q = round_half_even(x * 127/amax) */
+/* ggml-cpu's x86 quantize_row_q8_0 for one block of 32: d = amax/127 (returned as a float, stored as f16),
+ * q = round_half_even(x * 127/amax), packed with saturation; returns the 32 bytes */
+static inline MF_AVX2 __m256i q8_block_avx2(const float *x, uint16_t *d16, float *d) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_loadu_ps(x + 8 * k);
+        amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+    }
+    const float m = hmax_f32x8(amax);
+    *d = m / 127.f;
+    *d16 = (uint16_t)_cvtss_sh(*d, _MM_FROUND_TO_NEAREST_INT);
+    const __m256 mul = _mm256_set1_ps(m != 0.0f ? 127.f / m : 0.0f);
+    __m256i q[4];
+    for (int k = 0; k < 4; k++)
+        q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return pack32(q[0], q[1], q[2], q[3]);
+}
+
 MF_AVX2 void mf_from_float_q8_0_avx2(const float *x, void *vy, int64_t n) {
     mf_block_q8_0 *y = vy;
-    const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int64_t i = 0; i < n / MF_QK8_0; i++, x += MF_QK8_0) {
-        __m256 v[4];
-        __m256 amax = _mm256_setzero_ps();
-        for (int k = 0; k < 4; k++) {
-            v[k] = _mm256_loadu_ps(x + 8 * k);
-            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
-        }
-        const float m = hmax_f32x8(amax);
-        y[i].d = (uint16_t)_cvtss_sh(m / 127.f, _MM_FROUND_TO_NEAREST_INT);
-        const __m256 mul = _mm256_set1_ps(m != 0.0f ? 127.f / m : 0.0f);
-        __m256i q[4];
-        for (int k = 0; k < 4; k++)
-            q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        _mm256_storeu_si256((__m256i *)y[i].qs, pack32(q[0], q[1], q[2], q[3]));
+        float d;
+        _mm256_storeu_si256((__m256i *)y[i].qs, q8_block_avx2(x, &y[i].d, &d));
     }
 }
 
-/* Q8_1: Q8_0's bytes and scale (as above), plus s = d * sum(qs) in f16, as the scalar converter and ggml's */
+/* Q8_1: Q8_0's bytes and scale, plus s = d * sum(qs) in f16, as the scalar converter and ggml's */
 MF_AVX2 void mf_from_float_q8_1_avx2(const float *x, void *vy, int64_t n) {
     mf_block_q8_1 *y = vy;
-    const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int64_t i = 0; i < n / MF_QK8_1; i++, x += MF_QK8_1) {
-        __m256 v[4];
-        __m256 amax = _mm256_setzero_ps();
-        for (int k = 0; k < 4; k++) {
-            v[k] = _mm256_loadu_ps(x + 8 * k);
-            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
-        }
-        const float m = hmax_f32x8(amax), d = m / 127.f;
-        y[i].d = (uint16_t)_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
-        const __m256 mul = _mm256_set1_ps(m != 0.0f ? 127.f / m : 0.0f);
-        __m256i q[4];
-        for (int k = 0; k < 4; k++)
-            q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        const __m256i b = pack32(q[0], q[1], q[2], q[3]);
+        float d;
+        const __m256i b = q8_block_avx2(x, &y[i].d, &d);
         _mm256_storeu_si256((__m256i *)y[i].qs, b);
         /* the sum of the stored (saturated) bytes: ones x bytes in pairs, then pairs of pairs */
         const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), b), _mm256_set1_epi16(1));

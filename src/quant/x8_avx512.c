@@ -102,8 +102,7 @@ static inline __attribute__((always_inline)) MF_AVX512 void iq4_xsx8_rows_vnni(i
                                                                                const void *a, size_t a_stride,
                                                                                int j0, const int NA) {
     X8_PROLOGUE(mf_block_q8_K)
-    const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi32(3), m4l = _mm256_set1_epi32(15);
-    const __m256i off = _mm256_set1_epi32(32);
+    const __m256i m4 = _mm256_set1_epi8(0xF), off = _mm256_set1_epi32(32);
     const __m256i lvu = _mm256_xor_si256(
         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)mf_iq4_levels)), _mm256_set1_epi8((char)0x80));
     for (int64_t b = 0; b < n / MF_QK_K; b++) {
@@ -114,9 +113,7 @@ static inline __attribute__((always_inline)) MF_AVX512 void iq4_xsx8_rows_vnni(i
         __m256i isum[4], corr[4];
         _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = corr[j] = _mm256_setzero_si256();
         _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
-            const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * sb), m4l),
-                                               _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh, 2 * sb), m2), 4));
-            const __m256i sc32 = _mm256_sub_epi32(ls, off);
+            const __m256i sc32 = _mm256_sub_epi32(iq4xs_scale(sl, sh, sb), off);
             /* ls - 32 in both int16 halves, for madd against a pair of bsums */
             const __m256i sc16 = _mm256_or_si256(_mm256_and_si256(sc32, _mm256_set1_epi32(0xFFFF)),
                                                  _mm256_slli_epi32(sc32, 16));

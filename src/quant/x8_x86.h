@@ -100,6 +100,13 @@ static inline __attribute__((always_inline)) MF_AVX2 void q4k_scales_mins(const 
                             _mm256_and_si256(_mm256_srli_epi16(vh, 2), m30));
 }
 
+/* iq4_xsx8: sub-block sb's 6-bit scale ls (0..63) of each row, from the lanes' scales_l word sl (4 bits at
+ * 4 sb) and scales_h word sh (2 bits at 2 sb) */
+static inline __attribute__((always_inline)) MF_AVX2 __m256i iq4xs_scale(__m256i sl, __m256i sh, const int sb) {
+    return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(sl, 4 * sb), _mm256_set1_epi32(15)),
+                           _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh, 2 * sb), _mm256_set1_epi32(3)), 4));
+}
+
 /* q5_Kx8: the 5th bits of sub-block sb in one qh chunk (bit sb of each byte) as 0x10 per byte.  The
  * shifts are 16-bit, but bit 4 of each byte only ever comes from bit sb of the same byte. */
 static inline __attribute__((always_inline)) MF_AVX2 __m256i q5k_hbit(__m256i qh, const int sb) {
