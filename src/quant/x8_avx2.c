@@ -126,8 +126,7 @@ static inline __attribute__((always_inline)) MF_AVX2 void iq4_nlx8_rows(int64_t 
                                                                         const mf_block_q4_0x8 *x, const void *a,
                                                                         size_t a_stride, int j0, const int NA) {
     X8_PROLOGUE(mf_block_q8_0s)
-    const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
-    const __m256i lv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)mf_iq4_levels));
+    const __m256i ones = _mm256_set1_epi16(1), lv = iq4_levels256();
     for (int64_t b = 0; b < n / MF_QK4_NL; b++) {
         if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
@@ -136,8 +135,8 @@ static inline __attribute__((always_inline)) MF_AVX2 void iq4_nlx8_rows(int64_t 
         _Pragma("GCC unroll 8") for (int c = 0; c < 4; c++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * c));
             /* chunk c's low nibbles are quants 4c..4c+3, its high ones 16+4c..16+4c+3 */
-            const __m256i wl = _mm256_shuffle_epi8(lv, _mm256_and_si256(v, m4));
-            const __m256i wh = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+            __m256i wl, wh;
+            nibble_lookup(v, lv, &wl, &wh);
             const __m256i al = _mm256_sign_epi8(wl, wl), ah = _mm256_sign_epi8(wh, wh);
             _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
                 const int8_t *q = y[j][b].qs;
@@ -266,8 +265,7 @@ static inline __attribute__((always_inline)) MF_AVX2 void iq4_xsx8_rows(int64_t 
                                                                         const mf_block_iq4_xsx8 *x, const void *a,
                                                                         size_t a_stride, int j0, const int NA) {
     X8_PROLOGUE(mf_block_q8_K)
-    const __m256i m4 = _mm256_set1_epi8(0xF), off = _mm256_set1_epi16(32);
-    const __m256i lv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)mf_iq4_levels));
+    const __m256i off = _mm256_set1_epi16(32), lv = iq4_levels256();
     for (int64_t b = 0; b < n / MF_QK_K; b++) {
         if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
         /* lane r: row r's scales_l as a little-endian uint32 (sub-block sb's low bits at 4 sb) and its
@@ -283,8 +281,8 @@ static inline __attribute__((always_inline)) MF_AVX2 void iq4_xsx8_rows(int64_t 
             _Pragma("GCC unroll 8") for (int c = 0; c < 4; c++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * (4 * sb + c)));
                 /* chunk 4 sb + c: low nibbles are values 4c..4c+3 of the sub-block, high ones 16+4c.. */
-                const __m256i wl = _mm256_shuffle_epi8(lv, _mm256_and_si256(v, m4));
-                const __m256i wh = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+                __m256i wl, wh;
+                nibble_lookup(v, lv, &wl, &wh);
                 _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
                     const int8_t *q = y[j][b].qs + 32 * sb;
                     const __m256i yl = bcast4(q + 4 * c), yh = bcast4(q + 16 + 4 * c);

@@ -102,9 +102,7 @@ static inline __attribute__((always_inline)) MF_AVX512 void iq4_xsx8_rows_vnni(i
                                                                                const void *a, size_t a_stride,
                                                                                int j0, const int NA) {
     X8_PROLOGUE(mf_block_q8_K)
-    const __m256i m4 = _mm256_set1_epi8(0xF), off = _mm256_set1_epi32(32);
-    const __m256i lvu = _mm256_xor_si256(
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)mf_iq4_levels)), _mm256_set1_epi8((char)0x80));
+    const __m256i off = _mm256_set1_epi32(32), lvu = _mm256_xor_si256(iq4_levels256(), _mm256_set1_epi8((char)0x80));
     for (int64_t b = 0; b < n / MF_QK_K; b++) {
         if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
         /* lane r: row r's scales_l (sub-block sb's low bits at 4 sb) and scales_h (high bits at 2 sb) */
@@ -122,8 +120,8 @@ static inline __attribute__((always_inline)) MF_AVX512 void iq4_xsx8_rows_vnni(i
             _Pragma("GCC unroll 8") for (int c = 0; c < 4; c++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * (4 * sb + c)));
                 /* chunk 4 sb + c: low nibbles are values 4c..4c+3 of the sub-block, high ones 16+4c.. */
-                const __m256i wl = _mm256_shuffle_epi8(lvu, _mm256_and_si256(v, m4));
-                const __m256i wh = _mm256_shuffle_epi8(lvu, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+                __m256i wl, wh;
+                nibble_lookup(v, lvu, &wl, &wh);
                 _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) {
                     const int8_t *q = y[j][b].qs + 32 * sb;
                     p[j] = _mm256_dpbusd_epi32(p[j], wl, bcast4(q + 4 * c));

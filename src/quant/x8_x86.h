@@ -100,6 +100,20 @@ static inline __attribute__((always_inline)) MF_AVX2 void q4k_scales_mins(const 
                             _mm256_and_si256(_mm256_srli_epi16(vh, 2), m30));
 }
 
+/* mf_iq4_levels in both 128-bit halves (pshufb looks up within each half) */
+static inline MF_AVX2 __m256i iq4_levels256(void) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)mf_iq4_levels));
+}
+
+/* A chunk of 32 bytes of nibbles through a 16-entry table t (in each 128-bit half): the low nibbles'
+ * entries in *lo, the high nibbles' in *hi (the iq4_nl / iq4_xs x8 kernels' one level lookup) */
+static inline __attribute__((always_inline)) MF_AVX2 void nibble_lookup(__m256i v, __m256i t, __m256i *lo,
+                                                                        __m256i *hi) {
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    *lo = _mm256_shuffle_epi8(t, _mm256_and_si256(v, m4));
+    *hi = _mm256_shuffle_epi8(t, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+}
+
 /* iq4_xsx8: sub-block sb's 6-bit scale ls (0..63) of each row, from the lanes' scales_l word sl (4 bits at
  * 4 sb) and scales_h word sh (2 bits at 2 sb) */
 static inline __attribute__((always_inline)) MF_AVX2 __m256i iq4xs_scale(__m256i sl, __m256i sh, const int sb) {
