@@ -2,6 +2,7 @@
  * goldens written by llama.cpp's own libraries (tools/oracle/quant_golden.c, README-quant.md). */
 #include "harness.h"
 #include "quant/quant.h"
+#include "support/amx_emu.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -912,17 +913,14 @@ static void *amx_run(void *p) {
     return NULL;
 }
 
-static void test_amx_kernels(void) {
-    if (!mf_quant_kernels_get_isa(MF_TYPE_Q8_0_X16, MF_ISA_AMX))
-        SKIP("AMX is not usable here (the CPU lacks AMX-INT8 or the OS refused the tile state; MINFER_LOG=info says which)");
+static void amx_check(const mf_quant_kernels *(*get)(uint32_t xt)) {
     static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_IQ4_NL};
     static const int64_t lens[] = {32, 96, 512, 544, 896, AMX_KMAX};
     static const int nas[] = {1, 2, 3, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 32, 33, 47, 48, 49, 63, 64, 65, 70, 127, 128, 129, 140};
     static float x[AMX_KMAX];
-    CHECK(mf_cpu_best_isa() == MF_ISA_AMX, "AMX usable, so it is the best set (got %s)", mf_isa_name(mf_cpu_best_isa()));
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const uint32_t xt = mf_repack_type_rows(types[t], AMX_KMAX, AMX_NR, MF_X16_ROWS);
-        const mf_quant_kernels *k = mf_quant_kernels_get_isa(xt, MF_ISA_AMX), *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
+        const mf_quant_kernels *k = get(xt), *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
         REQUIRE(k && ref && k->act_major && k->tile_w == MF_X16_ROWS && k->tile_a > MF_TILE_MAX && k->tile_a < 140 &&
                     k->vec_dot_type == MF_TYPE_Q8_0S && k->vec_dot_tile != mf_quant_kernels_get_isa(xt, MF_ISA_AVX512)->vec_dot_tile,
                 "%s has its own AMX kernel", mf_type_name(xt));
@@ -955,6 +953,11 @@ static void test_amx_kernels(void) {
                     } else {
                         amx_run(&c);
                     }
+                    char why[200];
+                    const int faults = mf_amx_emu_faults(why, sizeof why);
+                    if (faults && bad++ < 3)
+                        CHECK(0, "%s K=%lld na=%d: %d tile faults, the first: %s", mf_type_name(xt), (long long)K, c.na,
+                              faults, why);
                     for (int j = 0; j <= AMX_NA; j++)
                         for (int r = 0; r < AMX_LDC; r++) {
                             const bool in = j < c.na && r < MF_X16_ROWS;
@@ -969,6 +972,23 @@ static void test_amx_kernels(void) {
             CHECK(bad == 0, "%s K=%lld: %d mismatches", mf_type_name(xt), (long long)K, bad);
         }
     }
+}
+
+static const mf_quant_kernels *amx_real(uint32_t xt) { return mf_quant_kernels_get_isa(xt, MF_ISA_AMX); }
+
+static void test_amx_kernels(void) {
+    if (!mf_quant_kernels_get_isa(MF_TYPE_Q8_0_X16, MF_ISA_AMX))
+        SKIP("AMX is not usable here (the CPU lacks AMX-INT8 or the OS refused the tile state; MINFER_LOG=info says which)");
+    CHECK(mf_cpu_best_isa() == MF_ISA_AMX, "AMX usable, so it is the best set (got %s)", mf_isa_name(mf_cpu_best_isa()));
+    amx_check(amx_real);
+}
+
+/* The same kernels compiled over tests/support/amx_emu.c's model of the tiles: their logic held to the
+ * reference on every AVX-512 machine, and a tile shape the hardware would trap on is a failure here too. */
+static void test_amx_kernels_emulated(void) {
+    if (!mf_amx_emu_kernels(MF_TYPE_Q8_0_X16))
+        SKIP("the emulated AMX kernels unpack and scale with AVX-512, which this CPU lacks");
+    amx_check(mf_amx_emu_kernels);
 }
 
 /* mf_quant_dot_rows (attention scores: one K row against many queries) gives the F32 and F16 vec_dot bits */
@@ -1026,6 +1046,7 @@ int main(void) {
     RUN(test_tile_bitwise_lengths);
     RUN(test_x8_repack_and_kernels);
     RUN(test_amx_kernels);
+    RUN(test_amx_kernels_emulated);
     RUN(test_dot_rows);
     return mf_test_done();
 }

@@ -16,7 +16,14 @@
 
 #include <stddef.h>
 
+/* tests/support/amx_emu.c compiles this file a second time over a software model of the tiles, with its own
+ * MF_AMX (no AMX target) and MF_AMX_NAME (renamed exports). */
+#ifndef MF_AMX
 #define MF_AMX __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,amx-tile,amx-int8")))
+#endif
+#ifndef MF_AMX_NAME
+#define MF_AMX_NAME(f) f
+#endif
 
 /* Below this many activations the tile's fixed cost (B load, 16-row C store) buys nothing: the AVX-512 x16
  * kernels take them (same bits). */
@@ -203,9 +210,7 @@ static inline __attribute__((always_inline)) MF_AMX void amx_rows(const int T, i
                          (const char *)a + (size_t)j * a_stride, a_stride, MF_MIN(na - j, MF_AMX_TILE_A));     \
     }
 
-AMX_TILE(mf_tile_q4_0x16_amx, T_Q4_0, mf_tile_q4_0x16_avx512)
-
-AMX_TILE(mf_tile_q5_0x16_amx, T_Q5_0, mf_tile_q5_0x16_avx512)
-
-AMX_TILE(mf_tile_q8_0x16_amx, T_Q8_0, mf_tile_q8_0x16_avx512)
-AMX_TILE(mf_tile_iq4_nlx16_amx, T_IQ4_NL, mf_tile_iq4_nlx16_avx512)
+AMX_TILE(MF_AMX_NAME(mf_tile_q4_0x16_amx), T_Q4_0, mf_tile_q4_0x16_avx512)
+AMX_TILE(MF_AMX_NAME(mf_tile_q5_0x16_amx), T_Q5_0, mf_tile_q5_0x16_avx512)
+AMX_TILE(MF_AMX_NAME(mf_tile_q8_0x16_amx), T_Q8_0, mf_tile_q8_0x16_avx512)
+AMX_TILE(MF_AMX_NAME(mf_tile_iq4_nlx16_amx), T_IQ4_NL, mf_tile_iq4_nlx16_avx512)

@@ -54,7 +54,10 @@ while IFS= read -r line || [ -n "$line" ]; do
     case "$line" in
     '#'*) continue ;;
     '') flush ;;
-    id:\ *) m_id=${line#id: } ;;
+    id:\ *)
+        # a block without its blank line would take the next block's keys over its own
+        [ -n "${m_id:-}" ] && { echo "run.sh: $LIST: mutant '$m_id' runs into '${line#id: }' (a blank line must end each block)" >&2; exit 2; }
+        m_id=${line#id: } ;;
     file:\ *) m_file=${line#file: } ;;
     find:\ *) m_find=${line#find: } ;;
     repl:\ *) m_repl=${line#repl: } ;;
