@@ -28,7 +28,7 @@ LDLIBS  += $(shell pkg-config --libs libpcre2-8 libutf8proc libcjson libmicrohtt
 # everywhere (kernels.c lists each architecture's ISAs).
 ARCH     ?= $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
 X86_SRC  := $(addprefix src/quant/,dot_avx2.c dot_avx512.c kernels_x86.c lowbit_avx2.c lowbit_avx512.c \
-              tile_avx2.c tile_avx512.c x16_avx512.c x16_amx.c x8_avx2.c x8_avx512.c)
+              tile_avx2.c tile_avx512.c x16_avx512.c x16_amx.c x8_amx.c x8_avx2.c x8_avx512.c)
 X86_SRC  += $(addprefix src/quant/,dot_iq_avx2.c dot_iq_avx512.c)
 NEON_SRC := $(addprefix src/quant/,dot_neon.c kernels_neon.c lowbit_neon.c)
 NEON_SRC += src/quant/dot_iq_neon.c
@@ -77,7 +77,7 @@ $(GEN_OBJ): CFLAGS += -DMF_TOKENIZER_DEFAULT='"$(CURDIR)/tokenizers/qwen3"'
 
 # The AMX tile kernels (gated at run time like every SIMD file: kernels_x86.c checks cpuid, XCR0 and the OS
 # permission before anything there runs).
-$(BUILD)/obj/src/quant/x16_amx.o: CFLAGS += -mamx-tile -mamx-int8
+$(BUILD)/obj/src/quant/x16_amx.o $(BUILD)/obj/src/quant/x8_amx.o: CFLAGS += -mamx-tile -mamx-int8
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -889,62 +889,77 @@ static void test_x8_repack_and_kernels(void) {
     }
 }
 
-/* The AMX tile kernels (x16 layouts) bitwise equal to the reference for every activation count from 1 (they
- * hand fewer than 8 to the AVX-512 kernels) through partial, full and several 16-row tiles up to more than
- * the kernel's tile_a (128: it loops), over K across the kernels' 16-block chunks; rows past na and the
- * columns between 16 and ldc stay untouched.  Also from a second thread: the tile config is per thread, so a
- * kernel that loaded it only once per process fails there. */
-enum { AMX_NR = 32, AMX_KMAX = 4864, AMX_NA = 140, AMX_LDC = 19 };
+/* The AMX tile kernels (the x16 layouts, q4_Kx8, q5_Kx8 and q6_Kx8) bitwise equal to the reference for every
+ * activation count from 1 (they hand fewer than 8 to the AVX-512 kernels) through partial, full and several
+ * 16-row tiles up to more than the kernel's tile_a (128: it loops), over K across the kernels' chunks of K
+ * (16 blocks, 2 super-blocks); rows past na and the columns between nw and ldc stay untouched.  The x8 ones
+ * take spans of groups, two a pass: 4 groups, 3 from the second (a pair and a single), 1.  Also from a second
+ * thread: the tile config is per thread, so a kernel that loaded it only once per process fails there. */
+enum { AMX_NR = 32, AMX_KMAX = 4864, AMX_NA = 140, AMX_LDC = 35 };
 static uint8_t amx_w[AMX_NR * (AMX_KMAX / 32) * 34], amx_wx[AMX_NR * (AMX_KMAX / 32) * 34];
-static uint8_t amx_a[AMX_NA][(AMX_KMAX / 32) * 36];
+static uint8_t amx_a[AMX_NA][(AMX_KMAX / 256) * sizeof(mf_block_q8_K)];
 static float amx_want[AMX_NA][AMX_NR], amx_got[AMX_NA + 1][AMX_LDC];
 
 typedef struct {
     const mf_quant_kernels *k;
     int64_t K;
     const uint8_t *grp;
-    int na, bad;
+    int nw, na;
 } amx_case;
 
 static void *amx_run(void *p) {
     amx_case *c = p;
     memset(amx_got, 0xFF, sizeof amx_got);
-    c->k->vec_dot_tile(c->K, &amx_got[0][0], AMX_LDC, c->grp, 0, MF_X16_ROWS, amx_a[0], sizeof amx_a[0], c->na);
+    c->k->vec_dot_tile(c->K, &amx_got[0][0], AMX_LDC, c->grp, 0, c->nw, amx_a[0], sizeof amx_a[0], c->na);
     return NULL;
 }
 
 static void amx_check(const mf_quant_kernels *(*get)(uint32_t xt)) {
-    static const uint32_t types[] = {MF_TYPE_Q4_0, MF_TYPE_Q5_0, MF_TYPE_Q8_0, MF_TYPE_IQ4_NL};
-    static const int64_t lens[] = {32, 96, 512, 544, 896, AMX_KMAX};
+    static const struct {
+        uint32_t type;
+        int rows;         /* the layout's group */
+        int64_t lens[6];  /* 0-terminated */
+        int calls[4][2];  /* {first row, nw}, nw 0 ends */
+    } types[] = {
+        {MF_TYPE_Q4_0, MF_X16_ROWS, {32, 96, 512, 544, 896, AMX_KMAX}, {{0, 16}, {16, 16}}},
+        {MF_TYPE_Q5_0, MF_X16_ROWS, {32, 96, 512, 544, 896, AMX_KMAX}, {{0, 16}, {16, 16}}},
+        {MF_TYPE_Q8_0, MF_X16_ROWS, {32, 96, 512, 544, 896, AMX_KMAX}, {{0, 16}, {16, 16}}},
+        {MF_TYPE_IQ4_NL, MF_X16_ROWS, {32, 96, 512, 544, 896, AMX_KMAX}, {{0, 16}, {16, 16}}},
+        {MF_TYPE_Q4_K, MF_X8_ROWS, {256, 512, 768, AMX_KMAX}, {{0, 32}, {8, 24}, {24, 8}}},
+        {MF_TYPE_Q5_K, MF_X8_ROWS, {256, 512, 768, AMX_KMAX}, {{0, 32}, {8, 24}, {24, 8}}},
+        {MF_TYPE_Q6_K, MF_X8_ROWS, {256, 512, 768, AMX_KMAX}, {{0, 32}, {8, 24}, {24, 8}}},
+    };
     static const int nas[] = {1, 2, 3, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 32, 33, 47, 48, 49, 63, 64, 65, 70, 127, 128, 129, 140};
     static float x[AMX_KMAX];
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        const uint32_t xt = mf_repack_type_rows(types[t], AMX_KMAX, AMX_NR, MF_X16_ROWS);
+        const uint32_t ft = types[t].type, xt = mf_repack_type_rows(ft, AMX_KMAX, AMX_NR, types[t].rows);
         const mf_quant_kernels *k = get(xt), *ref = mf_quant_kernels_get_isa(xt, MF_ISA_SCALAR);
-        REQUIRE(k && ref && k->act_major && k->tile_w == MF_X16_ROWS && k->tile_a > MF_TILE_MAX && k->tile_a < 140 &&
-                    k->vec_dot_type == MF_TYPE_Q8_0S && k->vec_dot_tile != mf_quant_kernels_get_isa(xt, MF_ISA_AVX512)->vec_dot_tile,
+        REQUIRE(k && ref && k->act_major && k->spans && k->tile_w == types[t].rows && k->tile_a > MF_TILE_MAX &&
+                    k->tile_a < 140 && k->vec_dot_type == ref->vec_dot_type &&
+                    k->vec_dot_tile != mf_quant_kernels_get_isa(xt, MF_ISA_AVX512)->vec_dot_tile,
                 "%s has its own AMX kernel", mf_type_name(xt));
-        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
-            const int64_t K = lens[l];
-            const size_t rs = mf_row_size(types[t], K);
-            for (int r = 0; r < AMX_NR; r++) qg_fill((int)types[t], 1100 + (uint64_t)r + 7 * l, (int)K, amx_w + (size_t)r * rs);
-            REQUIRE_OK(mf_repack_as(xt, types[t], amx_w, amx_wx, K, AMX_NR), "repack %s", mf_type_name(xt));
+        for (int l = 0; l < 6 && types[t].lens[l]; l++) {
+            const int64_t K = types[t].lens[l];
+            const size_t rs = mf_row_size(ft, K);
+            for (int r = 0; r < AMX_NR; r++) qg_fill((int)ft, 1100 + (uint64_t)r + 7 * (uint64_t)l, (int)K, amx_w + (size_t)r * rs);
+            REQUIRE_OK(mf_repack_as(xt, ft, amx_w, amx_wx, K, AMX_NR), "repack %s", mf_type_name(xt));
             for (int j = 0; j < AMX_NA; j++) {
                 qg_floats(1200 + (uint64_t)j, (int)K, x);
                 if (j == 3) /* saturated quants: the largest block sums */
                     for (int64_t i = 0; i < K; i++) x[i] = i % 3 ? 1.0f : -1.0f;
                 ref->from_float(x, amx_a[j], K);
             }
-            int bad = 0;
-            for (int g = 0; g < AMX_NR / MF_X16_ROWS; g++) {
-                const uint8_t *grp = amx_wx + (size_t)g * MF_X16_ROWS * rs;
+            for (int r0 = 0; r0 < AMX_NR; r0 += types[t].rows)
                 for (int j = 0; j < AMX_NA; j++) {
                     float s1[MF_X16_ROWS];
-                    ref->vec_dot_tile(K, s1, 1, grp, rs, MF_X16_ROWS, amx_a[j], sizeof amx_a[0], 1);
-                    for (int r = 0; r < MF_X16_ROWS; r++) amx_want[j][r] = s1[r];
+                    ref->vec_dot_tile(K, s1, 1, amx_wx + (size_t)r0 * rs, rs, types[t].rows, amx_a[j], sizeof amx_a[0], 1);
+                    for (int r = 0; r < types[t].rows; r++) amx_want[j][r0 + r] = s1[r];
                 }
+            int bad = 0;
+            for (int ci = 0; ci < 4 && types[t].calls[ci][1]; ci++) {
+                const int r0 = types[t].calls[ci][0];
                 for (size_t q = 0; q < sizeof nas / sizeof nas[0]; q++) {
-                    amx_case c = {k, K, grp, nas[q], 0};
+                    amx_case c = {k, K, amx_wx + (size_t)r0 * rs, types[t].calls[ci][1], nas[q]};
                     pthread_t th;
                     const bool threaded = q % 4 == 1; /* every fourth count from a fresh thread */
                     if (threaded) {
@@ -960,12 +975,12 @@ static void amx_check(const mf_quant_kernels *(*get)(uint32_t xt)) {
                               faults, why);
                     for (int j = 0; j <= AMX_NA; j++)
                         for (int r = 0; r < AMX_LDC; r++) {
-                            const bool in = j < c.na && r < MF_X16_ROWS;
+                            const bool in = j < c.na && r < c.nw;
                             const uint32_t gb = fbits(amx_got[j][r]);
-                            if ((in ? gb != fbits(amx_want[j][r]) : gb != 0xFFFFFFFFu) && bad++ < 3)
-                                CHECK(0, "%s K=%lld group %d na=%d%s: act %d row %d %a, reference %a", mf_type_name(xt),
-                                      (long long)K, g, c.na, threaded ? " (new thread)" : "", j, r, amx_got[j][r],
-                                      in ? amx_want[j][r] : NAN);
+                            if ((in ? gb != fbits(amx_want[j][r0 + r]) : gb != 0xFFFFFFFFu) && bad++ < 3)
+                                CHECK(0, "%s K=%lld rows %d..%d na=%d%s: act %d row %d %a, reference %a", mf_type_name(xt),
+                                      (long long)K, r0, r0 + c.nw - 1, c.na, threaded ? " (new thread)" : "", j, r0 + r,
+                                      amx_got[j][r], in ? amx_want[j][r0 + r] : NAN);
                         }
                 }
             }

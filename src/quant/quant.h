@@ -302,7 +302,7 @@ typedef struct {
                          * so it stores straight into it): the x8 layouts, whose lanes are rows */
     bool spans;         /* the tile also takes nw = any multiple of tile_w: that many consecutive groups in
                          * one call (the x16 layouts: one activation row then streams several groups side
-                         * by side, x16_avx512.c) */
+                         * by side, x16_avx512.c; the AMX x8 ones: two groups a tile pass, x8_amx.c) */
 } mf_quant_kernels;
 
 /* Dots of one f32 row k with nq f32 rows q (q_stride floats apart), n a multiple of 32: out[i] is

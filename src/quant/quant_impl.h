@@ -87,6 +87,8 @@ static inline int mf_k4_min_dot(const uint8_t *scales12, const int16_t *bsums) {
  * act_major, so the matmul hands it more than MF_TILE_MAX) */
 #define MF_AMX_TILE_A 128
 #define MF_KAMX(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, MF_AMX_TILE_A, true, true}
+/* an x8 layout's AMX tile kernel: the same, over any number of consecutive 8-row groups (two per pass) */
+#define MF_KAMX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, MF_AMX_TILE_A, true, true}
 
 /* What the architecture's file gives kernels.c for a SIMD ISA of its own (never MF_ISA_SCALAR): its
  * table (MF_TYPE_COUNT entries; a type without a kernel of that ISA has vec_dot_tile NULL), whether this

@@ -189,6 +189,7 @@ mf_tile_fn_t mf_tile_q4_Kx8_avx512, mf_tile_q5_Kx8_avx512, mf_tile_q6_Kx8_avx512
 mf_tile_fn_t mf_tile_q4_0x16_avx512, mf_tile_q5_0x16_avx512, mf_tile_q8_0x16_avx512; /* x16_avx512.c */
 mf_tile_fn_t mf_tile_iq4_nlx16_avx512;
 mf_tile_fn_t mf_tile_q4_0x16_amx, mf_tile_q5_0x16_amx, mf_tile_q8_0x16_amx, mf_tile_iq4_nlx16_amx; /* x16_amx.c */
+mf_tile_fn_t mf_tile_q4_Kx8_amx, mf_tile_q5_Kx8_amx, mf_tile_q6_Kx8_amx;                        /* x8_amx.c */
 
 void mf_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_q5_0_avx512(int64_t n, float *s, const void *w, const void *a);

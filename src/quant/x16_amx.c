@@ -12,31 +12,15 @@
  *
  * The tile registers are per thread: every call loads its config (ldtilecfg) and releases the tiles at the
  * end (tilerelease), so an idle pool thread holds no tile state. */
-#include "quant/quant_x86.h"
+#include "quant/amx_x86.h"
 
 #include <stddef.h>
-
-/* tests/support/amx_emu.c compiles this file a second time over a software model of the tiles, with its own
- * MF_AMX (no AMX target) and MF_AMX_NAME (renamed exports). */
-#ifndef MF_AMX
-#define MF_AMX __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,amx-tile,amx-int8")))
-#endif
-#ifndef MF_AMX_NAME
-#define MF_AMX_NAME(f) f
-#endif
 
 /* Below this many activations the tile's fixed cost (B load, 16-row C store) buys nothing: the AVX-512 x16
  * kernels take them (same bits). */
 #define AMX_MIN_NA 8
 #define SLAB 16 /* activation rows per A / C tile */
 #define KB 16   /* blocks per chunk of K: their unpacked B tiles (8 KiB) are reused by every slab */
-
-/* ldtilecfg's 64-byte operand (palette 1) */
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_cfg;
 
 /* Tiles: 0, 1 C (16 x 16 int32, alternate blocks); 2, 7 A (16 rows x 32 bytes); 3, 6 B (8 rows x 64 bytes);
  * 4 C and 5 A of the last slab when it has fewer than 16 rows (`tail`). */
@@ -48,10 +32,6 @@ static void cfg_make(amx_cfg *c, int tail) {
     for (int t = 0; t < 8; t++) c->rows[t] = rows[t], c->colsb[t] = colsb[t];
     c->rows[4] = c->rows[5] = (uint8_t)tail;
 }
-
-/* gcc's tile intrinsics are asm statements that name no memory: order them against the plain stores and
- * loads around them (the config, the unpacked B tiles) explicitly. */
-#define MEM_FENCE() __asm__ volatile("" ::: "memory")
 
 enum { T_Q4_0, T_Q5_0, T_Q8_0, T_IQ4_NL };
 

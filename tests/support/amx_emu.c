@@ -2,7 +2,8 @@
 #include "amx_emu.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "amx_emu_intrin.h"
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -43,7 +44,7 @@ int mf_amx_emu_faults(char *why, size_t n) {
 
 /* LDTILECFG: palette 1 (0 would release), start_row and the reserved bytes 0, tiles past 8 unused, each tile
  * rows <= 16 and colsb <= 64, both zero or neither. */
-static void emu_loadconfig(const void *p) {
+void mf_amx_emu_loadconfig(const void *p) {
     const uint8_t *c = p;
     memset(&emu, 0, sizeof emu);
     if (c[0] != 1) {
@@ -67,7 +68,7 @@ static void emu_loadconfig(const void *p) {
     emu.configured = true;
 }
 
-static void emu_release(void) { memset(&emu, 0, sizeof emu); }
+void mf_amx_emu_release(void) { memset(&emu, 0, sizeof emu); }
 
 static emu_tile *tile(int t) {
     if (!emu.configured) return fault("tile %d used without a tile config", t), NULL;
@@ -75,19 +76,19 @@ static emu_tile *tile(int t) {
     return &emu.t[t];
 }
 
-static void emu_zero(int t) {
+void mf_amx_emu_zero(int t) {
     emu_tile *x = tile(t);
     if (x) memset(x->b, 0, sizeof x->b);
 }
 
-static void emu_loadd(int t, const void *base, long stride) {
+void mf_amx_emu_loadd(int t, const void *base, long stride) {
     emu_tile *x = tile(t);
     if (!x) return;
     memset(x->b, 0, sizeof x->b);
     for (int r = 0; r < x->rows; r++) memcpy(x->b[r], (const char *)base + (ptrdiff_t)r * stride, (size_t)x->colsb);
 }
 
-static void emu_stored(int t, void *base, long stride) {
+void mf_amx_emu_stored(int t, void *base, long stride) {
     emu_tile *x = tile(t);
     if (!x) return;
     for (int r = 0; r < x->rows; r++) memcpy((char *)base + (ptrdiff_t)r * stride, x->b[r], (size_t)x->colsb);
@@ -95,7 +96,7 @@ static void emu_stored(int t, void *base, long stride) {
 
 /* TDPBSSD (a_signed) / TDPBUSD: C[m][n] += sum over k of the 4 byte products of A[m] dword k and B[k] dword
  * n, in int32 that wraps; then the rows and bytes outside C's shape are zero. */
-static void emu_dp(int tc, int ta, int tb, bool a_signed) {
+void mf_amx_emu_dp(int tc, int ta, int tb, bool a_signed) {
     emu_tile *c = tile(tc), *a = tile(ta), *b = tile(tb);
     if (!c || !a || !b) return;
     if (tc == ta || tc == tb || ta == tb) {
@@ -123,44 +124,36 @@ static void emu_dp(int tc, int ta, int tb, bool a_signed) {
         memset(c->b[m] + (m < c->rows ? c->colsb : 0), 0, (size_t)(EMU_COLSB - (m < c->rows ? c->colsb : 0)));
 }
 
-/* The kernels' intrinsics, now the model's (immintrin.h is in: its include guard keeps the real ones out). */
-#undef _tile_loadd
-#undef _tile_stored
-#undef _tile_zero
-#undef _tile_dpbssd
-#undef _tile_dpbusd
-#define _tile_loadconfig(cfg) emu_loadconfig(cfg)
-#define _tile_release() emu_release()
-#define _tile_zero(t) emu_zero(t)
-#define _tile_loadd(t, base, stride) emu_loadd(t, base, stride)
-#define _tile_stored(t, base, stride) emu_stored(t, base, stride)
-#define _tile_dpbssd(c, a, b) emu_dp(c, a, b, true)
-#define _tile_dpbusd(c, a, b) emu_dp(c, a, b, false)
-
-/* Without amx-tile / amx-int8 in the target: a tile intrinsic the macros above missed fails to compile. */
-#define MF_AMX __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#define MF_AMX_NAME(f) f##_emu
-#include "quant/x16_amx.c"
+/* The kernels compiled over the model (amx_emu_x16.c, amx_emu_x8.c) */
+mf_tile_fn_t mf_tile_q4_0x16_amx_emu, mf_tile_q5_0x16_amx_emu, mf_tile_q8_0x16_amx_emu, mf_tile_iq4_nlx16_amx_emu,
+    mf_tile_q4_Kx8_amx_emu, mf_tile_q5_Kx8_amx_emu, mf_tile_q6_Kx8_amx_emu;
 
 const mf_quant_kernels *mf_amx_emu_kernels(uint32_t type) {
-    static mf_quant_kernels k[4];
-    static const uint32_t types[4] = {MF_TYPE_Q4_0_X16, MF_TYPE_Q5_0_X16, MF_TYPE_Q8_0_X16, MF_TYPE_IQ4_NL_X16};
-    static const mf_vec_dot_tile_fn fns[4] = {mf_tile_q4_0x16_amx_emu, mf_tile_q5_0x16_amx_emu,
-                                              mf_tile_q8_0x16_amx_emu, mf_tile_iq4_nlx16_amx_emu};
+    enum { NK = 7 };
+    static mf_quant_kernels k[NK];
+    static const uint32_t types[NK] = {MF_TYPE_Q4_0_X16, MF_TYPE_Q5_0_X16, MF_TYPE_Q8_0_X16,
+                                       MF_TYPE_IQ4_NL_X16, MF_TYPE_Q4_K_X8, MF_TYPE_Q5_K_X8,
+                                       MF_TYPE_Q6_K_X8};
+    static const mf_vec_dot_tile_fn fns[NK] = {mf_tile_q4_0x16_amx_emu, mf_tile_q5_0x16_amx_emu,
+                                               mf_tile_q8_0x16_amx_emu, mf_tile_iq4_nlx16_amx_emu,
+                                               mf_tile_q4_Kx8_amx_emu,  mf_tile_q5_Kx8_amx_emu,
+                                               mf_tile_q6_Kx8_amx_emu};
     if (!mf_quant_arch_cpu_has(MF_ISA_AVX512)) return NULL;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NK; i++)
         if (types[i] == type) {
             const mf_quant_kernels *base = mf_quant_kernels_get_isa(type, MF_ISA_AVX512);
             if (!base) return NULL;
             k[i] = *base;
             k[i].vec_dot_tile = fns[i];
-            k[i].tile_a = MF_AMX_TILE_A;
+            k[i].tile_a = MF_AMX_TILE_A; /* as MF_KAMX and MF_KAMX8 (quant_impl.h) */
+            k[i].spans = true;
             return &k[i];
         }
     return NULL;
 }
 
 #else
+typedef int mf_amx_emu_unused; /* x86-64 only */
 const mf_quant_kernels *mf_amx_emu_kernels(uint32_t type) {
     (void)type;
     return NULL;

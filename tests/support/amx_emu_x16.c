@@ -1,0 +1,8 @@
+/* src/quant/x16_amx.c compiled over the tile model (amx_emu.h), its exports renamed *_emu. */
+#if defined(__x86_64__)
+#include "amx_emu_intrin.h"
+
+#include "quant/x16_amx.c"
+#else
+typedef int mf_amx_emu_x16_unused; /* x86-64 only */
+#endif
