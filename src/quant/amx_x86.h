@@ -22,7 +22,8 @@ typedef struct {
 } amx_cfg;
 
 /* gcc's tile intrinsics are asm statements that name no memory: order them against the plain stores and
- * loads around them (the config, the unpacked B tiles) explicitly. */
+ * loads around them (the config, the unpacked B tiles, the C tiles' buffer) explicitly.  The emulated
+ * build (function calls) cannot show a missing one; only an AMX machine can. */
 #define MEM_FENCE() __asm__ volatile("" ::: "memory")
 
 #endif

@@ -135,6 +135,7 @@ static inline __attribute__((always_inline)) MF_AMX void amx_rows(const int T, i
                 const int64_t b = kb + i;
                 const char *ab = ys + (size_t)b * sizeof(mf_block_q8_0s) + offsetof(mf_block_q8_0s, qs);
                 int32_t(*cb)[16] = cbuf[i & 1];
+                MEM_FENCE(); /* block i - 2's reads of this cbuf stay before the tile store */
                 if (rows < SLAB) {
                     _tile_zero(4);
                     _tile_loadd(5, ab, (long)a_stride);
@@ -154,6 +155,7 @@ static inline __attribute__((always_inline)) MF_AMX void amx_rows(const int T, i
                     _tile_dpbssd(0, 2, 3);
                     _tile_stored(0, cb, 64);
                 }
+                MEM_FENCE(); /* and this block's reads after it */
                 const __m512 dx = block_dx((const uint8_t *)w + (size_t)b * xbytes);
                 _Pragma("GCC unroll 16") for (int m = 0; m < SLAB; m++) {
                     const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(MF_H2F(y[m][b].d)));

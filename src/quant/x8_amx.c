@@ -150,6 +150,7 @@ static inline __attribute__((always_inline)) MF_AMX void k4_rows(const int T, co
                 for (int sb = 0; sb < NSB(T); sb++) {
                     const char *ab = ys + (size_t)b * sizeof(mf_block_q8_K) + offsetof(mf_block_q8_K, qs) + SBK(T) * sb;
                     const uint8_t *bt = ws->b[SBK(T) / 4 * sb];
+                    MEM_FENCE(); /* the last sub-block's reads of cbuf stay before this one's tile store */
                     if (rows < SLAB) {
                         _tile_zero(3);
                         _tile_loadd(4, ab, (long)a_stride);
@@ -163,6 +164,7 @@ static inline __attribute__((always_inline)) MF_AMX void k4_rows(const int T, co
                         _tile_dpbssd(0, 1, 2);
                         _tile_stored(0, cbuf, 64);
                     }
+                    MEM_FENCE(); /* and its reads after it */
                     const __m512i sc = _mm512_load_si512((const void *)ws->sc[sb]);
                     _Pragma("GCC unroll 16") for (int m = 0; m < SLAB; m++) isum[m] = _mm512_add_epi32(
                         isum[m], _mm512_mullo_epi32(_mm512_load_si512((const void *)cbuf[m]), sc));

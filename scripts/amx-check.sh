@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# scripts/amx-check.sh - the prepared check of the AMX kernel set (issue 13; docs/PERFORMANCE.md, "AMX
+# prefill kernels"), for the first session whose machine has AMX (`grep -c amx_int8 /proc/cpuinfo` > 0).
+# Elsewhere the AMX kernels run only over tests/support/amx_emu.c's model of the tiles; this runs the real
+# instructions and measures them.  In order, stopping at the first broken check (the last line is PASS or
+# FAIL; exit status 0 or 1):
+#   1. the CPU has AMX-INT8 and Linux grants the tile state: test_quant's test_amx_kernels PASSES (a SKIP
+#      prints its reason, e.g. the refused permission, and fails here), and so does the emulated one;
+#   2. the kernel and conformance tests with MINFER_ISA=amx through tests/run.sh (skips held both ways);
+#   3. every conformance row bitwise the same under amx as under avx512: test_conformance's per-golden
+#      lines (every max |dlogit|, greedy count and headline) diffed, with only the timings taken out;
+#   4. the kernel sets against each other: `minfer bench -p 512 -n 0 -r 3` with MINFER_ISA=avx512 and amx,
+#      alternated for 2 rounds, on the Q8_0, Q4_0 and Q4_K_M (Qwen2.5-0.5B) and Q8_0 (Qwen3-0.6B) files;
+#   5. unless --no-compare: bench/compare --reps 5 (llama.cpp beside it; the issue's bars), into OUT.
+# Every output goes to OUT (default bench/out-amx): amx-check.txt is the summary.
+# --rehearse runs the same steps on a machine without AMX with avx512 in amx's place (step 1 then only asks
+# for the emulated test), to try the script before an AMX machine comes: its figures compare nothing.
+#
+# Usage: scripts/amx-check.sh [--out DIR] [--build DIR] [--no-compare] [--rehearse] [-h]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+out=bench/out-amx build=${BUILD:-build} compare=1 amx=amx
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --out) out=${2:?--out needs a folder}; shift 2 ;;
+        --build) build=${2:?--build needs a folder}; shift 2 ;;
+        --no-compare) compare=0; shift ;;
+        --rehearse) amx=avx512; shift ;;
+        -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "amx-check: unknown argument '$1' (--help)" >&2; exit 2 ;;
+    esac
+done
+mkdir -p "$out"
+sum="$out/amx-check.txt"
+: >"$sum"
+say() { echo "$*" | tee -a "$sum"; }
+fail() { say "FAIL: $*"; say "FAIL"; exit 1; }
+
+say "amx-check $(date -u +%FT%TZ) at $(git rev-parse --short HEAD 2>/dev/null || echo '?'): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+[ "$amx" = amx ] || say "REHEARSAL: avx512 stands in for amx below, so nothing here measures AMX"
+[ "$amx" != amx ] || [ "$(grep -c amx_int8 /proc/cpuinfo)" -gt 0 ] ||
+    fail "this CPU has no amx_int8 in /proc/cpuinfo: nothing to check here (--rehearse tries the script)"
+
+# ---- 0. the build ----
+make BUILD="$build" -j"$(nproc)" >"$out/make.log" 2>&1 || fail "make failed ($out/make.log)"
+
+# ---- 1. the real tiles ----
+"$build/tests/test_quant" >"$out/test_quant.log" 2>&1
+grep -E '^(PASS|SKIP|FAIL) test_amx_kernels' "$out/test_quant.log" | tee -a "$sum"
+[ "$amx" != amx ] || grep -q '^PASS test_amx_kernels$' "$out/test_quant.log" ||
+    fail "test_amx_kernels did not pass on this AMX machine ($out/test_quant.log; MINFER_LOG=info says why a tile state was refused)"
+grep -q '^PASS test_amx_kernels_emulated$' "$out/test_quant.log" || fail "test_amx_kernels_emulated did not pass"
+
+# ---- 2. the kernel and conformance tests under amx ----
+MINFER_ISA=$amx MF_TESTS="test_quant test_cpu_ops test_op_matrix test_conformance" MF_TEST_TMP="$build/test-tmp-amx" \
+    BUILD="$build" bash tests/run.sh >"$out/run-amx.log" 2>&1 || fail "tests/run.sh with MINFER_ISA=$amx ($out/run-amx.log)"
+say "tests with MINFER_ISA=$amx: $(tail -n 1 "$out/run-amx.log")"
+
+# ---- 3. conformance bitwise amx = avx512 ----
+MINFER_ISA=avx512 "$build/tests/test_conformance" 2>&1 | sed -E 's/\([0-9.]+ ?m?s\)//g; /^RESULT/d' >"$out/conformance-avx512.log"
+MINFER_ISA=$amx "$build/tests/test_conformance" 2>&1 | sed -E 's/\([0-9.]+ ?m?s\)//g; /^RESULT/d' >"$out/conformance-amx.log"
+if ! diff "$out/conformance-avx512.log" "$out/conformance-amx.log" >"$out/conformance.diff"; then
+    fail "test_conformance differs between avx512 and amx ($out/conformance.diff): the AMX kernels must be bitwise"
+fi
+say "conformance amx = avx512 line for line ($(wc -l <"$out/conformance-amx.log") lines): $(grep -m1 'measured over' "$out/conformance-amx.log" | sed 's/^ *//')"
+
+# ---- 4. avx512 vs amx kernels, the same files ----
+# bench/compare's names and folder, so step 5 finds the files made
+models="$out/compare/models"
+mkdir -p "$models"
+gen() { # gen ARCH PRESET TYPE
+    local f="$models/$1-$2-$3.gguf"
+    [ -f "$f" ] || { "$build/mf-genmodel" --arch "$1" --preset "$2" --type "$3" -q -o "$f.tmp" && mv "$f.tmp" "$f"; } ||
+        fail "mf-genmodel --arch $1 --preset $2 --type $3"
+}
+gen qwen2 qwen2.5-0.5b q8_0
+gen qwen2 qwen2.5-0.5b q4_0
+gen qwen2 qwen2.5-0.5b q4_k_m
+gen qwen3 qwen3-0.6b q8_0
+say "pp512 t/s, 2 threads, avx512 vs amx kernels alternated, 2 rounds x 3 reps:"
+for f in qwen2-qwen2.5-0.5b-q8_0 qwen2-qwen2.5-0.5b-q4_0 qwen2-qwen2.5-0.5b-q4_k_m qwen3-qwen3-0.6b-q8_0; do
+    line="  $f:"
+    for round in 1 2; do
+        for isa in avx512 $amx; do
+            ts=$(MINFER_ISA=$isa "$build/minfer" bench -m "$models/$f.gguf" -p 512 -n 0 -r 3 -t 2 -o csv 2>>"$out/bench.err" |
+                tail -n 1 | awk -F'","' '{ printf "%.1f", $(NF-1) }')
+            line="$line $isa ${ts:-?}"
+        done
+    done
+    say "$line"
+done
+
+# ---- 5. against llama.cpp ----
+if [ "$compare" = 1 ]; then
+    bench/compare --reps 5 --out "$out/compare" >"$out/compare.log" 2>&1 || fail "bench/compare ($out/compare.log)"
+    cat "$out/compare/results.md" >>"$sum"
+fi
+say "PASS"
