@@ -61,8 +61,8 @@ static inline __attribute__((always_inline)) MF_AVX512 void q6_unpack(const mf_b
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
             _mm256_store_si256((__m256i *)(o->b[4 * i + c] + 32 * g), _mm256_sub_epi8(q6k_chunk(xb, i, c), b32));
     /* scales[32 v + 4 r + k] = row r's scale of sub-block 4 v + k */
-    for (int i = 0; i < 16; i++)
-        for (int r = 0; r < MF_X8_ROWS; r++) o->sc[i][8 * g + r] = xb->scales[32 * (i / 4) + 4 * r + i % 4];
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) _mm256_store_si256(
+        (__m256i *)(o->sc[i] + 8 * g), lane_s8(_mm256_loadu_si256((const __m256i *)(xb->scales + 32 * (i / 4))), i % 4));
     _mm256_store_ps(o->d + 8 * g, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)xb->d)));
 }
 
@@ -98,16 +98,10 @@ static inline __attribute__((always_inline)) MF_AVX512 void k4_unpack(const int 
         /* the scales and mins as bytes, lane r = row r's [k] / [k + 4] (x8_x86.h), then one int32 per row */
         __m256i sc[2], mn[2];
         q4k_scales_mins(xb->scales, sc, mn);
-        _Alignas(32) uint8_t s8[2][32], m8[2][32];
-        _mm256_store_si256((__m256i *)s8[0], sc[0]);
-        _mm256_store_si256((__m256i *)s8[1], sc[1]);
-        _mm256_store_si256((__m256i *)m8[0], mn[0]);
-        _mm256_store_si256((__m256i *)m8[1], mn[1]);
-        for (int sb = 0; sb < 8; sb++)
-            for (int r = 0; r < MF_X8_ROWS; r++) {
-                o->sc[sb][8 * g + r] = s8[sb / 4][4 * r + sb % 4];
-                o->mn[sb][8 * g + r] = m8[sb / 4][4 * r + sb % 4];
-            }
+        _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {
+            _mm256_store_si256((__m256i *)(o->sc[sb] + 8 * g), lane_u8(sc[sb / 4], sb % 4));
+            _mm256_store_si256((__m256i *)(o->mn[sb] + 8 * g), lane_u8(mn[sb / 4], sb % 4));
+        }
         _mm256_store_ps(o->d + 8 * g, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)xb->d)));
         _mm256_store_ps(o->dmin + 8 * g, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)xb->dmin)));
     }

@@ -6,15 +6,6 @@
  * results are bitwise the reference's for any activation count. */
 #include "quant/x8_x86.h"
 
-/* byte k (0..3) of each lane, zero-extended (*_u) or sign-extended (*_s) to the lane's int32 */
-static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_u8(__m256i v, const int k) {
-    return _mm256_shuffle_epi8(v, lane_pattern(0x80808000u | (uint32_t)k));
-}
-
-static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_s8(__m256i v, const int k) {
-    return _mm256_srai_epi32(_mm256_shuffle_epi8(v, lane_pattern(0x00808080u | (uint32_t)k << 24)), 24);
-}
-
 /* q4_Kx8 and q5_Kx8 (Q5: the 5th bits or-ed into the nibbles, quant.h) */
 static inline __attribute__((always_inline)) MF_AVX512 void k4x8_rows_vnni(int64_t n, float *s, size_t ldc,
                                                                            const void *w, const void *a,

@@ -57,6 +57,15 @@ static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_pattern(uint32
     return _mm256_setr_epi32(a, b, c, d, a, b, c, d);
 }
 
+/* byte k (0..3) of each lane, zero-extended (*_u) or sign-extended (*_s) to the lane's int32 */
+static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_u8(__m256i v, const int k) {
+    return _mm256_shuffle_epi8(v, lane_pattern(0x80808000u | (uint32_t)k));
+}
+
+static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_s8(__m256i v, const int k) {
+    return _mm256_srai_epi32(_mm256_shuffle_epi8(v, lane_pattern(0x00808080u | (uint32_t)k << 24)), 24);
+}
+
 /* Byte k (0..3) of each lane in both of its int16 halves, zero-extended: madd_epi16 with it multiplies
  * the lane's two int16 pair sums by that row's factor and adds them, exactly. */
 static inline __attribute__((always_inline)) MF_AVX2 __m256i lane_u8_x2(__m256i v, const int k) {

@@ -128,28 +128,27 @@ void mf_amx_emu_dp(int tc, int ta, int tb, bool a_signed) {
 mf_tile_fn_t mf_tile_q4_0x16_amx_emu, mf_tile_q5_0x16_amx_emu, mf_tile_q8_0x16_amx_emu, mf_tile_iq4_nlx16_amx_emu,
     mf_tile_q4_Kx8_amx_emu, mf_tile_q5_Kx8_amx_emu, mf_tile_q6_Kx8_amx_emu;
 
+/* The amx table's own entry (kernels_x86.c: its shape, spans, activation type), its kernel swapped for the
+ * twin compiled over the model. */
 const mf_quant_kernels *mf_amx_emu_kernels(uint32_t type) {
-    enum { NK = 7 };
-    static mf_quant_kernels k[NK];
-    static const uint32_t types[NK] = {MF_TYPE_Q4_0_X16, MF_TYPE_Q5_0_X16, MF_TYPE_Q8_0_X16,
-                                       MF_TYPE_IQ4_NL_X16, MF_TYPE_Q4_K_X8, MF_TYPE_Q5_K_X8,
-                                       MF_TYPE_Q6_K_X8};
-    static const mf_vec_dot_tile_fn fns[NK] = {mf_tile_q4_0x16_amx_emu, mf_tile_q5_0x16_amx_emu,
-                                               mf_tile_q8_0x16_amx_emu, mf_tile_iq4_nlx16_amx_emu,
-                                               mf_tile_q4_Kx8_amx_emu,  mf_tile_q5_Kx8_amx_emu,
-                                               mf_tile_q6_Kx8_amx_emu};
-    if (!mf_quant_arch_cpu_has(MF_ISA_AVX512)) return NULL;
-    for (int i = 0; i < NK; i++)
-        if (types[i] == type) {
-            const mf_quant_kernels *base = mf_quant_kernels_get_isa(type, MF_ISA_AVX512);
-            if (!base) return NULL;
-            k[i] = *base;
-            k[i].vec_dot_tile = fns[i];
-            k[i].tile_a = MF_AMX_TILE_A; /* as MF_KAMX and MF_KAMX8 (quant_impl.h) */
-            k[i].spans = true;
-            return &k[i];
+    static const struct {
+        mf_vec_dot_tile_fn real, emu;
+    } twins[] = {
+        {mf_tile_q4_0x16_amx, mf_tile_q4_0x16_amx_emu}, {mf_tile_q5_0x16_amx, mf_tile_q5_0x16_amx_emu},
+        {mf_tile_q8_0x16_amx, mf_tile_q8_0x16_amx_emu}, {mf_tile_iq4_nlx16_amx, mf_tile_iq4_nlx16_amx_emu},
+        {mf_tile_q4_Kx8_amx, mf_tile_q4_Kx8_amx_emu},   {mf_tile_q5_Kx8_amx, mf_tile_q5_Kx8_amx_emu},
+        {mf_tile_q6_Kx8_amx, mf_tile_q6_Kx8_amx_emu},
+    };
+    static mf_quant_kernels k[MF_TYPE_COUNT];
+    if (type >= MF_TYPE_COUNT || !mf_quant_arch_cpu_has(MF_ISA_AVX512)) return NULL;
+    const mf_quant_kernels *amx = &mf_quant_arch_table(MF_ISA_AMX)[type];
+    for (size_t i = 0; i < sizeof twins / sizeof twins[0]; i++)
+        if (amx->vec_dot_tile == twins[i].real) {
+            k[type] = *amx;
+            k[type].vec_dot_tile = twins[i].emu;
+            return &k[type];
         }
-    return NULL;
+    return NULL; /* no AMX kernel of its own, or one without a twin here */
 }
 
 #else

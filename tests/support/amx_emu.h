@@ -17,8 +17,8 @@
 
 #include <stddef.h>
 
-/* The emulated kernel set for a repacked type the AMX set serves (q4_0x16, q5_0x16, q8_0x16, iq4_nlx16):
- * the AVX-512 entry with the AMX kernel compiled over the model.  NULL for other types, on other
+/* The emulated kernel set for a repacked type the AMX set serves (the x16 layouts, q4_Kx8, q5_Kx8,
+ * q6_Kx8): the amx table's entry with its kernel compiled over the model.  NULL for other types, on other
  * architectures, and where the CPU lacks AVX-512 (the kernels' unpacking and float part use it). */
 const mf_quant_kernels *mf_amx_emu_kernels(uint32_t type);
 
