@@ -41,9 +41,13 @@ uint32_t mf_repack_type_rows(uint32_t type, int64_t K, int64_t N, int rows) {
 
 /* x16 only where its kernels exist (AVX-512): at AVX2 a 512-bit lane per row buys nothing.  Not at all
  * outside x86-64: the layouts are built around x86 lanes, and there the file layout's kernels (NEON) are the
- * fast ones, so a repack would only trade them for the plain-C reference tiles. */
+ * fast ones, so a repack would only trade them for the plain-C reference tiles.  Nor under the scalar
+ * kernel set (MINFER_ISA=scalar, or an x86 CPU without AVX2), for the same reason: the reference tiles
+ * read each quant through the interleave and run ~2x slower than the file layout's scalar vec_dot (measured
+ * on q6_K, 2026-12-02); test_quant still checks every SIMD tile against them. */
 uint32_t mf_repack_type(uint32_t type, int64_t K, int64_t N) {
 #if defined(__x86_64__)
+    if (mf_quant_active_isa() == MF_ISA_SCALAR) return type;
     if (mf_isa_avx512(mf_quant_active_isa())) {
         const uint32_t t16 = mf_repack_type_rows(type, K, N, MF_X16_ROWS);
         if (t16 != type) return t16;
