@@ -13,7 +13,7 @@
 
 #include <math.h>
 
-#define H2F mf_fp16_to_fp32
+#define H2F mf_h2f
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF

@@ -5,7 +5,7 @@
  * min term for the K/"_1" formats).  Float rows (F32/F16/BF16) accumulate in double, element order. */
 #include "quant/quant_impl.h"
 
-#define H2F mf_fp16_to_fp32
+#define H2F mf_h2f
 
 /* The reference order is a multiply, then an add: keep clang from fusing them where the target has FMA
  * (aarch64 always does); gcc in ISO C mode (-std=c11) never fuses. */
@@ -30,7 +30,7 @@ void mf_vec_dot_f16_scalar(int64_t n, float *s, const void *w, const void *a) {
 void mf_vec_dot_bf16_scalar(int64_t n, float *s, const void *w, const void *a) {
     const uint16_t *x = w, *y = a;
     double acc = 0;
-    for (int64_t i = 0; i < n; i++) acc += (double)(mf_bf16_to_fp32(x[i]) * mf_bf16_to_fp32(y[i]));
+    for (int64_t i = 0; i < n; i++) acc += (double)(mf_bits_f32((uint32_t)x[i] << 16) * mf_bits_f32((uint32_t)y[i] << 16));
     *s = (float)acc;
 }
 

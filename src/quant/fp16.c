@@ -10,17 +10,7 @@
  *     the truncated pattern (ggml's rule, so NaN payloads survive truncated, not rounded). */
 #include "quant/quant_impl.h"
 
-float mf_fp16_to_fp32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1F, man = h & 0x3FF;
-    if (exp == 0x1F) return mf_bits_f32(sign | 0x7F800000u | (man << 13) | (man ? 0x400000u : 0));
-    if (exp == 0) {
-        /* zero or subnormal: man * 2^-24 is exact in f32 */
-        float v = (float)man * 0x1p-24f;
-        return mf_bits_f32(sign | mf_f32_bits(v));
-    }
-    return mf_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
-}
+float mf_fp16_to_fp32(uint16_t h) { return mf_h2f(h); }
 
 /* Round the integer m (< 2^25) right by `shift` bits, to nearest even. */
 static inline uint32_t shr_rne(uint32_t m, int shift) {

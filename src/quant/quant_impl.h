@@ -6,6 +6,16 @@
 
 #include <string.h>
 
+/* mf_fp16_to_fp32, inline: the scalar kernels convert every element of an F16 row (and every block
+ * scale) with it, and a call per element was a third of an F16 matmul's time. */
+static inline float mf_h2f(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    const uint32_t exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+    if (exp == 0x1F) return mf_bits_f32(sign | 0x7F800000u | (man << 13) | (man ? 0x400000u : 0));
+    if (exp == 0) return mf_bits_f32(sign | mf_f32_bits((float)man * 0x1p-24f)); /* zero or subnormal: exact */
+    return mf_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
 /* Byte sizes of mf_block_q2_K / mf_block_q3_K (dequant.c walks them by offset). */
 #define MF_Q2_K_SIZE 84  /* scales[16] qs[64] d dmin */
 #define MF_Q3_K_SIZE 110 /* hmask[32] qs[64] scales[12] d */
