@@ -100,12 +100,21 @@ int gm_lowrank_rows(const gm_config *c, gm_lowrank *lr, bool head, int64_t nr, f
     const float *W = c->draft ? lr->M : lr->P; /* r x r, or r x d */
     const int n = c->draft ? r : d;
     for (int64_t k = 0; k < nr; k++) {
+        const float *a = A + k * r;
         float *o = rows + k * n;
-        for (int j = 0; j < n; j++) o[j] = 0;
-        for (int x = 0; x < r; x++) { /* fixed order: the same bits everywhere */
-            const float ax = A[k * r + x];
-            const float *w = W + (size_t)x * n;
-            for (int j = 0; j < n; j++) o[j] += ax * w[j];
+        int j = 0;
+        /* eight outputs at a time in registers (the compiler's SLP pass makes them vector lanes); each
+         * output is still 0 + a[0] w[0][j] + a[1] w[1][j] + ... in x order: the same bits everywhere */
+        for (; j + 8 <= n; j += 8) {
+            float acc[8] = {0};
+            for (int x = 0; x < r; x++)
+                for (int t = 0; t < 8; t++) acc[t] += a[x] * W[(size_t)x * n + j + t];
+            memcpy(o + j, acc, sizeof acc);
+        }
+        for (; j < n; j++) {
+            float acc = 0;
+            for (int x = 0; x < r; x++) acc += a[x] * W[(size_t)x * n + j];
+            o[j] = acc;
         }
     }
     return 0;
