@@ -66,9 +66,8 @@ wrap "$B/mf-genmodel"
 # most of the suite's time (quantizing the 151936-row embeddings of every test model: ~16x slower than
 # natively).  So where the host build has one (CROSS_HOST_BUILD, default build/) and both write the same
 # bytes for the check models below (the K-quant mix with qwen2 biases; a low-rank draft, whose target
-# would take a minute under qemu; q8_0 and q4_k_m are
-# checked again by the conformance goldens' sha256), the suite's models come from the host's generator;
-# otherwise from the emulated one, and the line says why.
+# would take a minute under qemu; q8_0 and q4_k_m are checked again by the conformance goldens' sha256),
+# the suite's models come from the host's generator; otherwise from the emulated one, and the line says why.
 HB=${CROSS_HOST_BUILD:-build}
 gen_check() {
     local d="$B/gen-check" a

@@ -30,7 +30,7 @@ void mf_vec_dot_f16_scalar(int64_t n, float *s, const void *w, const void *a) {
 void mf_vec_dot_bf16_scalar(int64_t n, float *s, const void *w, const void *a) {
     const uint16_t *x = w, *y = a;
     double acc = 0;
-    for (int64_t i = 0; i < n; i++) acc += (double)(mf_bits_f32((uint32_t)x[i] << 16) * mf_bits_f32((uint32_t)y[i] << 16));
+    for (int64_t i = 0; i < n; i++) acc += (double)(mf_bf162f(x[i]) * mf_bf162f(y[i]));
     *s = (float)acc;
 }
 

@@ -41,7 +41,7 @@ uint16_t mf_fp32_to_fp16(float f) {
     return sign | (uint16_t)shr_rne(man | 0x800000, shift);
 }
 
-float mf_bf16_to_fp32(uint16_t h) { return mf_bits_f32((uint32_t)h << 16); }
+float mf_bf16_to_fp32(uint16_t h) { return mf_bf162f(h); }
 
 uint16_t mf_fp32_to_bf16(float f) {
     uint32_t u = mf_f32_bits(f);

@@ -16,6 +16,9 @@ static inline float mf_h2f(uint16_t h) {
     return mf_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
 }
 
+/* mf_bf16_to_fp32, inline, for the same reason (the BF16 scalar dot). */
+static inline float mf_bf162f(uint16_t h) { return mf_bits_f32((uint32_t)h << 16); }
+
 /* Byte sizes of mf_block_q2_K / mf_block_q3_K (dequant.c walks them by offset). */
 #define MF_Q2_K_SIZE 84  /* scales[16] qs[64] d dmin */
 #define MF_Q3_K_SIZE 110 /* hmask[32] qs[64] scales[12] d */
