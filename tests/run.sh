@@ -9,7 +9,10 @@
 #     tests/expected-skips.txt on a line whose condition holds here (else it fails); a listed skip whose
 #     condition holds but that did not happen fails too, so the list is exact both ways;
 #   - the last line is "N passed, N failed, N skipped" (CI reads it); the exit status is non-zero if
-#     anything failed or nothing passed.
+#     anything failed or nothing passed;
+#   - MF_TEST_JOBS tests run at once (default: the CPU count, at most 4; 1 runs them one after another),
+#     each with its own scratch folder MF_TEST_TMP/NAME/ (its log beside it, MF_TEST_TMP/NAME.log), and the
+#     verdicts are printed in the list's order whatever order the tests end in.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -157,13 +160,12 @@ check_skips() {
     done
 }
 
-run_one() {
-    local name=$1; shift
+# verdict NAME: reads the finished test's log and exit status (MF_TEST_TMP/NAME.log, .rc) and prints its line.
+verdict() {
+    local name=$1
     local log="$MF_TEST_TMP/$name.log"
-    local t0 t1 rc res p f s
-    t0=$(date +%s)
-    "$@" >"$log" 2>&1
-    rc=$? t1=$(date +%s)
+    local rc secs res p f s
+    read -r rc secs <"$MF_TEST_TMP/$name.rc" 2>/dev/null || { rc=1 secs=0; }
     res=$(grep -E '^RESULT [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     if [ -z "$res" ]; then
         echo "FAIL $name: exited $rc without a RESULT line (log: $log)"; tail -n 20 "$log" | sed 's/^/    /'
@@ -172,7 +174,7 @@ run_one() {
     p=$(echo "$res" | sed -E 's/^RESULT ([0-9]+) passed.*/\1/')
     f=$(echo "$res" | sed -E 's/.* ([0-9]+) failed.*/\1/')
     s=$(echo "$res" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p'); s=${s:-0}
-    printf '%-32s %4d passed, %d failed, %d skipped  (%ds)\n' "$name" "$p" "$f" "$s" "$((t1 - t0))"
+    printf '%-32s %4d passed, %d failed, %d skipped  (%ds)\n' "$name" "$p" "$f" "$s" "$secs"
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "    FAIL $name: exit status $rc with 0 failed"; fi
     if [ "$p" -eq 0 ]; then f=$((f + 1)); echo "    FAIL $name: 0 passed (nothing it checks ran)"; fi
     grep -E '^FAIL|check failed' "$log" | head -n 30 | sed 's/^/    /'
@@ -180,19 +182,70 @@ run_one() {
     pass=$((pass + p)); fail=$((fail + f + nf)); skip=$((skip + s))
 }
 
+# launch NAME CMD...: runs CMD in the background in its own scratch folder; writes "rc seconds" to NAME.rc.
+launch() {
+    local name=$1; shift
+    rm -rf "${MF_TEST_TMP:?}/$name" "$MF_TEST_TMP/$name.rc"
+    mkdir -p "$MF_TEST_TMP/$name"
+    (
+        t0=$(date +%s)
+        MF_TEST_TMP="$MF_TEST_TMP/$name" "$@" >"$MF_TEST_TMP/$name.log" 2>&1
+        rc=$?
+        echo "$rc $(($(date +%s) - t0))" >"$MF_TEST_TMP/$name.rc"
+    ) &
+}
+
+# ---- the queue: what runs (a missing binary fails in its place in the list) ----
+q_name=() q_cmd=()
 for i in "${!names[@]}"; do
     name=${names[$i]}
     selected "$name" || continue
-    if [ "${cmds[$i]}" = bin ]; then
-        if [ ! -x "$BUILD/tests/$name" ]; then
-            echo "FAIL $name: no binary $BUILD/tests/$name for tests/$name.c (run make BUILD=$BUILD)"
-            fail=$((fail + 1)); continue
-        fi
-        run_one "$name" "$BUILD/tests/$name"
+    if [ "${cmds[$i]}" = bin ] && [ ! -x "$BUILD/tests/$name" ]; then
+        q_name+=("$name") q_cmd+=(missing)
     else
-        run_one "$name" bash "tests/cli/$name"
+        q_name+=("$name") q_cmd+=("${cmds[$i]}")
     fi
 done
+jobs_max=${MF_TEST_JOBS:-}
+if [ -z "$jobs_max" ]; then
+    jobs_max=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+    [ "$jobs_max" -gt 4 ] 2>/dev/null && jobs_max=4
+fi
+if ! [[ $jobs_max =~ ^[0-9]+$ ]] || [ "$jobs_max" -lt 1 ]; then
+    echo "FAIL MF_TEST_JOBS='${MF_TEST_JOBS:-}' is not a count of at least 1 (unset it for the CPU count)"
+    fail=$((fail + 1)); jobs_max=1
+fi
+
+# Start tests while fewer than jobs_max run; print each verdict once every test before it has one.  A test
+# has ended when its .rc exists (written as its last act); between looks the loop sleeps until some child
+# ends (wait -n).
+started=0 head=0 ended=0
+while [ "$head" -lt "${#q_name[@]}" ]; do
+    ended=0
+    for ((k = head; k < started; k++)); do [ -f "$MF_TEST_TMP/${q_name[$k]}.rc" ] && ended=$((ended + 1)); done
+    running=$((started - head - ended))
+    while [ "$running" -lt "$jobs_max" ] && [ "$started" -lt "${#q_name[@]}" ]; do
+        name=${q_name[$started]}
+        case ${q_cmd[$started]} in
+        bin) launch "$name" "$BUILD/tests/$name"; running=$((running + 1)) ;;
+        cli) launch "$name" bash "tests/cli/$name"; running=$((running + 1)) ;;
+        missing) : >"$MF_TEST_TMP/$name.rc" ;; # nothing to run: it has "ended"
+        esac
+        started=$((started + 1))
+    done
+    name=${q_name[$head]}
+    if [ "${q_cmd[$head]}" = missing ]; then
+        echo "FAIL $name: no binary $BUILD/tests/$name for tests/$name.c (run make BUILD=$BUILD)"
+        fail=$((fail + 1)); head=$((head + 1))
+    elif [ -f "$MF_TEST_TMP/$name.rc" ]; then
+        verdict "$name"; head=$((head + 1))
+    elif ! jobs -p | grep -q . && [ ! -f "$MF_TEST_TMP/$name.rc" ]; then
+        echo "1 0" >"$MF_TEST_TMP/$name.rc" # its runner is gone without a word: the verdict says so
+    else
+        wait -n 2>/dev/null || sleep 0.05
+    fi
+done
+wait
 [ "$pass" -eq 0 ] && { echo "FAIL nothing passed"; fail=$((fail + 1)); }
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

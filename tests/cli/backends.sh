@@ -26,7 +26,8 @@ refuse() { # NAME WANT_LINE -- cmd...
 passes() { # NAME -- cmd...
     local name=$1; shift 2
     "$@" >"$TMP/_out" 2>"$TMP/_err"
-    if grep -qiE "backend|not compiled into this build|not available on this machine" "$TMP/_err"; then
+    # the model's path is taken out first: the scratch folder is named after this script
+    if sed "s|$MODEL|MODEL|g" "$TMP/_err" | grep -qiE "backend|not compiled into this build|not available on this machine"; then
         bad "$name" "stderr mentions backends: $(cat "$TMP/_err")"; return
     fi
     ok "$name"

@@ -156,5 +156,25 @@ s.sh | s1 | always | fake
 EOF
 run_fake; want_pass "lib.bash's skip is counted in the RESULT line" "1 passed, 0 failed, 1 skipped"
 
+# MF_TEST_JOBS: test_a can only pass if test_b ran while it waited (so two ran at once), and its verdict
+# still comes first; each test has its own scratch folder MF_TEST_TMP/NAME.
+fresh
+fake_bin test_a <<'EOF'
+for _ in $(seq 60); do [ -f "$MF_TEST_TMP/../b-ran" ] && break; sleep 0.05; done
+f=0
+[ -f "$MF_TEST_TMP/../b-ran" ] && echo "PASS saw b" || { echo "FAIL b did not run meanwhile"; f=1; }
+[ "$(basename "$MF_TEST_TMP")" = test_a ] && [ -d "$MF_TEST_TMP" ] || { echo "FAIL folder $MF_TEST_TMP"; f=1; }
+echo "RESULT 2 passed, $f failed, 0 skipped"
+EOF
+fake_bin test_b <<'EOF'
+: >"$MF_TEST_TMP/../b-ran"; echo "RESULT 1 passed, 0 failed, 0 skipped"
+EOF
+run_fake MF_TEST_JOBS=2; want_pass "MF_TEST_JOBS=2 runs two tests at once, each in its own folder" "3 passed, 0 failed, 0 skipped"
+if [ "$(grep -oE '^test_[ab]' "$R/out" | tr '\n' ' ')" = "test_a test_b " ]; then ok "verdicts in the list's order"
+else bad "verdict order" "$(show)"; fi
+rm -f "$R/build/test-tmp/b-ran"
+run_fake MF_TEST_JOBS=1; want_fail "MF_TEST_JOBS=1 runs one at a time" "b did not run meanwhile"
+run_fake MF_TEST_JOBS=0; want_fail "MF_TEST_JOBS=0 fails" "MF_TEST_JOBS='0' is not a count"
+
 rm -rf "$R"
 finish
