@@ -113,6 +113,19 @@ static inline char *mf_test_slurp(const char *path, size_t *len) {
     return b;
 }
 
+/* The generator the tests write their models with: $MF_TEST_GENMODEL where set (CI's ASan block names the
+ * plain build's, so the models are not written by an instrumented binary; the goldens' sha256 checks still
+ * hold it to this tree), else $MF_BUILD/mf-genmodel.  Not inlined, so the callers' snprintf sees a path of
+ * unknown length as it did with getenv's, not a 1024-byte buffer it warns about. */
+__attribute__((noinline, unused)) static const char *mf_test_genmodel(void) {
+    static char path[1024];
+    const char *g = getenv("MF_TEST_GENMODEL");
+    if (g && *g) return g;
+    const char *b = getenv("MF_BUILD");
+    snprintf(path, sizeof path, "%s/mf-genmodel", b && *b ? b : "build");
+    return path;
+}
+
 static inline const char *mf_test_tmpdir(void) {
     const char *d = getenv("MF_TEST_TMP");
     return d ? d : "build/test-tmp";

@@ -507,7 +507,6 @@ static void run_golden(const char *file) {
     const char *name = cJSON_GetObjectItem(j, "name")->valuestring;
     const char *sha = cJSON_GetObjectItem(j, "sha256")->valuestring;
     const cJSON *args = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "generator"), "args");
-    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     const cJSON *rp = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "oracle"), "repack");
     tight = cJSON_IsFalse(rp); /* goldens without repack:false were recorded with llama.cpp's repacking */
     tol_for("q8_0");
@@ -541,7 +540,7 @@ static void run_golden(const char *file) {
             "make_conformance_goldens.sh's default, GGML_NO_IQ_PANEL=1)",
             path, wtype);
     snprintf(model, sizeof model, "%s/conf-%s.gguf", mf_test_tmpdir(), name);
-    int off = snprintf(cmd, sizeof cmd, "%s/mf-genmodel -q -o %s", build, model);
+    int off = snprintf(cmd, sizeof cmd, "%s -q -o %s", mf_test_genmodel(), model);
     for (int i = 0; i < cJSON_GetArraySize(args); i++)
         off += snprintf(cmd + off, sizeof cmd - (size_t)off, " %s", cJSON_GetArrayItem(args, i)->valuestring);
     int rc = system(cmd);

@@ -32,10 +32,9 @@ static int n_threads(void) {
 }
 
 static bool gen_model(const char *arch, const char *type, char *path, size_t cap) {
-    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     snprintf(path, cap, "%s/engine-%s-%s.gguf", mf_test_tmpdir(), arch, type);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/mf-genmodel --arch %s --type %s --seed 3 -q -o %s", build, arch, type,
+    snprintf(cmd, sizeof cmd, "%s --arch %s --type %s --seed 3 -q -o %s", mf_test_genmodel(), arch, type,
              path);
     return system(cmd) == 0;
 }

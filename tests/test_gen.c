@@ -616,10 +616,9 @@ static void test_conversation_drops_the_oldest_turns(void) {
 }
 
 int main(void) {
-    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     snprintf(path, sizeof path, "%s/gen-qwen2-q8_0.gguf", mf_test_tmpdir());
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/mf-genmodel --arch qwen2 --type q8_0 --seed 3 -q -o %s", build, path);
+    snprintf(cmd, sizeof cmd, "%s --arch qwen2 --type q8_0 --seed 3 -q -o %s", mf_test_genmodel(), path);
     mf_error err = {0};
     if (system(cmd) != 0 || mf_model_load(path, NULL, &model, &err)) {
         printf("FAIL: the test model: %s\n", err.msg);

@@ -157,12 +157,11 @@ static model_case k_cases[] = {
 static const char *kv_name(uint32_t kv) { return kv == MF_KV_TYPE_F32 ? "f32" : kv == MF_KV_TYPE_Q8_0 ? "q8_0" : "f16"; }
 
 static bool gen(model_case *mc) {
-    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     snprintf(mc->path, sizeof mc->path, "%s/gpu-%s-%s.gguf", mf_test_tmpdir(), mc->arch, mc->type);
     FILE *f = fopen(mc->path, "rb"); /* the q8_0 file serves two cases */
     if (f) return fclose(f), true;
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%s/mf-genmodel --arch %s --type %s --layers %d --tied --seed 7 -q -o %s", build, mc->arch,
+    snprintf(cmd, sizeof cmd, "%s --arch %s --type %s --layers %d --tied --seed 7 -q -o %s", mf_test_genmodel(), mc->arch,
              mc->type, NL, mc->path);
     return system(cmd) == 0;
 }

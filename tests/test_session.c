@@ -27,10 +27,9 @@
 static char q2_path[512], q3_path[512];
 
 static bool gen_model(const char *arch, const char *type, char *path, size_t cap) {
-    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     snprintf(path, cap, "%s/session-%s-%s.gguf", mf_test_tmpdir(), arch, type);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/mf-genmodel --arch %s --type %s --seed 5 -q -o %s", build, arch, type, path);
+    snprintf(cmd, sizeof cmd, "%s --arch %s --type %s --seed 5 -q -o %s", mf_test_genmodel(), arch, type, path);
     return system(cmd) == 0;
 }
 

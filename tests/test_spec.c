@@ -458,15 +458,15 @@ static void test_draft_confidence_is_the_top10_share(void) {
 }
 
 int main(void) {
-    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
+    const char *gen = mf_test_genmodel();
     for (int i = 0; i < n_pairs_run(); i++) {
         pair *p = &pairs[i];
         snprintf(p->tpath, sizeof p->tpath, "%s/spec-%d-target.gguf", mf_test_tmpdir(), i);
         snprintf(p->dpath, sizeof p->dpath, "%s/spec-%d-draft.gguf", mf_test_tmpdir(), i);
         char cmd[2048];
         const char *common = "--lowrank 64 --layer-scale 0.06 --seed 7 -q";
-        snprintf(cmd, sizeof cmd, "%s/mf-genmodel %s %s -o %s && %s/mf-genmodel %s %s --draft -o %s", build, p->args,
-                 common, p->tpath, build, p->args, common, p->dpath);
+        snprintf(cmd, sizeof cmd, "%s %s %s -o %s && %s %s %s --draft -o %s", gen, p->args,
+                 common, p->tpath, gen, p->args, common, p->dpath);
         mf_error err = {0};
         if (system(cmd) != 0 || mf_model_load(p->tpath, NULL, &p->target, &err) ||
             mf_model_load(p->dpath, NULL, &p->draft, &err)) {

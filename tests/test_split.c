@@ -29,10 +29,9 @@
 static char f32_path[512], mixed_path[512], f32io_path[512];
 
 static bool gen(const char *args, const char *name, char *path, size_t cap) {
-    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     snprintf(path, cap, "%s/split-%s.gguf", mf_test_tmpdir(), name);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/mf-genmodel --arch qwen3 --seed 5 --tied -q %s -o %s", build, args, path);
+    snprintf(cmd, sizeof cmd, "%s --arch qwen3 --seed 5 --tied -q %s -o %s", mf_test_genmodel(), args, path);
     return system(cmd) == 0;
 }
 

@@ -82,16 +82,15 @@ static bool valid_utf8(const char *s, size_t n) {
 
 static void test_load_gguf(void) {
     const char *dir = mf_test_tmpdir();
-    const char *build = getenv("MF_BUILD") ? getenv("MF_BUILD") : "build";
     char path[1024], cmd[4096];
     snprintf(path, sizeof path, "%s/tok.gguf", dir);
     struct stat st;
     if (stat(path, &st) != 0) {
         /* written under a temporary name and renamed, so a reader never sees half a file */
         snprintf(cmd, sizeof cmd,
-                 "mkdir -p '%s' && '%s/mf-genmodel' --arch qwen3 --preset tiny --type q8_0 -o '%s.tmp.%d' >/dev/null && "
+                 "mkdir -p '%s' && '%s' --arch qwen3 --preset tiny --type q8_0 -o '%s.tmp.%d' >/dev/null && "
                  "mv '%s.tmp.%d' '%s'",
-                 dir, build, path, (int)getpid(), path, (int)getpid(), path);
+                 dir, mf_test_genmodel(), path, (int)getpid(), path, (int)getpid(), path);
         int rc = system(cmd);
         REQUIRE(rc == 0, "generating the vocabulary model failed (%d): %s", rc, cmd);
     }
