@@ -11,21 +11,24 @@
 #      lines (every max |dlogit|, greedy count and headline) diffed, with only the timings taken out;
 #   4. the kernel sets against each other: `minfer bench -p 512 -n 0 -r 3` with MINFER_ISA=avx512 and amx,
 #      alternated for 2 rounds, on the Q8_0, Q4_0 and Q4_K_M (Qwen2.5-0.5B) and Q8_0 (Qwen3-0.6B) files;
-#   5. unless --no-compare: bench/compare --reps 5 (llama.cpp beside it; the issue's bars), into OUT.
+#   5. unless --no-compare: bench/compare --reps 5 (llama.cpp beside it; the issue's bars), into OUT, against
+#      the fastest of several llama.cpp builds per figure (--llama LIST, default: the prebuilt pick, which
+#      is sapphirerapids with AMX, the prebuilt icelake without AMX, and a llama-bench on PATH if any).
 # Every output goes to OUT (default bench/out-amx): amx-check.txt is the summary.
 # --rehearse runs the same steps on a machine without AMX with avx512 in amx's place (step 1 then only asks
 # for the emulated test), to try the script before an AMX machine comes: its figures compare nothing.
 #
-# Usage: scripts/amx-check.sh [--out DIR] [--build DIR] [--no-compare] [--rehearse] [-h]
+# Usage: scripts/amx-check.sh [--out DIR] [--build DIR] [--no-compare] [--llama LIST] [--rehearse] [-h]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-out=bench/out-amx build=${BUILD:-build} compare=1 amx=amx
+out=bench/out-amx build=${BUILD:-build} compare=1 amx=amx llama=auto,variant:icelake
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) out=${2:?--out needs a folder}; shift 2 ;;
         --build) build=${2:?--build needs a folder}; shift 2 ;;
         --no-compare) compare=0; shift ;;
+        --llama) llama=${2:?--llama needs a list (bench/compare --help)}; shift 2 ;;
         --rehearse) amx=avx512; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "amx-check: unknown argument '$1' (--help)" >&2; exit 2 ;;
@@ -93,7 +96,8 @@ done
 
 # ---- 5. against llama.cpp ----
 if [ "$compare" = 1 ]; then
-    bench/compare --reps 5 --out "$out/compare" >"$out/compare.log" 2>&1 || fail "bench/compare ($out/compare.log)"
+    lb=$(command -v llama-bench 2>/dev/null) && [[ $llama != *bench:* ]] && llama="$llama,bench:$lb"
+    bench/compare --reps 5 --llama "$llama" --out "$out/compare" >"$out/compare.log" 2>&1 || fail "bench/compare ($out/compare.log)"
     cat "$out/compare/results.md" >>"$sum"
 fi
 say "PASS"
