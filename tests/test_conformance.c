@@ -77,10 +77,15 @@
 
 #include <cJSON.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define GREEDY_GAP 0.05
 #define GROWTH 2.0 /* a listed outlier row fails when its |d| exceeds GROWTH x its record */
@@ -600,8 +605,148 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* ---- workers: the goldens are independent, so MF_CONF_JOBS processes (default: the CPUs this process may
+ * use, at most 4) run them at once, each golden wholly in one worker.  Its output goes to a file of its own
+ * and comes back with its verdict; the parent prints the outputs in golden order and merges the verdicts in
+ * that order with the same comparisons as a serial run, so the printed lines (the "measured" line included)
+ * are those of MF_CONF_JOBS=1, which runs every golden in this process. ---- */
+
+/* one golden's verdict as a worker reports it (one write under PIPE_BUF: atomic on the shared pipe) */
+typedef struct {
+    int k, failed;
+    int rows, listed_total, stale;
+    double d, frac;
+    char where[160];
+} golden_verdict;
+
+static int conf_jobs(void) {
+    const char *e = getenv("MF_CONF_JOBS");
+    if (e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (end == e || *end || v < 1 || v > 64) return -1;
+        return (int)v;
+    }
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    return n < 1 ? 1 : n > 4 ? 4 : n;
+}
+
+static void out_path(char *buf, size_t n, int k) {
+    snprintf(buf, n, "%s/conformance-%d.out", mf_test_tmpdir(), k);
+}
+
+/* a worker: takes golden indices from jobs until it closes, runs each with stdout and stderr in its own file,
+ * and writes its verdict to results */
+static void worker(char **names, int jobs, int results) {
+    int keep_err = dup(STDERR_FILENO);
+    int k;
+    while (read(jobs, &k, sizeof k) == (ssize_t)sizeof k) {
+        char path[1024];
+        out_path(path, sizeof path, k);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) _exit(3);
+        fflush(stdout), fflush(stderr);
+        dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO);
+        close(fd);
+        memset(&overall, 0, sizeof overall);
+        mf_t_cur_failed = 0;
+        run_golden(names[k]);
+        fflush(stdout), fflush(stderr);
+        golden_verdict v = {.k = k, .failed = mf_t_cur_failed, .rows = overall.rows,
+                            .listed_total = overall.listed_total, .stale = overall.stale, .d = overall.d,
+                            .frac = overall.frac};
+        memcpy(v.where, overall.where, sizeof v.where);
+        if (write(results, &v, sizeof v) != (ssize_t)sizeof v) _exit(4);
+    }
+    /* anything after the last golden (a sanitizer's leak report at exit) goes to the test's own stderr */
+    if (keep_err >= 0) dup2(keep_err, STDERR_FILENO);
+    free(listed);
+}
+
+/* adds one golden's verdict to the totals, in golden order: the worst row is the first strictly larger one */
+static void merge(const golden_verdict *v) {
+    mf_t_cur_failed += v->failed;
+    overall.rows += v->rows, overall.listed_total += v->listed_total, overall.stale += v->stale;
+    if (v->d > overall.d) {
+        overall.d = v->d, overall.frac = v->frac;
+        memcpy(overall.where, v->where, sizeof overall.where);
+    }
+}
+
+/* prints golden k's output file, then removes it */
+static void print_output(int k) {
+    char path[1024];
+    out_path(path, sizeof path, k);
+    char *text = mf_test_slurp(path, NULL);
+    if (text) fputs(text, stdout);
+    free(text);
+    remove(path);
+    fflush(stdout);
+}
+
+/* runs the goldens todo[0..n) on `jobs` workers; returns after every golden has printed its output */
+static void run_parallel(char **names, const int *todo, int n, int jobs) {
+    int jp[2], rp[2];
+    /* close-on-exec: the generator and sha256sum a worker starts must not hold the result pipe open */
+    REQUIRE(pipe2(jp, O_CLOEXEC) == 0 && pipe2(rp, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
+    for (int i = 0; i < n; i++) /* a few hundred bytes: fits the pipe, so no worker is needed to drain it */
+        REQUIRE(write(jp[1], &todo[i], sizeof todo[i]) == (ssize_t)sizeof todo[i], "write: %s", strerror(errno));
+    close(jp[1]);
+    fflush(stdout), fflush(stderr);
+    pid_t pids[64];
+    int started = 0;
+    for (; started < jobs; started++) {
+        pid_t pid = fork();
+        if (pid < 0) break;
+        if (pid == 0) {
+            close(rp[0]);
+            worker(names, jp[0], rp[1]);
+            exit(0);
+        }
+        pids[started] = pid;
+    }
+    close(jp[0]), close(rp[1]);
+    CHECK(started > 0, "fork: %s", strerror(errno));
+    golden_verdict *got = calloc((size_t)n, sizeof *got);
+    bool *have = calloc((size_t)n, sizeof *have);
+    int *slot = calloc(256, sizeof *slot); /* golden index -> its place in todo */
+    for (int i = 0; i < n; i++) slot[todo[i]] = i;
+    golden_verdict v;
+    int next = 0; /* the first golden (place in todo) whose output is not printed yet */
+    while (read(rp[0], &v, sizeof v) == (ssize_t)sizeof v) {
+        if (v.k < 0 || v.k >= 256) continue;
+        got[slot[v.k]] = v, have[slot[v.k]] = true;
+        for (; next < n && have[next]; next++) {
+            print_output(todo[next]);
+            merge(&got[next]);
+        }
+    }
+    close(rp[0]);
+    for (int i = 0; i < started; i++) {
+        int st = 0;
+        waitpid(pids[i], &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "conformance worker %d ended with %s %d", i,
+              WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    }
+    /* a golden without a verdict: its worker died in it; show what it printed */
+    for (; next < n; next++) {
+        if (have[next]) {
+            print_output(todo[next]);
+            merge(&got[next]);
+            continue;
+        }
+        print_output(todo[next]);
+        CHECK(0, "%s: no verdict (its worker died running it; MF_CONF_JOBS=1 runs it in one process)",
+              names[todo[next]]);
+    }
+    free(got), free(have), free(slot);
+}
+
 static void test_conformance(void) {
     golden_dir = getenv("MF_GOLDEN_DIR") ? getenv("MF_GOLDEN_DIR") : golden_dir_default;
+    int jobs = conf_jobs();
+    REQUIRE(jobs > 0, "MF_CONF_JOBS='%s' is not a number of processes from 1 to 64", getenv("MF_CONF_JOBS"));
     DIR *d = opendir(golden_dir);
     REQUIRE(d, "cannot open %s (run from the repository root)", golden_dir);
     char *names[256];
@@ -619,19 +764,28 @@ static void test_conformance(void) {
     recording = getenv("MF_CONF_RECORD") && atoi(getenv("MF_CONF_RECORD"));
     REQUIRE(!recording || mf_quant_active_isa() != MF_ISA_SCALAR,
             "MF_CONF_RECORD=1 under MINFER_ISA=scalar: the lists are of the tight file layout; record without it");
-    int ran = 0;
+    int todo[256], ran = 0;
     for (int i = 0; i < n; i++) {
         if (!strncmp(names[i], "full-", 5) && !full) {
             /* reported, not dropped: tests/expected-skips.txt lists them for runs without MF_TEST_FULL */
-            names[i][strlen(names[i]) - 5] = '\0'; /* the name without .json */
-            mf_test_skip(names[i], "full-size golden; runs with MF_TEST_FULL=1 (make test-full)");
+            char skip[256];
+            snprintf(skip, sizeof skip, "%.*s", (int)(strlen(names[i]) - 5), names[i]); /* without .json */
+            mf_test_skip(skip, "full-size golden; runs with MF_TEST_FULL=1 (make test-full)");
         } else {
-            run_golden(names[i]);
-            ran++;
+            todo[ran++] = i;
         }
-        fflush(stdout);
-        free(names[i]);
     }
+    fflush(stdout);
+    if (jobs == 1) {
+        for (int i = 0; i < ran; i++) {
+            run_golden(names[todo[i]]);
+            fflush(stdout);
+        }
+    } else {
+        printf("  %d goldens on %d worker processes (MF_CONF_JOBS)\n", ran, jobs < ran ? jobs : ran);
+        run_parallel(names, todo, ran, jobs < ran ? jobs : ran);
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
     printf("  measured over %d goldens: %d outlier rows (file layout; %d listed, %d listed rows now within "
            "tol)  worst row over all rows and layouts: max|dlogit| %.3e at %s, %.0f%% of its loose tol\n",
            ran, overall.rows, overall.listed_total, overall.stale, overall.d, overall.where, 100 * overall.frac);
