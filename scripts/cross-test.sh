@@ -100,7 +100,8 @@ export MF_TEST_CC="$CC" MF_TEST_EXEC="$QEMU"
 # run.sh's skip conditions: the binaries' architecture, and no x86 kernel set (uname and /proc/cpuinfo
 # are the host's under qemu)
 export MF_TEST_ARCH=aarch64 MF_TEST_CPU_ISA=scalar
-# tests that scale their work down under an emulator (test_spec: one model pair, fewer chi-square draws)
+# tests that scale their work down under an emulator (test_spec: one model pair, fewer chi-square draws;
+# test_engine, test_gen, spec.sh: shorter prefixes and generations; docs/TESTING.md)
 export MF_TEST_EMULATED=1
 "$R/minfer" backends >/dev/null || { echo "cross-test.sh: $B/minfer does not start under $QEMU" >&2; exit 1; }
 

@@ -94,6 +94,14 @@ static inline int mf_test_done(void) {
     return mf_t_failed ? 1 : 0;
 }
 
+/* Under a user-mode emulator (scripts/cross-test.sh sets MF_TEST_EMULATED=1) every float operation is emulated,
+ * many times slower: tests whose cost is forward passes scale their repetitions down there (each says what it keeps);
+ * the native run keeps them all, so no property goes untested. */
+static inline int mf_test_emulated(void) {
+    const char *e = getenv("MF_TEST_EMULATED");
+    return e && !strcmp(e, "1");
+}
+
 /* Where generated test artefacts go (models are generated at test time, never committed). */
 /* The whole file, NUL-terminated (malloc'd; NULL if it cannot be read); *len = its size when len is not NULL. */
 static inline char *mf_test_slurp(const char *path, size_t *len) {
