@@ -611,7 +611,8 @@ static int cmp_str(const void *a, const void *b) {
  * that order with the same comparisons as a serial run, so the printed lines (the "measured" line included)
  * are those of MF_CONF_JOBS=1, which runs every golden in this process. ---- */
 
-/* one golden's verdict as a worker reports it (one write under PIPE_BUF: atomic on the shared pipe) */
+/* one golden's verdict as a worker reports it (one write under PIPE_BUF: atomic on the shared pipe); k is the
+ * golden's place in the run's list, which also names its output file */
 typedef struct {
     int k, failed;
     int rows, listed_total, stale;
@@ -636,9 +637,9 @@ static void out_path(char *buf, size_t n, int k) {
     snprintf(buf, n, "%s/conformance-%d.out", mf_test_tmpdir(), k);
 }
 
-/* a worker: takes golden indices from jobs until it closes, runs each with stdout and stderr in its own file,
- * and writes its verdict to results */
-static void worker(char **names, int jobs, int results) {
+/* a worker: takes places k in todo from jobs until it closes, runs golden names[todo[k]] with stdout and stderr
+ * in its own file, and writes its verdict to results */
+static void worker(char **names, const int *todo, int jobs, int results) {
     int keep_err = dup(STDERR_FILENO);
     int k;
     while (read(jobs, &k, sizeof k) == (ssize_t)sizeof k) {
@@ -651,7 +652,7 @@ static void worker(char **names, int jobs, int results) {
         close(fd);
         memset(&overall, 0, sizeof overall);
         mf_t_cur_failed = 0;
-        run_golden(names[k]);
+        run_golden(names[todo[k]]);
         fflush(stdout), fflush(stderr);
         golden_verdict v = {.k = k, .failed = mf_t_cur_failed, .rows = overall.rows,
                             .listed_total = overall.listed_total, .stale = overall.stale, .d = overall.d,
@@ -674,7 +675,7 @@ static void merge(const golden_verdict *v) {
     }
 }
 
-/* prints golden k's output file, then removes it */
+/* prints the output file of the golden at place k, then removes it */
 static void print_output(int k) {
     char path[1024];
     out_path(path, sizeof path, k);
@@ -690,8 +691,8 @@ static void run_parallel(char **names, const int *todo, int n, int jobs) {
     int jp[2], rp[2];
     /* close-on-exec: the generator and sha256sum a worker starts must not hold the result pipe open */
     REQUIRE(pipe2(jp, O_CLOEXEC) == 0 && pipe2(rp, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
-    for (int i = 0; i < n; i++) /* a few hundred bytes: fits the pipe, so no worker is needed to drain it */
-        REQUIRE(write(jp[1], &todo[i], sizeof todo[i]) == (ssize_t)sizeof todo[i], "write: %s", strerror(errno));
+    for (int k = 0; k < n; k++) /* a few hundred bytes: fits the pipe, so no worker is needed to drain it */
+        REQUIRE(write(jp[1], &k, sizeof k) == (ssize_t)sizeof k, "write: %s", strerror(errno));
     close(jp[1]);
     fflush(stdout), fflush(stderr);
     pid_t pids[64];
@@ -701,7 +702,7 @@ static void run_parallel(char **names, const int *todo, int n, int jobs) {
         if (pid < 0) break;
         if (pid == 0) {
             close(rp[0]);
-            worker(names, jp[0], rp[1]);
+            worker(names, todo, jp[0], rp[1]);
             exit(0);
         }
         pids[started] = pid;
@@ -710,15 +711,13 @@ static void run_parallel(char **names, const int *todo, int n, int jobs) {
     CHECK(started > 0, "fork: %s", strerror(errno));
     golden_verdict *got = calloc((size_t)n, sizeof *got);
     bool *have = calloc((size_t)n, sizeof *have);
-    int *slot = calloc(256, sizeof *slot); /* golden index -> its place in todo */
-    for (int i = 0; i < n; i++) slot[todo[i]] = i;
     golden_verdict v;
-    int next = 0; /* the first golden (place in todo) whose output is not printed yet */
+    int next = 0; /* the first place whose output is not printed yet */
     while (read(rp[0], &v, sizeof v) == (ssize_t)sizeof v) {
-        if (v.k < 0 || v.k >= 256) continue;
-        got[slot[v.k]] = v, have[slot[v.k]] = true;
+        if (v.k < 0 || v.k >= n) continue;
+        got[v.k] = v, have[v.k] = true;
         for (; next < n && have[next]; next++) {
-            print_output(todo[next]);
+            print_output(next);
             merge(&got[next]);
         }
     }
@@ -729,18 +728,16 @@ static void run_parallel(char **names, const int *todo, int n, int jobs) {
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "conformance worker %d ended with %s %d", i,
               WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     }
-    /* a golden without a verdict: its worker died in it; show what it printed */
+    /* the rest, after a golden without a verdict: its worker died in it; show what it printed */
     for (; next < n; next++) {
-        if (have[next]) {
-            print_output(todo[next]);
+        print_output(next);
+        if (have[next])
             merge(&got[next]);
-            continue;
-        }
-        print_output(todo[next]);
-        CHECK(0, "%s: no verdict (its worker died running it; MF_CONF_JOBS=1 runs it in one process)",
-              names[todo[next]]);
+        else
+            CHECK(0, "%s: no verdict (its worker died running it; MF_CONF_JOBS=1 runs it in one process)",
+                  names[todo[next]]);
     }
-    free(got), free(have), free(slot);
+    free(got), free(have);
 }
 
 static void test_conformance(void) {
@@ -776,14 +773,15 @@ static void test_conformance(void) {
         }
     }
     fflush(stdout);
-    if (jobs == 1) {
+    const int workers = jobs < ran ? jobs : ran; /* no more workers than goldens: 0 or 1 runs in this process */
+    if (workers <= 1) {
         for (int i = 0; i < ran; i++) {
             run_golden(names[todo[i]]);
             fflush(stdout);
         }
     } else {
-        printf("  %d goldens on %d worker processes (MF_CONF_JOBS)\n", ran, jobs < ran ? jobs : ran);
-        run_parallel(names, todo, ran, jobs < ran ? jobs : ran);
+        printf("  %d goldens on %d worker processes (MF_CONF_JOBS)\n", ran, workers);
+        run_parallel(names, todo, ran, workers);
     }
     for (int i = 0; i < n; i++) free(names[i]);
     printf("  measured over %d goldens: %d outlier rows (file layout; %d listed, %d listed rows now within "
