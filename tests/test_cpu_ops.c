@@ -358,10 +358,18 @@ static int32_t b_cont(mf_graph *g, int32_t a, int32_t b) {
     return mf_g_cont(g, mf_g_permute(g, a, 1, 0, 2, 3));
 }
 
-/* many row chunks (the matmul hands weight rows out from a shared counter): the result still does not
- * depend on the thread count or on the other rows of the batch, and a fused ADD rides along per chunk */
+/* many row chunks (the matmul hands weight rows out from a shared counter: decode's stretches with stealing
+ * at M <= 4, prefill's shrinking chunks above): the result still does not depend on the thread count or on
+ * the other rows of the batch (the last row alone runs the decode path, so a prefill chunk that skipped or
+ * misplaced weight rows shows), and a fused ADD rides along per chunk */
+static void matmul_chunks_batch(int64_t M);
 static void test_matmul_dynamic_chunks(void) {
-    const int64_t K = 128, N = 1203, M = 3;
+    matmul_chunks_batch(3);
+    matmul_chunks_batch(9);
+}
+
+static void matmul_chunks_batch(int64_t M) {
+    const int64_t K = 128, N = 1203;
     seed(77);
     const size_t rs = mf_row_size(MF_TYPE_Q8_0, K);
     uint8_t *w = malloc(rs * N);
@@ -387,7 +395,7 @@ static void test_matmul_dynamic_chunks(void) {
                 set_input(g, xi, x + (M - m) * K); /* m = 1: the last row of the batch alone */
                 ok = compute(g, ths[ti], &err) == 0;
             }
-            CHECK(ok, "threads %d M %lld: %s", ths[ti], (long long)m, err.msg);
+            CHECK(ok, "threads %d M %lld of %lld: %s", ths[ti], (long long)m, (long long)M, err.msg);
             if (ok) {
                 const float *out = out_f32(g, o);
                 if (!ref) {
@@ -553,18 +561,21 @@ static void test_vec_exp(void) {
         CHECK(got == ws, "exp_sub's sum %.17g, llama.cpp's order %.17g", got, ws);
     }
     x[5] = NAN;
-    v.swiglu(N, x, u, y);
-    v.swiglu(N, x, NULL, z);
-    for (int i = 0; i < N; i++) {
-        /* the elements of the last n % 8 are ggml_silu_f32's (libm expf), the rest ggml_v_silu's */
-        const float e = i < (N & ~7) ? mf_cpu_expf(0.0f - x[i]) : expf(-x[i]);
-        const float s = x[i] / (1.0f + e), su = s * u[i];
-        if (isnan(s)) {
-            CHECK(isnan(y[i]) && isnan(z[i]), "silu(NaN)");
-            continue;
+    /* 4099 = 256 x 16 + 3 and 4091 = 255 x 16 + 8 + 3: the AVX-512 form's 16-wide loop, an 8-wide step, the tail */
+    for (int n = N; n >= N - 8; n -= 8) {
+        v.swiglu(n, x, u, y);
+        v.swiglu(n, x, NULL, z);
+        for (int i = 0; i < n; i++) {
+            /* the elements of the last n % 8 are ggml_silu_f32's (libm expf), the rest ggml_v_silu's */
+            const float e = i < (n & ~7) ? mf_cpu_expf(0.0f - x[i]) : expf(-x[i]);
+            const float s = x[i] / (1.0f + e), su = s * u[i];
+            if (isnan(s)) {
+                CHECK(isnan(y[i]) && isnan(z[i]), "silu(NaN)");
+                continue;
+            }
+            if ((memcmp(&su, &y[i], 4) || memcmp(&s, &z[i], 4)) && bad++ < 3)
+                CHECK(0, "silu(%a) of %d: vector %a / %a, scalar %a / %a", x[i], n, y[i], z[i], su, s);
         }
-        if ((memcmp(&su, &y[i], 4) || memcmp(&s, &z[i], 4)) && bad++ < 3)
-            CHECK(0, "silu(%a): vector %a / %a, scalar %a / %a", x[i], y[i], z[i], su, s);
     }
     CHECK(bad == 0, "%d vector results differ from the scalar form", bad);
     printf("  exp worst relative error %.3g (active ISA %s)\n", worst, mf_isa_name(mf_quant_active_isa()));
@@ -1490,6 +1501,72 @@ static void test_attention_prefill_kernels(void) {
     CHECK(bad == 0, "%d results differ from the plain loops", bad);
 }
 
+
+/* rms_norm's sums of squares run up to MF_CPU_NORM_ROWS rows side by side (vec.sumsq), and its scaling and
+ * the matmul's fused bias / residual go through vec.scale_op / vec.bin_op: on every ISA this CPU has, each
+ * row's sum is bit for bit ggml's chain alone (x*x rounded to float, added in double in element order),
+ * whatever the row count and length, and y = (x * s) op z, y = x op z are the plain loops' values, in
+ * place too.  The rows' magnitudes span 2^-20 .. 2^20, so a sum taken in another order rounds differently. */
+static void test_norm_rows_side_by_side_equal_one_row_chain(void) {
+    enum { NMAX = 899, RMAX = MF_CPU_NORM_ROWS };
+    static float x[RMAX][NMAX], z[NMAX], y0[NMAX], y1[NMAX];
+    static const int64_t ns[] = {1, 3, 4, 5, 8, 31, 64, 127, 128, 896, 899};
+    const mf_isa isas[] = {MF_ISA_SCALAR, MF_ISA_AVX2, MF_ISA_AVX512, MF_ISA_AMX, MF_ISA_NEON};
+    int bad = 0, ran = 0, reordered = 0;
+    seed(4242);
+    for (int r = 0; r < RMAX; r++)
+        for (int i = 0; i < NMAX; i++) x[r][i] = ldexpf(frand(), (int)(urand() % 41) - 20);
+    fill(z, NMAX, 3.0f);
+    for (size_t ii = 0; ii < MF_ARRAY_LEN(isas); ii++) {
+        if (isas[ii] != MF_ISA_SCALAR && !mf_quant_kernels_get_isa(MF_TYPE_Q8_0, isas[ii])) continue;
+        mf_cpu_vec v;
+        mf_cpu_vec_init_isa(&v, isas[ii]);
+        ran++;
+        for (size_t ni = 0; ni < MF_ARRAY_LEN(ns); ni++) {
+            const int64_t n = ns[ni];
+            for (int nr = 1; nr <= RMAX; nr++) {
+                const float *rows[RMAX];
+                double sum[RMAX];
+                for (int k = 0; k < nr; k++) rows[k] = x[(k * 5 + nr) % RMAX]; /* rows in another order each time */
+                v.sumsq(rows, nr, n, sum);
+                for (int k = 0; k < nr; k++) {
+                    double want = 0, pairs = 0;
+                    for (int64_t i = 0; i < n; i++) want += (double)(rows[k][i] * rows[k][i]);
+                    for (int64_t i = n - 1; i >= 0; i--) pairs += (double)(rows[k][i] * rows[k][i]);
+                    reordered += pairs != want;
+                    if (memcmp(&want, &sum[k], sizeof want) && bad++ < 4)
+                        CHECK(0, "%s sumsq n %lld of %d rows, row %d: %a, chain %a", mf_isa_name(isas[ii]),
+                              (long long)n, nr, k, sum[k], want);
+                }
+            }
+            const float s = 0.37f;
+            for (int op = -1; op <= 1; op++) {
+                const int o = op < 0 ? -1 : op ? MF_OP_MUL : MF_OP_ADD;
+                for (int z1 = 0; z1 < 2; z1++) {
+                    for (int64_t i = 0; i < n; i++) {
+                        const float t = x[1][i] * s, b = z1 ? z[0] : z[i];
+                        y0[i] = o == MF_OP_MUL ? t * b : o == MF_OP_ADD ? t + b : t;
+                    }
+                    v.scale_op(n, x[1], s, o, o < 0 ? NULL : z, z1 && o >= 0, y1);
+                    if (memcmp(y0, y1, (size_t)n * sizeof(float)) && bad++ < 4)
+                        CHECK(0, "%s scale_op n %lld op %d z1 %d differs", mf_isa_name(isas[ii]), (long long)n, o, z1);
+                    if (o < 0) continue;
+                    for (int64_t i = 0; i < n; i++) {
+                        const float b = z1 ? z[0] : z[i];
+                        y0[i] = o == MF_OP_MUL ? x[2][i] * b : x[2][i] + b;
+                    }
+                    memcpy(y1, x[2], (size_t)n * sizeof(float));
+                    v.bin_op(n, y1, o, z, z1, y1); /* in place, as the matmul's fused op runs */
+                    if (memcmp(y0, y1, (size_t)n * sizeof(float)) && bad++ < 4)
+                        CHECK(0, "%s bin_op n %lld op %d z1 %d differs", mf_isa_name(isas[ii]), (long long)n, o, z1);
+                }
+            }
+        }
+    }
+    CHECK(ran >= 1 && reordered > 0, "the rows' sums do not depend on their order (%d), so order is not tested", reordered);
+    CHECK(bad == 0, "%d results differ from the plain loops", bad);
+}
+
 int main(void) {
     RUN(test_threadpool);
     RUN(test_get_rows_every_type);
@@ -1497,6 +1574,7 @@ int main(void) {
     RUN(test_matmul_dynamic_chunks);
     RUN(test_matmul_x8);
     RUN(test_rms_norm);
+    RUN(test_norm_rows_side_by_side_equal_one_row_chain);
     RUN(test_add_mul_broadcast);
     RUN(test_vec_exp);
     RUN(test_scale_silu_swiglu_softmax);

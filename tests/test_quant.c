@@ -634,13 +634,15 @@ static void test_from_float_isa(void) {
     enum { N = 4096 };
     static float x[N];
     static uint8_t got[N * 4], want[N * 4];
-    const uint32_t wts[] = {MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0, MF_TYPE_Q4_K};
+    /* the x8 / x16 layouts' activations are q8_0s (the q8_0 bytes plus each block's quant sum) */
+    const uint32_t wts[] = {MF_TYPE_F16, MF_TYPE_BF16, MF_TYPE_Q8_0, MF_TYPE_Q4_K, MF_TYPE_Q8_0_X8, MF_TYPE_Q8_0_X16};
     int tested = 0;
     for (int isa = MF_ISA_SCALAR + 1; isa < MF_ISA_COUNT; isa++) {
         for (size_t i = 0; i < sizeof wts / sizeof wts[0]; i++) {
             const mf_quant_kernels *k = mf_quant_kernels_get_isa(wts[i], (mf_isa)isa);
             const mf_quant_kernels *ref = mf_quant_kernels_get_isa(wts[i], MF_ISA_SCALAR);
             if (!k) continue;
+            REQUIRE(ref && ref->from_float, "%s has no scalar converter", mf_type_name(wts[i]));
             const size_t sz = mf_row_size(k->vec_dot_type, N);
             for (uint64_t seed = 10; seed < 20; seed++) {
                 qg_floats(seed, N, x);

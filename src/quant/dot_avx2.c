@@ -303,6 +303,23 @@ MF_AVX2 void mf_from_float_q8_0_avx2(const float *x, void *vy, int64_t n) {
     }
 }
 
+/* the sum of 32 signed bytes: ones x bytes in pairs, then pairs of pairs */
+static inline MF_AVX2 int sum_i8x32(__m256i b) {
+    return mf_hsum_i32x8(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), b), _mm256_set1_epi16(1)));
+}
+
+/* q8_0s (the x16 kernels' activations): Q8_0's bytes and scale as above, and each block's quant sum, in
+ * one pass (mf_to_q8_0s's convert-then-copy read every block twice) */
+MF_AVX2 void mf_from_float_q8_0s_avx2(const float *x, void *vy, int64_t n) {
+    mf_block_q8_0s *y = vy;
+    for (int64_t i = 0; i < n / MF_QK8_0; i++, x += MF_QK8_0) {
+        float d;
+        const __m256i b = q8_block_avx2(x, &y[i].d, &d);
+        _mm256_storeu_si256((__m256i *)y[i].qs, b);
+        y[i].s = (int16_t)sum_i8x32(b);
+    }
+}
+
 /* Q8_1: Q8_0's bytes and scale, plus s = d * sum(qs) in f16, as the scalar converter and ggml's */
 MF_AVX2 void mf_from_float_q8_1_avx2(const float *x, void *vy, int64_t n) {
     mf_block_q8_1 *y = vy;
@@ -310,9 +327,8 @@ MF_AVX2 void mf_from_float_q8_1_avx2(const float *x, void *vy, int64_t n) {
         float d;
         const __m256i b = q8_block_avx2(x, &y[i].d, &d);
         _mm256_storeu_si256((__m256i *)y[i].qs, b);
-        /* the sum of the stored (saturated) bytes: ones x bytes in pairs, then pairs of pairs */
-        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), b), _mm256_set1_epi16(1));
-        y[i].s = (uint16_t)_cvtss_sh(d * (float)mf_hsum_i32x8(p), _MM_FROUND_TO_NEAREST_INT);
+        /* d times the sum of the stored (saturated) bytes */
+        y[i].s = (uint16_t)_cvtss_sh(d * (float)sum_i8x32(b), _MM_FROUND_TO_NEAREST_INT);
     }
 }
 

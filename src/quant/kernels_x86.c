@@ -174,6 +174,3 @@ mf_dot_rows_fn mf_quant_arch_dot_rows(mf_isa isa) {
     return isa == MF_ISA_AVX2 || mf_isa_avx512(isa) ? mf_dot_rows_f32_avx2 : NULL;
 }
 
-void mf_from_float_q8_0s_avx2(const float *x, void *y, int64_t n) {
-    mf_to_q8_0s(mf_from_float_q8_0_avx2, x, y, n);
-}

@@ -13,6 +13,7 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include "backend/cpu/exp_avx512.h"
 
 #define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 
@@ -127,33 +128,6 @@ AVX512 void mf_cpu_att_pv16(const mf_cpu_att_pv *pv) {
     }
 }
 
-/* ggml_v_expf (vec.c's exp8) on 16 lanes: every lane the same operations, so the same bits as one lane
- * of exp8 or mf_cpu_expf (the special path's fma(k, j, k) is fma(j, k, k)) */
-static inline AVX512 __m512 exp16(__m512 x) {
-    const __m512 r = _mm512_set1_ps(0x1.8p23f);
-    const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
-    const __m512 n = _mm512_sub_ps(z, r);
-    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
-    const __m512i e = _mm512_slli_epi32(_mm512_castps_si512(z), 23);
-    const __m512 k = _mm512_castsi512_ps(_mm512_add_epi32(e, _mm512_castps_si512(_mm512_set1_ps(1))));
-    const __m512 an = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(n), _mm512_set1_epi32(0x7fffffff)));
-    const __mmask16 c = _mm512_cmp_ps_mask(an, _mm512_set1_ps(126), _CMP_GT_OQ);
-    const __m512 u = _mm512_mul_ps(b, b);
-    const __m512 j = _mm512_fmadd_ps(
-        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
-                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
-        u, _mm512_mul_ps(_mm512_set1_ps(0x1.ffffecp-1f), b));
-    const __m512 plain = _mm512_fmadd_ps(j, k, k);
-    if (!c) return plain;
-    const __mmask16 le = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ);
-    const __m512i g = _mm512_maskz_mov_epi32(le, _mm512_set1_epi32((int)0x82000000u));
-    const __m512 s1 = _mm512_castsi512_ps(_mm512_add_epi32(g, _mm512_set1_epi32(0x7f000000)));
-    const __m512 s2 = _mm512_castsi512_ps(_mm512_sub_epi32(e, g));
-    const __mmask16 d = _mm512_cmp_ps_mask(an, _mm512_set1_ps(192), _CMP_GT_OQ);
-    __m512 y = _mm512_mask_mov_ps(plain, c, _mm512_mul_ps(_mm512_fmadd_ps(s2, j, s2), s1));
-    return _mm512_mask_mov_ps(y, d, _mm512_mul_ps(s1, s1));
-}
-
 /* attention.c's normalize then round_p_f16 on one row, fused: p = e^(p - mx) (exp16), their sum as
  * ggml_vec_soft_max_f32 adds it (per 8 elements ((e0+e4)+(e2+e6)) + ((e1+e5)+(e3+e7)) in float, the 8-sums
  * in double in order; a last partial group as if padded with zeros), then p * (float)(1 / sum), rounded
@@ -163,7 +137,7 @@ AVX512 void mf_cpu_att_softmax_row(int64_t n, float *p, float mx, bool f16) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 live = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
-        const __m512 e = _mm512_maskz_mov_ps(live, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, p + i), vm)));
+        const __m512 e = _mm512_maskz_mov_ps(live, mf_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, p + i), vm)));
         _mm512_mask_storeu_ps(p + i, live, e);
         const __m512 t1 = _mm512_add_ps(_mm512_shuffle_f32x4(e, e, _MM_SHUFFLE(2, 3, 0, 1)), e);  /* e_i + e_(i^4) */
         const __m512 t2 = _mm512_add_ps(t1, _mm512_permute_ps(t1, _MM_SHUFFLE(1, 0, 3, 2)));        /* + (i^2) */

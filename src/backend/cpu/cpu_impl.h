@@ -36,7 +36,16 @@ typedef struct {
     /* the first n_dims of one rope row: pair k = (x[k], x[k + n_dims/2]) (neox) or (x[2k], x[2k+1]),
      * rotated by cs[2k] = cos, cs[2k+1] = sin, rounded as llama.cpp's (vec.c); y may be x */
     void (*rope)(int64_t n_dims, bool neox, const float *cs, const float *x, float *y);
+    /* sum[k] = the sum of squares of row x[k] (n elements) for nr <= MF_CPU_NORM_ROWS rows, each ggml's
+     * rms_norm chain: x*x rounded to float, added in double in element order (the rows side by side) */
+    void (*sumsq)(const float *const *x, int nr, int64_t n, double *sum);
+    /* y = (x * s) op z, two roundings: op MF_OP_MUL or MF_OP_ADD, or -1 for y = x * s alone; z a row, or
+     * one value broadcast when z1 (rms_norm and its fused weight); y may be x */
+    void (*scale_op)(int64_t n, const float *x, float s, int op, const float *z, bool z1, float *y);
+    /* y = x op z, op MF_OP_MUL or MF_OP_ADD, z a row or one value (z1) (a matmul's fused bias / residual) */
+    void (*bin_op)(int64_t n, const float *x, int op, const float *z, bool z1, float *y);
 } mf_cpu_vec;
+#define MF_CPU_NORM_ROWS 16 /* rows a sumsq call takes at most */
 /* the exp every CPU op uses: one lane of ggml's AVX2 ggml_v_expf (vec.c's kernels give the same bits) */
 float mf_cpu_expf(float x);
 void mf_cpu_vec_init(mf_cpu_vec *v); /* the active ISA's (mf_quant_active_isa) */

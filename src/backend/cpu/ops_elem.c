@@ -55,6 +55,9 @@ void mf_cpu_op_get_rows(const mf_cpu_exec *ex, const mf_node *n, int ith, int nt
     }
 }
 
+/* Each row's sum of squares is ggml's chain (vec.sumsq), which is bound by the latency of its double adds:
+ * MF_CPU_NORM_ROWS rows at a time run their chains side by side, each the same operations in the same
+ * order as alone. */
 void mf_cpu_op_rms_norm(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     const mf_node *a = src(ex, n, 0);
     const float eps = n->fparams[0];
@@ -62,31 +65,28 @@ void mf_cpu_op_rms_norm(const mf_cpu_exec *ex, const mf_node *n, int ith, int nt
     const mf_node *f = mf_cpu_fused(ex, n), *b = f ? src(ex, f, 1) : NULL;
     int64_t r0, r1;
     mf_cpu_split(mf_cpu_nrows(n), ith, nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        const float *x = (const float *)((const char *)a->data + mf_cpu_row_offs(a, r));
-        float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
-        double sum = 0.0; /* ggml_float, products rounded to float first as ggml does */
-        for (int64_t i = 0; i < ne0; i++) sum += (double)(x[i] * x[i]);
-        const float mean = (float)(sum / (double)ne0);
-        const float scale = 1.0f / sqrtf(mean + eps);
-        if (!f) {
-            for (int64_t i = 0; i < ne0; i++) y[i] = x[i] * scale;
-            continue;
+    const mf_cpu_vec *vec = &ex->cpu->vec;
+    const int op = f ? (int)f->op : -1;
+    for (int64_t rb = r0; rb < r1; rb += MF_CPU_NORM_ROWS) {
+        const int nr = (int)MF_MIN(MF_CPU_NORM_ROWS, r1 - rb);
+        const float *xs[MF_CPU_NORM_ROWS];
+        double sum[MF_CPU_NORM_ROWS];
+        for (int k = 0; k < nr; k++) xs[k] = (const float *)((const char *)a->data + mf_cpu_row_offs(a, rb + k));
+        vec->sumsq(xs, nr, ne0, sum);
+        for (int k = 0; k < nr; k++) {
+            float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, rb + k));
+            const float mean = (float)(sum[k] / (double)ne0);
+            const float scale = 1.0f / sqrtf(mean + eps);
+            /* a fused ADD/MUL over the normalized row: the same two roundings as the two nodes */
+            vec->scale_op(ne0, xs[k], scale, op, f ? mf_cpu_bcast_row(b, f, rb + k) : NULL, f && b->ne[0] == 1, y);
         }
-        /* fused ADD/MUL over the normalized row: the same two roundings as the two nodes */
-        const float *z = mf_cpu_bcast_row(b, f, r);
-        const int64_t zs = b->ne[0] == 1 ? 0 : 1;
-        if (f->op == MF_OP_MUL)
-            for (int64_t i = 0; i < ne0; i++) y[i] = (x[i] * scale) * z[i * zs];
-        else
-            for (int64_t i = 0; i < ne0; i++) y[i] = (x[i] * scale) + z[i * zs];
     }
 }
+
 
 void mf_cpu_op_binary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     const mf_node *a = src(ex, n, 0), *b = src(ex, n, 1);
     const int64_t ne0 = a->ne[0];
-    const bool add = n->op == MF_OP_ADD;
     int64_t r0, r1;
     mf_cpu_split(mf_cpu_nrows(n), ith, nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -96,18 +96,7 @@ void mf_cpu_op_binary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
             (const float *)((const char *)b->data + (size_t)(i1 % b->ne[1]) * b->nb[1] +
                             (size_t)(i2 % b->ne[2]) * b->nb[2] + (size_t)(i3 % b->ne[3]) * b->nb[3]);
         float *y = (float *)((char *)n->data + mf_cpu_row_offs(n, r));
-        if (b->ne[0] == ne0) {
-            if (add)
-                for (int64_t i = 0; i < ne0; i++) y[i] = x[i] + z[i];
-            else
-                for (int64_t i = 0; i < ne0; i++) y[i] = x[i] * z[i];
-        } else {
-            const float s = z[0];
-            if (add)
-                for (int64_t i = 0; i < ne0; i++) y[i] = x[i] + s;
-            else
-                for (int64_t i = 0; i < ne0; i++) y[i] = x[i] * s;
-        }
+        ex->cpu->vec.bin_op(ne0, x, (int)n->op, z, b->ne[0] != ne0, y);
     }
 }
 

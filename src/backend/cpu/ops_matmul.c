@@ -39,18 +39,10 @@ size_t mf_cpu_matmul_private_bytes(const mf_graph *g, const mf_node *n) {
 static void apply_fused(const mf_cpu_exec *ex, const mf_node *f, float *out, int64_t N, int64_t M, int64_t t0,
                         int64_t t1) {
     const mf_node *b = mf_graph_node_c(ex->g, f->src[1]);
-    const bool add = f->op == MF_OP_ADD;
+    const bool z1 = b->ne[0] == 1;
     for (int64_t m = 0; m < M; m++) {
         const float *z = mf_cpu_bcast_row(b, f, m);
-        float *o = out + m * N;
-        if (b->ne[0] == 1) {
-            const float c = z[0];
-            for (int64_t j = t0; j < t1; j++) o[j] = add ? o[j] + c : o[j] * c;
-        } else if (add) {
-            for (int64_t j = t0; j < t1; j++) o[j] = o[j] + z[j];
-        } else {
-            for (int64_t j = t0; j < t1; j++) o[j] = o[j] * z[j];
-        }
+        ex->cpu->vec.bin_op(t1 - t0, out + m * N + t0, (int)f->op, z1 ? z : z + t0, z1, out + m * N + t0);
     }
 }
 
@@ -144,6 +136,24 @@ static int64_t claim(_Atomic uint64_t *st, int64_t n, int64_t want, bool back, i
     }
 }
 
+/* The next weight rows of a prefill matmul from the counter *next (the first row not yet claimed): about
+ * 1 / (2 * nth) of those left, in whole tiles, between one tile and `most` rows.  With fixed 4-tile chunks
+ * the last chunk of the FFN down matrix at pp512 (64 rows x 512 activations x 4864) kept the other thread
+ * waiting up to ~0.4 ms.  Returns the first row claimed and sets *end; N when none is left. */
+static int64_t claim_rows(_Atomic int32_t *next, int64_t N, int64_t most, int nth, int64_t *end) {
+    int32_t v = atomic_load_explicit(next, memory_order_relaxed);
+    for (;;) {
+        if (v >= N) return N;
+        const int64_t left = N - v, share = left / (2 * (int64_t)nth) / TILE_N * TILE_N;
+        const int64_t take = MF_MIN(left, MF_MIN(most, MF_MAX((int64_t)TILE_N, share)));
+        if (atomic_compare_exchange_weak_explicit(next, &v, (int32_t)(v + take), memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *end = v + take;
+            return v;
+        }
+    }
+}
+
 #define OWN_CHUNK_BYTES ((size_t)1024 << 10)  /* the owner claims this much of its stretch at a time */
 #define STEAL_CHUNK_BYTES ((size_t)24 << 10) /* a thief this much from the end of another's */
 
@@ -198,13 +208,12 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
         mm_stealing(&c, &ex->steal[(size_t)id * (size_t)nth], ith, nth);
         return;
     }
-    /* Prefill: weight rows are handed out in chunks of at most 4 tiles from a shared counter (thread ith
-     * starts with chunk ith), so a thread the OS delays does not stall the other at the next barrier.
-     * Which thread computes a row never changes its value: (n, m) is always the same one kernel call. */
+    /* Prefill: weight rows are handed out from a shared counter in chunks of at most 4 tiles that shrink
+     * to one tile as the rows run out (claim_rows), so a thread the OS delays does not stall the other at
+     * the next barrier, and the threads finish close together.  Which thread computes a row never changes
+     * its value: (n, m) is always the same one kernel call. */
     int64_t ch = (N + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
     ch = MF_MIN(MF_MAX((ch + TILE_N - 1) / TILE_N * TILE_N, (int64_t)TILE_N), 4 * (int64_t)TILE_N);
-    const int64_t n_chunks = (N + ch - 1) / ch;
-    _Atomic int32_t *ctr = &ex->chunks[id];
-    for (int64_t ci = ith; ci < n_chunks; ci = nth + atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed))
-        mm_rows(&c, ci * ch, MF_MIN(N, ci * ch + ch));
+    int64_t n0, n1;
+    while ((n0 = claim_rows(&ex->chunks[id], N, ch, nth, &n1)) < N) mm_rows(&c, n0, n1);
 }

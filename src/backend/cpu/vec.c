@@ -25,6 +25,9 @@
 #include <immintrin.h>
 #define MF_CPU_X86 1
 #endif
+#if defined(__x86_64__)
+#include "backend/cpu/exp_avx512.h"
+#endif
 
 /* ggml_v_expf's constants */
 #define EXP_SHIFT 0x1.8p23f
@@ -127,6 +130,44 @@ static void rope_scalar(int64_t n_dims, bool neox, const float *cs, const float 
     ROPE_BODY(fmaf)
 }
 
+/* ggml's rms_norm sum: a chain of double adds, one per element, so bound by the add's latency; eight rows'
+ * chains side by side (named: a loop over an array kept them in memory, a store per add) */
+static void sumsq_scalar(const float *const *x, int nr, int64_t n, double *sum) {
+    int r = 0;
+    for (; r + 8 <= nr; r += 8) {
+        const float *x0 = x[r], *x1 = x[r + 1], *x2 = x[r + 2], *x3 = x[r + 3], *x4 = x[r + 4], *x5 = x[r + 5],
+                    *x6 = x[r + 6], *x7 = x[r + 7];
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+        for (int64_t i = 0; i < n; i++) {
+            s0 += (double)(x0[i] * x0[i]), s1 += (double)(x1[i] * x1[i]);
+            s2 += (double)(x2[i] * x2[i]), s3 += (double)(x3[i] * x3[i]);
+            s4 += (double)(x4[i] * x4[i]), s5 += (double)(x5[i] * x5[i]);
+            s6 += (double)(x6[i] * x6[i]), s7 += (double)(x7[i] * x7[i]);
+        }
+        sum[r] = s0, sum[r + 1] = s1, sum[r + 2] = s2, sum[r + 3] = s3;
+        sum[r + 4] = s4, sum[r + 5] = s5, sum[r + 6] = s6, sum[r + 7] = s7;
+    }
+    for (; r < nr; r++) {
+        double s0 = 0;
+        for (int64_t i = 0; i < n; i++) s0 += (double)(x[r][i] * x[r][i]);
+        sum[r] = s0;
+    }
+}
+
+static void scale_op_scalar(int64_t n, const float *x, float s, int op, const float *z, bool z1, float *y) {
+    for (int64_t i = 0; i < n; i++) {
+        const float t = x[i] * s, b = z1 ? z[0] : z ? z[i] : 0.0f;
+        y[i] = op == MF_OP_MUL ? t * b : op == MF_OP_ADD ? t + b : t;
+    }
+}
+
+static void bin_op_scalar(int64_t n, const float *x, int op, const float *z, bool z1, float *y) {
+    for (int64_t i = 0; i < n; i++) {
+        const float b = z1 ? z[0] : z[i];
+        y[i] = op == MF_OP_MUL ? x[i] * b : x[i] + b;
+    }
+}
+
 static void round_f16_scalar(int64_t n, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] = mf_fp16_to_fp32(mf_fp32_to_fp16(y[i]));
 }
@@ -180,6 +221,69 @@ AVX2 static void scale_avx2(int64_t n, float s, float *y) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), vs));
     for (; i < n; i++) y[i] *= s;
+}
+
+/* G groups of 4 rows: per 4 elements a 4 x 4 transpose puts element i of the group's rows in one register,
+ * squared in float, widened and added to the group's 4 double chains in element order; the last n % 4
+ * elements continue each chain in scalar */
+static inline __attribute__((always_inline)) AVX2 void sumsq_groups(const float *const *x, const int G, int64_t n,
+                                                                    double *sum) {
+    __m256d acc[4];
+    for (int g = 0; g < G; g++) acc[g] = _mm256_setzero_pd();
+    const int64_t n4 = n & ~(int64_t)3;
+    for (int64_t i = 0; i < n4; i += 4) {
+        for (int g = 0; g < G; g++) {
+            __m128 r0 = _mm_loadu_ps(x[4 * g] + i), r1 = _mm_loadu_ps(x[4 * g + 1] + i);
+            __m128 r2 = _mm_loadu_ps(x[4 * g + 2] + i), r3 = _mm_loadu_ps(x[4 * g + 3] + i);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            acc[g] = _mm256_add_pd(acc[g], _mm256_cvtps_pd(_mm_mul_ps(r0, r0)));
+            acc[g] = _mm256_add_pd(acc[g], _mm256_cvtps_pd(_mm_mul_ps(r1, r1)));
+            acc[g] = _mm256_add_pd(acc[g], _mm256_cvtps_pd(_mm_mul_ps(r2, r2)));
+            acc[g] = _mm256_add_pd(acc[g], _mm256_cvtps_pd(_mm_mul_ps(r3, r3)));
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        double s[4];
+        _mm256_storeu_pd(s, acc[g]);
+        for (int k = 0; k < 4; k++) {
+            const float *xr = x[4 * g + k];
+            for (int64_t i = n4; i < n; i++) s[k] += (double)(xr[i] * xr[i]);
+            sum[4 * g + k] = s[k];
+        }
+    }
+}
+
+AVX2 static void sumsq_avx2(const float *const *x, int nr, int64_t n, double *sum) {
+    int r = 0;
+    for (; r + 16 <= nr; r += 16) sumsq_groups(x + r, 4, n, sum + r);
+    for (; r + 4 <= nr; r += 4) sumsq_groups(x + r, 1, n, sum + r);
+    if (r < nr) sumsq_scalar(x + r, nr - r, n, sum + r);
+}
+
+AVX2 static void scale_op_avx2(int64_t n, const float *x, float s, int op, const float *z, bool z1, float *y) {
+    const __m256 vs = _mm256_set1_ps(s);
+    int64_t i = 0;
+    if (op != MF_OP_MUL && op != MF_OP_ADD) {
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+    } else {
+        const bool mul = op == MF_OP_MUL;
+        for (; i + 8 <= n; i += 8) {
+            const __m256 t = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
+            const __m256 b = z1 ? _mm256_set1_ps(z[0]) : _mm256_loadu_ps(z + i);
+            _mm256_storeu_ps(y + i, mul ? _mm256_mul_ps(t, b) : _mm256_add_ps(t, b));
+        }
+    }
+    if (i < n) scale_op_scalar(n - i, x + i, s, op, z1 ? z : z ? z + i : NULL, z1, y + i);
+}
+
+AVX2 static void bin_op_avx2(int64_t n, const float *x, int op, const float *z, bool z1, float *y) {
+    const bool mul = op == MF_OP_MUL;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 a = _mm256_loadu_ps(x + i), b = z1 ? _mm256_set1_ps(z[0]) : _mm256_loadu_ps(z + i);
+        _mm256_storeu_ps(y + i, mul ? _mm256_mul_ps(a, b) : _mm256_add_ps(a, b));
+    }
+    if (i < n) bin_op_scalar(n - i, x + i, op, z1 ? z : z + i, z1, y + i);
 }
 
 #define AVX512 __attribute__((target("avx2,fma,avx512f,avx512bw")))
@@ -260,6 +364,23 @@ static AVX2 void swiglu_avx2(int64_t n, const float *x, const float *u, float *y
     for (; i < n; i++) y[i] = u ? silu_tail(x[i]) * u[i] : silu_tail(x[i]);
 }
 
+#if defined(__x86_64__)
+/* the same, 16 lanes at a time: every lane the same operations as exp8's and ggml_v_silu's, so the same
+ * bits; the boundary between vector and tail stays AVX2's (the last n % 8 elements take libm's expf) */
+static AVX512 void swiglu_avx512(int64_t n, const float *x, const float *u, float *y) {
+    const int64_t nv = n & ~(int64_t)7;
+    int64_t i = 0;
+    const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    for (; i + 16 <= nv; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        __m512 s = _mm512_div_ps(v, _mm512_add_ps(one, mf_exp16(_mm512_sub_ps(zero, v))));
+        if (u) s = _mm512_mul_ps(s, _mm512_loadu_ps(u + i));
+        _mm512_storeu_ps(y + i, s);
+    }
+    swiglu_avx2(n - i, x + i, u ? u + i : NULL, y + i);
+}
+#endif
+
 /* F16C's conversion rounds to nearest even like mf_fp32_to_fp16 (subnormals included): the same bits */
 __attribute__((target("avx,f16c"))) static void round_f16_f16c(int64_t n, float *y) {
     int64_t i = 0;
@@ -286,6 +407,9 @@ void mf_cpu_vec_init_isa(mf_cpu_vec *v, mf_isa isa) {
     v->exp_sub = exp_sub_scalar;
     v->swiglu = swiglu_scalar;
     v->rope = rope_scalar;
+    v->sumsq = sumsq_scalar;
+    v->scale_op = scale_op_scalar;
+    v->bin_op = bin_op_scalar;
 #ifdef MF_CPU_X86
     /* quant's AVX2 level implies AVX and F16C (AVX-512 includes it); MINFER_ISA=scalar forces the plain loops */
     if (isa == MF_ISA_AVX2 || mf_isa_avx512(isa)) {
@@ -297,7 +421,13 @@ void mf_cpu_vec_init_isa(mf_cpu_vec *v, mf_isa isa) {
         v->round_f16 = round_f16_f16c;
         v->exp_sub = exp_sub_avx2;
         v->swiglu = swiglu_avx2;
+#if defined(__x86_64__)
+        if (mf_isa_avx512(isa)) v->swiglu = swiglu_avx512;
+#endif
         v->rope = rope_fma;
+        v->sumsq = sumsq_avx2;
+        v->scale_op = scale_op_avx2;
+        v->bin_op = bin_op_avx2;
     }
 #else
     (void)isa;
