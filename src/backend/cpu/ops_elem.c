@@ -83,7 +83,6 @@ void mf_cpu_op_rms_norm(const mf_cpu_exec *ex, const mf_node *n, int ith, int nt
     }
 }
 
-
 void mf_cpu_op_binary(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     const mf_node *a = src(ex, n, 0), *b = src(ex, n, 1);
     const int64_t ne0 = a->ne[0];

@@ -138,8 +138,9 @@ static int64_t claim(_Atomic uint64_t *st, int64_t n, int64_t want, bool back, i
 
 /* The next weight rows of a prefill matmul from the counter *next (the first row not yet claimed): about
  * 1 / (2 * nth) of those left, in whole tiles, between one tile and `most` rows.  With fixed 4-tile chunks
- * the last chunk of the FFN down matrix at pp512 (64 rows x 512 activations x 4864) kept the other thread
- * waiting up to ~0.4 ms.  Returns the first row claimed and sets *end; N when none is left. */
+ * a thread could wait up to one chunk's time at the next barrier: for the FFN down matrix at pp512 (64 rows
+ * x 512 activations x 4864) about 0.4 ms, estimated from its share of the profile, not measured alone.
+ * Returns the first row claimed and sets *end; N when none is left. */
 static int64_t claim_rows(_Atomic int32_t *next, int64_t N, int64_t most, int nth, int64_t *end) {
     int32_t v = atomic_load_explicit(next, memory_order_relaxed);
     for (;;) {
