@@ -309,7 +309,7 @@ static inline MF_AVX2 int sum_i8x32(__m256i b) {
 }
 
 /* q8_0s (the x16 kernels' activations): Q8_0's bytes and scale as above, and each block's quant sum, in
- * one pass (mf_to_q8_0s's convert-then-copy read every block twice) */
+ * one pass (converting to q8_0 first, then copying with the sums, read every block twice) */
 MF_AVX2 void mf_from_float_q8_0s_avx2(const float *x, void *vy, int64_t n) {
     mf_block_q8_0s *y = vy;
     for (int64_t i = 0; i < n / MF_QK8_0; i++, x += MF_QK8_0) {

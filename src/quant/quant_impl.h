@@ -114,9 +114,6 @@ mf_dot_rows_fn mf_quant_arch_dot_rows(mf_isa isa);
  * tile state, with the errno), or NULL.  Said once at MINFER_LOG=info and in MINFER_ISA's refusal. */
 const char *mf_quant_arch_lacks(mf_isa isa);
 
-/* q8_0s rows (repack.c): the Q8_0 bytes the converter q8_0 writes, plus each block's quant sum. */
-void mf_to_q8_0s(mf_from_float_fn q8_0, const float *x, void *y, int64_t n);
-
 /* ---- scalar kernels (dot_scalar.c) ---- */
 void mf_vec_dot_f32_scalar(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_f16_scalar(int64_t n, float *s, const void *w, const void *a);

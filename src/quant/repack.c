@@ -308,15 +308,16 @@ int mf_unpack_row(uint32_t x8_type, const void *src, void *dst_row, int64_t K, i
     return MF_E_INVAL;
 }
 
-/* ---- q8_0s activations: the Q8_0 bytes of the given converter, plus each block's quant sum ---- */
+/* ---- q8_0s activations: the scalar Q8_0 bytes, plus each block's quant sum (the SIMD converters do the
+ * same in one pass, dot_avx2.c) ---- */
 
-void mf_to_q8_0s(mf_from_float_fn q8_0, const float *x, void *vy, int64_t n) {
+void mf_from_float_q8_0s(const float *x, void *vy, int64_t n) {
     enum { CHUNK = 64 }; /* blocks per conversion call */
     mf_block_q8_0 tmp[CHUNK];
     mf_block_q8_0s *y = vy;
     for (int64_t b0 = 0; b0 < n / MF_QK8_0; b0 += CHUNK) {
         const int64_t nb = MF_MIN((int64_t)CHUNK, n / MF_QK8_0 - b0);
-        q8_0(x + b0 * MF_QK8_0, tmp, nb * MF_QK8_0);
+        mf_from_float_q8_0(x + b0 * MF_QK8_0, tmp, nb * MF_QK8_0);
         for (int64_t i = 0; i < nb; i++) {
             int s = 0;
             for (int k = 0; k < MF_QK8_0; k++) s += tmp[i].qs[k];
@@ -325,10 +326,6 @@ void mf_to_q8_0s(mf_from_float_fn q8_0, const float *x, void *vy, int64_t n) {
             memcpy(y[b0 + i].qs, tmp[i].qs, MF_QK8_0);
         }
     }
-}
-
-void mf_from_float_q8_0s(const float *x, void *y, int64_t n) {
-    mf_to_q8_0s(mf_from_float_q8_0, x, y, n);
 }
 
 /* ---- reference kernels (the tile contract of quant.h with nw rows of consecutive groups of R, act_major
