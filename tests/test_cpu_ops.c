@@ -358,16 +358,7 @@ static int32_t b_cont(mf_graph *g, int32_t a, int32_t b) {
     return mf_g_cont(g, mf_g_permute(g, a, 1, 0, 2, 3));
 }
 
-/* many row chunks (the matmul hands weight rows out from a shared counter: decode's stretches with stealing
- * at M <= 4, prefill's shrinking chunks above): the result still does not depend on the thread count or on
- * the other rows of the batch (the last row alone runs the decode path, so a prefill chunk that skipped or
- * misplaced weight rows shows), and a fused ADD rides along per chunk */
-static void matmul_chunks_batch(int64_t M);
-static void test_matmul_dynamic_chunks(void) {
-    matmul_chunks_batch(3);
-    matmul_chunks_batch(9);
-}
-
+/* one batch of M rows at 1, 2, 5 and 8 threads, and its last row alone, against the batch at 1 thread */
 static void matmul_chunks_batch(int64_t M) {
     const int64_t K = 128, N = 1203;
     seed(77);
@@ -415,6 +406,15 @@ static void matmul_chunks_batch(int64_t M) {
     free(w);
     free(wf);
     free(x);
+}
+
+/* many row chunks (the matmul hands weight rows out from a shared counter: decode's stretches with stealing
+ * at M <= 4, prefill's shrinking chunks above): the result does not depend on the thread count or on the
+ * other rows of the batch (the last row alone runs the decode path, so a prefill chunk that skipped or
+ * misplaced weight rows shows) */
+static void test_matmul_dynamic_chunks(void) {
+    matmul_chunks_batch(3);
+    matmul_chunks_batch(9);
 }
 
 /* eps is only visible where the mean square is near it: rows scaled to RMS 1e-4 .. 3 (eps = 1e-6 is
