@@ -206,20 +206,20 @@ AVX512 void mf_cpu_att_fa_rows(int64_t hd, int n, const float *sc, const float *
 AVX512 void mf_cpu_att_kt16(int64_t hd, const char *base, size_t nb1, size_t off, uint32_t type, const int32_t *cell,
                             int nk, float *kt) {
     for (int64_t c = 0; c < hd / 16; c++) {
-        __m512 r[16], t[16];
-        for (int i = 0; i < 16; i++) r[i] = i < nk ? v16(base + (size_t)cell[i] * nb1 + off, type, (int)c) : _mm512_setzero_ps();
-        for (int i = 0; i < 8; i++) {
+        __m512 r[16], t[16]; /* the loops unrolled, so these stay in registers (gcc -O2 does not unroll them) */
+        _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) r[i] = i < nk ? v16(base + (size_t)cell[i] * nb1 + off, type, (int)c) : _mm512_setzero_ps();
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
             t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);     /* per 128 bits: a0 b0 a1 b1 */
             t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]); /* a2 b2 a3 b3 */
         }
-        for (int i = 0; i < 4; i++) { /* r[4i + x]: element x of each 128 bits of rows 4i..4i+3 */
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) { /* r[4i + x]: element x of each 128 bits of rows 4i..4i+3 */
             r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
             r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
             r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
             r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
         }
         float *o = kt + (size_t)c * 256;
-        for (int x = 0; x < 4; x++) { /* element 4L + x of the 16: the L-th 128 bits of r[x], r[4 + x], r[8 + x], r[12 + x] */
+        _Pragma("GCC unroll 4") for (int x = 0; x < 4; x++) { /* element 4L + x of the 16: the L-th 128 bits of r[x], r[4 + x], r[8 + x], r[12 + x] */
             const __m512 u0 = _mm512_shuffle_f32x4(r[x], r[4 + x], 0x88), u1 = _mm512_shuffle_f32x4(r[x], r[4 + x], 0xDD);
             const __m512 u2 = _mm512_shuffle_f32x4(r[8 + x], r[12 + x], 0x88), u3 = _mm512_shuffle_f32x4(r[8 + x], r[12 + x], 0xDD);
             _mm512_storeu_ps(o + 16 * x, _mm512_shuffle_f32x4(u0, u2, 0x88));
@@ -337,7 +337,7 @@ AVX512 void mf_cpu_att_pv_rows(const mf_cpu_att_pvb *b) {
         float *o = b->out + (size_t)(r / b->nh) * b->out_stride + (size_t)(r % b->nh) * (size_t)hd;
         for (int64_t d = 0; d < hd; d += 16) {
             __m512 l[8];
-            for (int m = 0; m < 8; m++) l[m] = _mm512_loadu_ps(a + (size_t)m * ls + d);
+            _Pragma("GCC unroll 8") for (int m = 0; m < 8; m++) l[m] = _mm512_loadu_ps(a + (size_t)m * ls + d);
             _mm512_storeu_ps(o + d, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(l[0], l[4]), _mm512_add_ps(l[2], l[6])),
                                                   _mm512_add_ps(_mm512_add_ps(l[1], l[5]), _mm512_add_ps(l[3], l[7]))));
         }
