@@ -17,38 +17,52 @@
 
 #define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 
-/* R query rows (a constant at each call) against the 16 keys of kt.  Lane i is key i's dot in exactly
- * the order of the AVX2 F32/F16 vec_dot (4 accumulators x 8 lanes over steps of 32, then its reduce4
- * tree): partial a[l][m] = sum over steps s of q[32s + 8l + m] * k[32s + 8l + m] (fma from 0), then
- * u[m] = (a0 + a2) + (a1 + a3), then ((u0 + u4) + (u1 + u5)) + ((u2 + u6) + (u3 + u7)). */
+/* Lane i of u = the partial sum m (0..7) of R query rows' dots with key i, in the order of the AVX2
+ * F32/F16 vec_dot (4 accumulators x 8 lanes over steps of 32, then its reduce4 tree): a[l] = sum over
+ * steps s of q[32s + 8l + m] * k[32s + 8l + m] (fma from 0), u = (a0 + a2) + (a1 + a3). */
+static inline __attribute__((always_inline)) AVX512 void partial_m(int64_t hd, const float *kt, const float *q,
+                                                                   const int m, __m512 *u, const int R) {
+    const int64_t steps = hd / 32;
+    __m512 a[4][4];
+    _Pragma("GCC unroll 4") for (int l = 0; l < 4; l++) {
+        _Pragma("GCC unroll 4") for (int rr = 0; rr < R; rr++) a[rr][l] = _mm512_setzero_ps();
+        for (int64_t st = 0; st < steps; st++) {
+            const int64_t d = 32 * st + 8 * l + m;
+            const __m512 k = _mm512_loadu_ps(kt + 16 * d);
+            _Pragma("GCC unroll 4") for (int rr = 0; rr < R; rr++)
+                a[rr][l] = _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)rr * hd + d]), k, a[rr][l]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int rr = 0; rr < R; rr++)
+        u[rr] = _mm512_add_ps(_mm512_add_ps(a[rr][0], a[rr][2]), _mm512_add_ps(a[rr][1], a[rr][3]));
+}
+
+/* R query rows (1, 2 or 4, a constant at each call) against the 16 keys of kt: lane i is key i's dot,
+ * the partial sums u0..u7 above folded by vec_dot's tree ((u0 + u4) + (u1 + u5)) + ((u2 + u6) + (u3 + u7))
+ * as soon as each pair exists, so only a few sums per row are live: four rows fit the registers, and each
+ * K load and the query broadcasts serve four rows' fmas (two rows were bound by the loads on Intel) */
 static inline __attribute__((always_inline)) AVX512 void scores_rows(int64_t hd, const float *kt, const float *q,
                                                                      float *out, const int R) {
-    const int64_t steps = hd / 32;
-    const __m512 zero = _mm512_setzero_ps();
-    __m512 u[2][8];
-    _Pragma("GCC unroll 8") for (int m = 0; m < 8; m++) {
-        __m512 a[2][4];
-        _Pragma("GCC unroll 4") for (int l = 0; l < 4; l++) {
-            _Pragma("GCC unroll 2") for (int rr = 0; rr < R; rr++) a[rr][l] = zero;
-            for (int64_t st = 0; st < steps; st++) {
-                const int64_t d = 32 * st + 8 * l + m;
-                const __m512 k = _mm512_loadu_ps(kt + 16 * d);
-                _Pragma("GCC unroll 2") for (int rr = 0; rr < R; rr++) a[rr][l] = _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)rr * hd + d]), k, a[rr][l]);
-            }
-        }
-        _Pragma("GCC unroll 2") for (int rr = 0; rr < R; rr++)
-            u[rr][m] = _mm512_add_ps(_mm512_add_ps(a[rr][0], a[rr][2]), _mm512_add_ps(a[rr][1], a[rr][3]));
-    }
-    _Pragma("GCC unroll 2") for (int rr = 0; rr < R; rr++) {
-        const __m512 t0 = _mm512_add_ps(u[rr][0], u[rr][4]), t1 = _mm512_add_ps(u[rr][1], u[rr][5]);
-        const __m512 t2 = _mm512_add_ps(u[rr][2], u[rr][6]), t3 = _mm512_add_ps(u[rr][3], u[rr][7]);
-        _mm512_storeu_ps(out + (size_t)rr * 16, _mm512_add_ps(_mm512_add_ps(t0, t1), _mm512_add_ps(t2, t3)));
-    }
+    __m512 lo[4], hi[4], t01[4], t2[4];
+    partial_m(hd, kt, q, 0, lo, R);
+    partial_m(hd, kt, q, 4, hi, R);
+    _Pragma("GCC unroll 4") for (int rr = 0; rr < R; rr++) t01[rr] = _mm512_add_ps(lo[rr], hi[rr]);
+    partial_m(hd, kt, q, 1, lo, R);
+    partial_m(hd, kt, q, 5, hi, R);
+    _Pragma("GCC unroll 4") for (int rr = 0; rr < R; rr++) t01[rr] = _mm512_add_ps(t01[rr], _mm512_add_ps(lo[rr], hi[rr]));
+    partial_m(hd, kt, q, 2, lo, R);
+    partial_m(hd, kt, q, 6, hi, R);
+    _Pragma("GCC unroll 4") for (int rr = 0; rr < R; rr++) t2[rr] = _mm512_add_ps(lo[rr], hi[rr]);
+    partial_m(hd, kt, q, 3, lo, R);
+    partial_m(hd, kt, q, 7, hi, R);
+    _Pragma("GCC unroll 4") for (int rr = 0; rr < R; rr++)
+        _mm512_storeu_ps(out + (size_t)rr * 16, _mm512_add_ps(t01[rr], _mm512_add_ps(t2[rr], _mm512_add_ps(lo[rr], hi[rr]))));
 }
 
 /* out[r * 16 + i] = dot(q row r, key i) for nrows rows (rows hd floats apart), kt = [hd][16], hd % 32 == 0 */
 AVX512 void mf_cpu_att_scores16(int64_t hd, const float *kt, const float *q, int nrows, float *out) {
     int r = 0;
+    for (; r + 4 <= nrows; r += 4) scores_rows(hd, kt, q + (size_t)r * hd, out + (size_t)r * 16, 4);
     for (; r + 2 <= nrows; r += 2) scores_rows(hd, kt, q + (size_t)r * hd, out + (size_t)r * 16, 2);
     for (; r < nrows; r++) scores_rows(hd, kt, q + (size_t)r * hd, out + (size_t)r * 16, 1);
 }
@@ -235,11 +249,12 @@ AVX512 void mf_cpu_att_kt16(int64_t hd, const char *base, size_t nb1, size_t off
  * scalar rule: the row's maximum is the same value, see attention.c) */
 AVX512 void mf_cpu_att_scores16_put(int64_t hd, const float *kt, const float *q, int nrows, float scale,
                                     const uint16_t *mask, float *dst, size_t stride, float *mxv) {
-    float s[32];
+    float s[64];
     const __m512 vs = _mm512_set1_ps(scale);
     for (int r = 0; r < nrows;) {
-        const int R = r + 2 <= nrows ? 2 : 1;
-        if (R == 2) scores_rows(hd, kt, q + (size_t)r * hd, s, 2);
+        const int R = r + 4 <= nrows ? 4 : r + 2 <= nrows ? 2 : 1;
+        if (R == 4) scores_rows(hd, kt, q + (size_t)r * hd, s, 4);
+        else if (R == 2) scores_rows(hd, kt, q + (size_t)r * hd, s, 2);
         else scores_rows(hd, kt, q + (size_t)r * hd, s, 1);
         for (int rr = 0; rr < R; rr++, r++) {
             const __m512 x = _mm512_mul_ps(_mm512_loadu_ps(s + 16 * rr), vs);
