@@ -70,6 +70,7 @@ cond_holds() {
         always) v=1 ;;
         linux | darwin) v=0; [ "$f_os" = "$t" ] && v=1 ;;
         x86_64 | aarch64) v=0; [ "$f_arch" = "$t" ] && v=1 ;;
+        emulated) v=0; [ "${MF_TEST_EMULATED:-}" = 1 ] && v=1 ;;
         full) v=$f_full ;;
         cuda-build) v=$f_cuda_build ;;
         cuda-device) v=$f_cuda_device ;;
@@ -121,8 +122,8 @@ if [ -f "$SKIPS" ]; then
         # shellcheck disable=SC2086
         cond_holds $w; h=$?
         if [ "$h" = 2 ]; then
-            echo "FAIL $SKIPS:$ln: unknown condition in '$w' (tokens: always linux darwin full cuda-build" \
-                "cuda-device isa<L cpu<L, L = scalar|avx2|avx512|amx, each may start with !)"
+            echo "FAIL $SKIPS:$ln: unknown condition in '$w' (tokens: always linux darwin x86_64 aarch64 emulated full" \
+                "cuda-build cuda-device isa<L cpu<L, L = scalar|avx2|avx512|amx, each may start with !)"
             fail=$((fail + 1)); continue
         fi
         es_test+=("$t") es_skip+=("$s") es_when+=("$w") es_holds+=($((1 - h))) es_seen+=(0) es_where+=("$SKIPS:$ln")

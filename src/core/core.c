@@ -1,4 +1,4 @@
-/* core: error messages, the log sink, aligned allocation, the clock. */
+/* core: error messages, the log sink, aligned (and huge-page) allocation, the clock. */
 #include "core/core.h"
 #include "core/env.h"
 
@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/mman.h>
 
 int mf_err(mf_error *err, int code, const char *fmt, ...) {
     if (err) {
@@ -91,6 +93,20 @@ void *mf_aligned_alloc(size_t align, size_t size) {
 }
 
 void mf_aligned_free(void *p) { free(p); }
+
+/* Huge pages: one page fault per 2 MiB instead of per 4 KiB while the buffer is first written (a 500 MiB
+ * repack took ~128 k faults, most of a model's load time in a VM), and one TLB entry per 2 MiB while the
+ * weights stream through every token. */
+#define MF_HUGE_PAGE ((size_t)2 << 20)
+void *mf_huge_alloc(size_t size) {
+    void *p = mf_aligned_alloc(MF_HUGE_PAGE, size);
+#if defined(MADV_HUGEPAGE)
+    const size_t whole = size / MF_HUGE_PAGE * MF_HUGE_PAGE;
+    if (p && whole && madvise(p, whole, MADV_HUGEPAGE) != 0)
+        mf_log(MF_LOG_DEBUG, "madvise(MADV_HUGEPAGE) on %zu bytes: %s (ordinary pages)", whole, strerror(errno));
+#endif
+    return p;
+}
 
 double mf_time_now(void) {
     struct timespec ts;

@@ -222,7 +222,7 @@ static int repack(mf_model *m, mf_error *err) {
         return 0;
     }
     m->repacked = calloc((size_t)k, sizeof *m->repacked);
-    m->repack_buf = mf_aligned_alloc(64, total);
+    m->repack_buf = mf_huge_alloc(total);
     if (!m->repacked || !m->repack_buf) {
         free(slots);
         return mf_err(err, MF_E_NOMEM, "out of memory repacking %d weight matrices (%zu bytes); "
