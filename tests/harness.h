@@ -11,6 +11,8 @@
 #define MF_TEST_HARNESS_H
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +102,28 @@ static inline int mf_test_done(void) {
 static inline int mf_test_emulated(void) {
     const char *e = getenv("MF_TEST_EMULATED");
     return e && !strcmp(e, "1");
+}
+
+/* The VmFlags of the mapping that holds p, from /proc/self/smaps, into flags (" rd wr ... hg": "hg" = advised
+ * for transparent huge pages); false when no mapping holds it or the file cannot be read (not Linux). */
+static inline bool mf_test_vm_flags(const void *p, char *flags, size_t cap) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return false;
+    char line[512];
+    bool in = false, found = false;
+    flags[0] = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        char c;
+        if (sscanf(line, "%lx-%lx %c", &a, &b, &c) == 3) {
+            in = (uintptr_t)p >= a && (uintptr_t)p < b;
+            found |= in;
+        } else if (in && !strncmp(line, "VmFlags:", 8)) {
+            snprintf(flags, cap, "%s", line + 8);
+        }
+    }
+    fclose(f);
+    return found;
 }
 
 /* Where generated test artefacts go (models are generated at test time, never committed). */

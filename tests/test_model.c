@@ -251,21 +251,8 @@ static void test_huge_alloc_is_aligned_and_advised_for_huge_pages(void) {
         mf_aligned_free(p);
         SKIP("under a user-mode emulator: its /proc/self/smaps does not carry the guest's madvise flags");
     }
-    FILE *f = fopen("/proc/self/smaps", "r");
-    REQUIRE(f, "cannot read /proc/self/smaps");
-    char line[512], flags[512] = "";
-    bool in = false, found = false;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        char c;
-        if (sscanf(line, "%lx-%lx %c", &a, &b, &c) == 3) {
-            in = (uintptr_t)p >= a && (uintptr_t)p < b;
-            found |= in;
-        } else if (in && !strncmp(line, "VmFlags:", 8)) {
-            snprintf(flags, sizeof flags, "%s", line + 8);
-        }
-    }
-    fclose(f);
+    char flags[512];
+    const bool found = mf_test_vm_flags(p, flags, sizeof flags);
     mf_aligned_free(p);
     CHECK(found, "no mapping in /proc/self/smaps holds %p", (void *)p);
     CHECK(strstr(flags, " hg") != NULL, "the buffer's mapping is not advised for huge pages: VmFlags:%s", flags);

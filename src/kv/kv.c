@@ -191,7 +191,7 @@ int mf_kv_new_placed(int32_t n_layer, int64_t n_embd_k, int64_t n_embd_v, int32_
         free(kv);
         return mf_err(err, MF_E_RANGE, "KV cache size overflows: %d layers x %d cells", n_layer, n_cells);
     }
-    if (!mem) kv->mem = mf_aligned_alloc(64, (size_t)total);
+    if (!mem) kv->mem = mf_huge_alloc((size_t)total); /* attention at depth reads every cell of a layer */
     kv->k = calloc((size_t)n_layer, sizeof *kv->k);
     kv->v = calloc((size_t)n_layer, sizeof *kv->v);
     kv->host = calloc((size_t)n_layer, sizeof *kv->host);
