@@ -231,14 +231,14 @@ static inline __attribute__((always_inline)) AVX2 void sumsq_groups(const float 
     /* unrolled over the groups so that the chains stay in registers (a loop over acc[] kept them in
      * memory: every add waited on a store-to-load forward) and the row pointers are loaded once */
     __m256d acc[4];
-    const float *xr[16];
+    const float *rp[16];
     _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) acc[g] = _mm256_setzero_pd();
-    _Pragma("GCC unroll 16") for (int k = 0; k < 4 * G; k++) xr[k] = x[k];
+    _Pragma("GCC unroll 16") for (int k = 0; k < 4 * G; k++) rp[k] = x[k];
     const int64_t n4 = n & ~(int64_t)3;
     for (int64_t i = 0; i < n4; i += 4) {
         _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
-            __m128 r0 = _mm_loadu_ps(xr[4 * g] + i), r1 = _mm_loadu_ps(xr[4 * g + 1] + i);
-            __m128 r2 = _mm_loadu_ps(xr[4 * g + 2] + i), r3 = _mm_loadu_ps(xr[4 * g + 3] + i);
+            __m128 r0 = _mm_loadu_ps(rp[4 * g] + i), r1 = _mm_loadu_ps(rp[4 * g + 1] + i);
+            __m128 r2 = _mm_loadu_ps(rp[4 * g + 2] + i), r3 = _mm_loadu_ps(rp[4 * g + 3] + i);
             _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
             acc[g] = _mm256_add_pd(acc[g], _mm256_cvtps_pd(_mm_mul_ps(r0, r0)));
             acc[g] = _mm256_add_pd(acc[g], _mm256_cvtps_pd(_mm_mul_ps(r1, r1)));
