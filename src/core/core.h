@@ -31,9 +31,9 @@ mf_log_level mf_log_get_level(void);
  * mf_aligned_free.  Both return NULL on failure (callers report MF_E_NOMEM with the size). */
 void *mf_aligned_alloc(size_t align, size_t size);
 void mf_aligned_free(void *p);
-/* A large buffer written once and then streamed (repacked weights): 2 MiB aligned, and the kernel is asked
- * to back it with transparent huge pages (Linux MADV_HUGEPAGE; a hint: where it is refused, ordinary
- * pages).  Freed with mf_aligned_free. */
+/* A large buffer streamed through on every token (the repacked weights, the KV cache): 2 MiB aligned, and
+ * the kernel is asked to back its whole 2 MiB pages with transparent huge pages (Linux MADV_HUGEPAGE; a
+ * hint: where it is refused, ordinary pages).  Freed with mf_aligned_free. */
 void *mf_huge_alloc(size_t size);
 
 /* Overflow-checked arithmetic for sizes computed from untrusted input: return false on overflow. */
