@@ -126,6 +126,16 @@ static inline bool mf_test_vm_flags(const void *p, char *flags, size_t cap) {
     return found;
 }
 
+/* NULL where mf_test_vm_flags can show a mapping's madvise flags, else why not (a test skips with it) */
+static inline const char *mf_test_vm_flags_unseen(void) {
+#if !defined(__linux__)
+    return "transparent huge pages are Linux's";
+#else
+    return mf_test_emulated() ? "under a user-mode emulator: its /proc/self/smaps does not carry the guest's madvise flags"
+                              : NULL;
+#endif
+}
+
 /* Where generated test artefacts go (models are generated at test time, never committed). */
 /* The whole file, NUL-terminated (malloc'd; NULL if it cannot be read); *len = its size when len is not NULL. */
 static inline char *mf_test_slurp(const char *path, size_t *len) {
