@@ -74,6 +74,7 @@ typedef struct {
      * without a known budget).  MINFER_GPU_MEM=<MiB> sets the budget instead of the device's free memory. */
     int32_t n_gpu_layers;
     const char *gpu_layers_origin; /* how the request was given, named in the report ("--gpu-layers 20"); may be NULL */
+    int32_t n_threads; /* threads that repack the weights at load: 0 = all online CPUs, at most 16 */
 } mf_model_params;
 
 mf_model_params mf_model_default_params(void);

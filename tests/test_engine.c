@@ -733,6 +733,10 @@ static void test_refusals(void) {
     mf_model *m = NULL;
     CHECK(mf_model_load("/nonexistent/model.gguf", NULL, &m, &err) != 0 && !m, "missing file loaded");
     CHECK(strstr(err.msg, "/nonexistent/model.gguf") != NULL, "msg: %s", err.msg);
+    mf_model_params neg = mf_model_default_params();
+    neg.n_threads = -2;
+    CHECK(mf_model_load(q2_path, &neg, &m, &err) == MF_E_INVAL && !m, "n_threads -2 accepted");
+    CHECK(strstr(err.msg, "n_threads must be >= 0") && strstr(err.msg, "got -2"), "msg: %s", err.msg);
     char path[512];
     snprintf(path, sizeof path, "%s/engine-llama.gguf", mf_test_tmpdir());
     mf_gguf_writer *w = mf_gguf_writer_new();

@@ -3,13 +3,17 @@
  *   a token_embd / output row count that disagrees with the vocabulary names the tensor at fault and
  *   both numbers; a tokenizer that cannot be built leaves a loadable model whose refusal to tokenize
  *   states the real reason; running out of memory anywhere in a load is reported as out of memory
- *   (every allocation made to fail in turn through the linker's --wrap, see the Makefile). */
+ *   (every allocation made to fail in turn through the linker's --wrap, see the Makefile); the copy of the
+ *   weights at load on several threads makes the copies the whole-matrix repack makes (generated tiny
+ *   files), and moves the others into huge pages only where the kernel has them. */
 #include "harness.h"
 
 #include "minfer.h"
 
 #include "core/core.h"
+#include "backend/registry.h"
 #include "gguf/gguf.h"
+#include "model/model.h"
 #include "quant/quant.h"
 
 #include <stdint.h>
@@ -252,6 +256,80 @@ static void test_huge_alloc_is_aligned_and_advised_for_huge_pages(void) {
     CHECK(strstr(flags, " hg") != NULL, "the buffer's mapping is not advised for huge pages: VmFlags:%s", flags);
 }
 
+/* The copy at load cuts the matrices into items of whole row groups that several threads take in turn;
+ * every copy must be byte for byte the one-call repack of the whole original, or the original itself for a
+ * type with no layout of its own (a wrong item offset, a lost last item or a row group split between items
+ * would each show), for one thread and for more threads than this machine has cores.  Generated tiny
+ * files: q8_0 (x16 or x8 layouts), Q4_K_M (q4_K, q6_K) and f16 (moved into huge pages where the kernel
+ * has them, as they are); each untied LM head (151936 rows) spans many items. */
+static void test_copies_at_load_on_threads_equal_the_whole_matrix(void) {
+    const char *types[] = {"q8_0", "q4_k_m", "f16"};
+    const bool huge = mf_huge_pages_advisable();
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        char path[512], cmd[1024];
+        snprintf(path, sizeof path, "%s/model-repack-%s.gguf", mf_test_tmpdir(), types[ti]);
+        snprintf(cmd, sizeof cmd, "%s --arch qwen2 --type %s -o %s", mf_test_genmodel(), types[ti], path);
+        REQUIRE(system(cmd) == 0, "%s failed", cmd);
+        mf_error err = {0};
+        mf_model *ref = NULL;
+        const mf_model_open_params in_place = {.repack = false};
+        REQUIRE(!mf_model_open(path, &in_place, &ref, &err), "%s: %s", path, err.msg);
+        const int threads[] = {1, 3};
+        for (size_t k = 0; k < 2; k++) {
+            mf_model *m = NULL;
+            const mf_model_open_params op = {.repack = true, .n_threads = threads[k]};
+            REQUIRE(!mf_model_open(path, &op, &m, &err), "%s: %s", path, err.msg);
+            int n_same = 0, n_large = 0, n_layout = 0;
+            for (int i = 0; i < m->n_copies; i++) {
+                const mf_gguf_tensor *c = &m->copies[i];
+                char name[128];
+                snprintf(name, sizeof name, "%.*s", (int)c->name.len, c->name.ptr);
+                const mf_gguf_tensor *t = mf_gguf_find_tensor(ref->gguf, name);
+                REQUIRE(t && t->nbytes == c->nbytes, "%s: no original of the same size", name);
+                /* the CPU's layout for it: x8/x16 where its kernels have one (x86-64), else its own type */
+                const uint32_t lay = mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]);
+                CHECK(c->type == lay, "%s: copied as type %u, the CPU's layout is %u", name, c->type, lay);
+                n_layout += lay != t->type;
+                void *want = malloc((size_t)t->nbytes);
+                REQUIRE(want, "out of memory");
+                if (c->type == t->type)
+                    memcpy(want, t->data, (size_t)t->nbytes);
+                else
+                    CHECK(!mf_repack_as(c->type, t->type, t->data, want, t->ne[0], t->ne[1]), "%s: repack failed", name);
+                if (!memcmp(want, c->data, (size_t)t->nbytes))
+                    n_same++;
+                else
+                    CHECK(false, "%s (%s, %d threads): the copy differs from the whole matrix's", name, types[ti],
+                          threads[k]);
+                n_large += t->nbytes > ((uint64_t)8 << 20);
+                free(want);
+            }
+            printf("  %s, %d threads: %d of %d copies (%d repacked, %d moved) equal the whole matrix's (%d over 8 MiB)\n",
+                   types[ti], threads[k], n_same, m->n_copies, m->n_repacked, m->n_moved, n_large);
+            /* 2 layers x 7 matrices + the LM head: all copied where huge pages are advisable, else only those
+             * with a layout of their own (none outside x86-64) */
+            CHECK(m->n_repacked == n_layout && m->n_moved == m->n_copies - n_layout &&
+                      m->n_copies == (huge ? 2 * 7 + 1 : n_layout),
+                  "%s: %d repacked, %d moved of %d copies, %d with a layout (huge pages %s)", types[ti], m->n_repacked,
+                  m->n_moved, m->n_copies, n_layout, huge ? "advisable" : "not advisable");
+            CHECK(m->n_copies == 0 || n_large >= 1, "no copy spans several items");
+            mf_model_close(m);
+        }
+        mf_model_close(ref);
+        remove(path);
+    }
+}
+
+/* Weights in their own type are moved into huge pages only where the kernel's transparent-huge-page mode
+ * gives them (the copy would only cost load time otherwise). */
+static void test_huge_pages_are_advisable_only_in_always_and_madvise_modes(void) {
+    CHECK(mf_huge_pages_mode_advisable("always [madvise] never\n"), "madvise mode");
+    CHECK(mf_huge_pages_mode_advisable("[always] madvise never\n"), "always mode");
+    CHECK(!mf_huge_pages_mode_advisable("always madvise [never]\n"), "never mode");
+    CHECK(!mf_huge_pages_mode_advisable(""), "no text");
+    CHECK(!mf_huge_pages_mode_advisable(NULL), "no file");
+}
+
 int main(void) {
     snprintf(g_path, sizeof g_path, "%s/model-tiny.gguf", mf_test_tmpdir());
     mf_log_set_level(MF_LOG_ERROR); /* the broken-tokenizer warning is expected */
@@ -259,6 +337,8 @@ int main(void) {
     RUN(test_a_model_without_a_usable_tokenizer_says_why);
     RUN(test_out_of_memory_while_loading_is_reported_as_such);
     RUN(test_huge_alloc_is_aligned_and_advised_for_huge_pages);
+    RUN(test_copies_at_load_on_threads_equal_the_whole_matrix);
+    RUN(test_huge_pages_are_advisable_only_in_always_and_madvise_modes);
     remove(g_path);
     return mf_test_done();
 }

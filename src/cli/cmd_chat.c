@@ -40,7 +40,7 @@ static void usage(FILE *f) {
             "                           end)\n"
             "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096))\n"
             "      --n-ctx N            the same as -c\n"
-            "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
+            "  -t, --threads N          CPU threads, also for the repack at load (default: online CPUs, at most 16)\n"
             MF_ARG_CACHE_HELP
             MF_ARG_GPU_HELP
             MF_ARG_DRAFT_HELP
@@ -183,6 +183,7 @@ int mf_cmd_chat(int argc, char **argv) {
     mf_model *draft_model = NULL;
     mf_draft *draft = NULL;
     char *line = NULL;
+    mp.n_threads = (int32_t)n_threads; /* the repack at load too */
     if (mf_model_load(model_path, &mp, &model, &err)) goto fail;
     if (!mf_arg_gpu_report(&gpu, model)) goto out; /* printed; ret is 1 */
     mf_context_params cp = mf_context_default_params();

@@ -21,7 +21,7 @@ static void usage(FILE *f) {
             "      --tokens JSON     token ids, e.g. '[9707, 11, 1879]'\n"
             "      --top K           logits per position (default 5)\n"
             "  -c, --ctx-size N      context size (default: the token count); --n-ctx N is the same\n"
-            "  -t, --threads N       CPU threads (default: online CPUs, at most 16)\n"
+            "  -t, --threads N       CPU threads, also for the repack at load (default: online CPUs, at most 16)\n"
             MF_ARG_CACHE_HELP
             MF_ARG_GPU_HELP
             "  -h, --help            this help\n"
@@ -115,6 +115,7 @@ int mf_cmd_eval(int argc, char **argv) {
     mf_batch b = {0};
     top_ent *tops = malloc(sizeof(top_ent) * (size_t)k);
     if (!tops) goto fail;
+    mp.n_threads = (int32_t)n_threads; /* the repack at load too */
     if (mf_model_load(model_path, &mp, &model, &err)) goto fail;
     if (!mf_arg_gpu_report(&gpu, model)) goto out; /* printed; ret is 1 */
     if (prompt && mf_tokenize(model, prompt, strlen(prompt), true, true, &ids, &n, &err)) goto fail;

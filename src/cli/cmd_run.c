@@ -30,7 +30,7 @@ static void usage(FILE *f) {
         "                           chatml, qwen2.5, qwen3\n"
         "      --think on|off       Qwen3 thinking switch for --chat (default: the template's, i.e. on);\n"
         "                           refused with a template that has no switch (chatml, qwen2.5)\n"
-        "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
+        "  -t, --threads N          CPU threads, also for the repack at load (default: online CPUs, at most 16)\n"
         "  -c, --ctx-size N         context size in tokens (default: min(training context, 4096)); it must\n"
         "                           hold the prompt plus one generated token\n"
         "      --n-ctx N            the same as -c\n"
@@ -223,6 +223,7 @@ int mf_cmd_run(int argc, char **argv) {
 
     double t0 = mf_time_now();
     mp.progress = progress;
+    mp.n_threads = (int32_t)n_threads; /* the repack at load too */
     if (mf_model_load(model_path, &mp, &model, &err)) goto fail;
     if (!mf_arg_gpu_report(&gpu, model)) goto out; /* printed; ret is 1 */
     double t_load = mf_time_now() - t0;

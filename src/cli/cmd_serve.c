@@ -30,7 +30,7 @@ static void usage(FILE *f) {
             "                           (serve: one draft sequence per slot; answers add timings.draft_n and\n"
             "                           timings.draft_n_accepted, /metrics minfer_draft_tokens_total and\n"
             "                           minfer_draft_accepted_tokens_total)\n"
-            "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
+            "  -t, --threads N          CPU threads, also for the repack at load (default: online CPUs, at most 16)\n"
             "      --api-key KEY        require 'Authorization: Bearer KEY' (or X-Api-Key) on every route but\n"
             "                           /health and /v1/models\n"
             "      --api-key-file FILE  the same, the key read from FILE's first line\n"

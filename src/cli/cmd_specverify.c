@@ -21,7 +21,7 @@ static void usage(FILE *f) {
             "  -p, --prompt TEXT        prompt text\n"
             "  -f, --file FILE          read the prompt from FILE\n"
             "  -n, --n-predict N        tokens to generate (default 128; fewer when EOS or the context end comes)\n"
-            "  -t, --threads N          CPU threads (default: online CPUs, at most 16)\n"
+            "  -t, --threads N          CPU threads, also for the repack at load (default: online CPUs, at most 16)\n"
             "  -c, --ctx-size N         context size (default: min(training context, 4096))\n"
             "      --ignore-eos         generate past end-of-generation tokens\n"
             MF_ARG_CACHE_HELP
@@ -165,6 +165,7 @@ int mf_cmd_specverify(int argc, char **argv) {
     mf_token *ids = NULL;
     int32_t n_ids = 0;
     run_result plain = {0}, spec = {0};
+    mp.n_threads = (int32_t)n_threads; /* the repack at load too */
     if (mf_model_load(model_path, &mp, &model, &err)) goto fail;
     if (!mf_arg_gpu_report(&gpu, model)) goto out; /* printed; ret is 1 */
     const char *text = prompt ? prompt : file_text;

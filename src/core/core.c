@@ -108,6 +108,19 @@ void *mf_huge_alloc(size_t size) {
     return p;
 }
 
+bool mf_huge_pages_mode_advisable(const char *mode) {
+    return mode && (strstr(mode, "[always]") || strstr(mode, "[madvise]"));
+}
+
+bool mf_huge_pages_advisable(void) {
+    char mode[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return false;
+    const bool ok = fgets(mode, sizeof mode, f) != NULL;
+    fclose(f);
+    return ok && mf_huge_pages_mode_advisable(mode);
+}
+
 double mf_time_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -35,6 +35,11 @@ void mf_aligned_free(void *p);
  * the kernel is asked to back its whole 2 MiB pages with transparent huge pages (Linux MADV_HUGEPAGE; a
  * hint: where it is refused, ordinary pages).  Freed with mf_aligned_free. */
 void *mf_huge_alloc(size_t size);
+/* Whether the kernel backs such a buffer with huge pages at all: its transparent-huge-page mode
+ * (/sys/kernel/mm/transparent_hugepage/enabled) is "always" or "madvise" - not "never", nor a kernel
+ * without them.  The _mode form judges that file's text ("always [madvise] never"). */
+bool mf_huge_pages_advisable(void);
+bool mf_huge_pages_mode_advisable(const char *mode);
 
 /* Overflow-checked arithmetic for sizes computed from untrusted input: return false on overflow. */
 static inline bool mf_add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }

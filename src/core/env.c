@@ -23,7 +23,7 @@ static const mf_env_var k_vars[] = {
     {"MINFER_ISA", MF_ENV_WORD, MF_ENV_ISA_WORDS, 0, 0, MF_ENV_NO_DEFAULT, "the best this CPU has", NULL,
      "force a kernel set (amx: AVX-512 + AMX tiles for prefill; one this machine cannot run is refused, with the reason)", NULL},
     {"MINFER_REPACK", MF_ENV_BOOL, NULL, 0, 0, 1, NULL, NULL,
-     "0: keep Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K/IQ4_XS weights in the file's layout (slower)", NULL},
+     "0: keep Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K/IQ4_XS weights in the file's layout and all in its mapping (slower)", NULL},
     /* the KV element type the CLI uses for K and V (-ctk/-ctv/--cache-type win); index 1 = f16, llama.cpp's */
     {"MINFER_CACHE_TYPE", MF_ENV_WORD, "f32|f16|q8_0", 0, 0, 1, NULL, NULL,
      "KV cache element type for K and V of run/eval/bench/chat/serve (their -ctk/-ctv/--cache-type win)", "a KV cache type"},

@@ -181,6 +181,7 @@ int mf_threadpool_new(int n_threads, mf_threadpool **out, mf_error *err) {
     }
     for (int i = 1; i < n_threads; i++) {
         worker_arg *a = malloc(sizeof *a);
+        const bool no_memory = !a;
         int rc = a ? 0 : ENOMEM;
         if (a) {
             a->tp = tp;
@@ -190,6 +191,7 @@ int mf_threadpool_new(int n_threads, mf_threadpool **out, mf_error *err) {
         }
         if (rc) {
             mf_threadpool_free(tp);
+            if (no_memory) return mf_err(err, MF_E_NOMEM, "out of memory starting worker thread %d of %d", i, n_threads);
             return mf_err(err, MF_E_NOMEM, "cannot start worker thread %d of %d (%s); try fewer --threads", i,
                           n_threads, strerror(rc));
         }

@@ -20,6 +20,12 @@ mf_model_params mf_model_default_params(void) {
     return p;
 }
 
+/* 0 threads (model or context params): every online CPU, at most 16 */
+static int32_t default_threads(void) {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return (int32_t)MF_MAX(1, MF_MIN(n, 16));
+}
+
 /* An offload request this build or machine cannot honour is refused before the file is touched (the plan
  * itself, after the tensor table is read, refuses the rest: a count that does not fit, auto without a
  * budget).  auto with no usable device is not refused: it fits nothing, and the report says why. */
@@ -56,11 +62,14 @@ int mf_model_load(const char *path, const mf_model_params *params, mf_model **ou
     if (!rc) rc = mf_env_bool("MINFER_REPACK", &repack, err);
     if (!rc) rc = mf_env_uint("MINFER_GPU_MEM", &gpu_mem, err);
     if (!rc) rc = gpu_request_check(&p, err);
+    if (!rc && p.n_threads < 0)
+        rc = mf_err(err, MF_E_INVAL, "model params: n_threads must be >= 0 (0 = all online CPUs), got %d", p.n_threads);
     if (rc) return rc;
     const mf_model_open_params op = {
         .progress = p.progress,
         .progress_user = p.progress_user,
         .repack = !p.no_repack && repack,
+        .n_threads = p.n_threads ? p.n_threads : default_threads(),
         .gpu_layers = p.n_gpu_layers,
         .gpu_backend = MF_BACKEND_ID_CUDA,
         .gpu_origin = p.gpu_layers_origin,
@@ -154,10 +163,7 @@ int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_conte
                       p.n_ctx, p.n_threads, p.n_ubatch);
     if (p.n_ctx == 0) p.n_ctx = MF_MIN(hp->n_ctx_train, 4096);
     if (p.n_ctx <= 0) p.n_ctx = 4096;
-    if (p.n_threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        p.n_threads = (int32_t)MF_MAX(1, MF_MIN(n, 16));
-    }
+    if (p.n_threads == 0) p.n_threads = default_threads();
     if (share) p.n_threads = share->n_threads; /* one pool: the two never run at the same time */
     if (p.n_ubatch == 0) p.n_ubatch = 512;
     mf_context *c = calloc(1, sizeof *c);

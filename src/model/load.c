@@ -1,5 +1,5 @@
 /* Model loading: open the GGUF (mmap), read hparams, bind weights in place (shape/type checked), the
- * vocabulary (vocab.c), repack the matmul weights. */
+ * vocabulary (vocab.c), place the layers on their backends, repack the CPU's matmul weights (load_repack.c). */
 #include "model/model_impl.h"
 
 #include "backend/registry.h"
@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 static int bind(const mf_gguf *g, const char *name, bool required, int n_dims, int64_t ne0, int64_t ne1,
                 const mf_gguf_tensor **out, mf_error *err) {
@@ -116,7 +114,6 @@ static int bind_weights(mf_model *m, const mf_model_open_params *p, mf_error *er
     return 0;
 }
 
-static int repack(mf_model *m, mf_error *err);
 static int place_layers(mf_model *m, const mf_model_open_params *p, mf_error *err);
 
 int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **out, mf_error *err) {
@@ -135,7 +132,7 @@ int mf_model_open(const char *path, const mf_model_open_params *p, mf_model **ou
         (rc = bind_weights(m, p, err)) ||                               /* progress per layer */
         (rc = mf_model_load_vocab(m, err)) ||                           /* tokenizer, eog list */
         (rc = place_layers(m, p, err)) ||                               /* weights onto their backends */
-        (p->repack && (rc = repack(m, err))))
+        (p->repack && (rc = mf_model_repack(m, p->n_threads, err)))) /* load_repack.c */
         goto fail;
     if (p->progress) p->progress(1.0f, p->progress_user);
     *out = m;
@@ -151,103 +148,6 @@ fail:
     mf_err_prefix(err, rc, "cannot load model '%s'", path);
     mf_model_close(m);
     return rc;
-}
-
-/* Drop the file pages of [p, p + n) from this process (whole pages inside the range only): the data was
- * copied and is never read again, so it should not count in resident memory. */
-static void release_pages(const void *p, size_t n) {
-    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)p + pg - 1) / pg * pg, b = ((uintptr_t)p + n) / pg * pg;
-    if (b > a) {
-        (void)madvise((void *)a, b - a, MADV_DONTNEED);
-        /* if something reads here again (GET_ROWS over a tied token_embd), fault in only the pages it
-         * touches, not the 64 KiB the kernel maps around each fault by default */
-        (void)madvise((void *)a, b - a, MADV_RANDOM);
-    }
-}
-
-/* Repack t into dst a few MiB at a time, dropping the source pages already copied as it goes: the file
- * pages and the copy of one large matrix (the 136 MiB LM head of a Q8_0 Qwen2.5) never coexist, so the
- * peak resident memory of a load stays near the file size. */
-static int repack_streaming(const mf_gguf_tensor *t, uint32_t to, void *dst) {
-    const int64_t K = t->ne[0], N = t->ne[1];
-    const size_t rs = mf_row_size(t->type, K);
-    const int64_t R = mf_type_get(to)->row_group;
-    const int64_t step = MF_MAX(R, ((int64_t)(4u << 20) / (int64_t)rs) / R * R); /* rows, whole groups */
-    const char *src = t->data, *released = t->data;
-    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int64_t r0 = 0; r0 < N; r0 += step) {
-        const int64_t nr = MF_MIN(step, N - r0);
-        int rc = mf_repack_as(to, t->type, src + (size_t)r0 * rs, (char *)dst + (size_t)r0 * rs, K, nr);
-        if (rc) return rc;
-        const char *done = src + (size_t)(r0 + nr) * rs;
-        release_pages(released, (size_t)(done - released));
-        released = (const char *)((uintptr_t)done / pg * pg); /* the partial page is released next time */
-        if (released < src) released = src;
-    }
-    return 0;
-}
-
-/* Repack the matmul weights that have an x8 layout (quant/repack.c) into one buffer and point the layers
- * at the copies; the file pages of the originals are released.  Not the token embedding (GET_ROWS reads
- * its rows; a tied output stays with it, as in llama.cpp).  Logs what it did. */
-static int repack(mf_model *m, mf_error *err) {
-    const mf_hparams *hp = &m->hp;
-    const int per_layer = 7;
-    const int cap = hp->n_layer * per_layer + 1;
-    const mf_gguf_tensor ***slots = calloc((size_t)cap, sizeof *slots);
-    if (!slots) return mf_err(err, MF_E_NOMEM, "out of memory");
-    int n = 0;
-    for (int il = 0; il < hp->n_layer; il++) {
-        if (m->layer_backend[il] != MF_BACKEND_ID_CPU) continue; /* another backend's weights: its layout */
-        mf_layer_w *L = &m->layers[il];
-        const mf_gguf_tensor **f[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-        for (int i = 0; i < per_layer; i++) slots[n++] = f[i];
-    }
-    /* A tied output gets its own repacked copy for the LM head; GET_ROWS keeps reading token_embd in
-     * place (only the rows of the tokens seen become resident). */
-    if (m->io_backend == MF_BACKEND_ID_CPU) slots[n++] = &m->output; /* else the device's layout */
-    /* keep the ones with a layout; lay them out 64-byte aligned in one buffer */
-    int k = 0;
-    size_t total = 0;
-    for (int i = 0; i < n; i++) {
-        const mf_gguf_tensor *t = *slots[i];
-        /* the CPU owns these weights: its layout for them (quant/repack.c) */
-        if (mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]) == t->type) continue;
-        slots[k++] = slots[i];
-        total += ((size_t)t->nbytes + 63) / 64 * 64;
-    }
-    if (k == 0) {
-        free(slots);
-        return 0;
-    }
-    m->repacked = calloc((size_t)k, sizeof *m->repacked);
-    m->repack_buf = mf_huge_alloc(total);
-    if (!m->repacked || !m->repack_buf) {
-        free(slots);
-        return mf_err(err, MF_E_NOMEM, "out of memory repacking %d weight matrices (%zu bytes); "
-                      "MINFER_REPACK=0 uses them in place", k, total);
-    }
-    size_t off = 0;
-    for (int i = 0; i < k; i++) {
-        const mf_gguf_tensor *t = *slots[i];
-        mf_gguf_tensor *c = &m->repacked[i];
-        *c = *t;
-        c->type = mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]);
-        c->data = (char *)m->repack_buf + off;
-        if (repack_streaming(t, c->type, (void *)c->data) != 0) {
-            free(slots);
-            return mf_err(err, MF_E_INTERNAL, "repacking '%.*s' failed", (int)t->name.len, t->name.ptr);
-        }
-        *slots[i] = c;
-        off += ((size_t)t->nbytes + 63) / 64 * 64;
-    }
-    m->n_repacked = k;
-    m->repack_bytes = total;
-    mf_log(MF_LOG_INFO, "repacked %d weight matrices (%.1f MiB) into the x8/x16 layouts (MINFER_REPACK=0 to keep "
-           "the file layout)", k, (double)total / (1024.0 * 1024.0));
-    free(slots);
-    return 0;
 }
 
 /* One tensor onto backend b: a copy of its descriptor whose data is b's address, in the layout b asks for
@@ -412,7 +312,7 @@ void mf_model_close(mf_model *m) {
     free(m->placed);
     free(m->layer_backend);
     mf_tok_free(m->tok);
-    free(m->repacked);
+    free(m->copies);
     mf_aligned_free(m->repack_buf);
     free(m->layers);
     mf_gguf_close(m->gguf);

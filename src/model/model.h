@@ -42,10 +42,12 @@ struct mf_model {
     int32_t n_eog;
     mf_tok *tok;          /* NULL when the file's tokenizer cannot be built ... */
     char tok_why[1024];   /* ... and then why (reported when text is tokenized) */
-    mf_gguf_tensor *repacked; /* copies of the repacked weights' descriptors (layers point at them) */
-    int n_repacked;
+    mf_gguf_tensor *copies;   /* the descriptors of the weights copied at load (layers point at them) */
+    int n_copies;
+    int n_repacked;           /* ... of which in an x8/x16 layout */
+    int n_moved;              /* ... and in their own type, moved into huge pages */
     void *repack_buf;         /* their data, one aligned allocation */
-    size_t repack_bytes;
+    size_t repack_bytes;      /* the repacked ones' size */
     /* Placement: the backend (registry id) each layer runs on and its weights live on; the embeddings,
      * output norm and LM head live on io_backend.  Repacking is the CPU's decision for the weights it owns;
      * a layer on another backend gets copies of its tensors' descriptors whose data is that backend's
@@ -68,9 +70,11 @@ typedef void (*mf_load_progress_fn)(float progress, void *user);
 typedef struct {
     mf_load_progress_fn progress; /* 0 .. 1, never backwards; may be NULL */
     void *progress_user;
-    /* Repack the matmul weights that have an x8/x16 layout (quant/repack.c) into one buffer, releasing
-     * the file pages of the originals.  Not the token embedding (GET_ROWS reads its rows in place). */
+    /* Copy the matmul weights into one buffer of huge pages, those that have an x8/x16 layout
+     * (quant/repack.c) repacked into it, releasing the file pages of the originals (load_repack.c).  Not the
+     * token embedding (GET_ROWS reads its rows in place). */
     bool repack;
+    int32_t n_threads; /* threads that repack (<= 1: the loading thread alone) */
     /* Per layer the backend id it runs on (n_layer entries, read at open); NULL = every layer on the CPU.
      * A backend that is not in this build, or has no memory hooks, is refused naming the layer. */
     const uint16_t *layer_backend;

@@ -765,6 +765,7 @@ static int load(mf_srv_engine *e, mf_error *err) {
     mf_model_params mp = mf_model_default_params();
     mp.n_gpu_layers = s->o.n_gpu_layers;
     mp.gpu_layers_origin = s->o.gpu_layers_origin;
+    mp.n_threads = s->o.n_threads; /* the repack at load too */
     int rc = mf_model_load(s->o.model_path, &mp, &s->model, err);
     if (rc) return rc;
     mf_model_get_info(s->model, &s->info);
