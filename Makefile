@@ -29,7 +29,7 @@ LDLIBS  += $(shell pkg-config --libs libpcre2-8 libutf8proc libcjson libmicrohtt
 ARCH     ?= $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
 X86_SRC  := $(addprefix src/quant/,dot_avx2.c dot_avx512.c kernels_x86.c lowbit_avx2.c lowbit_avx512.c \
               tile_avx2.c tile_avx512.c x16_avx512.c x16_amx.c x8_amx.c x8_avx2.c x8_avx512.c)
-X86_SRC  += $(addprefix src/quant/,dot_iq_avx2.c dot_iq_avx512.c)
+X86_SRC  += $(addprefix src/quant/,dot_iq_avx2.c dot_iq_avx512.c float_avx512.c)
 NEON_SRC := $(addprefix src/quant/,dot_neon.c kernels_neon.c lowbit_neon.c)
 NEON_SRC += src/quant/dot_iq_neon.c
 ifeq ($(ARCH),x86_64)

@@ -665,9 +665,11 @@ static void test_from_float_isa(void) {
     if (!tested) SKIP("this CPU has no SIMD kernel set");
 }
 
-/* Tiles must give vec_dot's bits for every pair and every tile shape, on every ISA. */
+/* Tiles must give vec_dot's bits for every pair and every tile shape, on every ISA.  The float types at
+ * two lengths: one their SIMD bodies cover whole (1024: the F16 tile's steps of 32, the BF16 one's 8) and
+ * one they end with a tail (1048 % 32 = 24) that the tiles hand to vec_dot. */
 static void test_tile_bitwise(void) {
-    enum { N = 1024 + 32, NW = 5, NA = 5 };
+    enum { N = 1024 + 32, NW = MF_TILE_MAX + 1, NA = MF_TILE_MAX + 1 }; /* every shape, at two offsets */
     static uint8_t w[NW][N * 4], a[NA][N * 4];
     static float x[N];
     for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
@@ -677,30 +679,36 @@ static void test_tile_bitwise(void) {
             if (!k) continue;
             REQUIRE(k->vec_dot_tile && k->tile_w >= 1 && k->tile_w <= MF_TILE_MAX && k->tile_a >= 1 &&
                         k->tile_a <= MF_TILE_MAX, "%s %s tile fields", mf_type_name(wt), mf_isa_name((mf_isa)isa));
-            const int64_t n = mf_type_get(wt)->blck_size == 1 ? N - 8 : 1024;
-            for (int i = 0; i < NW; i++) qg_fill((int)wt, 300 + (uint64_t)i, mf_type_get(wt)->blck_size == 1 ? N : 1024, w[i]);
+            const bool flt = mf_type_get(wt)->blck_size == 1;
+            for (int i = 0; i < NW; i++) qg_fill((int)wt, 300 + (uint64_t)i, flt ? N : 1024, w[i]);
             for (int j = 0; j < NA; j++) {
                 qg_floats(400 + (uint64_t)j, N, x);
-                k->from_float(x, a[j], mf_type_get(wt)->blck_size == 1 ? N : 1024);
+                k->from_float(x, a[j], flt ? N : 1024);
             }
-            float want[NW][NA];
-            for (int i = 0; i < NW; i++)
-                for (int j = 0; j < NA; j++) k->vec_dot(n, &want[i][j], w[i], a[j]);
-            int bad = 0;
-            for (int nw = 1; nw <= MF_TILE_MAX; nw++)
-                for (int na = 1; na <= MF_TILE_MAX; na++)
-                    for (int i0 = 0; i0 + nw <= NW; i0 += NW - nw > 0 ? NW - nw : 1)
-                        for (int j0 = 0; j0 + na <= NA; j0 += NA - na > 0 ? NA - na : 1) {
-                            float got[MF_TILE_MAX][MF_TILE_MAX + 1];
-                            memset(got, 0xFF, sizeof got);
-                            k->vec_dot_tile(n, &got[0][0], MF_TILE_MAX + 1, w[i0], sizeof w[0], nw, a[j0], sizeof a[0], na);
-                            for (int i = 0; i < nw; i++)
-                                for (int j = 0; j < na; j++)
-                                    if (fbits(got[i][j]) != fbits(want[i0 + i][j0 + j]) && bad++ < 3)
-                                        CHECK(0, "%s %s tile %dx%d at (%d,%d): pair (%d,%d) %a, vec_dot %a", mf_type_name(wt),
-                                              mf_isa_name((mf_isa)isa), nw, na, i0, j0, i, j, got[i][j], want[i0 + i][j0 + j]);
-                        }
-            CHECK(bad == 0, "%s %s: %d tile results differ from vec_dot", mf_type_name(wt), mf_isa_name((mf_isa)isa), bad);
+            const int64_t lens[2] = {1024, N - 8};
+            for (int l = 0; l < (flt ? 2 : 1); l++) {
+                const int64_t n = lens[l];
+                float want[NW][NA];
+                for (int i = 0; i < NW; i++)
+                    for (int j = 0; j < NA; j++) k->vec_dot(n, &want[i][j], w[i], a[j]);
+                int bad = 0;
+                for (int nw = 1; nw <= MF_TILE_MAX; nw++)
+                    for (int na = 1; na <= MF_TILE_MAX; na++)
+                        for (int i0 = 0; i0 + nw <= NW; i0 += NW - nw > 0 ? NW - nw : 1)
+                            for (int j0 = 0; j0 + na <= NA; j0 += NA - na > 0 ? NA - na : 1) {
+                                float got[MF_TILE_MAX][MF_TILE_MAX + 1];
+                                memset(got, 0xFF, sizeof got);
+                                k->vec_dot_tile(n, &got[0][0], MF_TILE_MAX + 1, w[i0], sizeof w[0], nw, a[j0], sizeof a[0], na);
+                                for (int i = 0; i < nw; i++)
+                                    for (int j = 0; j < na; j++)
+                                        if (fbits(got[i][j]) != fbits(want[i0 + i][j0 + j]) && bad++ < 3)
+                                            CHECK(0, "%s %s n=%lld tile %dx%d at (%d,%d): pair (%d,%d) %a, vec_dot %a",
+                                                  mf_type_name(wt), mf_isa_name((mf_isa)isa), (long long)n, nw, na, i0,
+                                                  j0, i, j, got[i][j], want[i0 + i][j0 + j]);
+                            }
+                CHECK(bad == 0, "%s %s n=%lld: %d tile results differ from vec_dot", mf_type_name(wt),
+                      mf_isa_name((mf_isa)isa), (long long)n, bad);
+            }
         }
     }
 }

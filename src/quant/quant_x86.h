@@ -174,6 +174,33 @@ void mf_from_float_q8_K_avx2(const float *x, void *y, int64_t n);
 void mf_from_float_f16_avx2(const float *x, void *y, int64_t n);
 void mf_from_float_bf16_avx2(const float *x, void *y, int64_t n);
 
+/* A float tile of 4 weight rows x 2 (or 1) activations, pointers as a tile's: the shapes the F16/BF16
+ * tiles are built of. */
+typedef void mf_tile4_fn(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, const void *a,
+                         size_t a_stride);
+
+/* The rows [0, nw / 4 * 4) of a tile call through those shapes: activations in pairs through t4x2, an odd
+ * last one through t4x1.  Returns the rows done; the caller runs the rest (its vec_dot per pair). */
+static inline int mf_tile_rows_by4(mf_tile4_fn *t4x2, mf_tile4_fn *t4x1, int64_t n, float *s, size_t ldc,
+                                   const void *w, size_t w_stride, int nw, const void *a, size_t a_stride, int na) {
+    int i0 = 0;
+    for (; i0 + 4 <= nw; i0 += 4) {
+        const char *wi = (const char *)w + i0 * w_stride;
+        float *si = s + i0 * ldc;
+        int j = 0;
+        for (; j + 2 <= na; j += 2) t4x2(n, si + j, ldc, wi, w_stride, (const char *)a + j * a_stride, a_stride);
+        if (j < na) t4x1(n, si + j, ldc, wi, w_stride, (const char *)a + j * a_stride, a_stride);
+    }
+    return i0;
+}
+
+/* vec_dot over the pairs of rows [i0, nw) x every activation */
+static inline void mf_tile_rest(mf_vec_dot_fn dot, int i0, int64_t n, float *s, size_t ldc, const void *w,
+                                size_t w_stride, int nw, const void *a, size_t a_stride, int na) {
+    for (int i = i0; i < nw; i++)
+        for (int j = 0; j < na; j++) dot(n, &s[i * ldc + j], (const char *)w + i * w_stride, (const char *)a + j * a_stride);
+}
+
 typedef void mf_tile_fn_t(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
                           size_t a_stride, int na);
 mf_tile_fn_t mf_tile_q4_0_avx2, mf_tile_q5_0_avx2, mf_tile_q8_0_avx2, mf_tile_q4_1_avx2, mf_tile_q5_1_avx2;
@@ -182,6 +209,7 @@ mf_tile_fn_t mf_tile_bf16_avx2;
 mf_tile_fn_t mf_tile_q3_K_avx2, mf_tile_iq4_nl_avx2, mf_tile_iq4_xs_avx2; /* lowbit_avx2.c */
 mf_tile_fn_t mf_tile_q3_K_avx512, mf_tile_iq4_nl_avx512, mf_tile_iq4_xs_avx512; /* lowbit_avx2.c too */
 mf_tile_fn_t mf_tile_q4_0_avx512, mf_tile_q5_0_avx512, mf_tile_q8_0_avx512;
+mf_tile_fn_t mf_tile_f16_avx512, mf_tile_bf16_avx512; /* float_avx512.c */
 mf_tile_fn_t mf_tile_q4_0x8_avx2, mf_tile_q5_0x8_avx2, mf_tile_q8_0x8_avx2, mf_tile_iq4_nlx8_avx2; /* x8_avx2.c */
 mf_tile_fn_t mf_tile_q4_Kx8_avx2, mf_tile_q5_Kx8_avx2, mf_tile_q6_Kx8_avx2, mf_tile_iq4_xsx8_avx2;
 mf_tile_fn_t mf_tile_q4_Kx8_avx512, mf_tile_q5_Kx8_avx512, mf_tile_q6_Kx8_avx512,
