@@ -713,6 +713,51 @@ static void test_tile_bitwise(void) {
     }
 }
 
+/* The AVX-512 BF16 tile adds two products per instruction where the CPU has vdpbf16ps, which reads
+ * denormal inputs as zero and flushes denormal results; it must notice inputs that could make either
+ * happen (nonzero and below 2^-56) and give vec_dot's bits anyway.  Three ways to get there, each in two
+ * weight rows and one activation row: denormal weights against huge activations (DAZ on a weight), the
+ * reverse (DAZ on an activation: only the activation check sees it), and tiny normal values on both sides
+ * whose products are denormal (FTZ); at a length with the 8-element tail too. */
+static void test_bf16_tile_tiny_inputs_keep_vec_dot_bits(void) {
+    enum { N = 1032, R = 8 };
+    static uint16_t w[R][N], a[R][N];
+    static float x[N];
+    const float wscale[3] = {1e-39f, 1e30f, 1e-20f}, ascale[3] = {1e30f, 1e-39f, 1e-20f};
+    int tested = 0;
+    for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(MF_TYPE_BF16, (mf_isa)isa);
+        if (!k) continue;
+        for (int c = 0; c < 3; c++) {
+            for (int i = 0; i < R; i++) { /* weight rows 1 and 6 scaled, the others plain */
+                qg_floats(700 + (uint64_t)i, N, x);
+                for (int e = 0; e < N; e++) w[i][e] = mf_fp32_to_bf16(i == 1 || i == 6 ? x[e] * wscale[c] : x[e]);
+            }
+            for (int j = 0; j < R; j++) { /* activation row 3 scaled */
+                qg_floats(800 + (uint64_t)j, N, x);
+                for (int e = 0; e < N; e++) a[j][e] = mf_fp32_to_bf16(j == 3 ? x[e] * ascale[c] : x[e]);
+            }
+            for (int l = 0; l < 2; l++) {
+                const int64_t n = l ? N : N - 8;
+                float got[R][R], want[R][R];
+                k->vec_dot_tile(n, &got[0][0], R, w, sizeof w[0], R, a, sizeof a[0], R);
+                int bad = 0;
+                for (int i = 0; i < R; i++)
+                    for (int j = 0; j < R; j++) {
+                        k->vec_dot(n, &want[i][j], w[i], a[j]);
+                        if (fbits(got[i][j]) != fbits(want[i][j]) && bad++ < 3)
+                            CHECK(0, "bf16 %s case %d n=%lld pair (%d,%d): tile %a, vec_dot %a", mf_isa_name((mf_isa)isa),
+                                  c, (long long)n, i, j, got[i][j], want[i][j]);
+                    }
+                CHECK(bad == 0, "bf16 %s case %d n=%lld: %d of %d tile results differ from vec_dot",
+                      mf_isa_name((mf_isa)isa), c, (long long)n, bad, R * R);
+                tested++;
+            }
+        }
+    }
+    if (!tested) SKIP("no BF16 kernels");
+}
+
 /* The Q8_0-family tiles convert scales in chunks of blocks: lengths across chunk edges and not a multiple
  * of 8 blocks must still give vec_dot's bits, as must a lone activation row (the M = 1 path).  IQ4_NL's
  * tile runs vec_dot's even/odd block chains and its scalar tail: odd block counts reach that tail. */
@@ -1070,6 +1115,7 @@ int main(void) {
     RUN(test_isa_vs_scalar);
     RUN(test_from_float_isa);
     RUN(test_tile_bitwise);
+    RUN(test_bf16_tile_tiny_inputs_keep_vec_dot_bits);
     RUN(test_tile_bitwise_lengths);
     RUN(test_x8_repack_and_kernels);
     RUN(test_amx_kernels);

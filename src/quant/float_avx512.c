@@ -10,6 +10,9 @@
  * rows, with 16 registers of chains in flight (llama.cpp prefill: 2.5x minfer's per-pair loop before). */
 #include "quant/quant_x86.h"
 
+#include <cpuid.h>
+#include <stdatomic.h>
+
 static inline MF_AVX512 __m512 f16x16(const uint16_t *p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
@@ -148,8 +151,127 @@ static inline MF_AVX512 void bf16_tile_8x1(int64_t n, float *s, size_t ldc, cons
     _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) store_pair(acc[i], &s[2 * i * ldc], &s[(2 * i + 1) * ldc]);
 }
 
+/* ---- BF16 on vdpbf16ps (AVX512_BF16: Cooper Lake, Sapphire Rapids, Zen 4) ----
+ * vdpbf16ps adds two bf16 products into each f32 lane: per the instruction reference the odd word's first,
+ * then the even word's, each a fused multiply-add rounded to nearest even - two steps of a lane's fma chain
+ * (a product of two bf16 is exact in f32, so "fused" is the fma's own rounding).  Putting element k+l in
+ * the odd word and k+8+l in the even word of dword l makes one instruction advance lane l of the 8-lane
+ * chain by two steps in the chain's own order: the same bits, with half the instructions and no widening.
+ * One vpermw per 16-word operand builds that order (a weight block twice, or two activations' blocks).
+ * What the instruction does differently: it reads denormal inputs as zero and flushes denormal results.
+ * Neither can happen when every nonzero input has a biased exponent >= 71 (|v| >= 2^-56): each product is
+ * then a multiple of 2^-126, so is every rounded partial sum, which is therefore 0 or normal.  So the
+ * activations are checked once a call and the weights as the sub-tile reads them; where an input is below
+ * that bound, the fma kernels above run instead (the sub-tile again) - the same bits either way.  Zen 4,
+ * pp512 of a Qwen2.5-0.5B BF16: see docs/PERFORMANCE.md (seventeenth session). */
+#define MF_AVX512BF16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16")))
+
+/* the word order above: out dword l = (low: in word l + 8, high: in word l), per 16-word half; `twice`
+ * takes words 0-15 into both halves, `pair` words 0-15 into the low half and 16-31 into the high one */
+static const uint16_t k_dp_idx_twice[32] = {8, 0, 9, 1, 10, 2, 11, 3, 12, 4, 13, 5, 14, 6, 15, 7,
+                                            8, 0, 9, 1, 10, 2, 11, 3, 12, 4, 13, 5, 14, 6, 15, 7};
+static const uint16_t k_dp_idx_pair[32] = {8,  0,  9,  1,  10, 2,  11, 3,  12, 4,  13, 5,  14, 6,  15, 7,
+                                           24, 16, 25, 17, 26, 18, 27, 19, 28, 20, 29, 21, 30, 22, 31, 23};
+
+/* Words whose |bf16| is nonzero and below 2^-56 (biased exponent < 71): 2v drops the sign, 2v - 2 sends
+ * zero to 0xFFFE, so the unsigned minimum over everything read is below 2 * 0x2380 - 2 exactly when such a
+ * word was read. */
+#define DP_TINY_BOUND 0x46FE
+static inline MF_AVX512BF16 __m512i dp_track(__m512i m, __m512i v) {
+    return _mm512_min_epu16(m, _mm512_add_epi16(_mm512_add_epi16(v, v), _mm512_set1_epi16(-2)));
+}
+static inline MF_AVX512BF16 bool dp_tiny_seen(__m512i m) {
+    return _mm512_cmplt_epu16_mask(m, _mm512_set1_epi16(DP_TINY_BOUND)) != 0;
+}
+static inline MF_AVX512BF16 __m256i dp_track256(__m256i m, __m256i v) {
+    return _mm256_min_epu16(m, _mm256_add_epi16(_mm256_add_epi16(v, v), _mm256_set1_epi16(-2)));
+}
+static inline MF_AVX512BF16 bool dp_tiny_seen256(__m256i m) {
+    return _mm256_cmplt_epu16_mask(m, _mm256_set1_epi16(DP_TINY_BOUND)) != 0;
+}
+
+/* whether rows [0, rows) of n bf16 words (n % 8 == 0) hold a word below the bound */
+static MF_AVX512BF16 bool dp_rows_tiny(const void *p, size_t stride, int rows, int64_t n) {
+    __m512i m = _mm512_set1_epi16(-1);
+    for (int r = 0; r < rows; r++) {
+        const uint16_t *q = (const uint16_t *)((const char *)p + r * stride);
+        int64_t k = 0;
+        for (; k + 32 <= n; k += 32) m = dp_track(m, _mm512_loadu_si512(q + k));
+        if (k < n) m = dp_track(m, _mm512_maskz_loadu_epi16((__mmask32)((1ull << (n - k)) - 1), q + k));
+    }
+    return dp_tiny_seen(m);
+}
+
+/* 4 weight rows x 2*P activations, paired by activation, n % 8 == 0; false (s partly written) when an
+ * input was below the bound */
+#define BF16_DP_TILE_ACTS(NAME, P)                                                                                \
+    static inline MF_AVX512BF16 bool NAME(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride,        \
+                                          const void *a, size_t a_stride) {                                      \
+        const __m512i it = _mm512_loadu_si512(k_dp_idx_twice), ip = _mm512_loadu_si512(k_dp_idx_pair);            \
+        const __m512i idx = bf16_spread_idx();                                                                    \
+        const uint16_t *x[4], *y[2 * P];                                                                          \
+        __m512 acc[4][P];                                                                                         \
+        __m256i mw = _mm256_set1_epi16(-1);                                                                       \
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) x[i] = (const uint16_t *)((const char *)w + i * w_stride); \
+        _Pragma("GCC unroll 8") for (int j = 0; j < 2 * P; j++) y[j] = (const uint16_t *)((const char *)a + j * a_stride); \
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) _Pragma("GCC unroll 4") for (int j = 0; j < P; j++)   \
+            acc[i][j] = _mm512_setzero_ps();                                                                      \
+        int64_t k = 0;                                                                                            \
+        for (; k + 16 <= n; k += 16) {                                                                            \
+            __m512i yv[P];                                                                                        \
+            _Pragma("GCC unroll 4") for (int j = 0; j < P; j++) {                                                 \
+                const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y[2 * j] + k))), \
+                                                     _mm256_loadu_si256((const __m256i *)(y[2 * j + 1] + k)), 1); \
+                yv[j] = _mm512_permutexvar_epi16(ip, v);                                                          \
+            }                                                                                                     \
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                                                 \
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(x[i] + k));                                \
+                const __m512i xv = _mm512_permutexvar_epi16(it, _mm512_castsi256_si512(v));                       \
+                mw = dp_track256(mw, v);                                                                          \
+                _Pragma("GCC unroll 4") for (int j = 0; j < P; j++)                                               \
+                    acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)xv, (__m512bh)yv[j]);                       \
+            }                                                                                                     \
+        }                                                                                                         \
+        if (k < n) { /* the chain's last 8-element step: one fma, as the kernels above */                         \
+            __m512 yv[P];                                                                                         \
+            _Pragma("GCC unroll 4") for (int j = 0; j < P; j++) yv[j] = bf16x8_pair(idx, y[2 * j] + k, y[2 * j + 1] + k); \
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                                                 \
+                const __m512 xv = bf16x8_twice(idx, x[i] + k);                                                    \
+                _Pragma("GCC unroll 4") for (int j = 0; j < P; j++) acc[i][j] = _mm512_fmadd_ps(xv, yv[j], acc[i][j]); \
+            }                                                                                                     \
+        }                                                                                                         \
+        if (dp_tiny_seen256(mw)) return false;                                                                    \
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) _Pragma("GCC unroll 4") for (int j = 0; j < P; j++)   \
+            store_pair(acc[i][j], &s[i * ldc + 2 * j], &s[i * ldc + 2 * j + 1]);                                  \
+        return true;                                                                                              \
+    }
+BF16_DP_TILE_ACTS(bf16_dp_tile_4x8, 4)
+BF16_DP_TILE_ACTS(bf16_dp_tile_4x4, 2)
+BF16_DP_TILE_ACTS(bf16_dp_tile_4x2, 1)
+
+/* cpuid 7.1 EAX bit 5: AVX512_BF16 (the avx512 kernel set does not require it: Ice Lake lacks it); asked
+ * once, every thread writing the same answer */
+static bool cpu_has_avx512bf16(void) {
+    static _Atomic int have = -1;
+    int h = atomic_load_explicit(&have, memory_order_relaxed);
+    if (h < 0) {
+        unsigned a = 0, b, c, d;
+        h = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+        atomic_store_explicit(&have, h, memory_order_relaxed);
+    }
+    return h;
+}
+
+/* 4 rows x 2*P activations: on vdpbf16ps where the CPU has it and the inputs allow, else the fma kernel */
+#define BF16_SUBTILE(DP, FMA)                                                                                  \
+    do {                                                                                                          \
+        if (!dp || !DP(n, si + j, ldc, wi, w_stride, (const char *)a + j * a_stride, a_stride))                   \
+            FMA(n, si + j, ldc, wi, w_stride, (const char *)a + j * a_stride, a_stride);                          \
+    } while (0)
+
 /* What these shapes leave (n % 8 != 0: vec_dot's other order; rows and activations left over) goes to the
- * AVX2 tile, which runs the same orders. */
+ * AVX2 tile, which runs the same orders.  A batch's sub-tiles run on vdpbf16ps where the CPU has it and
+ * the activations pass the check (once here for the call); decode stays on the fma tile, bound by reads. */
 MF_AVX512 void mf_tile_bf16_avx512(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
                                    const void *a, size_t a_stride, int na) {
     if (n % 8 != 0) {
@@ -157,6 +279,7 @@ MF_AVX512 void mf_tile_bf16_avx512(int64_t n, float *s, size_t ldc, const void *
         return;
     }
     int i0 = 0, j0 = 0;
+    const bool dp = cpu_has_avx512bf16() && na >= 2 && !dp_rows_tiny(a, a_stride, na & ~1, n);
     if (na == 1) {
         for (; i0 + 8 <= nw; i0 += 8) bf16_tile_8x1(n, s + i0 * ldc, ldc, (const char *)w + i0 * w_stride, w_stride, a);
     } else {
@@ -165,12 +288,12 @@ MF_AVX512 void mf_tile_bf16_avx512(int64_t n, float *s, size_t ldc, const void *
             const char *wi = (const char *)w + i0 * w_stride;
             float *si = s + i0 * ldc;
             int j = 0;
-            for (; j + 8 <= j0; j += 8) bf16_tile_4x8(n, si + j, ldc, wi, w_stride, (const char *)a + j * a_stride, a_stride);
+            for (; j + 8 <= j0; j += 8) BF16_SUBTILE(bf16_dp_tile_4x8, bf16_tile_4x8);
             if (j + 4 <= j0) {
-                bf16_tile_4x4(n, si + j, ldc, wi, w_stride, (const char *)a + j * a_stride, a_stride);
+                BF16_SUBTILE(bf16_dp_tile_4x4, bf16_tile_4x4);
                 j += 4;
             }
-            if (j < j0) bf16_tile_4x2(n, si + j, ldc, wi, w_stride, (const char *)a + j * a_stride, a_stride);
+            if (j < j0) BF16_SUBTILE(bf16_dp_tile_4x2, bf16_tile_4x2);
         }
         /* the odd activation of the rows done above */
         if (j0 < na && i0 > 0)
