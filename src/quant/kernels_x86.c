@@ -12,8 +12,6 @@
 
 MF_TILE_LOOP(mf_vec_dot_f32_avx2)
 MF_TILE_LOOP(mf_vec_dot_f16_avx2)
-MF_TILE_LOOP(mf_vec_dot_q2_K_avx2)
-MF_TILE_LOOP(mf_vec_dot_q2_K_avx512)
 MF_TILE_LOOP(mf_vec_dot_iq2_xxs_avx2)
 MF_TILE_LOOP(mf_vec_dot_iq2_xs_avx2)
 MF_TILE_LOOP(mf_vec_dot_iq2_s_avx2)
@@ -39,7 +37,7 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q4_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q4_K_avx2, 2, 2),
     [MF_TYPE_Q5_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q5_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q5_K_avx2, 2, 2),
     [MF_TYPE_Q6_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q6_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q6_K_avx2, 2, 2),
-    [MF_TYPE_Q2_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q2_K_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q2_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q2_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q2_K_avx2, 2, 2),
     [MF_TYPE_Q3_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q3_K_avx2, 2, 2),
     [MF_TYPE_IQ4_NL] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx2, mf_from_float_q8_0_avx2, mf_tile_iq4_nl_avx2, 2, 2),
     [MF_TYPE_IQ4_XS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx2, mf_from_float_q8_K_avx2, mf_tile_iq4_xs_avx2, 2, 2),
@@ -59,7 +57,7 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
 };
 
 /* AVX-512: only what differs from AVX2 - VNNI for the Q8_0 family (dot_avx512.c, tile_avx512.c) and for
- * Q2_K/Q3_K/IQ4_NL/IQ4_XS (lowbit_avx512.c; for a batch, Q3_K/IQ4_NL/IQ4_XS take the AVX2 2x2 tiles of
+ * Q2_K/Q3_K/IQ4_NL/IQ4_XS (lowbit_avx512.c; for a batch, Q2_K/Q3_K/IQ4_NL/IQ4_XS take the AVX2 2x2 tiles of
  * lowbit_avx2.c, the same bits and measured 1.3-1.9x the AVX-512 vec_dot per pair; IQ4_NL and IQ4_XS only
  * where they are not repacked: N % 8 != 0, MINFER_REPACK=0), the F16 and BF16 tiles (float_avx512.c; their
  * vec_dot stays the AVX2 one, whose order they keep), the x16 layouts (x16_avx512.c) and the K x8 layouts,
@@ -71,7 +69,7 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_Q4_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q4_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q4_0_avx512, 4, 4),
     [MF_TYPE_Q5_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q5_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q5_0_avx512, 4, 4),
     [MF_TYPE_Q8_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q8_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q8_0_avx512, 4, 4),
-    [MF_TYPE_Q2_K] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_q2_K_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_Q2_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q2_K_avx512, mf_from_float_q8_K_avx2, mf_tile_q2_K_avx512, 2, 2),
     [MF_TYPE_Q3_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx512, mf_from_float_q8_K_avx2, mf_tile_q3_K_avx512, 2, 2),
     [MF_TYPE_IQ4_NL] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx512, mf_from_float_q8_0_avx2, mf_tile_iq4_nl_avx512, 2, 2),
     [MF_TYPE_IQ4_XS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx512, mf_from_float_q8_K_avx2, mf_tile_iq4_xs_avx512, 2, 2),

@@ -168,6 +168,55 @@ MF_AVX2 void mf_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *w, const vo
                                        (const char *)a + j * a_stride);                                           \
     }
 
+/* Q2_K: per block and output the min term's fma, then the quants' (vec_dot's two fmas in its order) */
+static inline MF_AVX2 void lb_q2_K_2x2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, const void *a,
+                                     size_t a_stride) {
+    const mf_block_q2_K *x[LB_TW] = {w, (const mf_block_q2_K *)((const char *)w + w_stride)};
+    const mf_block_q8_K *y[LB_TA] = {a, (const mf_block_q8_K *)((const char *)a + a_stride)};
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0xF);
+    __m256 acc[LB_TW][LB_TA];
+    _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
+        acc[i][j] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < n / MF_QK_K; ib++) {
+        __m256i sc[LB_TW][2], sumi[LB_TW][LB_TA];
+        _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) {
+            const __m128i ms = _mm_loadu_si128((const __m128i *)x[i][ib].scales);
+            const __m256i mins16 = _mm256_cvtepi8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
+            const float dmin = MF_H2F(x[i][ib].dmin);
+            _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++) {
+                const __m256i prod = _mm256_madd_epi16(mins16, _mm256_loadu_si256((const __m256i *)y[j][ib].bsums));
+                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(-y[j][ib].d * dmin), _mm256_cvtepi32_ps(prod), acc[i][j]);
+                sumi[i][j] = _mm256_setzero_si256();
+            }
+            scales16(_mm_and_si128(ms, m4), sc[i]);
+        }
+        for (int h = 0; h < 2; h++) {
+            __m256i bits[LB_TW];
+            _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++)
+                bits[i] = _mm256_loadu_si256((const __m256i *)(x[i][ib].qs + 32 * h));
+            for (int l = 0; l < 4; l++) {
+                __m256i q8v[LB_TA];
+                _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
+                    q8v[j] = _mm256_loadu_si256((const __m256i *)(y[j][ib].qs + 128 * h + 32 * l));
+                _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) {
+                    const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits[i], 2 * l), m3);
+                    const __m256i scl = _mm256_shuffle_epi8(sc[i][h], scale_shuffle(l));
+                    _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
+                        sumi[i][j] = _mm256_add_epi32(sumi[i][j], _mm256_madd_epi16(scl, _mm256_maddubs_epi16(q, q8v[j])));
+                }
+            }
+        }
+        _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) {
+            const float dx = MF_H2F(x[i][ib].d);
+            _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
+                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(y[j][ib].d * dx), _mm256_cvtepi32_ps(sumi[i][j]), acc[i][j]);
+        }
+    }
+    _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
+        s[i * ldc + j] = mf_hsum_f32x8(acc[i][j]);
+}
+
 static inline MF_AVX2 void lb_q3_K_2x2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, const void *a,
                                      size_t a_stride) {
     const mf_block_q3_K *x[LB_TW] = {w, (const mf_block_q3_K *)((const char *)w + w_stride)};
@@ -297,6 +346,8 @@ static inline MF_AVX2 void lb_iq4_nl_2x2(int64_t n, float *s, size_t ldc, const 
     }
 }
 
+LB_TILE(q2_K, avx2)
+LB_TILE(q2_K, avx512)
 LB_TILE(q3_K, avx2)
 LB_TILE(q3_K, avx512)
 LB_TILE(iq4_nl, avx2)

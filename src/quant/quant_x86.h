@@ -206,8 +206,8 @@ typedef void mf_tile_fn_t(int64_t n, float *s, size_t ldc, const void *w, size_t
 mf_tile_fn_t mf_tile_q4_0_avx2, mf_tile_q5_0_avx2, mf_tile_q8_0_avx2, mf_tile_q4_1_avx2, mf_tile_q5_1_avx2;
 mf_tile_fn_t mf_tile_q4_K_avx2, mf_tile_q5_K_avx2, mf_tile_q6_K_avx2;
 mf_tile_fn_t mf_tile_bf16_avx2;
-mf_tile_fn_t mf_tile_q3_K_avx2, mf_tile_iq4_nl_avx2, mf_tile_iq4_xs_avx2; /* lowbit_avx2.c */
-mf_tile_fn_t mf_tile_q3_K_avx512, mf_tile_iq4_nl_avx512, mf_tile_iq4_xs_avx512; /* lowbit_avx2.c too */
+mf_tile_fn_t mf_tile_q2_K_avx2, mf_tile_q3_K_avx2, mf_tile_iq4_nl_avx2, mf_tile_iq4_xs_avx2; /* lowbit_avx2.c */
+mf_tile_fn_t mf_tile_q2_K_avx512, mf_tile_q3_K_avx512, mf_tile_iq4_nl_avx512, mf_tile_iq4_xs_avx512; /* lowbit_avx2.c too */
 mf_tile_fn_t mf_tile_q4_0_avx512, mf_tile_q5_0_avx512, mf_tile_q8_0_avx512;
 mf_tile_fn_t mf_tile_f16_avx512, mf_tile_bf16_avx512; /* float_avx512.c */
 mf_tile_fn_t mf_tile_q4_0x8_avx2, mf_tile_q5_0x8_avx2, mf_tile_q8_0x8_avx2, mf_tile_iq4_nlx8_avx2; /* x8_avx2.c */
