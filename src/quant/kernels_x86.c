@@ -58,7 +58,8 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
 
 /* AVX-512: only what differs from AVX2 - VNNI for the Q8_0 family (dot_avx512.c, tile_avx512.c) and for
  * Q2_K/Q3_K/IQ4_NL/IQ4_XS (lowbit_avx512.c; for a batch, Q2_K/Q3_K/IQ4_NL/IQ4_XS take the AVX2 2x2 tiles of
- * lowbit_avx2.c, the same bits and measured 1.3-1.9x the AVX-512 vec_dot per pair; IQ4_NL and IQ4_XS only
+ * lowbit_avx2.c, the same bits and measured 1.3-1.9x the AVX-512 vec_dot per pair (Q3_K/IQ4; Q2_K +7-9 % on a
+ * whole Q2_K file's prefill); IQ4_NL and IQ4_XS only
  * where they are not repacked: N % 8 != 0, MINFER_REPACK=0), the F16 and BF16 tiles (float_avx512.c; their
  * vec_dot stays the AVX2 one, whose order they keep), the x16 layouts (x16_avx512.c) and the K x8 layouts,
  * iq4_xsx8 among them (x8_avx512.c).  Every other type (F32, Q4_K/Q5_K/Q6_K, the Q*_0 x8 layouts) falls back
