@@ -106,6 +106,18 @@ static inline MF_AVX512 void store_pair(__m512 acc, float *lo, float *hi) {
     *hi = mf_hsum_f32x8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
 }
 
+/* One 8-element step of every output's chain in a 4 x 2P tile, activations paired (x, y, acc, idx, k in
+ * scope) */
+#define BF16_FMA_STEP(P)                                                                                          \
+    do {                                                                                                          \
+        __m512 yv[P];                                                                                             \
+        _Pragma("GCC unroll 4") for (int j = 0; j < P; j++) yv[j] = bf16x8_pair(idx, y[2 * j] + k, y[2 * j + 1] + k); \
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                                                     \
+            const __m512 xv = bf16x8_twice(idx, x[i] + k);                                                        \
+            _Pragma("GCC unroll 4") for (int j = 0; j < P; j++) acc[i][j] = _mm512_fmadd_ps(xv, yv[j], acc[i][j]); \
+        }                                                                                                         \
+    } while (0)
+
 /* 4 weight rows x 2*P activations, paired by activation */
 #define BF16_TILE_ACTS(NAME, P)                                                                                   \
     static inline MF_AVX512 void NAME(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, const void *a, \
@@ -118,12 +130,7 @@ static inline MF_AVX512 void store_pair(__m512 acc, float *lo, float *hi) {
         _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) _Pragma("GCC unroll 4") for (int j = 0; j < P; j++)   \
             acc[i][j] = _mm512_setzero_ps();                                                                      \
         for (int64_t k = 0; k < n; k += 8) {                                                                      \
-            __m512 yv[P];                                                                                         \
-            _Pragma("GCC unroll 4") for (int j = 0; j < P; j++) yv[j] = bf16x8_pair(idx, y[2 * j] + k, y[2 * j + 1] + k); \
-            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                                                 \
-                const __m512 xv = bf16x8_twice(idx, x[i] + k);                                                    \
-                _Pragma("GCC unroll 4") for (int j = 0; j < P; j++) acc[i][j] = _mm512_fmadd_ps(xv, yv[j], acc[i][j]); \
-            }                                                                                                     \
+            BF16_FMA_STEP(P);                                                                                     \
         }                                                                                                         \
         _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) _Pragma("GCC unroll 4") for (int j = 0; j < P; j++)   \
             store_pair(acc[i][j], &s[i * ldc + 2 * j], &s[i * ldc + 2 * j + 1]);                                  \
@@ -233,12 +240,7 @@ static MF_AVX512BF16 bool dp_rows_tiny(const void *p, size_t stride, int rows, i
             }                                                                                                     \
         }                                                                                                         \
         if (k < n) { /* the chain's last 8-element step: one fma, as the kernels above */                         \
-            __m512 yv[P];                                                                                         \
-            _Pragma("GCC unroll 4") for (int j = 0; j < P; j++) yv[j] = bf16x8_pair(idx, y[2 * j] + k, y[2 * j + 1] + k); \
-            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                                                 \
-                const __m512 xv = bf16x8_twice(idx, x[i] + k);                                                    \
-                _Pragma("GCC unroll 4") for (int j = 0; j < P; j++) acc[i][j] = _mm512_fmadd_ps(xv, yv[j], acc[i][j]); \
-            }                                                                                                     \
+            BF16_FMA_STEP(P);                                                                                     \
         }                                                                                                         \
         if (dp_tiny_seen256(mw)) return false;                                                                    \
         _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) _Pragma("GCC unroll 4") for (int j = 0; j < P; j++)   \

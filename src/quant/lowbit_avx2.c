@@ -168,6 +168,20 @@ MF_AVX2 void mf_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *w, const vo
                                        (const char *)a + j * a_stride);                                           \
     }
 
+/* A K-quant block's closing fma per output: acc += (d_y * d_x) * its exact int32 sums, as vec_dot's */
+static inline MF_AVX2 void lb_k_block_fma(__m256 acc[LB_TW][LB_TA], __m256i sumi[LB_TW][LB_TA], float dx0, float dx1,
+                                          float dy0, float dy1) {
+    const float dx[LB_TW] = {dx0, dx1}, dy[LB_TA] = {dy0, dy1};
+    _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
+        acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dy[j] * dx[i]), _mm256_cvtepi32_ps(sumi[i][j]), acc[i][j]);
+}
+
+/* each output's lanes summed as vec_dot's hsum */
+static inline MF_AVX2 void lb_store(float *s, size_t ldc, __m256 acc[LB_TW][LB_TA]) {
+    _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
+        s[i * ldc + j] = mf_hsum_f32x8(acc[i][j]);
+}
+
 /* Q2_K: per block and output the min term's fma, then the quants' (vec_dot's two fmas in its order) */
 static inline MF_AVX2 void lb_q2_K_2x2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, const void *a,
                                      size_t a_stride) {
@@ -207,14 +221,9 @@ static inline MF_AVX2 void lb_q2_K_2x2(int64_t n, float *s, size_t ldc, const vo
                 }
             }
         }
-        _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) {
-            const float dx = MF_H2F(x[i][ib].d);
-            _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
-                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(y[j][ib].d * dx), _mm256_cvtepi32_ps(sumi[i][j]), acc[i][j]);
-        }
+        lb_k_block_fma(acc, sumi, MF_H2F(x[0][ib].d), MF_H2F(x[1][ib].d), y[0][ib].d, y[1][ib].d);
     }
-    _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
-        s[i * ldc + j] = mf_hsum_f32x8(acc[i][j]);
+    lb_store(s, ldc, acc);
 }
 
 static inline MF_AVX2 void lb_q3_K_2x2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, const void *a,
@@ -255,14 +264,9 @@ static inline MF_AVX2 void lb_q3_K_2x2(int64_t n, float *s, size_t ldc, const vo
                 }
             }
         }
-        _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) {
-            const float dx = MF_H2F(x[i][ib].d);
-            _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
-                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(y[j][ib].d * dx), _mm256_cvtepi32_ps(sumi[i][j]), acc[i][j]);
-        }
+        lb_k_block_fma(acc, sumi, MF_H2F(x[0][ib].d), MF_H2F(x[1][ib].d), y[0][ib].d, y[1][ib].d);
     }
-    _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
-        s[i * ldc + j] = mf_hsum_f32x8(acc[i][j]);
+    lb_store(s, ldc, acc);
 }
 
 static inline MF_AVX2 void lb_iq4_xs_2x2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, const void *a,
@@ -301,8 +305,7 @@ static inline MF_AVX2 void lb_iq4_xs_2x2(int64_t n, float *s, size_t ldc, const 
                 acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * y[j][ib].d), _mm256_cvtepi32_ps(sumi[i][j]), acc[i][j]);
         }
     }
-    _Pragma("GCC unroll 2") for (int i = 0; i < LB_TW; i++) _Pragma("GCC unroll 2") for (int j = 0; j < LB_TA; j++)
-        s[i * ldc + j] = mf_hsum_f32x8(acc[i][j]);
+    lb_store(s, ldc, acc);
 }
 
 static inline MF_AVX2 void lb_iq4_nl_2x2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, const void *a,
