@@ -235,6 +235,51 @@ static void test_matmul_every_type(void) {
     printf("  matmul checked for %d weight types\n", tested);
 }
 
+/* A BF16 matmul checks each activation row once as it converts it and sends only rows that passed to the
+ * faster tile (vdpbf16ps, which reads denormal inputs as zero): a row holding denormals, in a block with
+ * plain rows, must still give vec_dot's bits for every pair, in the batch path (M = 7, shared conversion;
+ * M = 11, the row in the second block of 8) and the decode one (M = 3, each thread converting for itself),
+ * at 1-3 threads. */
+static void test_bf16_matmul_tiny_activation_keeps_vec_dot_bits(void) {
+    const int64_t K = 512, N = 37;
+    const uint32_t t = MF_TYPE_BF16;
+    if (!mf_cpu_supports(MF_OP_MATMUL, t)) SKIP("no BF16 matmul");
+    const mf_quant_kernels *k = mf_quant_kernels_get(t);
+    const size_t rs = mf_row_size(t, K);
+    seed(77);
+    void *w = malloc(rs * N);
+    make_rows(t, K, N, w);
+    static const int64_t Ms[3] = {7, 11, 3}, tinys[3] = {3, 9, 1}; /* inside a pair the tile takes together */
+    for (int c = 0; c < 3; c++) {
+        const int64_t M = Ms[c], tiny = tinys[c];
+        float *x = malloc((size_t)(K * M) * sizeof(float));
+        fill(x, K * M, 1.0f);
+        for (int64_t e = 0; e < K; e++) x[tiny * K + e] *= 1e-39f; /* bf16 denormals */
+        float *o[3];
+        matmul_case(t, K, N, M, o, w, x);
+        void *aq = malloc(mf_row_size(k->vec_dot_type, K));
+        int bad = 0, nonzero = 0;
+        for (int th = 0; th < 3 && o[th]; th++)
+            for (int64_t m = 0; m < M; m++) {
+                k->from_float(x + m * K, aq, K);
+                for (int64_t n = 0; n < N; n++) {
+                    float want;
+                    k->vec_dot(K, &want, (char *)w + rs * (size_t)n, aq);
+                    nonzero += m == tiny && want != 0;
+                    if (memcmp(&want, &o[th][m * N + n], sizeof want) && bad++ < 3)
+                        CHECK(0, "M=%lld threads %d (%lld,%lld): %a vs vec_dot %a", (long long)M, th + 1, (long long)n,
+                              (long long)m, o[th][m * N + n], want);
+                }
+            }
+        CHECK(bad == 0, "M=%lld: %d results differ from vec_dot", (long long)M, bad);
+        CHECK(nonzero > 0, "M=%lld: the denormal row's dots are all zero, so it shows nothing", (long long)M);
+        for (int th = 0; th < 3; th++) free(o[th]);
+        free(aq);
+        free(x);
+    }
+    free(w);
+}
+
 /* Repacked (x8, or x16 with AVX-512) weights through the matmul op: threads 1..3, M = 9 (tiles and a single row)
  * vs each row alone, all bitwise; each value equals the x8 reference kernel, and the result agrees with
  * the same matrix in its file layout within float rounding (the two orders differ, see quant.h). */
@@ -1571,6 +1616,7 @@ int main(void) {
     RUN(test_threadpool);
     RUN(test_get_rows_every_type);
     RUN(test_matmul_every_type);
+    RUN(test_bf16_matmul_tiny_activation_keeps_vec_dot_bits);
     RUN(test_matmul_dynamic_chunks);
     RUN(test_matmul_x8);
     RUN(test_rms_norm);

@@ -665,10 +665,25 @@ static void test_from_float_isa(void) {
     if (!tested) SKIP("this CPU has no SIMD kernel set");
 }
 
-/* Tiles must give vec_dot's bits for every pair and every tile shape, on every ISA.  The float types at
- * two lengths: one their SIMD bodies cover whole (1024: the F16 tile's steps of 32, the BF16 one's 8) and
- * one they end with a tail (1048 % 32 = 24) that the tiles hand to vec_dot. */
+/* the tile variants a kernel set has: 0 its vec_dot_tile; with a vec_dot_tile_ok also 1 that one (for
+ * activation rows act_ok accepted) and, on x86, 2 vec_dot_tile with vdpbf16ps turned off */
+static int tile_variants(const mf_quant_kernels *k) {
+    return k->vec_dot_tile_ok ? 3 : 1;
+}
+
+static mf_vec_dot_tile_fn tile_variant(const mf_quant_kernels *k, int v) {
+#if defined(__x86_64__)
+    mf_bf16_set_dp(v != 2);
+#endif
+    return v == 1 ? k->vec_dot_tile_ok : k->vec_dot_tile;
+}
+
+/* Tiles must give vec_dot's bits for every pair and every tile shape, on every ISA, and so must a kernel
+ * set's vec_dot_tile_ok on rows its act_ok accepts.  The float types at two lengths: one their SIMD bodies
+ * cover whole (1024: the F16 tile's steps of 32, the BF16 one's 8) and one they end with a tail
+ * (1048 % 32 = 24) that the tiles hand to vec_dot. */
 static void test_tile_bitwise(void) {
+    int ok_tiles = 0;
     enum { N = 1024 + 32, NW = MF_TILE_MAX + 1, NA = MF_TILE_MAX + 1 }; /* every shape, at two offsets */
     static uint8_t w[NW][N * 4], a[NA][N * 4];
     static float x[N];
@@ -691,26 +706,39 @@ static void test_tile_bitwise(void) {
                 float want[NW][NA];
                 for (int i = 0; i < NW; i++)
                     for (int j = 0; j < NA; j++) k->vec_dot(n, &want[i][j], w[i], a[j]);
+                bool act_ok[NA];
+                for (int j = 0; j < NA; j++) act_ok[j] = k->act_ok && k->act_ok(a[j], n);
                 int bad = 0;
-                for (int nw = 1; nw <= MF_TILE_MAX; nw++)
-                    for (int na = 1; na <= MF_TILE_MAX; na++)
-                        for (int i0 = 0; i0 + nw <= NW; i0 += NW - nw > 0 ? NW - nw : 1)
-                            for (int j0 = 0; j0 + na <= NA; j0 += NA - na > 0 ? NA - na : 1) {
-                                float got[MF_TILE_MAX][MF_TILE_MAX + 1];
-                                memset(got, 0xFF, sizeof got);
-                                k->vec_dot_tile(n, &got[0][0], MF_TILE_MAX + 1, w[i0], sizeof w[0], nw, a[j0], sizeof a[0], na);
-                                for (int i = 0; i < nw; i++)
-                                    for (int j = 0; j < na; j++)
-                                        if (fbits(got[i][j]) != fbits(want[i0 + i][j0 + j]) && bad++ < 3)
-                                            CHECK(0, "%s %s n=%lld tile %dx%d at (%d,%d): pair (%d,%d) %a, vec_dot %a",
-                                                  mf_type_name(wt), mf_isa_name((mf_isa)isa), (long long)n, nw, na, i0,
-                                                  j0, i, j, got[i][j], want[i0 + i][j0 + j]);
-                            }
+                for (int v = 0; v < tile_variants(k); v++) {
+                    const mf_vec_dot_tile_fn tile = tile_variant(k, v);
+                    for (int nw = 1; nw <= MF_TILE_MAX; nw++)
+                        for (int na = 1; na <= MF_TILE_MAX; na++)
+                            for (int i0 = 0; i0 + nw <= NW; i0 += NW - nw > 0 ? NW - nw : 1)
+                                for (int j0 = 0; j0 + na <= NA; j0 += NA - na > 0 ? NA - na : 1) {
+                                    bool ok = true;
+                                    for (int j = 0; j < na; j++) ok = ok && act_ok[j0 + j];
+                                    if (v == 1 && !ok) continue;
+                                    ok_tiles += v == 1;
+                                    float got[MF_TILE_MAX][MF_TILE_MAX + 1];
+                                    memset(got, 0xFF, sizeof got);
+                                    tile(n, &got[0][0], MF_TILE_MAX + 1, w[i0], sizeof w[0], nw, a[j0], sizeof a[0], na);
+                                    for (int i = 0; i < nw; i++)
+                                        for (int j = 0; j < na; j++)
+                                            if (fbits(got[i][j]) != fbits(want[i0 + i][j0 + j]) && bad++ < 3)
+                                                CHECK(0, "%s %s n=%lld tile%s %dx%d at (%d,%d): pair (%d,%d) %a, vec_dot %a",
+                                                      mf_type_name(wt), mf_isa_name((mf_isa)isa), (long long)n,
+                                                      v == 1 ? "_ok" : v == 2 ? " (no vdpbf16ps)" : "", nw, na, i0,
+                                                      j0, i, j, got[i][j], want[i0 + i][j0 + j]);
+                                }
+                    (void)tile_variant(k, 0);
+                }
                 CHECK(bad == 0, "%s %s n=%lld: %d tile results differ from vec_dot", mf_type_name(wt),
                       mf_isa_name((mf_isa)isa), (long long)n, bad);
             }
         }
     }
+    /* 0 where the CPU lacks vdpbf16ps: act_ok then accepts nothing */
+    printf("  %d vec_dot_tile_ok calls checked\n", ok_tiles);
 }
 
 /* The AVX-512 BF16 tile adds two products per instruction where the CPU has vdpbf16ps, which reads
@@ -756,6 +784,34 @@ static void test_bf16_tile_tiny_inputs_keep_vec_dot_bits(void) {
         }
     }
     if (!tested) SKIP("no BF16 kernels");
+}
+
+/* act_ok (the per-row check the matmul makes once, so the BF16 tile need not) accepts exactly the rows
+ * with no nonzero word below 2^-56: zero and +-2^-56 itself pass, the next word down and the denormals
+ * fail wherever they sit (first word, inside a 32-word step, the last word of a tail). */
+static void test_bf16_act_ok_bound(void) {
+    enum { N = 1032 };
+    static uint16_t row[N];
+    int tested = 0;
+    for (int isa = 0; isa < MF_ISA_COUNT; isa++) {
+        const mf_quant_kernels *k = mf_quant_kernels_get_isa(MF_TYPE_BF16, (mf_isa)isa);
+        if (!k || !k->act_ok) continue;
+        for (int e = 0; e < N; e++) row[e] = 0x3F80; /* 1.0 */
+        if (!k->act_ok(row, N)) continue;            /* no vdpbf16ps here: act_ok accepts nothing */
+        for (int e = 0; e < N; e++) row[e] = e % 3 == 0 ? 0 : e % 3 == 1 ? 0x2380 : 0xA380;
+        CHECK(k->act_ok(row, N), "%s: a row of zeros and +-2^-56 refused", mf_isa_name((mf_isa)isa));
+        static const uint16_t tiny[] = {0x237F, 0xA37F, 0x0001, 0x8001, 0x0080};
+        static const int at[] = {0, 5, 31, 32, N - 1};
+        for (size_t t = 0; t < MF_ARRAY_LEN(tiny); t++)
+            for (size_t p = 0; p < MF_ARRAY_LEN(at); p++) {
+                const uint16_t keep = row[at[p]];
+                row[at[p]] = tiny[t];
+                CHECK(!k->act_ok(row, N), "%s: word 0x%04x at %d accepted", mf_isa_name((mf_isa)isa), tiny[t], at[p]);
+                row[at[p]] = keep;
+            }
+        tested++;
+    }
+    if (!tested) SKIP("no BF16 kernel set with vdpbf16ps on this CPU");
 }
 
 /* The Q8_0-family tiles convert scales in chunks of blocks: lengths across chunk edges and not a multiple
@@ -1116,6 +1172,7 @@ int main(void) {
     RUN(test_from_float_isa);
     RUN(test_tile_bitwise);
     RUN(test_bf16_tile_tiny_inputs_keep_vec_dot_bits);
+    RUN(test_bf16_act_ok_bound);
     RUN(test_tile_bitwise_lengths);
     RUN(test_x8_repack_and_kernels);
     RUN(test_amx_kernels);

@@ -10,7 +10,6 @@
  * rows, with 16 registers of chains in flight (llama.cpp prefill: 2.5x minfer's per-pair loop before). */
 #include "quant/quant_x86.h"
 
-#include <cpuid.h>
 #include <stdatomic.h>
 
 static inline MF_AVX512 __m512 f16x16(const uint16_t *p) {
@@ -168,9 +167,10 @@ static inline MF_AVX512 void bf16_tile_8x1(int64_t n, float *s, size_t ldc, cons
  * What the instruction does differently: it reads denormal inputs as zero and flushes denormal results.
  * Neither can happen when every nonzero input has a biased exponent >= 71 (|v| >= 2^-56): each product is
  * then a multiple of 2^-126, so is every rounded partial sum, which is therefore 0 or normal.  So the
- * activations are checked once a call and the weights as the sub-tile reads them; where an input is below
- * that bound, the fma kernels above run instead (the sub-tile again) - the same bits either way.  Zen 4,
- * pp512 of a Qwen2.5-0.5B BF16: see docs/PERFORMANCE.md (seventeenth session). */
+ * activations are checked once a call (or once a row by the matmul, act_ok) and the weights as the
+ * sub-tile reads them; where an input is below that bound, the fma kernels above run instead (the sub-tile
+ * again) - the same bits either way.  Zen 4, pp512 of a Qwen2.5-0.5B BF16: see docs/PERFORMANCE.md
+ * (seventeenth and eighteenth sessions). */
 #define MF_AVX512BF16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16")))
 
 /* the word order above: out dword l = (low: in word l + 8, high: in word l), per 16-word half; `twice`
@@ -251,17 +251,20 @@ BF16_DP_TILE_ACTS(bf16_dp_tile_4x8, 4)
 BF16_DP_TILE_ACTS(bf16_dp_tile_4x4, 2)
 BF16_DP_TILE_ACTS(bf16_dp_tile_4x2, 1)
 
-/* cpuid 7.1 EAX bit 5: AVX512_BF16 (the avx512 kernel set does not require it: Ice Lake lacks it); asked
- * once, every thread writing the same answer */
-static bool cpu_has_avx512bf16(void) {
-    static _Atomic int have = -1;
-    int h = atomic_load_explicit(&have, memory_order_relaxed);
-    if (h < 0) {
-        unsigned a = 0, b, c, d;
-        h = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
-        atomic_store_explicit(&have, h, memory_order_relaxed);
+/* whether the tile may use vdpbf16ps: the CPU has it and mf_bf16_set_dp left it on (-1: not asked yet) */
+static _Atomic int g_dp = -1;
+
+void mf_bf16_set_dp(bool on) {
+    atomic_store_explicit(&g_dp, on ? -1 : 0, memory_order_relaxed);
+}
+
+static bool bf16_dp(void) {
+    int d = atomic_load_explicit(&g_dp, memory_order_relaxed);
+    if (d < 0) {
+        d = mf_cpu_has_avx512bf16();
+        atomic_store_explicit(&g_dp, d, memory_order_relaxed); /* every racer stores the same */
     }
-    return h;
+    return d;
 }
 
 /* 4 rows x 2*P activations: on vdpbf16ps where the CPU has it and the inputs allow, else the fma kernel */
@@ -272,16 +275,16 @@ static bool cpu_has_avx512bf16(void) {
     } while (0)
 
 /* What these shapes leave (n % 8 != 0: vec_dot's other order; rows and activations left over) goes to the
- * AVX2 tile, which runs the same orders.  A batch's sub-tiles run on vdpbf16ps where the CPU has it and
- * the activations pass the check (once here for the call); decode stays on the fma tile, bound by reads. */
-MF_AVX512 void mf_tile_bf16_avx512(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
-                                   const void *a, size_t a_stride, int na) {
+ * AVX2 tile, which runs the same orders.  A batch's sub-tiles run on vdpbf16ps where `dp` (the CPU has it
+ * and the activations passed the check); decode stays on the fma tile, bound by reads. */
+static inline __attribute__((always_inline)) MF_AVX512 void bf16_tile(int64_t n, float *s, size_t ldc, const void *w,
+                                                                      size_t w_stride, int nw, const void *a,
+                                                                      size_t a_stride, int na, bool dp) {
     if (n % 8 != 0) {
         mf_tile_bf16_avx2(n, s, ldc, w, w_stride, nw, a, a_stride, na);
         return;
     }
     int i0 = 0, j0 = 0;
-    const bool dp = cpu_has_avx512bf16() && na >= 2 && !dp_rows_tiny(a, a_stride, na & ~1, n);
     if (na == 1) {
         for (; i0 + 8 <= nw; i0 += 8) bf16_tile_8x1(n, s + i0 * ldc, ldc, (const char *)w + i0 * w_stride, w_stride, a);
     } else {
@@ -303,4 +306,25 @@ MF_AVX512 void mf_tile_bf16_avx512(int64_t n, float *s, size_t ldc, const void *
     }
     if (i0 < nw) /* rows left over, every activation */
         mf_tile_bf16_avx2(n, s + i0 * ldc, ldc, (const char *)w + i0 * w_stride, w_stride, nw - i0, a, a_stride, na);
+}
+
+/* The tile checks its activations on every call: the matmul calls it once per 8 weight rows, so a
+ * matrix's activations are checked N / 8 times (pp512 of a Qwen2.5-0.5B BF16 ran ~20 % slower than with
+ * no check, docs/PERFORMANCE.md eighteenth session).  The matmul therefore checks each row once as it
+ * converts it (act_ok) and calls the _ok tile for rows that passed. */
+MF_AVX512 void mf_tile_bf16_avx512(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
+                                   const void *a, size_t a_stride, int na) {
+    const bool dp = na >= 2 && bf16_dp() && !dp_rows_tiny(a, a_stride, na & ~1, n);
+    bf16_tile(n, s, ldc, w, w_stride, nw, a, a_stride, na, dp);
+}
+
+MF_AVX512 void mf_tile_bf16_ok_avx512(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
+                                      const void *a, size_t a_stride, int na) {
+    bf16_tile(n, s, ldc, w, w_stride, nw, a, a_stride, na, na >= 2 && bf16_dp());
+}
+
+/* one converted activation row: no word the vdpbf16ps sub-tiles must not see (false without vdpbf16ps,
+ * so the matmul does not scan for nothing) */
+MF_AVX512 bool mf_bf16_act_ok_avx512(const void *a, int64_t n) {
+    return bf16_dp() && !dp_rows_tiny(a, 0, 1, n);
 }

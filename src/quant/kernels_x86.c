@@ -6,6 +6,7 @@
 #include <cpuid.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -66,7 +67,8 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
  * to its AVX2 row in mf_quant_kernels_get. */
 static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_F16] = MF_KT(MF_TYPE_F16, mf_vec_dot_f16_avx2, mf_from_float_f16_avx2, mf_tile_f16_avx512, 4, 4),
-    [MF_TYPE_BF16] = MF_KT(MF_TYPE_BF16, mf_vec_dot_bf16_avx2, mf_from_float_bf16_avx2, mf_tile_bf16_avx512, 8, 8),
+    [MF_TYPE_BF16] = {MF_TYPE_BF16, mf_vec_dot_bf16_avx2, mf_from_float_bf16_avx2, mf_tile_bf16_avx512, 8, 8, false,
+                      false, mf_bf16_act_ok_avx512, mf_tile_bf16_ok_avx512},
     [MF_TYPE_Q4_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q4_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q4_0_avx512, 4, 4),
     [MF_TYPE_Q5_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q5_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q5_0_avx512, 4, 4),
     [MF_TYPE_Q8_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q8_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q8_0_avx512, 4, 4),
@@ -153,6 +155,18 @@ static bool cpu_has_f16c(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
     return (c & bit_F16C) != 0;
+}
+
+/* asked once; every thread that races here stores the same answer */
+bool mf_cpu_has_avx512bf16(void) {
+    static _Atomic int have = -1;
+    int h = atomic_load_explicit(&have, memory_order_relaxed);
+    if (h < 0) {
+        unsigned a = 0, b, c, d;
+        h = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+        atomic_store_explicit(&have, h, memory_order_relaxed);
+    }
+    return h;
 }
 
 /* AVX2 level = AVX2+FMA+F16C (Haswell, Zen 1); AVX512 level = F+BW+VL+VNNI (Ice Lake, Zen 4). */

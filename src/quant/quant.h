@@ -303,6 +303,12 @@ typedef struct {
     bool spans;         /* the tile also takes nw = any multiple of tile_w: that many consecutive groups in
                          * one call (the x16 layouts: one activation row then streams several groups side
                          * by side, x16_avx512.c; the AMX x8 ones: two groups a tile pass, x8_amx.c) */
+    /* Optional (NULL: none; the BF16 AVX-512 set has them).  act_ok(a, n) says whether one converted
+     * activation row lets vec_dot_tile_ok run; vec_dot_tile_ok is vec_dot_tile's contract for activation
+     * rows act_ok accepted, faster because it skips the check vec_dot_tile makes on every call.  The
+     * matmul asks act_ok once per row as it converts it, not once per tile call. */
+    bool (*act_ok)(const void *a, int64_t n);
+    mf_vec_dot_tile_fn vec_dot_tile_ok;
 } mf_quant_kernels;
 
 /* Dots of one f32 row k with nq f32 rows q (q_stride floats apart), n a multiple of 32: out[i] is
@@ -349,6 +355,9 @@ const mf_quant_kernels *mf_quant_kernels_get_isa(uint32_t type, mf_isa isa);
 /* How many 16-row groups the AVX-512 x16 GEMV streams side by side: 1 or 4 (0: the CPU's choice, 4 on
  * Intel, 1 elsewhere; x16_avx512.c says why).  The bits never depend on it; tests run both. */
 void mf_x16_set_gemv_groups(int groups);
+/* Whether the AVX-512 BF16 tile may use vdpbf16ps: 1 where the CPU has it (the default), 0 never (its fma
+ * tile instead: the same bits).  Tests run both. */
+void mf_bf16_set_dp(bool on);
 #endif
 /* The file types that have matmul kernels (so weights of them run), as "f32, f16, ..." in id order, into
  * buf (truncated to cap, always terminated): the list a refusal of another weight type names. */

@@ -210,6 +210,11 @@ mf_tile_fn_t mf_tile_q2_K_avx2, mf_tile_q3_K_avx2, mf_tile_iq4_nl_avx2, mf_tile_
 mf_tile_fn_t mf_tile_q2_K_avx512, mf_tile_q3_K_avx512, mf_tile_iq4_nl_avx512, mf_tile_iq4_xs_avx512; /* lowbit_avx2.c too */
 mf_tile_fn_t mf_tile_q4_0_avx512, mf_tile_q5_0_avx512, mf_tile_q8_0_avx512;
 mf_tile_fn_t mf_tile_f16_avx512, mf_tile_bf16_avx512; /* float_avx512.c */
+/* the BF16 tile's pair for activation rows mf_bf16_act_ok_avx512 accepted (mf_quant_kernels.act_ok) */
+mf_tile_fn_t mf_tile_bf16_ok_avx512;
+bool mf_bf16_act_ok_avx512(const void *a, int64_t n);
+/* cpuid 7.1 EAX bit 5, AVX512_BF16 (vdpbf16ps: Cooper Lake, Sapphire Rapids, Zen 4; Ice Lake lacks it) */
+bool mf_cpu_has_avx512bf16(void);
 mf_tile_fn_t mf_tile_q4_0x8_avx2, mf_tile_q5_0x8_avx2, mf_tile_q8_0x8_avx2, mf_tile_iq4_nlx8_avx2; /* x8_avx2.c */
 mf_tile_fn_t mf_tile_q4_Kx8_avx2, mf_tile_q5_Kx8_avx2, mf_tile_q6_Kx8_avx2, mf_tile_iq4_xsx8_avx2;
 mf_tile_fn_t mf_tile_q4_Kx8_avx512, mf_tile_q5_Kx8_avx512, mf_tile_q6_Kx8_avx512,

@@ -1,6 +1,8 @@
 /* CPU matmul: out[m][n] = vec_dot(K, w_n, a_m) with the quant kernels of the weight type.
  *
- * Phase 1 converts each activation row once to the kernel's vec_dot type (rows split over threads).
+ * Phase 1 converts each activation row once to the kernel's vec_dot type (rows split over threads), and
+ * where the kernel has an act_ok check, notes per row whether its faster tile may take it (the flags
+ * follow the rows in the conversion buffer; 0 where the kernel has no check).
  * Phase 2 splits the weight rows over threads; a thread walks its rows in tiles and, for each tile,
  * every activation row, so a weight row is streamed from memory once per forward while it is hot.
  * Invariant: (n, m) is always one vec_dot call on the same bytes, so the result depends neither on M
@@ -18,7 +20,7 @@ size_t mf_cpu_matmul_shared_bytes(const mf_graph *g, const mf_node *n) {
     const mf_quant_kernels *k = mf_quant_kernels_get(w->type);
     if (!k || direct_f32(k)) return 0;
     size_t rs = mf_row_size(k->vec_dot_type, x->ne[0]);
-    return rs * (size_t)mf_cpu_nrows(x) + 64;
+    return (rs + 1) * (size_t)mf_cpu_nrows(x) + 64; /* the rows, then a flag per row */
 }
 
 bool mf_cpu_matmul_private(const mf_graph *g, const mf_node *n) {
@@ -31,7 +33,7 @@ bool mf_cpu_matmul_private(const mf_graph *g, const mf_node *n) {
 size_t mf_cpu_matmul_private_bytes(const mf_graph *g, const mf_node *n) {
     if (!mf_cpu_matmul_private(g, n)) return 0;
     const mf_node *w = mf_graph_node_c(g, n->src[0]), *x = mf_graph_node_c(g, n->src[1]);
-    return mf_row_size(mf_quant_kernels_get(w->type)->vec_dot_type, x->ne[0]) * (size_t)mf_cpu_nrows(x) + 64;
+    return (mf_row_size(mf_quant_kernels_get(w->type)->vec_dot_type, x->ne[0]) + 1) * (size_t)mf_cpu_nrows(x) + 64;
 }
 
 /* a fused ADD/MUL (in place over this result): columns [t0, t1) of every row, the same float operation
@@ -53,6 +55,7 @@ typedef struct {
     const mf_node *x;
     bool direct;
     const uint8_t *abuf;
+    const uint8_t *ok; /* per activation row: act_ok accepted it (NULL: the kernel has no vec_dot_tile_ok) */
     size_t rs, as;
     int tw, ta;
     const char *wd;
@@ -61,6 +64,14 @@ typedef struct {
     const mf_node *f;
     const mf_cpu_exec *ex;
 } mm_ctx;
+
+/* the tile for activation rows [m0, m0 + na): the faster one when act_ok accepted every one of them */
+static mf_vec_dot_tile_fn tile_for(const mm_ctx *c, int64_t m0, int na) {
+    if (!c->ok) return c->k->vec_dot_tile;
+    for (int j = 0; j < na; j++)
+        if (!c->ok[m0 + j]) return c->k->vec_dot_tile;
+    return c->k->vec_dot_tile_ok;
+}
 
 /* weight rows [n0, n1) against every activation row, then the fused op over those columns */
 static void mm_rows(const mm_ctx *c, int64_t n0, int64_t n1) {
@@ -75,12 +86,13 @@ static void mm_rows(const mm_ctx *c, int64_t n0, int64_t n1) {
         for (int64_t m0 = 0; m0 < M; m0 += c->ta) {
             const int na = (int)MF_MIN((int64_t)c->ta, M - m0);
             const void *a = c->abuf + (size_t)m0 * c->rs;
+            const mf_vec_dot_tile_fn tile = tile_for(c, m0, na);
             if (k->spans) /* the whole range in one call (below 8 activations it streams groups side by side) */
-                k->vec_dot_tile(K, &out[m0 * N + n0], (size_t)N, c->wd + (size_t)n0 * c->ws, c->ws, (int)(n1 - n0),
+                tile(K, &out[m0 * N + n0], (size_t)N, c->wd + (size_t)n0 * c->ws, c->ws, (int)(n1 - n0),
                                 a, c->as, na);
             else
                 for (int64_t j0 = n0; j0 < n1; j0 += c->tw)
-                    k->vec_dot_tile(K, &out[m0 * N + j0], (size_t)N, c->wd + (size_t)j0 * c->ws, c->ws,
+                    tile(K, &out[m0 * N + j0], (size_t)N, c->wd + (size_t)j0 * c->ws, c->ws,
                                     (int)MF_MIN((int64_t)c->tw, n1 - j0), a, c->as, na);
         }
         if (c->f) apply_fused(c->ex, c->f, out, N, M, n0, n1);
@@ -89,8 +101,8 @@ static void mm_rows(const mm_ctx *c, int64_t n0, int64_t n1) {
     if (k->spans && M <= c->ta) {
         /* one pass of the activations: the range in one call, so a GEMV (decode) streams several groups of
          * rows side by side instead of one group per call (x16_avx512.c) */
-        k->vec_dot_tile(K, &out[n0], (size_t)N, c->wd + (size_t)n0 * c->ws, c->ws, (int)(n1 - n0), c->abuf, c->as,
-                        (int)M);
+        tile_for(c, 0, (int)M)(K, &out[n0], (size_t)N, c->wd + (size_t)n0 * c->ws, c->ws, (int)(n1 - n0), c->abuf,
+                               c->as, (int)M);
         if (c->f) apply_fused(c->ex, c->f, out, N, M, n0, n1);
         return;
     }
@@ -100,18 +112,19 @@ static void mm_rows(const mm_ctx *c, int64_t n0, int64_t n1) {
             const int na = (int)MF_MIN((int64_t)c->ta, M - m0);
             const void *a = c->direct ? (const void *)((const char *)c->x->data + mf_cpu_row_offs(c->x, m0))
                                       : (const void *)(c->abuf + (size_t)m0 * c->rs);
+            const mf_vec_dot_tile_fn tile = c->direct ? k->vec_dot_tile : tile_for(c, m0, na);
             for (int64_t j0 = t0; j0 < t1; j0 += c->tw) {
                 const int nw = (int)MF_MIN((int64_t)c->tw, t1 - j0);
                 const char *wr = c->wd + (size_t)j0 * c->ws;
                 if (k->act_major) { /* straight into the output rows */
-                    k->vec_dot_tile(K, &out[m0 * N + j0], (size_t)N, wr, c->ws, nw, a, c->as, na);
+                    tile(K, &out[m0 * N + j0], (size_t)N, wr, c->ws, nw, a, c->as, na);
                     continue;
                 }
                 if (nw == 1 && na == 1 && k->vec_dot) {
                     k->vec_dot(K, &out[m0 * N + j0], wr, a);
                     continue;
                 }
-                k->vec_dot_tile(K, s, MF_TILE_MAX, wr, c->ws, nw, a, c->as, na);
+                tile(K, s, MF_TILE_MAX, wr, c->ws, nw, a, c->as, na);
                 for (int i = 0; i < nw; i++)
                     for (int j = 0; j < na; j++) out[(m0 + j) * N + j0 + i] = s[i * MF_TILE_MAX + j];
             }
@@ -186,18 +199,24 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     const int32_t id = (int32_t)(n - mf_graph_node_c(ex->g, 0));
     const bool priv = ex->plan[id] & MF_CPU_PLAN_PRIVATE;
     uint8_t *abuf = priv ? ex->conv + (size_t)ith * ex->conv_size : ex->shared;
+    uint8_t *ok = direct ? NULL : abuf + (size_t)M * rs; /* the flags after the rows */
     if (!direct && !(ex->plan[id] & MF_CPU_PLAN_REUSE)) {
         int64_t m0 = 0, m1 = M;
         if (!priv) mf_cpu_split(M, ith, nth, &m0, &m1);
-        for (int64_t m = m0; m < m1; m++)
-            k->from_float((const float *)((const char *)x->data + mf_cpu_row_offs(x, m)), abuf + (size_t)m * rs, K);
+        for (int64_t m = m0; m < m1; m++) {
+            uint8_t *row = abuf + (size_t)m * rs;
+            k->from_float((const float *)((const char *)x->data + mf_cpu_row_offs(x, m)), row, K);
+            /* written for every conversion, so a matmul that reuses it reads flags of its own rows */
+            ok[m] = k->act_ok && k->act_ok(row, K);
+        }
         if (!priv) mf_threadpool_barrier(ex->cpu->tp);
     }
 
     /* activation rows at a uniform stride can go through the kernel's tile (bitwise = vec_dot) */
     const bool uniform = !direct || (x->ne[2] * x->ne[3] == 1) ||
                          (x->nb[2] == x->nb[1] * (size_t)x->ne[1] && x->nb[3] == x->nb[2] * (size_t)x->ne[2]);
-    mm_ctx c = {.k = k, .K = K, .N = N, .M = M, .x = x, .direct = direct, .abuf = abuf, .rs = rs,
+    mm_ctx c = {.k = k, .K = K, .N = N, .M = M, .x = x, .direct = direct, .abuf = abuf,
+                .ok = k->vec_dot_tile_ok ? ok : NULL, .rs = rs,
                 .as = direct ? x->nb[1] : rs,
                 /* an x8/x16 layout's tile is one whole group of rows (TILE_N is a multiple of both) */
                 .tw = k->act_major ? k->tile_w : MF_MAX(1, MF_MIN(k->tile_w, MF_TILE_MAX)),
