@@ -200,6 +200,44 @@ static void test_isa_bitwise(void) {
     if (!tested) SKIP("this CPU has no SIMD kernel set");
 }
 
+/* The tiles share a weight row's decoding among up to 4 activations, so every tile shape the matmul may
+ * ask for (nw 1..3 rows, na 1..9 activations: the 4-, 2- and 1-activation paths and their mixes) must give
+ * each pair vec_dot's bits, with a -128 quant in one activation row (vpsignb's edge) and distinct rows so
+ * a pair reading its neighbour's row shows. */
+static void test_tile_shapes_bitwise(void) {
+    enum { N = 512, NW = 3, NA = 9 };
+    static uint8_t w[NW][N], a[NA][N * 2];
+    int tested = 0;
+    for (int isa = MF_ISA_SCALAR; isa < MF_ISA_COUNT; isa++) {
+        for (int i = 0; i < QG_NIQ; i++) {
+            const qg_type *t = &qg_iq_types[i];
+            const mf_quant_kernels *k = mf_quant_kernels_get_isa((uint32_t)t->type, (mf_isa)isa);
+            if (!k) continue;
+            for (int r = 0; r < NW; r++) qg_fill_iq(t->type, 60 + (uint64_t)r, N, w[r]);
+            for (int j = 0; j < NA; j++) qg_fill(QG_Q8_K, 70 + (uint64_t)j, N, a[j]);
+            for (int b = 0; b < N / 256; b++) a[5][b * 292 + 4 + 17] = 0x80;
+            float want[NW][NA];
+            for (int r = 0; r < NW; r++)
+                for (int j = 0; j < NA; j++) k->vec_dot(N, &want[r][j], w[r], a[j]);
+            int bad = 0;
+            for (int nw = 1; nw <= NW; nw++)
+                for (int na = 1; na <= NA; na++) {
+                    float got[NW][NA + 1];
+                    memset(got, 0xFF, sizeof got);
+                    k->vec_dot_tile(N, &got[0][0], NA + 1, w, sizeof w[0], nw, a, sizeof a[0], na);
+                    for (int r = 0; r < nw; r++)
+                        for (int j = 0; j < na; j++)
+                            if (fbits(got[r][j]) != fbits(want[r][j]) && bad++ < 3)
+                                CHECK(0, "%s %s tile %dx%d pair (%d,%d): %a, vec_dot %a", t->name,
+                                      mf_isa_name((mf_isa)isa), nw, na, r, j, got[r][j], want[r][j]);
+                    tested++;
+                }
+            CHECK(bad == 0, "%s %s: %d tile results differ from vec_dot", t->name, mf_isa_name((mf_isa)isa), bad);
+        }
+    }
+    printf("  %d tile shapes checked\n", tested);
+}
+
 /* A kernel reads only its own row: results do not depend on neighbouring rows (a kernel reading past
  * n would change with them). */
 static void test_row_independent(void) {
@@ -228,6 +266,7 @@ int main(void) {
     RUN(test_dot_llama_exact);
     RUN(test_dot_vs_dequant);
     RUN(test_isa_bitwise);
+    RUN(test_tile_shapes_bitwise);
     RUN(test_row_independent);
     return mf_test_done();
 }

@@ -2,7 +2,7 @@
  * madd; dot_iq_avx512.c: VNNI).  Both build, per super-block, the reference's 8 int32 lanes (lane k = sum
  * over sub-blocks of the multiplier times the integer dot of values 4k..4k+3: exact, so equal however
  * they are summed) and fold them exactly as the reference does (quant_iq.h): the same bits.
- * This folder only; included by one .c per ISA after it defined MF_IQ_TARGET and MF_IQ_MULSUM. */
+ * This folder only; included by one .c per ISA, which defines MF_IQ_MULACC. */
 #ifndef MF_DOT_IQ_X86_H
 #define MF_DOT_IQ_X86_H
 
@@ -68,30 +68,71 @@ static inline __attribute__((always_inline)) MF_AVX2 __m256i mf_iq_x86_sub(uint3
     }
 }
 
-/* The sign applied to the activation bytes with vpsignb: -(-128) stays -128, as in the reference. */
-#define MF_IQ_X86_DOT(name, type, inv)                                                                           \
-    void name(int64_t n, float *s, const void *w, const void *a) {                                               \
-        const size_t bs = mf_iq_block_size(type);                                                                \
-        const uint8_t *b = w;                                                                                    \
-        const mf_block_q8_K *y = a;                                                                              \
-        __m256 acc = _mm256_setzero_ps();                                                                        \
-        for (int64_t i = 0; i < n / MF_QK_K; i++, b += bs) {                                                     \
-            uint16_t dh;                                                                                         \
-            memcpy(&dh, b, 2);                                                                                   \
-            const float d = MF_H2F(dh) * y[i].d;                                                                 \
-            __m256i sumi = _mm256_setzero_si256();                                                               \
-            for (int ib = 0; ib < 8; ib++) {                                                                     \
-                uint32_t sg;                                                                                     \
-                int m0, m1;                                                                                      \
-                const __m256i g = mf_iq_x86_sub(type, b, ib, &sg, &m0, &m1);                                     \
-                const __m256i neg = mf_bits32((const uint8_t *)&sg);                                             \
-                const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * ib));                      \
-                const __m256i qs = _mm256_sign_epi8(q8, _mm256_or_si256(neg, _mm256_set1_epi8(1)));              \
-                sumi = _mm256_add_epi32(sumi, MF_IQ_MULSUM(g, qs, m0, m1));                                      \
-            }                                                                                                    \
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);                             \
-        }                                                                                                        \
-        *s = (inv) * mf_hsum_f32x8(acc);                                                                         \
+/* Activation rows a, a + a_stride, ... (na of them, 1 to 8, a constant after inlining) against weight row b,
+ * into s[0], s[s_stride], ...: each pair's int32 lanes and float steps are exactly the vec_dot's (na = 1 IS
+ * the vec_dot), while the weight's grid bytes, signs and multipliers are worked out once for all of them.
+ * The sign is applied to the activation bytes with vpsignb: -(-128) stays -128, as in the reference.
+ * Expanded once per ISA file, after its MF_IQ_MULACC (acc plus the multiplied sums), with that file's target attribute. */
+#define MF_IQ_X86_ROWS(TGT)                                                                                          \
+    static inline __attribute__((always_inline)) TGT void iq_rows(uint32_t type, float inv, int64_t n,               \
+                                                                  const uint8_t *b, const uint8_t *a,                \
+                                                                  size_t a_stride, int na, float *s,                 \
+                                                                  size_t s_stride) {                                 \
+        const size_t bs = mf_iq_block_size(type);                                                                    \
+        __m256 acc[8];                                                                                               \
+        _Pragma("GCC unroll 8") for (int j = 0; j < na; j++) acc[j] = _mm256_setzero_ps();                           \
+        for (int64_t i = 0; i < n / MF_QK_K; i++, b += bs) {                                                         \
+            uint16_t dh;                                                                                             \
+            memcpy(&dh, b, 2);                                                                                       \
+            const float dw = MF_H2F(dh);                                                                             \
+            __m256i sumi[8];                                                                                         \
+            _Pragma("GCC unroll 8") for (int j = 0; j < na; j++) sumi[j] = _mm256_setzero_si256();                   \
+            for (int ib = 0; ib < 8; ib++) {                                                                         \
+                uint32_t sg;                                                                                         \
+                int m0, m1;                                                                                          \
+                const __m256i g = mf_iq_x86_sub(type, b, ib, &sg, &m0, &m1);                                         \
+                const __m256i sgn = _mm256_or_si256(mf_bits32((const uint8_t *)&sg), _mm256_set1_epi8(1));           \
+                _Pragma("GCC unroll 8") for (int j = 0; j < na; j++) {                                               \
+                    const mf_block_q8_K *y = (const mf_block_q8_K *)(a + j * a_stride) + i;                          \
+                    const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib));                       \
+                    sumi[j] = MF_IQ_MULACC(sumi[j], g, _mm256_sign_epi8(q8, sgn), m0, m1);         \
+                }                                                                                                    \
+            }                                                                                                        \
+            _Pragma("GCC unroll 8") for (int j = 0; j < na; j++) {                                                   \
+                const float d = dw * ((const mf_block_q8_K *)(a + j * a_stride))[i].d;                               \
+                acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);                    \
+            }                                                                                                        \
+        }                                                                                                            \
+        _Pragma("GCC unroll 8") for (int j = 0; j < na; j++) s[j * s_stride] = (inv) * mf_hsum_f32x8(acc[j]);        \
+    }
+
+#define MF_IQ_X86_DOT(name, type, inv)                                                                               \
+    void name(int64_t n, float *s, const void *w, const void *a) {                                                   \
+        iq_rows(type, inv, n, w, a, 0, 1, s, 1);                                                                     \
+    }
+
+/* The tile: each weight row against the activations 8 at a time (then 4, 2, 1).  A prefill pays the
+ * weight's decoding (grid lookups, sign bits) once per 8 activations instead of once per pair: pp512 of a
+ * Qwen2.5-0.5B IQ2_XXS file 2.9x, IQ3_S 2.3x on Zen 4 (docs/PERFORMANCE.md, eighteenth session).  With 4
+ * at a time it was 2.4x; AVX2's 16 registers did as well with 8 as with 4. */
+#define MF_IQ_X86_TILE(name, type, inv)                                                                              \
+    void name(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,                \
+              size_t a_stride, int na) {                                                                             \
+        for (int i = 0; i < nw; i++) {                                                                               \
+            const uint8_t *wi = (const uint8_t *)w + i * w_stride, *aj = a;                                          \
+            float *si = s + i * ldc;                                                                                 \
+            int j = 0;                                                                                               \
+            for (; j + 8 <= na; j += 8) iq_rows(type, inv, n, wi, aj + j * a_stride, a_stride, 8, si + j, 1);        \
+            if (j + 4 <= na) {                                                                                       \
+                iq_rows(type, inv, n, wi, aj + j * a_stride, a_stride, 4, si + j, 1);                                \
+                j += 4;                                                                                              \
+            }                                                                                                        \
+            if (j + 2 <= na) {                                                                                       \
+                iq_rows(type, inv, n, wi, aj + j * a_stride, a_stride, 2, si + j, 1);                                \
+                j += 2;                                                                                              \
+            }                                                                                                        \
+            if (j < na) iq_rows(type, inv, n, wi, aj + j * a_stride, a_stride, 1, si + j, 1);                        \
+        }                                                                                                            \
     }
 
 #endif

@@ -13,16 +13,6 @@
 
 MF_TILE_LOOP(mf_vec_dot_f32_avx2)
 MF_TILE_LOOP(mf_vec_dot_f16_avx2)
-MF_TILE_LOOP(mf_vec_dot_iq2_xxs_avx2)
-MF_TILE_LOOP(mf_vec_dot_iq2_xs_avx2)
-MF_TILE_LOOP(mf_vec_dot_iq2_s_avx2)
-MF_TILE_LOOP(mf_vec_dot_iq3_xxs_avx2)
-MF_TILE_LOOP(mf_vec_dot_iq3_s_avx2)
-MF_TILE_LOOP(mf_vec_dot_iq2_xxs_avx512)
-MF_TILE_LOOP(mf_vec_dot_iq2_xs_avx512)
-MF_TILE_LOOP(mf_vec_dot_iq2_s_avx512)
-MF_TILE_LOOP(mf_vec_dot_iq3_xxs_avx512)
-MF_TILE_LOOP(mf_vec_dot_iq3_s_avx512)
 
 /* AVX2: a type missing here falls back to its scalar kernel in mf_quant_kernels_get.  The activation
  * converters write the same bytes at every ISA (tested), so mixing levels per type is safe. */
@@ -42,11 +32,11 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
     [MF_TYPE_Q3_K] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_q3_K_avx2, mf_from_float_q8_K_avx2, mf_tile_q3_K_avx2, 2, 2),
     [MF_TYPE_IQ4_NL] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_iq4_nl_avx2, mf_from_float_q8_0_avx2, mf_tile_iq4_nl_avx2, 2, 2),
     [MF_TYPE_IQ4_XS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx2, mf_from_float_q8_K_avx2, mf_tile_iq4_xs_avx2, 2, 2),
-    [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_avx2, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_avx2, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ2_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_avx2, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ3_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_avx2, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ3_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_avx2, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ2_XXS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_avx2, mf_from_float_q8_K_avx2, mf_tile_iq2_xxs_avx2, 1, 8),
+    [MF_TYPE_IQ2_XS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_avx2, mf_from_float_q8_K_avx2, mf_tile_iq2_xs_avx2, 1, 8),
+    [MF_TYPE_IQ2_S] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_avx2, mf_from_float_q8_K_avx2, mf_tile_iq2_s_avx2, 1, 8),
+    [MF_TYPE_IQ3_XXS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_avx2, mf_from_float_q8_K_avx2, mf_tile_iq3_xxs_avx2, 1, 8),
+    [MF_TYPE_IQ3_S] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_avx2, mf_from_float_q8_K_avx2, mf_tile_iq3_s_avx2, 1, 8),
     [MF_TYPE_Q4_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q4_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q5_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q5_0x8_avx2, mf_from_float_q8_0s_avx2),
     [MF_TYPE_Q8_0_X8] = MF_KX8(MF_TYPE_Q8_0S, mf_tile_q8_0x8_avx2, mf_from_float_q8_0s_avx2),
@@ -78,11 +68,11 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_IQ4_XS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq4_xs_avx512, mf_from_float_q8_K_avx2, mf_tile_iq4_xs_avx512, 2, 2),
     [MF_TYPE_Q4_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q5_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q5_Kx8_avx512, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ2_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_avx512, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ2_XS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_avx512, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ2_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_avx512, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ3_XXS] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_avx512, mf_from_float_q8_K_avx2),
-    [MF_TYPE_IQ3_S] = MF_K(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_avx512, mf_from_float_q8_K_avx2),
+    [MF_TYPE_IQ2_XXS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq2_xxs_avx512, mf_from_float_q8_K_avx2, mf_tile_iq2_xxs_avx512, 1, 8),
+    [MF_TYPE_IQ2_XS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq2_xs_avx512, mf_from_float_q8_K_avx2, mf_tile_iq2_xs_avx512, 1, 8),
+    [MF_TYPE_IQ2_S] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq2_s_avx512, mf_from_float_q8_K_avx2, mf_tile_iq2_s_avx512, 1, 8),
+    [MF_TYPE_IQ3_XXS] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq3_xxs_avx512, mf_from_float_q8_K_avx2, mf_tile_iq3_xxs_avx512, 1, 8),
+    [MF_TYPE_IQ3_S] = MF_KT(MF_TYPE_Q8_K, mf_vec_dot_iq3_s_avx512, mf_from_float_q8_K_avx2, mf_tile_iq3_s_avx512, 1, 8),
     [MF_TYPE_Q6_K_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_IQ4_XS_X8] = MF_KX8(MF_TYPE_Q8_K, mf_tile_iq4_xsx8_avx512, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q4_0_X16] = MF_KX16(MF_TYPE_Q8_0S, mf_tile_q4_0x16_avx512, mf_from_float_q8_0s_avx2),

@@ -145,5 +145,26 @@ void mf_vec_dot_iq2_xs_avx512(int64_t n, float *s, const void *w, const void *a)
 void mf_vec_dot_iq2_s_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_iq3_xxs_avx512(int64_t n, float *s, const void *w, const void *a);
 void mf_vec_dot_iq3_s_avx512(int64_t n, float *s, const void *w, const void *a);
+/* their tiles (dot_iq_avx2.c, dot_iq_avx512.c): one weight row against up to 4 activations at a time */
+void mf_tile_iq2_xxs_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                          size_t a_stride, int na);
+void mf_tile_iq2_xs_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                         size_t a_stride, int na);
+void mf_tile_iq2_s_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                        size_t a_stride, int na);
+void mf_tile_iq3_xxs_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                          size_t a_stride, int na);
+void mf_tile_iq3_s_avx2(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                        size_t a_stride, int na);
+void mf_tile_iq2_xxs_avx512(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                            size_t a_stride, int na);
+void mf_tile_iq2_xs_avx512(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                           size_t a_stride, int na);
+void mf_tile_iq2_s_avx512(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                          size_t a_stride, int na);
+void mf_tile_iq3_xxs_avx512(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                            size_t a_stride, int na);
+void mf_tile_iq3_s_avx512(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *a,
+                          size_t a_stride, int na);
 
 #endif
