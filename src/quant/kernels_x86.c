@@ -57,8 +57,8 @@ static const mf_quant_kernels k_avx2[MF_TYPE_COUNT] = {
  * to its AVX2 row in mf_quant_kernels_get. */
 static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
     [MF_TYPE_F16] = MF_KT(MF_TYPE_F16, mf_vec_dot_f16_avx2, mf_from_float_f16_avx2, mf_tile_f16_avx512, 4, 4),
-    [MF_TYPE_BF16] = {MF_TYPE_BF16, mf_vec_dot_bf16_avx2, mf_from_float_bf16_avx2, mf_tile_bf16_avx512, 8, 8, false,
-                      false, mf_bf16_act_ok_avx512, mf_tile_bf16_ok_avx512},
+    [MF_TYPE_BF16] = MF_KT_OK(MF_TYPE_BF16, mf_vec_dot_bf16_avx2, mf_from_float_bf16_avx2, mf_tile_bf16_avx512, 8, 8,
+                              mf_bf16_act_ok_avx512, mf_tile_bf16_ok_avx512),
     [MF_TYPE_Q4_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q4_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q4_0_avx512, 4, 4),
     [MF_TYPE_Q5_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q5_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q5_0_avx512, 4, 4),
     [MF_TYPE_Q8_0] = MF_KT(MF_TYPE_Q8_0, mf_vec_dot_q8_0_avx512, mf_from_float_q8_0_avx2, mf_tile_q8_0_avx512, 4, 4),
