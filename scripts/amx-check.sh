@@ -61,12 +61,25 @@ MINFER_ISA=$amx MF_TESTS="test_quant test_cpu_ops test_op_matrix test_conformanc
 say "tests with MINFER_ISA=$amx: $(tail -n 1 "$out/run-amx.log")"
 
 # ---- 3. conformance bitwise amx = avx512 ----
-MINFER_ISA=avx512 "$build/tests/test_conformance" 2>&1 | sed -E 's/\([0-9.]+ ?m?s\)//g; /^RESULT/d' >"$out/conformance-avx512.log"
-MINFER_ISA=$amx "$build/tests/test_conformance" 2>&1 | sed -E 's/\([0-9.]+ ?m?s\)//g; /^RESULT/d' >"$out/conformance-amx.log"
-if ! diff "$out/conformance-avx512.log" "$out/conformance-amx.log" >"$out/conformance.diff"; then
+# In step 2's scratch folder, so the goldens' models are there; a run that measured nothing (its workers
+# died, no model) must fail here, not compare equal to another such run.
+ngold=$(ls tests/golden/conformance/*.json | grep -vc '/full-')
+conf() { # conf ISA: test_conformance's per-golden lines, timings taken out, in OUT/conformance-ISA.log
+    MINFER_ISA=$1 MF_BUILD="$build" MF_TEST_TMP="$build/test-tmp-amx/test_conformance" "$build/tests/test_conformance" \
+        >"$out/conformance-$1.raw" 2>&1
+    local rc=$?
+    sed -E 's/\([0-9.]+ ?m?s\)//g; /^RESULT/d' "$out/conformance-$1.raw" >"$out/conformance-$1.log"
+    [ "$rc" -eq 0 ] || fail "test_conformance with MINFER_ISA=$1 exited $rc ($out/conformance-$1.raw)"
+    local n
+    n=$(grep -c '^  measured ' "$out/conformance-$1.log")
+    [ "$n" -eq "$ngold" ] || fail "test_conformance with MINFER_ISA=$1 measured $n goldens, not $ngold ($out/conformance-$1.raw)"
+}
+conf avx512
+conf $amx
+if ! diff "$out/conformance-avx512.log" "$out/conformance-$amx.log" >"$out/conformance.diff"; then
     fail "test_conformance differs between avx512 and amx ($out/conformance.diff): the AMX kernels must be bitwise"
 fi
-say "conformance amx = avx512 line for line ($(wc -l <"$out/conformance-amx.log") lines): $(grep -m1 'measured over' "$out/conformance-amx.log" | sed 's/^ *//')"
+say "conformance amx = avx512 line for line ($(wc -l <"$out/conformance-$amx.log") lines, $ngold goldens measured): $(grep -m1 'measured over' "$out/conformance-$amx.log" | sed 's/^ *//')"
 
 # ---- 4. avx512 vs amx kernels, the same files ----
 # bench/compare's names and folder, so step 5 finds the files made
