@@ -1031,6 +1031,40 @@ static void *amx_run(void *p) {
     return NULL;
 }
 
+/* The packed path (a matmul packs its M converted rows once, in any order, then calls tile_packed on rows
+ * [m0, m0 + na) for m0 a multiple of 16): the same bits as vec_dot_tile for every M from the tiles' minimum,
+ * every slab start and short and long na, both groups; the padding of the last slab is never stored. */
+static void amx_check_packed(const mf_quant_kernels *k, uint32_t xt, int64_t K, int *bad) {
+    static const int Ms[] = {8, 9, 17, 33, 128, 129, 140};
+    static uint8_t pk[((AMX_NA + 15) / 16) * 16 * (AMX_KMAX / 32) * 36];
+    const size_t rs = mf_row_size(mf_repack_base(xt), K);
+    CHECK(k->pack_size(K, 7) == 0, "%s: 7 rows are not packed (below the tiles' minimum)", mf_type_name(xt));
+    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+        const int M = Ms[mi];
+        const size_t need = k->pack_size(K, M);
+        REQUIRE(need > 0 && need <= sizeof pk, "%s M=%d: pack_size %zu fits", mf_type_name(xt), M, need);
+        memset(pk, 0xA5, need);
+        for (int m = M - 1; m >= 0; m--) k->pack_row(amx_a[m], K, m, M, pk); /* last row first */
+        for (int m0 = 0; m0 < M; m0 += 16) {
+            const int nas[] = {M - m0 < 128 ? M - m0 : 128, 1, 7};
+            for (int q = 0; q < 3; q++) {
+                const int na = MF_MIN(nas[q], M - m0);
+                memset(amx_got, 0xFF, sizeof amx_got);
+                k->tile_packed(K, &amx_got[0][0], AMX_LDC, amx_wx, rs, AMX_NR, pk, M, m0, na);
+                for (int j = 0; j <= AMX_NA; j++)
+                    for (int r = 0; r < AMX_LDC; r++) {
+                        const bool in = j < na && r < AMX_NR;
+                        const uint32_t gb = fbits(amx_got[j][r]);
+                        if ((in ? gb != fbits(amx_want[m0 + j][r]) : gb != 0xFFFFFFFFu) && (*bad)++ < 3)
+                            CHECK(0, "%s K=%lld packed M=%d m0=%d na=%d: act %d row %d %a, reference %a",
+                                  mf_type_name(xt), (long long)K, M, m0, na, j, r, amx_got[j][r],
+                                  in ? amx_want[m0 + j][r] : NAN);
+                    }
+            }
+        }
+    }
+}
+
 static void amx_check(const mf_quant_kernels *(*get)(uint32_t xt)) {
     static const struct {
         uint32_t type;
@@ -1101,6 +1135,7 @@ static void amx_check(const mf_quant_kernels *(*get)(uint32_t xt)) {
                         }
                 }
             }
+            if (k->tile_packed) amx_check_packed(k, xt, K, &bad);
             CHECK(bad == 0, "%s K=%lld: %d mismatches", mf_type_name(xt), (long long)K, bad);
         }
     }

@@ -85,10 +85,14 @@ static const mf_quant_kernels k_avx512[MF_TYPE_COUNT] = {
  * below 8 activations they hand the work to the AVX-512 kernels, same bits.  Everything else falls back to
  * the AVX-512 row. */
 static const mf_quant_kernels k_amx[MF_TYPE_COUNT] = {
-    [MF_TYPE_Q4_0_X16] = MF_KAMX(MF_TYPE_Q8_0S, mf_tile_q4_0x16_amx, mf_from_float_q8_0s_avx2),
-    [MF_TYPE_Q5_0_X16] = MF_KAMX(MF_TYPE_Q8_0S, mf_tile_q5_0x16_amx, mf_from_float_q8_0s_avx2),
-    [MF_TYPE_Q8_0_X16] = MF_KAMX(MF_TYPE_Q8_0S, mf_tile_q8_0x16_amx, mf_from_float_q8_0s_avx2),
-    [MF_TYPE_IQ4_NL_X16] = MF_KAMX(MF_TYPE_Q8_0S, mf_tile_iq4_nlx16_amx, mf_from_float_q8_0s_avx2),
+    [MF_TYPE_Q4_0_X16] = MF_KAMX(MF_TYPE_Q8_0S, mf_tile_q4_0x16_amx, mf_from_float_q8_0s_avx2,
+                                  mf_tile_q4_0x16_amx_packed),
+    [MF_TYPE_Q5_0_X16] = MF_KAMX(MF_TYPE_Q8_0S, mf_tile_q5_0x16_amx, mf_from_float_q8_0s_avx2,
+                                  mf_tile_q5_0x16_amx_packed),
+    [MF_TYPE_Q8_0_X16] = MF_KAMX(MF_TYPE_Q8_0S, mf_tile_q8_0x16_amx, mf_from_float_q8_0s_avx2,
+                                  mf_tile_q8_0x16_amx_packed),
+    [MF_TYPE_IQ4_NL_X16] = MF_KAMX(MF_TYPE_Q8_0S, mf_tile_iq4_nlx16_amx, mf_from_float_q8_0s_avx2,
+                                  mf_tile_iq4_nlx16_amx_packed),
     [MF_TYPE_Q4_K_X8] = MF_KAMX8(MF_TYPE_Q8_K, mf_tile_q4_Kx8_amx, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q5_K_X8] = MF_KAMX8(MF_TYPE_Q8_K, mf_tile_q5_Kx8_amx, mf_from_float_q8_K_avx2),
     [MF_TYPE_Q6_K_X8] = MF_KAMX8(MF_TYPE_Q8_K, mf_tile_q6_Kx8_amx, mf_from_float_q8_K_avx2),

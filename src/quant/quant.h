@@ -309,6 +309,17 @@ typedef struct {
      * matmul asks act_ok once per row as it converts it, not once per tile call. */
     bool (*act_ok)(const void *a, int64_t n);
     mf_vec_dot_tile_fn vec_dot_tile_ok;
+    /* Optional (NULL: none; the AMX x16 set has them): the activations packed ONCE per matmul into the tile
+     * kernel's own order, instead of the copy every vec_dot_tile call would make for itself.  pack_size(K, M)
+     * is the packed copy's size in bytes for M converted rows (0: M is too small to pack; then vec_dot_tile);
+     * pack_row(row, K, m, M, p) places converted row m (the vec_dot_type row from_float wrote) into it, rows
+     * in any order and from any thread, each exactly once; tile_packed(K, s, ldc, w, w_stride, nw, p, M, m0,
+     * na) is vec_dot_tile's contract (the same bits) for activation rows [m0, m0 + na) of the packed copy, m0
+     * a multiple of 16. */
+    size_t (*pack_size)(int64_t K, int64_t M);
+    void (*pack_row)(const void *row, int64_t K, int64_t m, int64_t M, void *p);
+    void (*tile_packed)(int64_t K, float *s, size_t ldc, const void *w, size_t w_stride, int nw, const void *p,
+                        int64_t M, int64_t m0, int na);
 } mf_quant_kernels;
 
 /* Dots of one f32 row k with nq f32 rows q (q_stride floats apart), n a multiple of 32: out[i] is

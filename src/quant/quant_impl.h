@@ -89,21 +89,23 @@ static inline int mf_k4_min_dot(const uint8_t *scales12, const int16_t *bsums) {
     }
 
 /* a kernel set whose tile just loops vec_dot */
-#define MF_K(vt, dot, ff) {vt, dot, ff, dot##_tile, 1, 1, false, false, NULL, NULL}
+#define MF_K(vt, dot, ff) {vt, dot, ff, dot##_tile, 1, 1, false, false, NULL, NULL, NULL, NULL, NULL}
 /* a kernel set with a specialized tile of shape tw x ta */
-#define MF_KT(vt, dot, ff, tile, tw, ta) {vt, dot, ff, tile, tw, ta, false, false, NULL, NULL}
+#define MF_KT(vt, dot, ff, tile, tw, ta) {vt, dot, ff, tile, tw, ta, false, false, NULL, NULL, NULL, NULL, NULL}
 /* a kernel set with a specialized tile and a faster one for activation rows act_ok accepts (quant.h) */
-#define MF_KT_OK(vt, dot, ff, tile, tw, ta, act_ok, tile_ok) {vt, dot, ff, tile, tw, ta, false, false, act_ok, tile_ok}
+#define MF_KT_OK(vt, dot, ff, tile, tw, ta, act_ok, tile_ok)                                                   \
+    {vt, dot, ff, tile, tw, ta, false, false, act_ok, tile_ok, NULL, NULL, NULL}
 /* an x8 layout: 8-row groups, activation-major output */
-#define MF_KX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, 4, true, false, NULL, NULL}
+#define MF_KX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, 4, true, false, NULL, NULL, NULL, NULL, NULL}
 /* an x16 layout: 16-row groups, up to 8 activations per pass, any number of consecutive groups per call */
-#define MF_KX16(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, 8, true, true, NULL, NULL}
+#define MF_KX16(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, 8, true, true, NULL, NULL, NULL, NULL, NULL}
 /* an x16 layout's AMX tile kernel: up to MF_AMX_TILE_A activations per call (8 tiles of 16; its output is
- * act_major, so the matmul hands it more than MF_TILE_MAX) */
+ * act_major, so the matmul hands it more than MF_TILE_MAX), and its packed-activation twin (quant.h) */
 #define MF_AMX_TILE_A 128
-#define MF_KAMX(vt, tile, ff) {vt, NULL, ff, tile, MF_X16_ROWS, MF_AMX_TILE_A, true, true, NULL, NULL}
+#define MF_KAMX(vt, tile, ff, packed)                                                                           \
+    {vt, NULL, ff, tile, MF_X16_ROWS, MF_AMX_TILE_A, true, true, NULL, NULL, mf_amx_pack_size, mf_amx_pack_row, packed}
 /* an x8 layout's AMX tile kernel: the same, over any number of consecutive 8-row groups (two per pass) */
-#define MF_KAMX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, MF_AMX_TILE_A, true, true, NULL, NULL}
+#define MF_KAMX8(vt, tile, ff) {vt, NULL, ff, tile, MF_X8_ROWS, MF_AMX_TILE_A, true, true, NULL, NULL, NULL, NULL, NULL}
 
 /* What the architecture's file gives kernels.c for a SIMD ISA of its own (never MF_ISA_SCALAR): its
  * table (MF_TYPE_COUNT entries; a type without a kernel of that ISA has vec_dot_tile NULL), whether this

@@ -222,6 +222,13 @@ mf_tile_fn_t mf_tile_q4_Kx8_avx512, mf_tile_q5_Kx8_avx512, mf_tile_q6_Kx8_avx512
 mf_tile_fn_t mf_tile_q4_0x16_avx512, mf_tile_q5_0x16_avx512, mf_tile_q8_0x16_avx512; /* x16_avx512.c */
 mf_tile_fn_t mf_tile_iq4_nlx16_avx512;
 mf_tile_fn_t mf_tile_q4_0x16_amx, mf_tile_q5_0x16_amx, mf_tile_q8_0x16_amx, mf_tile_iq4_nlx16_amx; /* x16_amx.c */
+/* x16_amx.c: the packed-activation twins (quant.h, mf_quant_kernels.pack_size) */
+typedef void mf_tile_packed_fn_t(int64_t n, float *s, size_t ldc, const void *w, size_t w_stride, int nw,
+                                 const void *p, int64_t M, int64_t m0, int na);
+mf_tile_packed_fn_t mf_tile_q4_0x16_amx_packed, mf_tile_q5_0x16_amx_packed, mf_tile_q8_0x16_amx_packed,
+    mf_tile_iq4_nlx16_amx_packed;
+size_t mf_amx_pack_size(int64_t K, int64_t M);
+void mf_amx_pack_row(const void *row, int64_t K, int64_t m, int64_t M, void *p);
 mf_tile_fn_t mf_tile_q4_Kx8_amx, mf_tile_q5_Kx8_amx, mf_tile_q6_Kx8_amx;                        /* x8_amx.c */
 
 void mf_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a);

@@ -127,17 +127,25 @@ void mf_amx_emu_dp(int tc, int ta, int tb, bool a_signed) {
 /* The kernels compiled over the model (amx_emu_x16.c, amx_emu_x8.c) */
 mf_tile_fn_t mf_tile_q4_0x16_amx_emu, mf_tile_q5_0x16_amx_emu, mf_tile_q8_0x16_amx_emu, mf_tile_iq4_nlx16_amx_emu,
     mf_tile_q4_Kx8_amx_emu, mf_tile_q5_Kx8_amx_emu, mf_tile_q6_Kx8_amx_emu;
+mf_tile_packed_fn_t mf_tile_q4_0x16_amx_packed_emu, mf_tile_q5_0x16_amx_packed_emu, mf_tile_q8_0x16_amx_packed_emu,
+    mf_tile_iq4_nlx16_amx_packed_emu;
+size_t mf_amx_pack_size_emu(int64_t K, int64_t M);
+void mf_amx_pack_row_emu(const void *row, int64_t K, int64_t m, int64_t M, void *p);
 
 /* The amx table's own entry (kernels_x86.c: its shape, spans, activation type), its kernel swapped for the
  * twin compiled over the model. */
 const mf_quant_kernels *mf_amx_emu_kernels(uint32_t type) {
     static const struct {
         mf_vec_dot_tile_fn real, emu;
+        mf_tile_packed_fn_t *packed_emu; /* the packed twin (the x16 layouts) */
     } twins[] = {
-        {mf_tile_q4_0x16_amx, mf_tile_q4_0x16_amx_emu}, {mf_tile_q5_0x16_amx, mf_tile_q5_0x16_amx_emu},
-        {mf_tile_q8_0x16_amx, mf_tile_q8_0x16_amx_emu}, {mf_tile_iq4_nlx16_amx, mf_tile_iq4_nlx16_amx_emu},
-        {mf_tile_q4_Kx8_amx, mf_tile_q4_Kx8_amx_emu},   {mf_tile_q5_Kx8_amx, mf_tile_q5_Kx8_amx_emu},
-        {mf_tile_q6_Kx8_amx, mf_tile_q6_Kx8_amx_emu},
+        {mf_tile_q4_0x16_amx, mf_tile_q4_0x16_amx_emu, mf_tile_q4_0x16_amx_packed_emu},
+        {mf_tile_q5_0x16_amx, mf_tile_q5_0x16_amx_emu, mf_tile_q5_0x16_amx_packed_emu},
+        {mf_tile_q8_0x16_amx, mf_tile_q8_0x16_amx_emu, mf_tile_q8_0x16_amx_packed_emu},
+        {mf_tile_iq4_nlx16_amx, mf_tile_iq4_nlx16_amx_emu, mf_tile_iq4_nlx16_amx_packed_emu},
+        {mf_tile_q4_Kx8_amx, mf_tile_q4_Kx8_amx_emu, NULL},
+        {mf_tile_q5_Kx8_amx, mf_tile_q5_Kx8_amx_emu, NULL},
+        {mf_tile_q6_Kx8_amx, mf_tile_q6_Kx8_amx_emu, NULL},
     };
     static mf_quant_kernels k[MF_TYPE_COUNT];
     if (type >= MF_TYPE_COUNT || !mf_quant_arch_cpu_has(MF_ISA_AVX512)) return NULL;
@@ -146,6 +154,11 @@ const mf_quant_kernels *mf_amx_emu_kernels(uint32_t type) {
         if (amx->vec_dot_tile == twins[i].real) {
             k[type] = *amx;
             k[type].vec_dot_tile = twins[i].emu;
+            if (twins[i].packed_emu) {
+                k[type].pack_size = mf_amx_pack_size_emu;
+                k[type].pack_row = mf_amx_pack_row_emu;
+                k[type].tile_packed = twins[i].packed_emu;
+            }
             return &k[type];
         }
     return NULL; /* no AMX kernel of its own, or one without a twin here */

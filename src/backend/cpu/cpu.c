@@ -291,7 +291,7 @@ static int plan_barriers(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last) 
     int n_fused = plan_fusion(cpu, g, first, last);
     int32_t nr = 0, conv_src = -1, n_ops = 0, n_bar = 0, n_reuse = 0, n_priv = 0;
     uint32_t conv_type = 0;
-    bool conv_priv = false;
+    bool conv_priv = false, conv_packed = false;
     bool at_start = true;
     for (int32_t i = first; i < last; i++) {
         const mf_node *n = mf_graph_node_c(g, i);
@@ -302,11 +302,15 @@ static int plan_barriers(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last) 
             const mf_quant_kernels *k = mf_quant_kernels_get(w->type);
             conv = k->vec_dot_type != MF_TYPE_F32;
             priv = conv && mf_cpu_matmul_private(g, n);
-            reuse = conv && conv_src == n->src[1] && conv_type == (uint32_t)k->vec_dot_type && conv_priv == priv;
+            /* a conversion that did not pack cannot serve a matmul whose kernel reads the packed copy */
+            const bool packs = conv && mf_cpu_matmul_packs(g, n);
+            reuse = conv && conv_src == n->src[1] && conv_type == (uint32_t)k->vec_dot_type && conv_priv == priv &&
+                    (conv_packed || !packs);
             if (conv && !reuse) {
                 conv_src = n->src[1];
                 conv_type = (uint32_t)k->vec_dot_type;
                 conv_priv = priv;
+                conv_packed = packs;
             }
             if (priv) cpu->plan[i] |= MF_CPU_PLAN_PRIVATE;
         } else if (conv_priv) {

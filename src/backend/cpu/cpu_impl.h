@@ -168,6 +168,8 @@ static inline float mf_cpu_dot_f32(const float *a, const float *b, int64_t n) {
 
 /* per-op scratch needs, computed before the dispatch */
 size_t mf_cpu_matmul_shared_bytes(const mf_graph *g, const mf_node *n);
+/* does matmul n also pack its converted activations for its kernel (quant.h, pack_size)? */
+bool mf_cpu_matmul_packs(const mf_graph *g, const mf_node *n);
 size_t mf_cpu_rope_thread_bytes(const mf_node *n);
 size_t mf_cpu_attention_thread_bytes(const mf_graph *g, const mf_node *n);
 bool mf_cpu_kv_type_ok(uint32_t type);

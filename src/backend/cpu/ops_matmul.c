@@ -2,7 +2,9 @@
  *
  * Phase 1 converts each activation row once to the kernel's vec_dot type (rows split over threads), and
  * where the kernel has an act_ok check, notes per row whether its faster tile may take it (the flags
- * follow the rows in the conversion buffer; 0 where the kernel has no check).
+ * follow the rows in the conversion buffer; 0 where the kernel has no check), and where the kernel takes
+ * its activations packed (the AMX x16 tiles: quant.h, pack_size), also places each row in that packed copy,
+ * after the flags, so no kernel call copies rows of its own.
  * Phase 2 splits the weight rows over threads; a thread walks its rows in tiles and, for each tile,
  * every activation row, so a weight row is streamed from memory once per forward while it is hot.
  * Invariant: (n, m) is always one vec_dot call on the same bytes, so the result depends neither on M
@@ -15,12 +17,30 @@ static bool direct_f32(const mf_quant_kernels *k) {
     return k->vec_dot_type == MF_TYPE_F32;
 }
 
+/* where the packed copy of the activations starts in the conversion buffer: after the rows and their flags */
+static size_t pack_offset(size_t rs, int64_t M) {
+    return ((rs + 1) * (size_t)M + 63) / 64 * 64;
+}
+
+/* the bytes of the packed activations matmul n makes (the AMX x16 kernels; 0: none) */
+static size_t pack_bytes(const mf_quant_kernels *k, int64_t K, int64_t M) {
+    return k->pack_size && M > MF_CPU_PRIVATE_CONV_ROWS ? k->pack_size(K, M) : 0;
+}
+
+bool mf_cpu_matmul_packs(const mf_graph *g, const mf_node *n) {
+    const mf_node *w = mf_graph_node_c(g, n->src[0]), *x = mf_graph_node_c(g, n->src[1]);
+    const mf_quant_kernels *k = mf_quant_kernels_get(w->type);
+    return k && pack_bytes(k, x->ne[0], mf_cpu_nrows(x)) > 0;
+}
+
 size_t mf_cpu_matmul_shared_bytes(const mf_graph *g, const mf_node *n) {
     const mf_node *w = mf_graph_node_c(g, n->src[0]), *x = mf_graph_node_c(g, n->src[1]);
     const mf_quant_kernels *k = mf_quant_kernels_get(w->type);
     if (!k || direct_f32(k)) return 0;
-    size_t rs = mf_row_size(k->vec_dot_type, x->ne[0]);
-    return (rs + 1) * (size_t)mf_cpu_nrows(x) + 64; /* the rows, then a flag per row */
+    const int64_t M = mf_cpu_nrows(x);
+    const size_t rs = mf_row_size(k->vec_dot_type, x->ne[0]);
+    /* the rows, a flag per row, then the packed copy if the kernel takes one */
+    return pack_offset(rs, M) + pack_bytes(k, x->ne[0], M) + 64;
 }
 
 bool mf_cpu_matmul_private(const mf_graph *g, const mf_node *n) {
@@ -56,6 +76,7 @@ typedef struct {
     bool direct;
     const uint8_t *abuf;
     const uint8_t *ok; /* per activation row: act_ok accepted it (NULL: the kernel has no vec_dot_tile_ok) */
+    const void *pk;    /* the packed activations (NULL: the kernel takes none) */
     size_t rs, as;
     int tw, ta;
     const char *wd;
@@ -87,7 +108,10 @@ static void mm_rows(const mm_ctx *c, int64_t n0, int64_t n1) {
             const int na = (int)MF_MIN((int64_t)c->ta, M - m0);
             const void *a = c->abuf + (size_t)m0 * c->rs;
             const mf_vec_dot_tile_fn tile = tile_for(c, m0, na);
-            if (k->spans) /* the whole range in one call (below 8 activations it streams groups side by side) */
+            if (c->pk) /* the same calls on the copy packed once for all of them */
+                k->tile_packed(K, &out[m0 * N + n0], (size_t)N, c->wd + (size_t)n0 * c->ws, c->ws, (int)(n1 - n0),
+                               c->pk, M, m0, na);
+            else if (k->spans) /* the whole range in one call (below 8 activations it streams groups side by side) */
                 tile(K, &out[m0 * N + n0], (size_t)N, c->wd + (size_t)n0 * c->ws, c->ws, (int)(n1 - n0),
                                 a, c->as, na);
             else
@@ -200,6 +224,8 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     const bool priv = ex->plan[id] & MF_CPU_PLAN_PRIVATE;
     uint8_t *abuf = priv ? ex->conv + (size_t)ith * ex->conv_size : ex->shared;
     uint8_t *ok = direct ? NULL : abuf + (size_t)M * rs; /* the flags after the rows */
+    /* the packed copy (a private conversion never packs: M is below the tiles' minimum) */
+    uint8_t *pk = !direct && !priv && pack_bytes(k, K, M) ? abuf + pack_offset(rs, M) : NULL;
     if (!direct && !(ex->plan[id] & MF_CPU_PLAN_REUSE)) {
         int64_t m0 = 0, m1 = M;
         if (!priv) mf_cpu_split(M, ith, nth, &m0, &m1);
@@ -208,6 +234,7 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
             k->from_float((const float *)((const char *)x->data + mf_cpu_row_offs(x, m)), row, K);
             /* written for every conversion, so a matmul that reuses it reads flags of its own rows */
             ok[m] = k->act_ok && k->act_ok(row, K);
+            if (pk) k->pack_row(row, K, m, M, pk);
         }
         if (!priv) mf_threadpool_barrier(ex->cpu->tp);
     }
@@ -216,7 +243,7 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     const bool uniform = !direct || (x->ne[2] * x->ne[3] == 1) ||
                          (x->nb[2] == x->nb[1] * (size_t)x->ne[1] && x->nb[3] == x->nb[2] * (size_t)x->ne[2]);
     mm_ctx c = {.k = k, .K = K, .N = N, .M = M, .x = x, .direct = direct, .abuf = abuf,
-                .ok = k->vec_dot_tile_ok ? ok : NULL, .rs = rs,
+                .ok = k->vec_dot_tile_ok ? ok : NULL, .pk = pk, .rs = rs,
                 .as = direct ? x->nb[1] : rs,
                 /* an x8/x16 layout's tile is one whole group of rows (TILE_N is a multiple of both) */
                 .tw = k->act_major ? k->tile_w : MF_MAX(1, MF_MIN(k->tile_w, MF_TILE_MAX)),
