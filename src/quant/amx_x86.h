@@ -8,7 +8,7 @@
  * their own MF_AMX (no AMX target: a tile intrinsic they do not model fails to compile) and MF_AMX_NAME
  * (renamed exports). */
 #ifndef MF_AMX
-#define MF_AMX __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,amx-tile,amx-int8")))
+#define MF_AMX __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,prfchw,amx-tile,amx-int8")))
 #endif
 #ifndef MF_AMX_NAME
 #define MF_AMX_NAME(f) f

@@ -180,8 +180,8 @@ static inline __attribute__((always_inline)) MF_AMX void amx_rows(const int T, i
                 const int8_t *ab = qs + (size_t)i * SLAB * MF_QK8_0;
                 const int pl = 2 * (sl * nbk + i);
                 if (snext && pl < na) {
-                    _m_prefetchw((void *)(snext + (size_t)pl * ldc));
-                    if (pl + 1 < na) _m_prefetchw((void *)(snext + (size_t)(pl + 1) * ldc));
+                    __builtin_prefetch(snext + (size_t)pl * ldc, 1, 3);
+                    if (pl + 1 < na) __builtin_prefetch(snext + (size_t)(pl + 1) * ldc, 1, 3);
                 }
                 MEM_FENCE(); /* block i - 2's reads of this cbuf stay before the tile store */
                 if (i & 1) { /* alternate tiles and buffers */
