@@ -45,6 +45,11 @@ if [ -n "${MF_TEST_CPU_ISA:-}" ]; then
     if [ "$(isa_level "$MF_TEST_CPU_ISA")" -ge 0 ]; then f_cpu=${MF_TEST_CPU_ISA,,}; else
         echo "FAIL MF_TEST_CPU_ISA='$MF_TEST_CPU_ISA' is not one of scalar|avx2|avx512|amx"; fail=$((fail + 1)); fi
 fi
+# vdpbf16ps (the BF16 batch tile's instruction, src/quant/float_avx512.c): the AVX-512 kernel set and
+# avx512_bf16 (cpuid 7.1 EAX bit 5; Cooper Lake, Sapphire Rapids, Zen 4 on); never under an emulated guest
+f_bf16dp=0
+if [ "$(isa_level "$f_cpu")" -ge 2 ] && [ -z "${MF_TEST_CPU_ISA:-}" ] &&
+    grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | grep -qw avx512_bf16; then f_bf16dp=1; fi
 f_isa=$f_cpu # MINFER_ISA picks a kernel set the CPU has; anything else leaves the best one
 if [ -n "${MINFER_ISA:-}" ] && [ "$(isa_level "$MINFER_ISA")" -ge 0 ] &&
     [ "$(isa_level "$MINFER_ISA")" -le "$(isa_level "$f_cpu")" ]; then f_isa=${MINFER_ISA,,}; fi
@@ -59,7 +64,7 @@ f_os=$(uname -s | tr '[:upper:]' '[:lower:]')
 # The architecture the binaries were built for: uname's, or MF_TEST_ARCH under a user-mode emulator.
 f_arch=${MF_TEST_ARCH:-$(uname -m)}
 case $f_arch in amd64) f_arch=x86_64 ;; arm64) f_arch=aarch64 ;; esac
-echo "run.sh: isa $f_isa (cpu $f_cpu), full $f_full, cuda-build $f_cuda_build, cuda-device $f_cuda_device, $f_os, $f_arch"
+echo "run.sh: isa $f_isa (cpu $f_cpu), bf16dp $f_bf16dp, full $f_full, cuda-build $f_cuda_build, cuda-device $f_cuda_device, $f_os, $f_arch"
 
 # cond_holds TOKEN...: 0 when every token holds, 1 when one does not, 2 on a token that names no fact.
 cond_holds() {
@@ -74,6 +79,7 @@ cond_holds() {
         full) v=$f_full ;;
         cuda-build) v=$f_cuda_build ;;
         cuda-device) v=$f_cuda_device ;;
+        bf16dp) v=$f_bf16dp ;;
         isa\<* | cpu\<*)
             lvl=$(isa_level "${t#*<}"); [ "$lvl" -ge 0 ] || return 2
             if [ "${t%%<*}" = isa ]; then cur=$(isa_level "$f_isa"); else cur=$(isa_level "$f_cpu"); fi
@@ -123,7 +129,7 @@ if [ -f "$SKIPS" ]; then
         cond_holds $w; h=$?
         if [ "$h" = 2 ]; then
             echo "FAIL $SKIPS:$ln: unknown condition in '$w' (tokens: always linux darwin x86_64 aarch64 emulated full" \
-                "cuda-build cuda-device isa<L cpu<L, L = scalar|avx2|avx512|amx, each may start with !)"
+                "cuda-build cuda-device bf16dp isa<L cpu<L, L = scalar|avx2|avx512|amx, each may start with !)"
             fail=$((fail + 1)); continue
         fi
         es_test+=("$t") es_skip+=("$s") es_when+=("$w") es_holds+=($((1 - h))) es_seen+=(0) es_where+=("$SKIPS:$ln")
