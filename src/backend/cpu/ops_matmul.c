@@ -224,8 +224,9 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
     const bool priv = ex->plan[id] & MF_CPU_PLAN_PRIVATE;
     uint8_t *abuf = priv ? ex->conv + (size_t)ith * ex->conv_size : ex->shared;
     uint8_t *ok = direct ? NULL : abuf + (size_t)M * rs; /* the flags after the rows */
-    /* the packed copy (a private conversion never packs: M is below the tiles' minimum) */
-    uint8_t *pk = !direct && !priv && pack_bytes(k, K, M) ? abuf + pack_offset(rs, M) : NULL;
+    /* the packed copy, by the plan's own rule (mf_cpu_matmul_packs): never for a private conversion, whose
+     * M is at most MF_CPU_PRIVATE_CONV_ROWS, nor for a kernel without pack_size (the F32 direct ones) */
+    uint8_t *pk = pack_bytes(k, K, M) ? abuf + pack_offset(rs, M) : NULL;
     if (!direct && !(ex->plan[id] & MF_CPU_PLAN_REUSE)) {
         int64_t m0 = 0, m1 = M;
         if (!priv) mf_cpu_split(M, ith, nth, &m0, &m1);
