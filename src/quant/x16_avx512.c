@@ -167,7 +167,7 @@ static inline __attribute__((always_inline)) MF_AVX512 void unpack_iq4_nl(const 
                     p = _mm512_dpbusd_epi32(p, u[c], bcast4z(q + 4 * c));                                      \
                     p2 = _mm512_dpbusd_epi32(p2, u[c + 1], bcast4z(q + 4 * c + 4));                            \
                 }                                                                                              \
-                acc_block(&acc[j], _mm512_add_epi32(p, p2), dx, y[j][b].d);                                                          \
+                acc_block(&acc[j], _mm512_add_epi32(p, p2), dx, y[j][b].d);                                    \
             }                                                                                                  \
         }                                                                                                      \
         _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) _mm512_storeu_ps(s + (size_t)(j0 + j) * ldc, acc[j]); \

@@ -10,7 +10,7 @@
 
 /* q6_Kx8 on 512-bit registers: chunks c and c + 1 of a sub-block side by side (lanes 0-7 chunk c, lanes
  * 8-15 chunk c + 1, so row r sits in lanes r and 8 + r), one vpdpbusd for 8 quants of every row where the
- * 256-bit form took two.  The chunks of a sub-block are contiguous in ql and qh (quant.h), so a pair is one
+ * 256-bit form took two.  The chunks of a sub-block are consecutive in ql and qh (x8_x86.h), so a pair is one
  * 64-byte load of each.  Lane r + 8's sums are added to lane r's once per super-block: every sum is an
  * exact int32 (the scale multiplies each half exactly too), so the result is the 256-bit kernel's integer,
  * and the float steps that follow are its own (q6k_finish).  On CPUs with 512-bit datapaths (Zen 5,
@@ -18,10 +18,10 @@
  * 17 GB/s on one Zen 5 core against 33 for a plain read (docs/PERFORMANCE.md). */
 static inline __attribute__((always_inline)) MF_AVX512 __m512i q6k_pair(const mf_block_q6_Kx8 *x, const int i,
                                                                        const int c) {
-    const int h = i / 8, k = (i % 8) / 2, gg = i % 2;
+    const int k = (i % 8) / 2;
     const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30);
-    const __m512i ql = _mm512_loadu_si512((const void *)(x->ql + 32 * (16 * h + 8 * (k & 1) + 4 * gg + c)));
-    const __m512i qh = _mm512_loadu_si512((const void *)(x->qh + 32 * (8 * h + 4 * gg + c)));
+    const __m512i ql = _mm512_loadu_si512((const void *)(x->ql + 32 * q6k_ql_chunk(i, c)));
+    const __m512i qh = _mm512_loadu_si512((const void *)(x->qh + 32 * q6k_qh_chunk(i, c)));
     const __m512i lo = _mm512_and_si512(k >= 2 ? _mm512_srli_epi16(ql, 4) : ql, m4);
     /* bits 2k, 2k + 1 to bits 4, 5 (16-bit shifts: the mask drops what crosses a byte) */
     const __m512i hs = k == 0 ? _mm512_slli_epi16(qh, 4) : k == 1 ? _mm512_slli_epi16(qh, 2)

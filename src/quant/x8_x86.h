@@ -137,16 +137,24 @@ static inline __attribute__((always_inline)) MF_AVX2 __m256i q5k_hbit(__m256i qh
     return _mm256_and_si256(h, _mm256_set1_epi8(0x10));
 }
 
-/* q6_K's 6-bit values (unsigned 0..63) of chunk c (0..3) of sub-block i for the 8 rows.  Sub-block
- * i = 8h + 2k + gg holds values 128h + 32k + 16gg .. + 15: the low (k < 2) or high nibbles of ql chunks
- * 16h + 8 (k & 1) + 4gg + c and bits 2k, 2k + 1 of qh chunks 8h + 4gg + c (q6_K's layout). */
+/* Where chunk c (0..3) of q6_Kx8 sub-block i lives.  Sub-block i = 8h + 2k + gg holds values 128h + 32k +
+ * 16gg .. + 15: the low (k < 2) or high nibbles of ql chunk q6k_ql_chunk and bits 2k, 2k + 1 of qh chunk
+ * q6k_qh_chunk (q6_K's layout); a sub-block's 4 chunks are consecutive in both. */
+static inline int q6k_ql_chunk(const int i, const int c) {
+    return 16 * (i / 8) + 8 * (((i % 8) / 2) & 1) + 4 * (i % 2) + c;
+}
+
+static inline int q6k_qh_chunk(const int i, const int c) {
+    return 8 * (i / 8) + 4 * (i % 2) + c;
+}
+
+/* q6_K's 6-bit values (unsigned 0..63) of chunk c of sub-block i for the 8 rows */
 static inline __attribute__((always_inline)) MF_AVX2 __m256i q6k_chunk(const mf_block_q6_Kx8 *x, const int i,
                                                                        const int c) {
-    const int h = i / 8, k = (i % 8) / 2, gg = i % 2;
+    const int k = (i % 8) / 2;
     const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
-    const int cl = 16 * h + 8 * (k & 1) + 4 * gg + c;
-    const __m256i ql = _mm256_loadu_si256((const __m256i *)(x->ql + 32 * cl));
-    const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * (8 * h + 4 * gg + c)));
+    const __m256i ql = _mm256_loadu_si256((const __m256i *)(x->ql + 32 * q6k_ql_chunk(i, c)));
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * q6k_qh_chunk(i, c)));
     const __m256i lo = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(ql, 4) : ql, m4);
     /* bits 2k, 2k + 1 to bits 4, 5 (16-bit shifts: the mask drops what crosses a byte) */
     const __m256i hs = k == 0 ? _mm256_slli_epi16(qh, 4) : k == 1 ? _mm256_slli_epi16(qh, 2)
