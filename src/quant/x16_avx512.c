@@ -27,15 +27,6 @@ static inline MF_AVX512 __m512i neg_sum(const mf_block_q8_0s *y, int shift) {
     return _mm512_set1_epi32(-((int32_t)y->s * (1 << shift)));
 }
 
-/* GEMV reads the matrix as one forward stream; a software prefetch a fixed distance ahead keeps more
- * lines in flight than the hardware prefetcher alone. */
-#ifndef X16_PF_BYTES
-#define X16_PF_BYTES 1024
-#endif
-static inline void prefetch16(const void *p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X16_PF_BYTES + o, _MM_HINT_T0);
-}
-
 /* Groups a GEMV streams side by side (X16_GEMV_MAX_G at most).  Several streams keep more reads in flight on
  * Intel's Sapphire Rapids (4: +2-49 % per pass there, 2026-12-02), but on AMD Zen 4 one stream is faster (tg128
  * Q4_0 and Q8_0 12-30 % faster with 1 than with 2 or 4, 2026-12-02, docs/PERFORMANCE.md), so the count is the
@@ -191,7 +182,6 @@ static inline __attribute__((always_inline)) MF_AVX512 void unpack_iq4_nl(const 
             const __m512i ns = neg_sum(&y[b], shift);                                                          \
             _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {                                              \
                 const xt *xb = &x[(int64_t)g * nb + b];                                                        \
-                prefetch16(xb, sizeof *xb);                                                                    \
                 const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)xb->d));                 \
                 __m512i u[8];                                                                                  \
                 unpack(xb, &k, u);                                                                             \

@@ -12,7 +12,6 @@ static inline __attribute__((always_inline)) MF_AVX2 void q4_0x8_rows(int64_t n,
     X8_PROLOGUE(mf_block_q8_0s)
     const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < n / MF_QK8_0; b++) {
-        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
         __m256i lo[4], hi[4];
         _Pragma("GCC unroll 8") for (int c = 0; c < 4; c++) {
@@ -59,7 +58,6 @@ static inline __attribute__((always_inline)) MF_AVX2 void q5_0x8_rows(int64_t n,
     X8_PROLOGUE(mf_block_q8_0s)
     const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < n / MF_QK8_0; b++) {
-        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
         const __m256i qh = _mm256_loadu_si256((const __m256i *)x[b].qh);
         /* unsigned 5-bit values u = q + 16 (0..31) */
@@ -99,7 +97,6 @@ static inline __attribute__((always_inline)) MF_AVX2 void q8_0x8_rows(int64_t n,
     X8_PROLOGUE(mf_block_q8_0s)
     const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < n / MF_QK8_0; b++) {
-        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
         __m256i isum[4];
         _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = _mm256_setzero_si256();
@@ -128,7 +125,6 @@ static inline __attribute__((always_inline)) MF_AVX2 void iq4_nlx8_rows(int64_t 
     X8_PROLOGUE(mf_block_q8_0s)
     const __m256i ones = _mm256_set1_epi16(1), lv = iq4_levels256();
     for (int64_t b = 0; b < n / MF_QK4_NL; b++) {
-        if (NA == 1) prefetch_block(&x[b], sizeof x[b]);
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[b].d));
         __m256i isum[4];
         _Pragma("GCC unroll 8") for (int j = 0; j < NA; j++) isum[j] = _mm256_setzero_si256();

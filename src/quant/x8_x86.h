@@ -12,15 +12,19 @@ static inline MF_AVX2 __m256i bcast4(const int8_t *y) {
     return _mm256_set1_epi32(v);
 }
 
-/* GEMV reads the matrix once, as one stream: prefetching a fixed distance ahead keeps more lines in
- * flight than the hardware prefetcher does (measured: Q8_0 decode otherwise stalls on loads). */
-#ifndef X8_PF_BYTES
-#define X8_PF_BYTES 768
+/* The K-quant GEMVs (an 8-row group's block is 1.1-1.7 KB) read the matrix faster with each block
+ * prefetched X8_PF_BLOCKS blocks ahead (one core's q6_Kx8 GEMV from DRAM 16 -> 34 GB/s, two cores' 32 -> 69;
+ * 1, 2, 4, 6, 8 and 12 blocks tried, 4-8 best) and tg128 of a Qwen3-0.6B Q4_K_M +40-54 % (Zen 5,
+ * 2026-12-05, docs/PERFORMANCE.md).  The small-block x8 and x16 layouts (0.3-0.6 KB) have none: with it
+ * q4_0x8 read 25 -> 20 GB/s, and the x16 ones at 1-8 KB ahead no faster.  always_inline is load-bearing:
+ * a plain static inline helper called from a target("avx2") kernel is not inlined, and gcc then drops the
+ * call as free of side effects - no prefetch reached the binary before 2026-12-05 (tests/cli/prefetch.sh
+ * reads the objects). */
+#ifndef X8_PF_BLOCKS
+#define X8_PF_BLOCKS 4
 #endif
-static inline void prefetch_block(const void *p, size_t bytes) {
-    /* at least X8_PF_BYTES ahead, and at least two blocks for the large K-quant groups (1.1-1.7 KB) */
-    const size_t ahead = bytes * 2 > X8_PF_BYTES ? bytes * 2 : X8_PF_BYTES;
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + ahead + o, _MM_HINT_T0);
+static inline __attribute__((always_inline)) void prefetch_block(const void *p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X8_PF_BLOCKS * bytes + o, _MM_HINT_T0);
 }
 
 /* the 8 rows' results for activation j: contiguous in the activation-major output */
