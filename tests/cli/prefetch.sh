@@ -2,11 +2,25 @@
 # The K-quant decode GEMVs prefetch their weights a few blocks ahead (src/quant/x8_x86.h): +10-50 % tg128
 # on K-quant models (docs/PERFORMANCE.md).  Nothing in the results shows whether a prefetch ran, and gcc
 # silently drops a prefetch helper it does not inline into a target("avx2"/"avx512") kernel - which is how
-# every software prefetch of these kernels was missing from the binary until 2026-12-05.  So this reads the
-# compiled objects: each K-quant x8 tile must hold a prefetcht0.
+# every software prefetch of these kernels was missing from the binary until 2026-12-05.  So this checks the
+# helpers' source form (every architecture) and reads the compiled objects: each K-quant x8 tile must hold a
+# prefetcht0 (x86-64 builds).
 cd "$(dirname "$0")/../.."
 source tests/cli/lib.bash
 OBJ="${MF_BUILD:-build}/obj/src/quant"
+
+# Every architecture: a static inline helper in src/ that prefetches and has no target attribute of its
+# own (so it can be called from a kernel that has one) must be always_inline: no kernel's prefetch may
+# depend on gcc choosing to inline it (the bug above, by its source form).
+bad_helpers=$(find src -name '*.[ch]' -print0 | xargs -0 awk '
+    /^static inline/ { sig = $0; where = FILENAME ":" FNR; body = ""; on = 0; insig = 1 }
+    insig { if (FNR > 0 && sig != $0) sig = sig $0
+            if ($0 ~ /\{$/) { insig = 0; on = 1 } else if ($0 ~ /;$/) insig = 0
+            next }
+    on && /^}/ { if (body ~ /prefetch\(/ && sig !~ /always_inline|MF_AVX|MF_AMX|target\(/) print where; on = 0; next }
+    on { body = body $0 }')
+if [ -z "$bad_helpers" ]; then ok prefetch_helpers_always_inline; else
+    bad prefetch_helpers_always_inline "a prefetching static inline helper without always_inline: $bad_helpers"; fi
 
 if [ ! -f "$OBJ/x8_avx2.o" ] || [ ! -f "$OBJ/x8_avx512.o" ]; then
     skip x86_prefetch "no x86 kernel objects in $OBJ (not an x86-64 build)"

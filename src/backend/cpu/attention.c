@@ -195,7 +195,7 @@ static bool extends(att_win prev, att_win next) {
  * head slices sit in different pages and the hardware prefetcher does not follow them: fetch the slice
  * of a key a few keys ahead (measured: decode attention was latency-bound on these misses). */
 #define KV_PREFETCH_AHEAD 4
-static inline void prefetch_slice(const char *p, size_t bytes) {
+static inline __attribute__((always_inline)) void prefetch_slice(const char *p, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
 }
 
