@@ -29,9 +29,10 @@ static inline MF_AVX512 __m512i neg_sum(const mf_block_q8_0s *y, int shift) {
 
 /* Groups a GEMV streams side by side (X16_GEMV_MAX_G at most).  Several streams keep more reads in flight on
  * Intel's Sapphire Rapids (4: +2-49 % per pass there, 2026-12-02), but on AMD Zen 4 one stream is faster (tg128
- * Q4_0 and Q8_0 12-30 % faster with 1 than with 2 or 4, 2026-12-02, docs/PERFORMANCE.md), so the count is the
- * CPU's: 4 on Intel, 1 elsewhere.  Every count gives the same bits (per group the same sums in the same
- * order); mf_x16_set_gemv_groups lets test_quant run both. */
+ * Q4_0 and Q8_0 12-30 % faster with 1 than with 2 or 4, 2026-12-02; on Zen 5 Q8_0 9-13 % and Q4_0 2-16 % faster
+ * with 1 than with 4, 2026-12-05; docs/PERFORMANCE.md), so the count is the CPU's: 4 on Intel, 1 elsewhere.
+ * Every count gives the same bits (per group the same sums in the same order); mf_x16_set_gemv_groups lets
+ * test_quant run both. */
 #define X16_GEMV_MAX_G 8
 static _Atomic int g_gemv_groups; /* 0: not chosen yet */
 
