@@ -11,6 +11,9 @@
 #      lines (every max |dlogit|, greedy count and headline) diffed, with only the timings taken out;
 #   4. the kernel sets against each other: `minfer bench -p 512 -n 0 -r 3` with MINFER_ISA=avx512 and amx,
 #      alternated for 2 rounds, on the Q8_0, Q4_0 and Q4_K_M (Qwen2.5-0.5B) and Q8_0 (Qwen3-0.6B) files;
+#   4b. decode: where a step's time goes (MINFER_PROFILE=1 on the Q4_0 and Q4_K_M files, in OUT/profile-*.txt),
+#      and the x16 GEMV's software prefetch: the default build's (4 KiB ahead) against none and 8 KiB
+#      (builds with -DX16_PF_BYTES, in BUILD-pf0 / BUILD-pf8192), tg128 alternated, Q8_0, Q4_0 and Q4_K_M;
 #   5. unless --no-compare: bench/compare --reps 5 (llama.cpp beside it; the issue's bars), into OUT, against
 #      the fastest of several llama.cpp builds per figure (--llama LIST, default: the prebuilt pick, which
 #      is sapphirerapids with AMX, the prebuilt icelake without AMX, and a llama-bench on PATH if any).
@@ -107,6 +110,40 @@ for f in qwen2-qwen2.5-0.5b-q8_0 qwen2-qwen2.5-0.5b-q4_0 qwen2-qwen2.5-0.5b-q4_k
     say "$line"
 done
 
+# ---- 4b. decode: where a step goes, and the x16 GEMV's software prefetch ----
+# Issue 13 asks where decode's time goes on this class of machine, and for a prefetch that fits Intel's
+# caches.  The x16 GEMV (Q8_0 / Q4_0 / Q5_0 / IQ4_NL decode) prefetches 4 KiB ahead by default (measured on
+# Zen 5 only); here it is timed against none and 8 KiB.  A prefetch changes no result.
+say "decode profile (MINFER_PROFILE=1, minfer bench -p 0 -n 128 -r 2 -t 2; thread 0 of 2, per token):"
+for f in q4_0 q4_k_m; do
+    MINFER_ISA=$amx MINFER_PROFILE=1 "$build/minfer" bench -m "$models/qwen2-qwen2.5-0.5b-$f.gguf" -p 0 -n 128 -r 2 -t 2 \
+        >"$out/profile-$f.txt" 2>&1 || fail "minfer bench with MINFER_PROFILE=1 on $f ($out/profile-$f.txt)"
+    say "  $f: $(grep -m1 'whole forward' "$out/profile-$f.txt" | sed 's/^ *//'); matmul (calls, run ms, wait ms, share):" \
+        "$(grep -m1 '^  matmul ' "$out/profile-$f.txt" | awk '{ print $2, $3, $4, $5 }') (all ops in $out/profile-$f.txt)"
+done
+pf_count() { objdump -d --no-show-raw-insn "$1/obj/src/quant/x16_avx512.o" 2>/dev/null | grep -c prefetcht0; }
+for pf in 0 8192; do
+    make BUILD="$build-pf$pf" OPT="-O2 -DX16_PF_BYTES=$pf" -j"$(nproc)" "$build-pf$pf/minfer" >"$out/make-pf$pf.log" 2>&1 ||
+        fail "the build with X16_PF_BYTES=$pf failed ($out/make-pf$pf.log)"
+done
+# a prefetch gcc dropped would time the same code twice (how the K-quant prefetch once went missing)
+[ "$(pf_count "$build")" -gt 0 ] && [ "$(pf_count "$build-pf8192")" -gt 0 ] ||
+    fail "the default or the X16_PF_BYTES=8192 build's x16_avx512.o holds no prefetcht0 (objdump)"
+[ "$(pf_count "$build-pf0")" -eq 0 ] || fail "the X16_PF_BYTES=0 build's x16_avx512.o still prefetches (objdump)"
+say "tg128 t/s, MINFER_ISA=$amx, the x16 GEMV prefetch 4 KiB ahead (default) / none / 8 KiB alternated, 2 rounds x 2 reps:"
+for f in q8_0 q4_0 q4_k_m; do
+    line="  $f:"
+    for round in 1 2; do
+        for v in 4096 0 8192; do
+            bin="$build/minfer"
+            [ "$v" = 4096 ] || bin="$build-pf$v/minfer"
+            ts=$(MINFER_ISA=$amx "$bin" bench -m "$models/qwen2-qwen2.5-0.5b-$f.gguf" -p 0 -n 128 -r 2 -t 2 -o csv 2>>"$out/bench.err" |
+                tail -n 1 | awk -F'","' '{ printf "%.1f", $(NF-1) }')
+            line="$line $v ${ts:-?}"
+        done
+    done
+    say "$line"
+done
 # ---- 5. against llama.cpp ----
 if [ "$compare" = 1 ]; then
     lb=$(command -v llama-bench 2>/dev/null) && [[ $llama != *bench:* ]] && llama="$llama,bench:$lb"

@@ -27,12 +27,26 @@ static inline MF_AVX512 __m512i neg_sum(const mf_block_q8_0s *y, int shift) {
     return _mm512_set1_epi32(-((int32_t)y->s * (1 << shift)));
 }
 
-/* Groups a GEMV streams side by side (X16_GEMV_MAX_G at most).  Several streams keep more reads in flight on
- * Intel's Sapphire Rapids (4: +2-49 % per pass there, 2026-12-02), but on AMD Zen 4 one stream is faster (tg128
- * Q4_0 and Q8_0 12-30 % faster with 1 than with 2 or 4, 2026-12-02; on Zen 5 Q8_0 9-13 % and Q4_0 2-16 % faster
- * with 1 than with 4, 2026-12-05; docs/PERFORMANCE.md), so the count is the CPU's: 4 on Intel, 1 elsewhere.
- * Every count gives the same bits (per group the same sums in the same order); mf_x16_set_gemv_groups lets
- * test_quant run both. */
+/* The GEMV prefetches each group's stream X16_PF_BYTES ahead (a page: hardware prefetchers stop at a 4 KiB
+ * page boundary, the likely reason a page ahead helps where closer did not).  On Zen 5 tg128 Q4_0 +5-15 %,
+ * Q4_K_M (its q5_0 / q8_0 matrices) +4-8 %, Q8_0 within the noise, against none (alternated builds,
+ * 2026-12-05; 8 and 16 KiB no better than 4; docs/PERFORMANCE.md).  On Intel untimed:
+ * scripts/amx-check.sh builds -DX16_PF_BYTES=0 and 8192 and times decode with them beside this default.
+ * Same bits either way. */
+#ifndef X16_PF_BYTES
+#define X16_PF_BYTES 4096
+#endif
+static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, size_t bytes) {
+    if (X16_PF_BYTES > 0)
+        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X16_PF_BYTES + o, _MM_HINT_T0);
+}
+
+/* Groups a GEMV streams side by side (X16_GEMV_MAX_G at most).  Several streams keep more reads in
+ * flight on Intel's Sapphire Rapids (4: +2-49 % per pass there, 2026-12-02), but on AMD one stream is
+ * faster (Zen 4: tg128 Q4_0 and Q8_0 12-30 % faster with 1 than with 2 or 4, 2026-12-02; Zen 5: Q8_0
+ * 9-13 % and Q4_0 2-16 % faster with 1 than with 4, 2026-12-05; docs/PERFORMANCE.md), so the count is the
+ * CPU's: 4 on Intel, 1 elsewhere.  Every count gives the same bits (per group the same sums in the same
+ * order); mf_x16_set_gemv_groups lets test_quant run both. */
 #define X16_GEMV_MAX_G 8
 static _Atomic int g_gemv_groups; /* 0: not chosen yet */
 
@@ -183,6 +197,7 @@ static inline __attribute__((always_inline)) MF_AVX512 void unpack_iq4_nl(const 
             const __m512i ns = neg_sum(&y[b], shift);                                                          \
             _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {                                              \
                 const xt *xb = &x[(int64_t)g * nb + b];                                                        \
+                prefetch_ahead(xb, sizeof *xb);                                                                \
                 const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)xb->d));                 \
                 __m512i u[8];                                                                                  \
                 unpack(xb, &k, u);                                                                             \
