@@ -97,17 +97,30 @@ gen qwen2 qwen2.5-0.5b q8_0
 gen qwen2 qwen2.5-0.5b q4_0
 gen qwen2 qwen2.5-0.5b q4_k_m
 gen qwen3 qwen3-0.6b q8_0
-say "pp512 t/s, 2 threads, avx512 vs amx kernels alternated, 2 rounds x 3 reps:"
-for f in qwen2-qwen2.5-0.5b-q8_0 qwen2-qwen2.5-0.5b-q4_0 qwen2-qwen2.5-0.5b-q4_k_m qwen3-qwen3-0.6b-q8_0; do
-    line="  $f:"
+# tps ISA BINARY MODEL ARGS...: the t/s of one `minfer bench` on 2 threads (its csv's last row), empty if none
+tps() {
+    local isa=$1 bin=$2 m=$3
+    shift 3
+    MINFER_ISA=$isa "$bin" bench -m "$models/$m.gguf" -t 2 -o csv "$@" 2>>"$out/bench.err" |
+        tail -n 1 | awk -F'","' '{ printf "%.1f", $(NF-1) }'
+}
+# row LABEL VARIANT...: say one line of 2 rounds, each VARIANT timed in turn by `measure VARIANT` (defined
+# before each use; "?" where it printed nothing)
+row() {
+    local line="  $1:" round v t
+    shift
     for round in 1 2; do
-        for isa in avx512 $amx; do
-            ts=$(MINFER_ISA=$isa "$build/minfer" bench -m "$models/$f.gguf" -p 512 -n 0 -r 3 -t 2 -o csv 2>>"$out/bench.err" |
-                tail -n 1 | awk -F'","' '{ printf "%.1f", $(NF-1) }')
-            line="$line $isa ${ts:-?}"
+        for v in "$@"; do
+            t=$(measure "$v")
+            line="$line $v ${t:-?}"
         done
     done
     say "$line"
+}
+say "pp512 t/s, 2 threads, avx512 vs amx kernels alternated, 2 rounds x 3 reps:"
+measure() { tps "$1" "$build/minfer" "$f" -p 512 -n 0 -r 3; }
+for f in qwen2-qwen2.5-0.5b-q8_0 qwen2-qwen2.5-0.5b-q4_0 qwen2-qwen2.5-0.5b-q4_k_m qwen3-qwen3-0.6b-q8_0; do
+    row "$f" avx512 "$amx"
 done
 
 # ---- 4b. decode: where a step goes, and the x16 GEMV's software prefetch ----
@@ -131,19 +144,13 @@ done
     fail "the default or the X16_PF_BYTES=8192 build's x16_avx512.o holds no prefetcht0 (objdump)"
 [ "$(pf_count "$build-pf0")" -eq 0 ] || fail "the X16_PF_BYTES=0 build's x16_avx512.o still prefetches (objdump)"
 say "tg128 t/s, MINFER_ISA=$amx, the x16 GEMV prefetch 4 KiB ahead (default) / none / 8 KiB alternated, 2 rounds x 2 reps:"
-for f in q8_0 q4_0 q4_k_m; do
-    line="  $f:"
-    for round in 1 2; do
-        for v in 4096 0 8192; do
-            bin="$build/minfer"
-            [ "$v" = 4096 ] || bin="$build-pf$v/minfer"
-            ts=$(MINFER_ISA=$amx "$bin" bench -m "$models/qwen2-qwen2.5-0.5b-$f.gguf" -p 0 -n 128 -r 2 -t 2 -o csv 2>>"$out/bench.err" |
-                tail -n 1 | awk -F'","' '{ printf "%.1f", $(NF-1) }')
-            line="$line $v ${ts:-?}"
-        done
-    done
-    say "$line"
-done
+measure() {
+    local bin="$build/minfer"
+    [ "$1" = 4096 ] || bin="$build-pf$1/minfer"
+    tps "$amx" "$bin" "qwen2-qwen2.5-0.5b-$f" -p 0 -n 128 -r 2
+}
+for f in q8_0 q4_0 q4_k_m; do row "$f" 4096 0 8192; done
+
 # ---- 5. against llama.cpp ----
 if [ "$compare" = 1 ]; then
     lb=$(command -v llama-bench 2>/dev/null) && [[ $llama != *bench:* ]] && llama="$llama,bench:$lb"
