@@ -37,8 +37,7 @@ static inline MF_AVX512 __m512i neg_sum(const mf_block_q8_0s *y, int shift) {
 #define X16_PF_BYTES 4096
 #endif
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, size_t bytes) {
-    if (X16_PF_BYTES > 0)
-        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X16_PF_BYTES + o, _MM_HINT_T0);
+    if (X16_PF_BYTES > 0) mf_prefetch_ahead(p, X16_PF_BYTES, bytes);
 }
 
 /* Groups a GEMV streams side by side (X16_GEMV_MAX_G at most).  Several streams keep more reads in

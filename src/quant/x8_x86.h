@@ -24,7 +24,7 @@ static inline MF_AVX2 __m256i bcast4(const int8_t *y) {
 #define X8_PF_BLOCKS 4
 #endif
 static inline __attribute__((always_inline)) void prefetch_block(const void *p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + X8_PF_BLOCKS * bytes + o, _MM_HINT_T0);
+    mf_prefetch_ahead(p, X8_PF_BLOCKS * bytes, bytes);
 }
 
 /* the 8 rows' results for activation j: contiguous in the activation-major output */
