@@ -3,7 +3,8 @@
  *
  * A "buffer" is the memory of a root node (a node that is not a view).  Views (VIEW/RESHAPE/PERMUTE/
  * KV_STORE) alias their root, so every reader of a view keeps the root alive.  A node computed in
- * place inherits its source's buffer, and the buffer then lives until the inheritor's last reader. */
+ * place inherits its source's buffer (directly or through a reshape of it), and the buffer then lives
+ * until the inheritor's last reader. */
 #include "graph/graph_internal.h"
 
 #include <stdlib.h>
@@ -124,6 +125,10 @@ static void place(mf_graph *g, freelist *fls, int32_t i, const int32_t *last, in
     int32_t s0 = nd->src[0];
     bool inplace = false;
     if (inplace_op(nd->op) && s0 >= 0) { /* an output may take over a dying source: it is then kept */
+        /* a reshape is its root's bytes in the same order (Qwen2's heads view of q and k before RoPE):
+         * taking the root over keeps the ropes of q and k from reusing each other's freed buffer, which
+         * made the second rope wait at a barrier for the first to finish reading */
+        if (g->nodes[s0].op == MF_OP_RESHAPE && g->nodes[s0].view_offs == 0) s0 = g->nodes[s0].view_src;
         const mf_node *sn = &g->nodes[s0];
         /* src0 must be a root buffer dying right here, of the same size and layout */
         inplace = !is_alias(sn) && needs_arena(sn) && sn->op != MF_OP_INPUT && last[s0] == i &&
@@ -132,7 +137,7 @@ static void place(mf_graph *g, freelist *fls, int32_t i, const int32_t *last, in
                   mf_node_nbytes(sn) == mf_node_nbytes(nd);
         for (int s = 1; inplace && s < MF_MAX_SRC; s++) {
             int32_t sid = nd->src[s];
-            if (sid < 0 || sid == s0) continue;
+            if (sid < 0 || sid == nd->src[0]) continue;
             int32_t sr = is_alias(&g->nodes[sid]) ? g->nodes[sid].view_src : sid;
             if (sr == s0) inplace = false; /* another view of the same memory: layouts may differ */
         }
