@@ -94,6 +94,14 @@ void mf_arg_draft_init(mf_arg_draft *d) {
     d->p = mf_draft_default_params();
 }
 
+int mf_arg_engine_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_cache *cache, mf_arg_gpu *gpu,
+                       mf_arg_draft *dr) {
+    int f = mf_arg_cache_flag(argc, argv, i, seen, cache);
+    if (!f) f = mf_arg_gpu_flag(argc, argv, i, seen, gpu);
+    if (!f && dr) f = mf_arg_draft_flag(argc, argv, i, seen, dr);
+    return f;
+}
+
 int mf_arg_draft_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_draft *d) {
     const char *a = argv[*i], *v;
     bool path = !strcmp(a, "-md") || !strcmp(a, "--model-draft");

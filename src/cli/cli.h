@@ -43,6 +43,17 @@ typedef struct {
     int n;
 } mf_arg_seen;
 bool mf_arg_once(mf_arg_seen *s, const char *name, const char *value);
+/* In a subcommand's flag loop (locals argc, argv, i, seen and the value pointer v): MF_ARG_VAL fetches
+ * the option's value into v, MF_ARG_ONCE marks a switch; either returns 2 from the subcommand after the
+ * refusal is printed. */
+#define MF_ARG_VAL(name)                                                                                     \
+    do {                                                                                                     \
+        if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;                   \
+    } while (0)
+#define MF_ARG_ONCE(name)                                                                                    \
+    do {                                                                                                     \
+        if (!mf_arg_once(&seen, name, NULL)) return 2;                                                       \
+    } while (0)
 
 /* Generation flags shared by run and chat (args_gen.c).  mf_arg_sampler: argv[*i] is a sampler flag
  * (--temp --top-k --top-p --min-p --typical --repeat-penalty --repeat-last-n --presence-penalty
@@ -117,6 +128,12 @@ void mf_arg_gpu_init(mf_arg_gpu *g);
 int mf_arg_gpu_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_gpu *g);
 bool mf_arg_gpu_resolve(mf_arg_gpu *g, mf_model_params *mp);
 bool mf_arg_gpu_report(const mf_arg_gpu *g, const mf_model *model);
+
+/* The flag families every generating subcommand shares (KV cache types, offload, and where given the draft
+ * model; their spellings are disjoint): 1 when argv[*i] was one of them (taken), 0 when not, -1 refused
+ * (printed).  dr may be NULL (eval has no draft). */
+int mf_arg_engine_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_cache *cache, mf_arg_gpu *gpu,
+                       mf_arg_draft *dr);
 #define MF_ARG_GPU_HELP                                                                                          \
     "  -ngl, --gpu-layers N     blocks on the GPU (CUDA builds): N = blocks 0..N-1 (every block also moves the\n" \
     "                           embeddings and LM head), all, or auto (as many as fit: MINFER_GPU_MEM=<MiB>, or\n" \

@@ -100,57 +100,47 @@ int mf_cmd_chat(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long l;
-        const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
-        if (cf < 0) return 2;
-        if (cf > 0) continue;
-        const int gf = mf_arg_gpu_flag(argc, argv, &i, &seen, &gpu);
-        if (gf < 0) return 2;
-        if (gf > 0) continue;
-        const int df = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
-        if (df < 0) return 2;
-        if (df > 0) continue;
-#define VAL(name)                                                                                            \
-    do {                                                                                                     \
-        if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;                   \
-    } while (0)
+        const int f = mf_arg_engine_flag(argc, argv, &i, &seen, &cache, &gpu, &dr);
+        if (f < 0) return 2;
+        if (f > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return mf_out_check(stdout, "stdout") ? 0 : 1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            VAL("-m/--model");
+            MF_ARG_VAL("-m/--model");
             model_path = v;
         } else if (!strcmp(a, "--system")) {
-            VAL("--system");
+            MF_ARG_VAL("--system");
             system = v;
         } else if (!strcmp(a, "--session")) {
-            VAL("--session");
+            MF_ARG_VAL("--session");
             if (!*v) {
                 fprintf(stderr, "Error: --session needs a file name, got ''\n");
                 return 2;
             }
             session = v;
         } else if (!strcmp(a, "--chat-template")) {
-            VAL("--chat-template");
+            MF_ARG_VAL("--chat-template");
             if (!*v) {
                 fprintf(stderr, "Error: --chat-template needs a name (auto, chatml, qwen2.5, qwen3), got ''\n");
                 return 2;
             }
             chat_template = v;
         } else if (!strcmp(a, "--think")) {
-            VAL("--think");
+            MF_ARG_VAL("--think");
             if (strcmp(v, "on") && strcmp(v, "off")) {
                 fprintf(stderr, "Error: --think expects on or off, got '%s'\n", v);
                 return 2;
             }
             think = !strcmp(v, "on");
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            VAL("-n/--n-predict");
+            MF_ARG_VAL("-n/--n-predict");
             if (!mf_arg_int(a, v, -1, 1 << 30, &n_predict)) return 2;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            VAL("-t/--threads");
+            MF_ARG_VAL("-t/--threads");
             if (!mf_arg_int(a, v, 1, 1024, &n_threads)) return 2;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--n-ctx")) {
-            VAL("-c/--ctx-size/--n-ctx");
+            MF_ARG_VAL("-c/--ctx-size/--n-ctx");
             if (!mf_arg_int(a, v, 0, 1 << 24, &n_ctx)) return 2;
         } else if (!strcmp(a, "--stop")) {
             if (!mf_arg_stop(argc, argv, &i, stops, &n_stop)) return 2;
@@ -163,7 +153,6 @@ int mf_cmd_chat(int argc, char **argv) {
             fprintf(stderr, "Error: unknown flag '%s' for 'minfer chat' (see minfer chat --help)\n", a);
             return 2;
         }
-#undef VAL
     }
     if (!model_path) {
         fprintf(stderr, "Error: no model given: minfer chat -m MODEL.gguf\n");

@@ -66,12 +66,9 @@ int mf_cmd_eval(int argc, char **argv) {
             usage(stdout);
             return mf_out_check(stdout, "stdout") ? 0 : 1;
         }
-        const int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
-        if (cf < 0) return 2;
-        if (cf > 0) continue;
-        const int gf = mf_arg_gpu_flag(argc, argv, &i, &seen, &gpu);
-        if (gf < 0) return 2;
-        if (gf > 0) continue;
+        const int f = mf_arg_engine_flag(argc, argv, &i, &seen, &cache, &gpu, NULL);
+        if (f < 0) return 2;
+        if (f > 0) continue;
         bool m = !strcmp(a, "-m") || !strcmp(a, "--model"), p = !strcmp(a, "-p") || !strcmp(a, "--prompt"),
              t = !strcmp(a, "--tokens"), top = !strcmp(a, "--top"),
              c = !strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--n-ctx"),

@@ -71,19 +71,13 @@ int mf_cmd_serve(int argc, char **argv) {
     long l;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
-        int cf = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
-        if (!cf) cf = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
-        if (!cf) cf = mf_arg_gpu_flag(argc, argv, &i, &seen, &gpu);
+        const int cf = mf_arg_engine_flag(argc, argv, &i, &seen, &cache, &gpu, &dr);
         if (cf < 0) return 2;
         if (cf > 0) continue;
 #define IS(x, y) (!strcmp(a, x) || !strcmp(a, y))
-#define VAL(name)                                                                                            \
-    do {                                                                                                     \
-        if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;                   \
-    } while (0)
 #define INT(name, lo, hi, dst)                                                                               \
     do {                                                                                                     \
-        VAL(name);                                                                                           \
+        MF_ARG_VAL(name);                                                                                    \
         if (!mf_arg_int(a, v, lo, hi, &l)) return 2;                                                         \
         dst = (int)l;                                                                                        \
     } while (0)
@@ -91,10 +85,10 @@ int mf_cmd_serve(int argc, char **argv) {
             usage(stdout);
             return mf_out_check(stdout, "stdout") ? 0 : 1;
         } else if (IS("-m", "--model")) {
-            VAL("-m/--model");
+            MF_ARG_VAL("-m/--model");
             o.model_path = v;
         } else if (IS("--host", "--host")) {
-            VAL("--host");
+            MF_ARG_VAL("--host");
             o.host = v;
         } else if (IS("--port", "--port")) {
             INT("--port", 0, 65535, o.port);
@@ -111,27 +105,26 @@ int mf_cmd_serve(int argc, char **argv) {
         } else if (IS("--max-queue", "--max-queue")) {
             INT("--max-queue", 0, 1 << 20, o.max_queue);
         } else if (IS("--api-key", "--api-key")) {
-            VAL("--api-key");
+            MF_ARG_VAL("--api-key");
             if (!*v) {
                 fprintf(stderr, "Error: --api-key is empty; give a key, or leave the flag out for no key\n");
                 return 2;
             }
             o.api_key = v;
         } else if (IS("--api-key-file", "--api-key-file")) {
-            VAL("--api-key-file");
+            MF_ARG_VAL("--api-key-file");
             key_file = v;
         } else if (IS("--slot-save-path", "--slot-save-path")) {
-            VAL("--slot-save-path");
+            MF_ARG_VAL("--slot-save-path");
             o.slot_save_path = v;
         } else if (IS("--alias", "--alias")) {
-            VAL("--alias");
+            MF_ARG_VAL("--alias");
             o.alias = v;
         } else {
             fprintf(stderr, "Error: unknown flag '%s' for 'minfer serve' (see minfer serve --help)\n", a);
             return 2;
         }
 #undef IS
-#undef VAL
 #undef INT
     }
     mf_model_params mp = mf_model_default_params();

@@ -100,35 +100,29 @@ int mf_cmd_specverify(int argc, char **argv) {
     mf_arg_draft_init(&dr);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        int f = mf_arg_cache_flag(argc, argv, &i, &seen, &cache);
-        if (!f) f = mf_arg_draft_flag(argc, argv, &i, &seen, &dr);
-        if (!f) f = mf_arg_gpu_flag(argc, argv, &i, &seen, &gpu);
+        const int f = mf_arg_engine_flag(argc, argv, &i, &seen, &cache, &gpu, &dr);
         if (f < 0) return 2;
         if (f > 0) continue;
-#define VAL(name)                                                                                            \
-    do {                                                                                                     \
-        if (!(v = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, name, v)) return 2;                   \
-    } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return mf_out_check(stdout, "stdout") ? 0 : 1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            VAL("-m/--model");
+            MF_ARG_VAL("-m/--model");
             model_path = v;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            VAL("-p/--prompt");
+            MF_ARG_VAL("-p/--prompt");
             prompt = v;
         } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            VAL("-f/--file");
+            MF_ARG_VAL("-f/--file");
             file = v;
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            VAL("-n/--n-predict");
+            MF_ARG_VAL("-n/--n-predict");
             if (!mf_arg_int(a, v, 1, 1 << 20, &n_predict)) return 2;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            VAL("-t/--threads");
+            MF_ARG_VAL("-t/--threads");
             if (!mf_arg_int(a, v, 1, 1024, &n_threads)) return 2;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            VAL("-c/--ctx-size");
+            MF_ARG_VAL("-c/--ctx-size");
             if (!mf_arg_int(a, v, 0, 1 << 24, &n_ctx)) return 2;
         } else if (!strcmp(a, "--ignore-eos")) {
             if (!mf_arg_once(&seen, "--ignore-eos", NULL)) return 2;
@@ -137,7 +131,6 @@ int mf_cmd_specverify(int argc, char **argv) {
             fprintf(stderr, "Error: unknown flag '%s' for 'minfer specverify' (see minfer specverify --help)\n", a);
             return 2;
         }
-#undef VAL
     }
     uint32_t type_k, type_v;
     mf_model_params mp = mf_model_default_params();
