@@ -14,6 +14,8 @@
 #   4b. decode: where a step's time goes (MINFER_PROFILE=1 on the Q4_0 and Q4_K_M files, in OUT/profile-*.txt),
 #      and the x16 GEMV's software prefetch: the default build's (4 KiB ahead) against none and 8 KiB
 #      (builds with -DX16_PF_BYTES, in BUILD-pf0 / BUILD-pf8192), tg128 alternated, Q8_0, Q4_0 and Q4_K_M;
+#      and the GEMV's q4_0 high nibbles kept in place (default) against shifted down (-DX16_Q4_HI_INPLACE=0,
+#      in BUILD-q4s), tg128 of the Q4_0 file alternated;
 #   5. unless --no-compare: bench/compare --reps 5 (llama.cpp beside it; the issue's bars), into OUT, against
 #      the fastest of several llama.cpp builds per figure (--llama LIST, default: the prebuilt pick, which
 #      is sapphirerapids with AMX, the prebuilt icelake without AMX, and a llama-bench on PATH if any).
@@ -150,6 +152,24 @@ measure() {
     tps "$amx" "$bin" "qwen2-qwen2.5-0.5b-$f" -p 0 -n 128 -r 2
 }
 for f in q8_0 q4_0 q4_k_m; do row "$f" 4096 0 8192; done
+# The q4_0 GEMV shifts a block's high-nibble sum once instead of every byte (x16_avx512.c, unpack_q4_0_gemv):
+# fewer instructions, no gain on Zen 5's four vector pipes; Intel runs 512-bit work on two ports.
+make BUILD="$build-q4s" OPT="-O2 -DX16_Q4_HI_INPLACE=0" -j"$(nproc)" "$build-q4s/minfer" >"$out/make-q4s.log" 2>&1 ||
+    fail "the build with X16_Q4_HI_INPLACE=0 failed ($out/make-q4s.log)"
+srad_count() {
+    objdump -d --no-show-raw-insn "$1/obj/src/quant/x16_avx512.o" 2>/dev/null |
+        awk '/<mf_tile_q4_0x16_avx512>:/ { f = 1; next } /^$/ { f = 0 } f' | grep -c vpsrad
+}
+[ "$(srad_count "$build")" -gt 0 ] && [ "$(srad_count "$build-q4s")" -eq 0 ] ||
+    fail "the q4_0 GEMV builds do not differ as they should (vpsrad in mf_tile_q4_0x16_avx512: default $(srad_count "$build"), X16_Q4_HI_INPLACE=0 $(srad_count "$build-q4s"))"
+say "tg128 t/s, MINFER_ISA=$amx, the q4_0 GEMV's high nibbles in place (default, inplace) / shifted (shift) alternated, 2 rounds x 2 reps:"
+measure() {
+    local bin="$build/minfer"
+    [ "$1" = inplace ] || bin="$build-q4s/minfer"
+    tps "$amx" "$bin" "qwen2-qwen2.5-0.5b-$f" -p 0 -n 128 -r 2
+}
+f=q4_0
+row "$f" inplace shift
 
 # ---- 5. against llama.cpp ----
 if [ "$compare" = 1 ]; then

@@ -67,6 +67,12 @@ void mf_x16_set_gemv_groups(int groups) {
     atomic_store_explicit(&g_gemv_groups, groups == 4 || groups == 1 ? groups : 0, memory_order_relaxed);
 }
 
+/* the block's int32 sum from its two chains: the low-half chunks' (with the -k * sum(y) start) and the
+ * high-half chunks', whose quants are 1 << hi times their value (q4_0's high nibbles in place) */
+static inline __attribute__((always_inline)) MF_AVX512 __m512i block_isum(__m512i lo, __m512i hi_sum, const int hi) {
+    return _mm512_add_epi32(lo, hi ? _mm512_srai_epi32(hi_sum, hi) : hi_sum);
+}
+
 static inline MF_AVX512 void acc_block(__m512 *acc, __m512i isum, __m512 dx, uint16_t dy) {
     const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(MF_H2F(dy)));
     *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), d, *acc);
@@ -76,12 +82,13 @@ static inline MF_AVX512 void acc_block(__m512 *acc, __m512i isum, __m512 dx, uin
  * dotted with activation quants 4c..4c+3.  The block's exact int32 sum is sum_c u[c] . y[4c..4c+3] minus
  * (1 << SHIFT) * sum(y); the order of the int32 additions does not matter (exact, no saturation). */
 typedef struct {
-    __m512i m4, b16, bias, lv;
+    __m512i m4, m4hi, b16, bias, lv;
 } x16_consts;
 
 static inline MF_AVX512 x16_consts x16_consts_make(void) {
     x16_consts k;
     k.m4 = _mm512_set1_epi8(0xF);
+    k.m4hi = _mm512_set1_epi8((char)0xF0);
     k.b16 = _mm512_set1_epi8(0x10);
     k.bias = _mm512_set1_epi8((char)0x80);
     k.lv = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)mf_iq4_levels)), k.bias);
@@ -96,6 +103,32 @@ static inline __attribute__((always_inline)) MF_AVX512 void unpack_q4_0(const mf
         const __m512i v = _mm512_loadu_si512((const void *)(x->qs + 64 * c));
         u[c] = _mm512_and_si512(v, k->m4);
         u[4 + c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), k->m4);
+    }
+}
+
+/* The GEMV's q4_0 (decode, where a block serves one activation): the high nibbles stay where they are, 16
+ * times their value (v & 0xF0, 0..240; a product is at most 240 * 128 and a block's 16 per lane stay far
+ * from the int32 limit), and their chain's sum is shifted down once a block (exact: a multiple of 16)
+ * instead of every byte: per block of G groups 4G shifts become G (16 -> 4 with Intel's 4 groups, of about
+ * 110 vector instructions).  Zen 5 shows no difference (its four vector pipes have room; an L2-resident GEMV reads
+ * 92-99 GB/s either way); Intel, whose 512-bit work shares two ports, decodes Q4_0 at 83 % of its read
+ * bandwidth against Q8_0's 94 % (3 times the instructions per byte): scripts/amx-check.sh times it there
+ * against a -DX16_Q4_HI_INPLACE=0 build (the shifts as in unpack_q4_0).  The rows kernel keeps the
+ * shifts: it unpacks a block once for up to 8 activations, and would pay a shift per activation. */
+#ifndef X16_Q4_HI_INPLACE
+#define X16_Q4_HI_INPLACE 1
+#endif
+#define Q4_0_GEMV_HI (X16_Q4_HI_INPLACE ? 4 : 0)
+static inline __attribute__((always_inline)) MF_AVX512 void unpack_q4_0_gemv(const mf_block_q4_0x16 *x,
+                                                                             const x16_consts *k, __m512i u[8]) {
+    if (!X16_Q4_HI_INPLACE) {
+        unpack_q4_0(x, k, u);
+        return;
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        const __m512i v = _mm512_loadu_si512((const void *)(x->qs + 64 * c));
+        u[c] = _mm512_and_si512(v, k->m4);
+        u[4 + c] = _mm512_and_si512(v, k->m4hi);
     }
 }
 
@@ -182,7 +215,7 @@ static inline __attribute__((always_inline)) MF_AVX512 void unpack_iq4_nl(const 
  * side by side: a block's activation broadcasts serve all G groups, and G independent dependency chains
  * and read streams keep more of the memory system busy than one.  Per group the int32 block sums and the
  * float operations of X16_ROWS with NA = 1, in the same order: bitwise the same. */
-#define X16_GEMV(name, xt, unpack, shift)                                                                      \
+#define X16_GEMV(name, xt, unpack, shift, hi)                                                                  \
     static inline __attribute__((always_inline)) MF_AVX512 void name(int64_t n, float *s, const void *w,      \
                                                                      const mf_block_q8_0s *y, const int G) {  \
         const int64_t nb = n / MF_QK8_0;                                                                       \
@@ -201,11 +234,11 @@ static inline __attribute__((always_inline)) MF_AVX512 void unpack_iq4_nl(const 
                 __m512i u[8];                                                                                  \
                 unpack(xb, &k, u);                                                                             \
                 __m512i p = ns, q = _mm512_setzero_si512(); /* two chains: exact, any order */                \
-                _Pragma("GCC unroll 4") for (int c = 0; c < 8; c += 2) {                                       \
+                _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                          \
                     p = _mm512_dpbusd_epi32(p, u[c], ya[c]);                                                   \
-                    q = _mm512_dpbusd_epi32(q, u[c + 1], ya[c + 1]);                                           \
+                    q = _mm512_dpbusd_epi32(q, u[4 + c], ya[4 + c]);                                           \
                 }                                                                                              \
-                acc_block(&acc[g], _mm512_add_epi32(p, q), dx, y[b].d);                                        \
+                acc_block(&acc[g], block_isum(p, q, hi), dx, y[b].d);                                          \
             }                                                                                                  \
         }                                                                                                      \
         _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) _mm512_storeu_ps(s + MF_X16_ROWS * g, acc[g]);     \
@@ -216,10 +249,10 @@ X16_ROWS(q5_0x16_rows, mf_block_q5_0x16, unpack_q5_0, Q5_0_SHIFT)
 X16_ROWS(q8_0x16_rows, mf_block_q8_0x16, unpack_q8_0, Q8_0_SHIFT)
 X16_ROWS(iq4_nlx16_rows, mf_block_q4_0x16, unpack_iq4_nl, IQ4_NL_SHIFT)
 
-X16_GEMV(q4_0x16_gemv, mf_block_q4_0x16, unpack_q4_0, Q4_0_SHIFT)
-X16_GEMV(q5_0x16_gemv, mf_block_q5_0x16, unpack_q5_0, Q5_0_SHIFT)
-X16_GEMV(q8_0x16_gemv, mf_block_q8_0x16, unpack_q8_0, Q8_0_SHIFT)
-X16_GEMV(iq4_nlx16_gemv, mf_block_q4_0x16, unpack_iq4_nl, IQ4_NL_SHIFT)
+X16_GEMV(q4_0x16_gemv, mf_block_q4_0x16, unpack_q4_0_gemv, Q4_0_SHIFT, Q4_0_GEMV_HI)
+X16_GEMV(q5_0x16_gemv, mf_block_q5_0x16, unpack_q5_0, Q5_0_SHIFT, 0)
+X16_GEMV(q8_0x16_gemv, mf_block_q8_0x16, unpack_q8_0, Q8_0_SHIFT, 0)
+X16_GEMV(iq4_nlx16_gemv, mf_block_q4_0x16, unpack_iq4_nl, IQ4_NL_SHIFT, 0)
 
 /* The exported tiles: nw is a multiple of MF_X16_ROWS, that many consecutive groups (w_stride, the bytes
  * of one row, is ignored: a group is MF_X16_ROWS rows).  One activation goes through the GEMV, gemv_groups()
