@@ -128,18 +128,18 @@ void mf_arg_gpu_init(mf_arg_gpu *g);
 int mf_arg_gpu_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_gpu *g);
 bool mf_arg_gpu_resolve(mf_arg_gpu *g, mf_model_params *mp);
 bool mf_arg_gpu_report(const mf_arg_gpu *g, const mf_model *model);
-
-/* The flag families every generating subcommand shares (KV cache types, offload, and where given the draft
- * model; their spellings are disjoint): 1 when argv[*i] was one of them (taken), 0 when not, -1 refused
- * (printed).  dr may be NULL (eval has no draft). */
-int mf_arg_engine_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_cache *cache, mf_arg_gpu *gpu,
-                       mf_arg_draft *dr);
 #define MF_ARG_GPU_HELP                                                                                          \
     "  -ngl, --gpu-layers N     blocks on the GPU (CUDA builds): N = blocks 0..N-1 (every block also moves the\n" \
     "                           embeddings and LM head), all, or auto (as many as fit: MINFER_GPU_MEM=<MiB>, or\n" \
     "                           3/4 of the free device memory, a quarter of it kept for KV/activations);\n"   \
     "                           also --n-gpu-layers and MINFER_GPU_LAYERS (the flag wins).  Default 0 (CPU),\n" \
     "                           auto when --backend names cuda; refused without a CUDA device\n"
+
+/* The flag families every generating subcommand shares (KV cache types, offload, and where given the draft
+ * model; their spellings are disjoint): 1 when argv[*i] was one of them (taken), 0 when not, -1 refused
+ * (printed).  dr may be NULL (eval has no draft). */
+int mf_arg_engine_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_cache *cache, mf_arg_gpu *gpu,
+                       mf_arg_draft *dr);
 
 /* Flushes f and checks its error flag; on a failed write prints "Error: writing to WHAT failed: ..."
  * and returns false, so a command stops at the first write that did not happen (a full disk, a reader

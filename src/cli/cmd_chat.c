@@ -145,7 +145,7 @@ int mf_cmd_chat(int argc, char **argv) {
         } else if (!strcmp(a, "--stop")) {
             if (!mf_arg_stop(argc, argv, &i, stops, &n_stop)) return 2;
         } else if (!strcmp(a, "--verbose")) {
-            if (!mf_arg_once(&seen, "--verbose", NULL)) return 2;
+            MF_ARG_ONCE("--verbose");
             verbose = true;
         } else if ((l = mf_arg_sampler(argc, argv, &i, &sp, &seen)) != 0) {
             if (l < 0) return 2;

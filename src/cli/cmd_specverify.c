@@ -125,7 +125,7 @@ int mf_cmd_specverify(int argc, char **argv) {
             MF_ARG_VAL("-c/--ctx-size");
             if (!mf_arg_int(a, v, 0, 1 << 24, &n_ctx)) return 2;
         } else if (!strcmp(a, "--ignore-eos")) {
-            if (!mf_arg_once(&seen, "--ignore-eos", NULL)) return 2;
+            MF_ARG_ONCE("--ignore-eos");
             ignore_eos = true;
         } else {
             fprintf(stderr, "Error: unknown flag '%s' for 'minfer specverify' (see minfer specverify --help)\n", a);

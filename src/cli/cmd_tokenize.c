@@ -72,10 +72,10 @@ int mf_cmd_tokenize(int argc, char **argv) {
         } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
             if (!(file = mf_arg_value(argc, argv, &i)) || !mf_arg_once(&seen, "-f/--file", file)) return 2;
         } else if (!strcmp(a, "--ids")) {
-            if (!mf_arg_once(&seen, "--ids", NULL)) return 2;
+            MF_ARG_ONCE("--ids");
             ids_only = true;
         } else if (!strcmp(a, "--no-special")) {
-            if (!mf_arg_once(&seen, "--no-special", NULL)) return 2;
+            MF_ARG_ONCE("--no-special");
             no_special = true;
         } else {
             fprintf(stderr, "Error: unknown option '%s' (see minfer tokenize --help)\n", a);

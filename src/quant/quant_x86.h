@@ -14,7 +14,6 @@
 /* F16C converts exactly like mf_fp16_to_fp32 for every non-NaN value (weights are never NaN). */
 #define MF_H2F(h) _cvtsh_ss(h)
 
-/* horizontal sum of 8 floats, in ggml's order (hi+lo halves, then pairs) */
 /* Prefetch the cache lines of a weight block of `bytes` bytes, `ahead` bytes further on: the decode GEMVs'
  * software prefetch (x8_x86.h some blocks ahead, x16_avx512.c a page).  always_inline: gcc drops the call
  * of a helper it does not inline into a target() kernel (tests/cli/prefetch.sh). */
@@ -22,6 +21,7 @@ static inline __attribute__((always_inline)) void mf_prefetch_ahead(const void *
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + ahead + o, _MM_HINT_T0);
 }
 
+/* horizontal sum of 8 floats, in ggml's order (hi+lo halves, then pairs) */
 static inline MF_AVX2 float mf_hsum_f32x8(__m256 x) {
     __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
     r = _mm_add_ps(r, _mm_movehl_ps(r, r));

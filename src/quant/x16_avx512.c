@@ -110,10 +110,10 @@ static inline __attribute__((always_inline)) MF_AVX512 void unpack_q4_0(const mf
  * times their value (v & 0xF0, 0..240; a product is at most 240 * 128 and a block's 16 per lane stay far
  * from the int32 limit), and their chain's sum is shifted down once a block (exact: a multiple of 16)
  * instead of every byte: per block of G groups 4G shifts become G (with Intel's 4 groups the loop's
- * vector instructions go from 140-152 to 128-140, objdump).  Zen 5 shows no difference (its four vector pipes have room; an
- * L2-resident GEMV reads 92-99 GB/s either way); Intel, whose 512-bit work shares two ports, decodes Q4_0
- * at 83 % of its read bandwidth against Q8_0's 94 % (3 times the instructions per byte):
- * scripts/amx-check.sh times it there against a -DX16_Q4_HI_INPLACE=0 build (the shifts as in
+ * vector instructions go from 140-152 to 128-140, objdump).  Zen 5 shows no difference (its four vector
+ * pipes have room; an L2-resident GEMV reads 92-99 GB/s either way); Intel, whose 512-bit work shares two
+ * ports, decodes Q4_0 at 83 % of its read bandwidth against Q8_0's 94 % (3 times the instructions per
+ * byte): scripts/amx-check.sh times it there against a -DX16_Q4_HI_INPLACE=0 build (the shifts as in
  * unpack_q4_0).  The rows kernel keeps the shifts: it unpacks a block once for up to 8 activations, and
  * would pay a shift per activation. */
 #ifndef X16_Q4_HI_INPLACE
