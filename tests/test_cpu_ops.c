@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <time.h>
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static void seed(uint64_t s) {
@@ -460,6 +461,49 @@ static void matmul_chunks_batch(int64_t M) {
 static void test_matmul_dynamic_chunks(void) {
     matmul_chunks_batch(3);
     matmul_chunks_batch(9);
+}
+
+/* Decode's read-ahead (mf_cpu_matmul_ahead) is the front of the stretch mm_stealing starts each thread on:
+ * with no limit the threads' ranges tile the weights exactly, in thread order, each starting on a TILE_N
+ * (16) row boundary; a limit cuts a range at its end, never moves its start; a prefill matmul (more than
+ * MF_CPU_PRIVATE_CONV_ROWS rows, handed out to whoever claims them) gets none. */
+static void test_matmul_read_ahead_is_each_threads_first_rows(void) {
+    const int64_t K = 128, N = 1203;
+    const size_t rs = mf_row_size(MF_TYPE_Q8_0, K);
+    uint8_t *w = calloc(N, rs);
+    const int64_t ms[] = {1, MF_CPU_PRIVATE_CONV_ROWS, MF_CPU_PRIVATE_CONV_ROWS + 1};
+    const int ths[] = {1, 2, 3, 5, 8};
+    for (size_t mi = 0; mi < MF_ARRAY_LEN(ms); mi++) {
+        mf_graph *g = mf_graph_new();
+        const int64_t ne[2] = {K, N};
+        const int32_t wi = mf_g_weight(g, "w", MF_TYPE_Q8_0, 2, ne, w);
+        const int32_t o = mf_g_matmul(g, wi, input_f32(g, "x", 2, K, ms[mi], 1));
+        const bool decode = ms[mi] <= MF_CPU_PRIVATE_CONV_ROWS;
+        for (size_t ti = 0; ti < MF_ARRAY_LEN(ths); ti++) {
+            size_t at = 0;
+            for (int t = 0; t < ths[ti]; t++) {
+                const mf_tp_ahead a = mf_cpu_matmul_ahead(g, mf_graph_node_c(g, o), t, ths[ti], SIZE_MAX),
+                                  cut = mf_cpu_matmul_ahead(g, mf_graph_node_c(g, o), t, ths[ti], 1000);
+                if (!decode) {
+                    CHECK(a.len == 0 && cut.len == 0, "M %lld: a prefill matmul read ahead %zu bytes",
+                          (long long)ms[mi], a.len);
+                    continue;
+                }
+                const size_t off = (size_t)(a.p - (const char *)w);
+                CHECK(off == at && off % (16 * rs) == 0 && a.done == 0,
+                      "M %lld threads %d: thread %d reads ahead from byte %zu, its stretch starts at %zu",
+                      (long long)ms[mi], ths[ti], t, off, at);
+                CHECK(cut.p == a.p && cut.len == MF_MIN((size_t)1000, a.len), "thread %d: cut %zu of %zu", t,
+                      cut.len, a.len);
+                at += a.len;
+            }
+            if (decode)
+                CHECK(at == (size_t)N * rs, "M %lld threads %d: the ranges cover %zu of %zu bytes",
+                      (long long)ms[mi], ths[ti], at, (size_t)N * rs);
+        }
+        mf_graph_free(g);
+    }
+    free(w);
 }
 
 /* eps is only visible where the mean square is near it: rows scaled to RMS 1e-4 .. 3 (eps = 1e-6 is
@@ -1273,6 +1317,41 @@ static void test_threadpool(void) {
 }
 
 
+/* A thread waiting at mf_threadpool_barrier_ahead reads its range ahead meanwhile: the other thread arrives
+ * 20 ms late, so `done` reaches the range's end (a barrier that dropped the range would leave it at 0); and
+ * the barrier still orders memory (what thread 1 wrote before it, thread 0 reads after it). */
+typedef struct {
+    mf_threadpool *tp;
+    mf_tp_ahead ah;
+    int written, seen;
+} ahead_ctx;
+
+static void ahead_task(void *p, int ith, int nth) {
+    ahead_ctx *c = p;
+    if (ith == 1) {
+        const struct timespec late = {0, 20 * 1000 * 1000};
+        nanosleep(&late, NULL);
+        c->written = 42;
+        mf_threadpool_barrier(c->tp);
+    } else {
+        mf_threadpool_barrier_ahead(c->tp, &c->ah);
+        c->seen = c->written;
+    }
+}
+
+static void test_threadpool_reads_ahead_while_waiting(void) {
+    mf_threadpool *tp = NULL;
+    mf_error err = {0};
+    REQUIRE_OK(mf_threadpool_new(2, &tp, &err), "%s", err.msg);
+    mf_threadpool_set_spin(tp, 1000); /* the range (64 KiB, 8 lines a poll) takes 128 polls: spin, not sleep */
+    static char buf[64 << 10];
+    ahead_ctx c = {.tp = tp, .ah = {.p = buf, .len = sizeof buf}};
+    mf_threadpool_run(tp, ahead_task, &c, 2);
+    CHECK(c.ah.done == sizeof buf, "read ahead %zu of %zu bytes while waiting 20 ms", c.ah.done, sizeof buf);
+    CHECK(c.seen == 42, "after the barrier thread 0 read %d, not what thread 1 wrote before it", c.seen);
+    mf_threadpool_free(tp);
+}
+
 /* A q8_0 V cache runs llama.cpp's CPU flash attention (attention.c fa_row).  (1) The vec kernels it calls
  * give the scalar forms' bits on every ISA this CPU has: mad_q8_0 reads the q8_0 row in place (no converted
  * copy) as fma(q * d, p, y), scale is y * s.  (2) The op, with K q8_0 or f16 and any thread count, equals
@@ -1614,10 +1693,12 @@ static void test_norm_rows_side_by_side_equal_one_row_chain(void) {
 
 int main(void) {
     RUN(test_threadpool);
+    RUN(test_threadpool_reads_ahead_while_waiting);
     RUN(test_get_rows_every_type);
     RUN(test_matmul_every_type);
     RUN(test_bf16_matmul_tiny_activation_keeps_vec_dot_bits);
     RUN(test_matmul_dynamic_chunks);
+    RUN(test_matmul_read_ahead_is_each_threads_first_rows);
     RUN(test_matmul_x8);
     RUN(test_rms_norm);
     RUN(test_norm_rows_side_by_side_equal_one_row_chain);

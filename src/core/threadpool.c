@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,15 +88,27 @@ static int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* One poll's worth of read-ahead: AHEAD_LINES lines of *ah (prefetcht1: into L2, not L1, which the op
+ * after the barrier needs for itself).  Returns false when there is nothing left to read ahead. */
+#define AHEAD_LINES 8
+static bool read_ahead(mf_tp_ahead *ah) {
+    if (!ah || ah->done >= ah->len) return false;
+    for (int k = 0; k < AHEAD_LINES && ah->done < ah->len; k++, ah->done += 64)
+        __builtin_prefetch(ah->p + ah->done, 0, 2);
+    return true;
+}
+
 /* waits until *addr != old: spin (at least `spin` pauses, then until spin_ns have passed), then sleep.
  * The time budget matters where a futex wake-up costs milliseconds (virtual machines): the gap between
- * two decode steps (sampling, graph lookup) must not put the workers to sleep. */
-static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned old, int spin, int64_t spin_ns) {
+ * two decode steps (sampling, graph lookup) must not put the workers to sleep.  While there is read-ahead
+ * (ah; NULL: none) a poll prefetches instead of pausing. */
+static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned old, int spin, int64_t spin_ns,
+                            mf_tp_ahead *ah) {
     unsigned v;
     for (int i = 0; i < spin; i++) {
         v = atomic_load_explicit(addr, memory_order_acquire);
         if (v != old) return v;
-        CPU_PAUSE();
+        if (!read_ahead(ah)) CPU_PAUSE();
     }
     if (spin > 0 && spin_ns > 0) {
         const int64_t t0 = now_ns();
@@ -103,7 +116,7 @@ static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned o
             for (int i = 0; i < 16; i++) {
                 v = atomic_load_explicit(addr, memory_order_acquire);
                 if (v != old) return v;
-                CPU_PAUSE();
+                if (!read_ahead(ah)) CPU_PAUSE();
             }
             sched_yield(); /* an oversubscribed machine: let the thread we wait for have the core */
         } while (now_ns() - t0 < spin_ns);
@@ -124,7 +137,7 @@ static void bump_and_wake(atomic_uint *addr, atomic_uint *sleepers) {
     if (atomic_load(sleepers) > 0) futex_wake_all(addr);
 }
 
-void mf_threadpool_barrier(mf_threadpool *tp) {
+void mf_threadpool_barrier_ahead(mf_threadpool *tp, mf_tp_ahead *ah) {
     int nth = tp->nth;
     if (nth <= 1) return;
     unsigned phase = atomic_load_explicit(&tp->bar_phase.v, memory_order_acquire);
@@ -133,8 +146,12 @@ void mf_threadpool_barrier(mf_threadpool *tp) {
         bump_and_wake(&tp->bar_phase.v, &tp->bar_sleepers.v);
     } else {
         wait_change(&tp->bar_phase.v, &tp->bar_sleepers.v, phase,
-                    atomic_load_explicit(&tp->spin, memory_order_relaxed), tp->spin_ns);
+                    atomic_load_explicit(&tp->spin, memory_order_relaxed), tp->spin_ns, ah);
     }
+}
+
+void mf_threadpool_barrier(mf_threadpool *tp) {
+    mf_threadpool_barrier_ahead(tp, NULL);
 }
 
 static void *worker_main(void *p) {
@@ -144,7 +161,7 @@ static void *worker_main(void *p) {
     unsigned seen = 0; /* gen at creation: a worker that starts late must still see the first dispatch */
     for (;;) {
         seen = wait_change(&tp->gen.v, &tp->gen_sleepers.v, seen,
-                           atomic_load_explicit(&tp->spin, memory_order_relaxed), tp->spin_ns);
+                           atomic_load_explicit(&tp->spin, memory_order_relaxed), tp->spin_ns, NULL);
         if (atomic_load_explicit(&tp->stop, memory_order_acquire)) break;
         int nth = tp->nth;
         if (a.ith < nth) tp->fn(tp->ctx, a.ith, nth);

@@ -19,6 +19,15 @@ void mf_threadpool_run(mf_threadpool *tp, mf_task_fn fn, void *ctx, int nth);
 /* Inside a dispatch: waits until all nth threads of the current dispatch arrive.  Memory written
  * before the barrier by any thread is visible after it to every thread. */
 void mf_threadpool_barrier(mf_threadpool *tp);
+/* Memory a thread reads next: while it waits at a barrier it prefetches [p + done, p + len) into L2, a few
+ * lines a poll, and advances done.  A decode step's bus is idle while one thread finishes a small op (a
+ * one-row norm, its share of attention); the other can spend that time on its next weights. */
+typedef struct {
+    const char *p;
+    size_t len, done;
+} mf_tp_ahead;
+/* mf_threadpool_barrier, reading ahead (ah: NULL or a range, done advanced) while it waits */
+void mf_threadpool_barrier_ahead(mf_threadpool *tp, mf_tp_ahead *ah);
 /* Bounded spin before sleeping (pause iterations); default 256, MINFER_SPIN overrides at creation.
  * With a nonzero count, waiters then keep polling with sched_yield up to a time budget (MINFER_SPIN_US, default 3000 us,
  * read at creation; 0 = none) before they sleep.  0 iterations: sleep at once. */

@@ -161,17 +161,40 @@ static int64_t prof_now(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Every node in order; with MINFER_PROFILE thread 0 also times each op and the barrier wait before it. */
+/* How much of its next decode matmul's weights a thread reads ahead while it waits at barriers: within L2
+ * (1-2 MiB a core), so the lines are still there when the matmul starts.  0 turns it off. */
+#ifndef MF_CPU_AHEAD_KB
+#define MF_CPU_AHEAD_KB 256
+#endif
+
+/* the next matmul at or after node i (ex->last: none) */
+static int32_t next_matmul(const mf_cpu_exec *ex, int32_t i) {
+    while (i < ex->last && (mf_graph_node_c(ex->g, i)->op != MF_OP_MATMUL || (ex->plan[i] & MF_CPU_PLAN_SKIP))) i++;
+    return i;
+}
+
+/* Every node in order; with MINFER_PROFILE thread 0 also times each op and the barrier wait before it.  At
+ * a barrier the thread reads ahead into the weights it streams first in the next decode matmul. */
 static void exec_worker(void *ctx, int ith, int nth) {
     const mf_cpu_exec *ex = ctx;
     mf_cpu *cpu = ex->cpu;
     const bool prof = cpu->profile && ith == 0;
+    int32_t mm = ex->first - 1; /* the matmul `ahead` is for */
+    mf_tp_ahead ahead = {0};
     for (int32_t i = ex->first; i < ex->last; i++) {
         const mf_node *n = mf_graph_node_c(ex->g, i);
         mf_cpu_op_fn fn = op_fn(n->op);
         if (!fn || (ex->plan[i] & MF_CPU_PLAN_SKIP)) continue;
         const int64_t t0 = prof ? prof_now() : 0;
-        if (ex->plan[i] & MF_CPU_PLAN_BARRIER) mf_threadpool_barrier(cpu->tp);
+        if (ex->plan[i] & MF_CPU_PLAN_BARRIER) {
+            if (MF_CPU_AHEAD_KB > 0 && mm < i) { /* the one it was for has run: on to the next */
+                mm = next_matmul(ex, i);
+                ahead = mm < ex->last ? mf_cpu_matmul_ahead(ex->g, mf_graph_node_c(ex->g, mm), ith, nth,
+                                                            (size_t)MF_CPU_AHEAD_KB << 10)
+                                      : (mf_tp_ahead){0};
+            }
+            mf_threadpool_barrier_ahead(cpu->tp, &ahead);
+        }
         const int64_t t1 = prof ? prof_now() : 0;
         fn(ex, n, ith, nth);
         if (prof) {

@@ -109,6 +109,10 @@ typedef struct {
 /* does matmul n convert its activations per thread (MF_CPU_PLAN_PRIVATE)? */
 bool mf_cpu_matmul_private(const mf_graph *g, const mf_node *n);
 size_t mf_cpu_matmul_private_bytes(const mf_graph *g, const mf_node *n);
+/* The first bytes (at most `most`) of the weights thread ith of nth streams in decode matmul n: the front of
+ * its own stretch, where mm_stealing starts it.  Empty for a prefill matmul (its rows go to whichever
+ * thread claims them first).  What the thread reads ahead while it waits at a barrier before n. */
+mf_tp_ahead mf_cpu_matmul_ahead(const mf_graph *g, const mf_node *n, int ith, int nth, size_t most);
 
 /* the ADD/MUL fused into node n, or NULL */
 static inline const mf_node *mf_cpu_fused(const mf_cpu_exec *ex, const mf_node *n) {

@@ -199,6 +199,12 @@ static int64_t claim_rows(_Atomic int32_t *next, int64_t N, int64_t most, int nt
  * rows from its front - one long forward read, which the prefetchers follow - and a thread that is done
  * takes pieces from the BACK of a slower thread's stretch, so a delayed or slower core does not hold the
  * other at the next barrier.  Units are tiles of TILE_N rows. */
+/* thread t's own stretch of the units: [*u0, *u0 + returned) */
+static int64_t stretch(int64_t units, int t, int nth, int64_t *u0) {
+    *u0 = units * t / nth;
+    return units * (t + 1) / nth - *u0;
+}
+
 static void mm_stealing(const mm_ctx *c, _Atomic uint64_t *steal, int ith, int nth) {
     const int64_t units = (c->N + TILE_N - 1) / TILE_N;
     const size_t ubytes = (size_t)TILE_N * c->ws;
@@ -206,11 +212,24 @@ static void mm_stealing(const mm_ctx *c, _Atomic uint64_t *steal, int ith, int n
                   theft = MF_MAX((int64_t)1, (int64_t)(STEAL_CHUNK_BYTES / ubytes));
     for (int v = 0; v < nth; v++) {
         const int t = (ith + v) % nth; /* own stretch first, then the others' */
-        const int64_t u0 = units * t / nth, n = units * (t + 1) / nth - u0;
+        int64_t u0;
+        const int64_t n = stretch(units, t, nth, &u0);
         int64_t got, first;
         while ((first = claim(&steal[t], n, v == 0 ? own : theft, v != 0, &got)) >= 0)
             mm_rows(c, (u0 + first) * TILE_N, MF_MIN(c->N, (u0 + first + got) * TILE_N));
     }
+}
+
+mf_tp_ahead mf_cpu_matmul_ahead(const mf_graph *g, const mf_node *n, int ith, int nth, size_t most) {
+    const mf_node *w = mf_graph_node_c(g, n->src[0]), *x = mf_graph_node_c(g, n->src[1]);
+    mf_tp_ahead ah = {0};
+    if (mf_cpu_nrows(x) > MF_CPU_PRIVATE_CONV_ROWS) return ah; /* prefill: rows go to whoever claims them */
+    int64_t u0;
+    const int64_t n_units = stretch((w->ne[1] + TILE_N - 1) / TILE_N, ith, nth, &u0);
+    const int64_t r0 = u0 * TILE_N, r1 = MF_MIN(w->ne[1], (u0 + n_units) * TILE_N);
+    ah.p = (const char *)w->data + (size_t)r0 * w->nb[1];
+    ah.len = MF_MIN(most, (size_t)MF_MAX(r1 - r0, (int64_t)0) * w->nb[1]);
+    return ah;
 }
 
 void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
