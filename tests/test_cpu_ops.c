@@ -1343,7 +1343,7 @@ static void test_threadpool_reads_ahead_while_waiting(void) {
     mf_threadpool *tp = NULL;
     mf_error err = {0};
     REQUIRE_OK(mf_threadpool_new(2, &tp, &err), "%s", err.msg);
-    mf_threadpool_set_spin(tp, 1000); /* the range (64 KiB, 8 lines a poll) takes 128 polls: spin, not sleep */
+    mf_threadpool_set_spin(tp, 1000); /* the range (64 KiB: 512 lines read, 8 a poll) takes 64 polls: spin */
     static char buf[64 << 10];
     ahead_ctx c = {.tp = tp, .ah = {.p = buf, .len = sizeof buf}};
     mf_threadpool_run(tp, ahead_task, &c, 2);

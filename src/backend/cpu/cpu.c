@@ -161,10 +161,11 @@ static int64_t prof_now(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* How much of its next decode matmul's weights a thread reads ahead while it waits at barriers: within L2
- * (1-2 MiB a core), so the lines are still there when the matmul starts.  0 turns it off. */
+/* How far into its next decode matmul's weights a thread reads ahead while it waits at barriers (half of
+ * the lines: mf_threadpool_barrier_ahead), within L2 (1-2 MiB a core) so they are still there when the
+ * matmul starts.  0 turns it off. */
 #ifndef MF_CPU_AHEAD_KB
-#define MF_CPU_AHEAD_KB 256
+#define MF_CPU_AHEAD_KB 512
 #endif
 
 /* the next matmul at or after node i (ex->last: none) */
