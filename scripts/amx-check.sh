@@ -15,7 +15,8 @@
 #      and the x16 GEMV's software prefetch: the default build's (4 KiB ahead) against none and 8 KiB
 #      (builds with -DX16_PF_BYTES, in BUILD-pf0 / BUILD-pf8192), tg128 alternated, Q8_0, Q4_0 and Q4_K_M;
 #      and the GEMV's q4_0 high nibbles kept in place (default) against shifted down (-DX16_Q4_HI_INPLACE=0,
-#      in BUILD-q4s), tg128 of the Q4_0 file alternated;
+#      in BUILD-q4s), tg128 of the Q4_0 file alternated; and the read-ahead at a decode step's barriers
+#      (default) against none (-DMF_CPU_AHEAD_KB=0, in BUILD-ra0), tg128 of the Q8_0 and Q4_0 files alternated;
 #   5. unless --no-compare: bench/compare --reps 5 (llama.cpp beside it; the issue's bars), into OUT, against
 #      the fastest of several llama.cpp builds per figure (--llama LIST, default: the prebuilt pick, which
 #      is sapphirerapids with AMX, the prebuilt icelake without AMX, and a llama-bench on PATH if any).
@@ -170,6 +171,21 @@ measure() {
 }
 f=q4_0
 row "$f" inplace shift
+# A thread waiting at a barrier of a decode step prefetches half the lines of the first 512 KiB of its next
+# matmul stretch (backend/cpu/cpu.c, exec_worker): +1-8 % tg128 on Zen 5, where the bus idles while the other
+# thread finishes a one-row norm or its share of attention.
+make BUILD="$build-ra0" OPT="-O2 -DMF_CPU_AHEAD_KB=0" -j"$(nproc)" "$build-ra0/minfer" >"$out/make-ra0.log" 2>&1 ||
+    fail "the build with MF_CPU_AHEAD_KB=0 failed ($out/make-ra0.log)"
+ahead_calls() { objdump -r "$1/obj/src/backend/cpu/cpu.o" 2>/dev/null | grep -c mf_cpu_matmul_ahead; } # its call's relocations
+[ "$(ahead_calls "$build")" -gt 0 ] && [ "$(ahead_calls "$build-ra0")" -eq 0 ] ||
+    fail "the read-ahead builds do not differ as they should (relocations of mf_cpu_matmul_ahead in cpu.o: default $(ahead_calls "$build"), MF_CPU_AHEAD_KB=0 $(ahead_calls "$build-ra0"))"
+say "tg128 t/s, MINFER_ISA=$amx, the read-ahead at decode barriers (default, ahead) / none (none) alternated, 2 rounds x 2 reps:"
+measure() {
+    local bin="$build/minfer"
+    [ "$1" = ahead ] || bin="$build-ra0/minfer"
+    tps "$amx" "$bin" "qwen2-qwen2.5-0.5b-$f" -p 0 -n 128 -r 2
+}
+for f in q8_0 q4_0; do row "$f" ahead none; done
 
 # ---- 5. against llama.cpp ----
 if [ "$compare" = 1 ]; then
