@@ -246,6 +246,59 @@ static void test_seeded_draws_are_deterministic_and_fair(void) {
     mf_sampler_free(c);
 }
 
+/* top_k reads the k best straight from the logits (and the penalty window's counts) instead of building
+ * every candidate (sampler.c top_k_of_logits): the same candidates, in the same order, with the same
+ * probabilities and the same seeded draws, bit for bit, as the full path (mf_sampler_full_path), with the
+ * penalties off, a repeat penalty above and below 1, and frequency + presence penalties, over a window of 40
+ * accepted tokens with repeats.  Logits from 48 levels so ties are everywhere, or rising so every one
+ * qualifies; vocabularies not a multiple of 16; k from 1 to 256. */
+static void test_top_k_from_logits_equals_every_candidate(void) {
+    static float l[4099];
+    static int32_t ia[256], ib[256];
+    static float pa[256], pb[256];
+    const int32_t ns[] = {7, 1000, 4099}, ks[] = {1, 2, 40, 256};
+    const float pens[][3] = {{1.0f, 0.0f, 0.0f}, {1.3f, 0.0f, 0.0f}, {0.8f, 0.0f, 0.0f}, {1.0f, 0.5f, 0.25f}};
+    uint32_t r = 12345;
+    int bad = 0, runs = 0;
+    for (size_t ni = 0; ni < MF_ARRAY_LEN(ns); ni++)
+        for (size_t ki = 0; ki < MF_ARRAY_LEN(ks); ki++)
+            for (size_t pi = 0; pi < MF_ARRAY_LEN(pens); pi++) {
+                const int32_t n = ns[ni], k = ks[ki];
+                if (k >= n) continue;
+                mf_sampler_params p = off();
+                p.top_k = k;
+                p.top_p = 0.9f;
+                p.penalty_repeat = pens[pi][0], p.penalty_freq = pens[pi][1], p.penalty_present = pens[pi][2];
+                mf_sampler *fast = mk(&p, n), *full = mk(&p, n);
+                REQUIRE(fast && full, "new");
+                mf_sampler_full_path(full, true);
+                for (int t = 0; t < 40; t++) { /* a window with repeats, some in the first k ids */
+                    r = r * 1664525u + 1013904223u;
+                    const int32_t id = (int32_t)((r >> 8) % (uint32_t)(t & 1 ? MF_MIN(n, 300) : n));
+                    mf_sampler_accept(fast, id), mf_sampler_accept(full, id);
+                }
+                for (int rep = 0; rep < 8; rep++) {
+                    for (int32_t i = 0; i < n; i++) {
+                        r = r * 1664525u + 1013904223u;
+                        l[i] = rep == 0 ? (float)i * 0.01f : (float)((r >> 8) % 48) * 0.25f - 6.0f;
+                    }
+                    const int na = mf_sampler_candidates(fast, l, ia, pa, 256),
+                              nb = mf_sampler_candidates(full, l, ib, pb, 256);
+                    const bool same = na == nb && !memcmp(ia, ib, (size_t)na * sizeof *ia) &&
+                                      !memcmp(pa, pb, (size_t)na * sizeof *pa) &&
+                                      mf_sampler_sample(fast, l) == mf_sampler_sample(full, l);
+                    if (!same && bad++ < 3)
+                        printf("  n %d k %d penalties %g/%g/%g rep %d: %d candidates, first ids %d / %d, against %d, "
+                               "%d / %d\n", n, k, pens[pi][0], pens[pi][1], pens[pi][2], rep, na, ia[0],
+                               na > 1 ? ia[1] : -1, nb, ib[0], nb > 1 ? ib[1] : -1);
+                    runs++;
+                }
+                mf_sampler_free(fast);
+                mf_sampler_free(full);
+            }
+    CHECK(bad == 0, "%d of %d runs differ from the full path", bad, runs);
+}
+
 static void test_bad_params_are_refused(void) {
     mf_sampler_params p = off();
     p.penalty_repeat = 0.0f;
@@ -269,6 +322,7 @@ int main(void) {
     RUN(test_penalty_window_forgets_old_tokens);
     RUN(test_chain_order_penalties_before_top_k);
     RUN(test_seeded_draws_are_deterministic_and_fair);
+    RUN(test_top_k_from_logits_equals_every_candidate);
     RUN(test_bad_params_are_refused);
     return mf_test_done();
 }
