@@ -137,26 +137,30 @@ for f in q4_0 q4_k_m; do
     say "  $f: $(grep -m1 'whole forward' "$out/profile-$f.txt" | sed 's/^ *//'); matmul (calls, run ms, wait ms, share):" \
         "$(grep -m1 '^  matmul ' "$out/profile-$f.txt" | awk '{ print $2, $3, $4, $5 }') (all ops in $out/profile-$f.txt)"
 done
+# variant NAME FLAG: the build with -DFLAG in BUILD-NAME (a compile-time switch, timed against the default)
+variant() {
+    make BUILD="$build-$1" OPT="-O2 -D$2" -j"$(nproc)" "$build-$1/minfer" >"$out/make-$1.log" 2>&1 ||
+        fail "the build with $2 failed ($out/make-$1.log)"
+}
+# tg_builds LABEL DIR ...: the builds the next rows time by label: tg128 of qwen2-qwen2.5-0.5b-$f with DIR/minfer
+declare -A dir_of
+tg_builds() {
+    dir_of=()
+    while [ $# -gt 1 ]; do dir_of[$1]=$2; shift 2; done
+}
+measure() { tps "$amx" "${dir_of[$1]}/minfer" "qwen2-qwen2.5-0.5b-$f" -p 0 -n 128 -r 2; }
 pf_count() { objdump -d --no-show-raw-insn "$1/obj/src/quant/x16_avx512.o" 2>/dev/null | grep -c prefetcht0; }
-for pf in 0 8192; do
-    make BUILD="$build-pf$pf" OPT="-O2 -DX16_PF_BYTES=$pf" -j"$(nproc)" "$build-pf$pf/minfer" >"$out/make-pf$pf.log" 2>&1 ||
-        fail "the build with X16_PF_BYTES=$pf failed ($out/make-pf$pf.log)"
-done
+for pf in 0 8192; do variant "pf$pf" "X16_PF_BYTES=$pf"; done
 # a prefetch gcc dropped would time the same code twice (how the K-quant prefetch once went missing)
 [ "$(pf_count "$build")" -gt 0 ] && [ "$(pf_count "$build-pf8192")" -gt 0 ] ||
     fail "the default or the X16_PF_BYTES=8192 build's x16_avx512.o holds no prefetcht0 (objdump)"
 [ "$(pf_count "$build-pf0")" -eq 0 ] || fail "the X16_PF_BYTES=0 build's x16_avx512.o still prefetches (objdump)"
 say "tg128 t/s, MINFER_ISA=$amx, the x16 GEMV prefetch 4 KiB ahead (default) / none / 8 KiB alternated, 2 rounds x 2 reps:"
-measure() {
-    local bin="$build/minfer"
-    [ "$1" = 4096 ] || bin="$build-pf$1/minfer"
-    tps "$amx" "$bin" "qwen2-qwen2.5-0.5b-$f" -p 0 -n 128 -r 2
-}
+tg_builds 4096 "$build" 0 "$build-pf0" 8192 "$build-pf8192"
 for f in q8_0 q4_0 q4_k_m; do row "$f" 4096 0 8192; done
 # The q4_0 GEMV shifts a block's high-nibble sum once instead of every byte (x16_avx512.c, unpack_q4_0_gemv):
 # fewer instructions, no gain on Zen 5's four vector pipes; Intel runs 512-bit work on two ports.
-make BUILD="$build-q4s" OPT="-O2 -DX16_Q4_HI_INPLACE=0" -j"$(nproc)" "$build-q4s/minfer" >"$out/make-q4s.log" 2>&1 ||
-    fail "the build with X16_Q4_HI_INPLACE=0 failed ($out/make-q4s.log)"
+variant q4s X16_Q4_HI_INPLACE=0
 srad_count() {
     objdump -d --no-show-raw-insn "$1/obj/src/quant/x16_avx512.o" 2>/dev/null |
         awk '/<mf_tile_q4_0x16_avx512>:/ { f = 1; next } /^$/ { f = 0 } f' | grep -c vpsrad
@@ -164,27 +168,18 @@ srad_count() {
 [ "$(srad_count "$build")" -gt 0 ] && [ "$(srad_count "$build-q4s")" -eq 0 ] ||
     fail "the q4_0 GEMV builds do not differ as they should (vpsrad in mf_tile_q4_0x16_avx512: default $(srad_count "$build"), X16_Q4_HI_INPLACE=0 $(srad_count "$build-q4s"))"
 say "tg128 t/s, MINFER_ISA=$amx, the q4_0 GEMV's high nibbles in place (default, inplace) / shifted (shift) alternated, 2 rounds x 2 reps:"
-measure() {
-    local bin="$build/minfer"
-    [ "$1" = inplace ] || bin="$build-q4s/minfer"
-    tps "$amx" "$bin" "qwen2-qwen2.5-0.5b-$f" -p 0 -n 128 -r 2
-}
+tg_builds inplace "$build" shift "$build-q4s"
 f=q4_0
 row "$f" inplace shift
 # A thread waiting at a barrier of a decode step prefetches half the lines of the first 512 KiB of its next
 # matmul stretch (backend/cpu/cpu.c, exec_worker): +1-8 % tg128 on Zen 5, where the bus idles while the other
 # thread finishes a one-row norm or its share of attention.
-make BUILD="$build-ra0" OPT="-O2 -DMF_CPU_AHEAD_KB=0" -j"$(nproc)" "$build-ra0/minfer" >"$out/make-ra0.log" 2>&1 ||
-    fail "the build with MF_CPU_AHEAD_KB=0 failed ($out/make-ra0.log)"
+variant ra0 MF_CPU_AHEAD_KB=0
 ahead_calls() { objdump -r "$1/obj/src/backend/cpu/cpu.o" 2>/dev/null | grep -c mf_cpu_matmul_ahead; } # its call's relocations
 [ "$(ahead_calls "$build")" -gt 0 ] && [ "$(ahead_calls "$build-ra0")" -eq 0 ] ||
     fail "the read-ahead builds do not differ as they should (relocations of mf_cpu_matmul_ahead in cpu.o: default $(ahead_calls "$build"), MF_CPU_AHEAD_KB=0 $(ahead_calls "$build-ra0"))"
 say "tg128 t/s, MINFER_ISA=$amx, the read-ahead at decode barriers (default, ahead) / none (none) alternated, 2 rounds x 2 reps:"
-measure() {
-    local bin="$build/minfer"
-    [ "$1" = ahead ] || bin="$build-ra0/minfer"
-    tps "$amx" "$bin" "qwen2-qwen2.5-0.5b-$f" -p 0 -n 128 -r 2
-}
+tg_builds ahead "$build" none "$build-ra0"
 for f in q8_0 q4_0; do row "$f" ahead none; done
 
 # ---- 5. against llama.cpp ----
