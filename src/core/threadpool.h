@@ -20,8 +20,9 @@ void mf_threadpool_run(mf_threadpool *tp, mf_task_fn fn, void *ctx, int nth);
  * before the barrier by any thread is visible after it to every thread. */
 void mf_threadpool_barrier(mf_threadpool *tp);
 /* Memory a thread reads next: while it waits at a barrier it prefetches half of [p + done, p + len) into L2
- * (every other 128-byte pair of lines, offsets from p), a few lines a poll, and advances done.  A decode step's bus is idle while one thread finishes a small op (a
- * one-row norm, its share of attention); the other can spend that time on its next weights. */
+ * (every other 128-byte pair of lines, offsets from p), a few lines a poll, and advances done.  A decode
+ * step's bus is idle while one thread finishes a small op (a one-row norm, its share of attention); the
+ * other can spend that time on its next weights. */
 typedef struct {
     const char *p;
     size_t len, done;

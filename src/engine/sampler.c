@@ -215,12 +215,15 @@ static void apply_top_k(mf_sampler *s) {
  * c[0..k), read straight from the logits (and, with penalties on, the window's counts), in the same id
  * order.  A later id never wins a tie (ids ascend), so a logit qualifies exactly when it is > the k-th's (a
  * NaN never does, as in cand_cmp), and a block of 16 with none, and no penalized token, is passed with one
- * vector compare.  Per token the full path was a 1.8 MB candidate copy and a compare call per logit (244 us
- * against 24 for 151936 logits, top_k 40). */
+ * vector compare.  Per token the full path was a 1.8 MB candidate copy and a compare call per logit (325 us
+ * against 25 for 151936 logits, top_k 40: docs/PERFORMANCE.md). */
+static inline float logit_after_penalties(const mf_sampler *s, const float *l, const int32_t *cnt, int32_t i) {
+    return cnt && cnt[i] > 0 ? penalized(&s->p, l[i], cnt[i]) : l[i];
+}
+
 static void top_k_of_logits(mf_sampler *s, const float *l, int32_t k) {
     const int32_t n = s->n_vocab, *cnt = penalties_off(&s->p) ? NULL : s->count;
-    for (int32_t i = 0; i < k; i++)
-        s->c[i] = (cand){i, cnt && cnt[i] > 0 ? penalized(&s->p, l[i], cnt[i]) : l[i], 0.0f};
+    for (int32_t i = 0; i < k; i++) s->c[i] = (cand){i, logit_after_penalties(s, l, cnt, i), 0.0f};
     qsort(s->c, (size_t)k, sizeof(cand), cand_cmp);
     for (int32_t i = k; i < n;) {
         if (i + 16 <= n) {
@@ -235,7 +238,7 @@ static void top_k_of_logits(mf_sampler *s, const float *l, int32_t k) {
             }
         }
         for (const int32_t end = MF_MIN(i + 16, n); i < end; i++) {
-            const float v = cnt && cnt[i] > 0 ? penalized(&s->p, l[i], cnt[i]) : l[i];
+            const float v = logit_after_penalties(s, l, cnt, i);
             if (v > s->c[k - 1].logit) insert_best(s->c, k, (cand){i, v, 0.0f});
         }
     }

@@ -195,16 +195,16 @@ static int64_t claim_rows(_Atomic int32_t *next, int64_t N, int64_t most, int nt
 #define OWN_CHUNK_BYTES ((size_t)1024 << 10)  /* the owner claims this much of its stretch at a time */
 #define STEAL_CHUNK_BYTES ((size_t)24 << 10) /* a thief this much from the end of another's */
 
-/* Decode (<= 4 activation rows, memory-bound): each thread streams one contiguous stretch of the weight
- * rows from its front - one long forward read, which the prefetchers follow - and a thread that is done
- * takes pieces from the BACK of a slower thread's stretch, so a delayed or slower core does not hold the
- * other at the next barrier.  Units are tiles of TILE_N rows. */
 /* thread t's own stretch of the units: [*u0, *u0 + returned) */
 static int64_t stretch(int64_t units, int t, int nth, int64_t *u0) {
     *u0 = units * t / nth;
     return units * (t + 1) / nth - *u0;
 }
 
+/* Decode (<= 4 activation rows, memory-bound): each thread streams one contiguous stretch of the weight
+ * rows from its front - one long forward read, which the prefetchers follow - and a thread that is done
+ * takes pieces from the BACK of a slower thread's stretch, so a delayed or slower core does not hold the
+ * other at the next barrier.  Units are tiles of TILE_N rows. */
 static void mm_stealing(const mm_ctx *c, _Atomic uint64_t *steal, int ith, int nth) {
     const int64_t units = (c->N + TILE_N - 1) / TILE_N;
     const size_t ubytes = (size_t)TILE_N * c->ws;
