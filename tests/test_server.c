@@ -156,6 +156,87 @@ static void test_utf8_validation(void) {
     CHECK(!strcmp(s, "a?\xc3\xa9??"), "clean: '%s'", s);
 }
 
+/* The rule by code points, written apart from server/utf8.c's byte ranges: a lead byte's length, then no
+ * overlong, no surrogate, nothing past U+10FFFF. */
+static bool utf8_by_code_points(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i], cp;
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (!len || i + len > n) return false;
+        cp = len == 1 ? c : c & (0x7F >> len);
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return false;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        i += len;
+    }
+    return true;
+}
+
+static void test_utf8_validity_is_the_code_point_rule(void) {
+    unsigned char b[4];
+    long wrong = 0;
+    for (unsigned x = 0; x < (1u << 24); x++) { /* every string of 1-3 bytes */
+        b[0] = (unsigned char)(x >> 16), b[1] = (unsigned char)(x >> 8), b[2] = (unsigned char)x;
+        for (size_t n = 1; n <= 3; n++)
+            if ((n == 3 || (x & 0xFFFFu >> (8 * (n - 1))) == 0) &&
+                mf_srv_utf8_valid((char *)b, n) != utf8_by_code_points(b, n))
+                wrong++;
+    }
+    static const unsigned char edge[] = {0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xF4, 0xFF};
+    for (unsigned lead = 0xF0; lead <= 0xFF; lead++) /* 4 bytes: every lead past EF, the range edges after it */
+        for (size_t i = 0; i < sizeof edge; i++)
+            for (size_t j = 0; j < sizeof edge; j++)
+                for (size_t k = 0; k < sizeof edge; k++) {
+                    b[0] = (unsigned char)lead, b[1] = edge[i], b[2] = edge[j], b[3] = edge[k];
+                    wrong += mf_srv_utf8_valid((char *)b, 4) != utf8_by_code_points(b, 4);
+                }
+    CHECK(wrong == 0, "%ld strings judged otherwise than by their code points", wrong);
+}
+
+/* Generated text reaches JSON through mf_srv_utf8_lossy: a token's piece may be part of a character that the
+ * next token does not complete (seen from sampled text of the synthetic models: "\xe4\x9d appoint"). */
+static void test_utf8_lossy_replaces_maximal_subparts(void) {
+    static const struct {
+        const char *in, *want; /* want: ~ stands for U+FFFD */
+    } cases[] = {
+        {"a\xf1\x80\x80\xe1\x80\xc2" "b\x80" "c\x80\xbf" "d", "a~~~b~c~~d"}, /* Unicode 3.9's example */
+        {"\xe4\x9d appoint", "~ appoint"},
+        {"\xf0\x9f\x89.j", "~.j"},
+        {"\xed\xa0\x80", "~~~"},      /* a surrogate: ED takes 80-9F only */
+        {"\xc0\xaf", "~~"},            /* overlong */
+        {"\xe0\x80\xaf", "~~~"},      /* overlong: E0 takes A0-BF only */
+        {"\xf4\x90\x80\x80", "~~~~"}, /* past U+10FFFF */
+        {"x\xe2\x82", "x~"},           /* cut at the end */
+        {"h\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "h\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
+        {"", ""},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *in = cases[c].in;
+        size_t n = strlen(in);
+        char out[64], want[64];
+        size_t wn = 0;
+        for (const char *w = cases[c].want; *w; w++) {
+            if (*w == '~') memcpy(want + wn, "\xEF\xBF\xBD", 3), wn += 3;
+            else want[wn++] = *w;
+        }
+        size_t on = mf_srv_utf8_lossy(in, n, out);
+        CHECK(on == wn && !memcmp(out, want, wn), "case %zu: %zu bytes out, %zu wanted", c, on, wn);
+        CHECK(mf_srv_utf8_valid(out, on), "case %zu: the output is not UTF-8", c);
+        /* a stream's pieces split before an ASCII or lead byte: converted apart they give the same bytes */
+        for (size_t at = 1; at < n; at++) {
+            unsigned char b = (unsigned char)in[at];
+            if (b >= 0x80 && b < 0xC0) continue;
+            char parts[64];
+            size_t pn = mf_srv_utf8_lossy(in, at, parts);
+            pn += mf_srv_utf8_lossy(in + at, n - at, parts + pn);
+            CHECK(pn == on && !memcmp(parts, out, on), "case %zu split at %zu: not the whole's bytes", c, at);
+        }
+    }
+}
+
 static char *split(const char *const *pieces, int n, char **reasoning) {
     mf_srv_think t = {0};
     mf_srv_buf c = {0}, r = {0};
@@ -245,6 +326,45 @@ static void test_response_shapes_match_openai(void) {
     cJSON_Delete(o);
 }
 
+/* A piece that is part of a character: its "token" is U+FFFD (JSON text is UTF-8) and its "bytes" the piece,
+ * as OpenAI gives them, so a client can join the bytes of consecutive tokens into the character. */
+static void test_logprobs_of_part_of_a_character_keep_its_bytes(void) {
+    char tok0[] = "\xe4\x9d", tok1[] = " a", alt[] = "\xe4";
+    char *top0[] = {tok0, alt}, *top1[] = {tok1};
+    float lp0[] = {-0.5f, -1.5f}, lp1[] = {-0.25f};
+    mf_srv_logprob lp[2] = {{tok0, -0.5f, 2, top0, lp0}, {tok1, -0.25f, 1, top1, lp1}};
+    mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
+    char *js = mf_srv_chunk_json(&h, 0, false, "\xEF\xBF\xBD a", NULL, NULL, lp, 2);
+    REQUIRE(js, "chunk");
+    CHECK(mf_srv_utf8_valid(js, strlen(js)), "the chunk is not UTF-8: %s", js);
+    cJSON *o = parsed(js);
+    REQUIRE(o, "chunk is JSON");
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
+    cJSON *t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "logprobs"), "content"), 0);
+    REQUIRE(t0, "logprobs.content[0]");
+    CHECK(!strcmp(cJSON_GetObjectItem(t0, "token")->valuestring, "\xEF\xBF\xBD"), "token: U+FFFD");
+    cJSON *b = cJSON_GetObjectItem(t0, "bytes");
+    CHECK(cJSON_GetArraySize(b) == 2 && cJSON_GetArrayItem(b, 0)->valueint == 0xe4 &&
+              cJSON_GetArrayItem(b, 1)->valueint == 0x9d, "bytes: the piece's, [228, 157]");
+    cJSON *a1 = cJSON_GetArrayItem(cJSON_GetObjectItem(t0, "top_logprobs"), 1);
+    b = a1 ? cJSON_GetObjectItem(a1, "bytes") : NULL;
+    CHECK(b && cJSON_GetArraySize(b) == 1 && cJSON_GetArrayItem(b, 0)->valueint == 0xe4 &&
+              !strcmp(cJSON_GetObjectItem(a1, "token")->valuestring, "\xEF\xBF\xBD"), "top_logprobs: bytes too");
+    cJSON_Delete(o);
+    h.kind = MF_SRV_COMPLETION;
+    js = mf_srv_chunk_json(&h, 0, false, "\xEF\xBF\xBD a", NULL, NULL, lp, 2);
+    REQUIRE(js, "completion chunk");
+    CHECK(mf_srv_utf8_valid(js, strlen(js)), "the completion chunk is not UTF-8: %s", js);
+    o = parsed(js);
+    REQUIRE(o, "completion chunk is JSON");
+    cJSON *l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "logprobs");
+    CHECK(!strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tokens"), 0)->valuestring, "\xEF\xBF\xBD"), "tokens[0]");
+    CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "top_logprobs"), 0), "\xEF\xBF\xBD") != NULL,
+          "top_logprobs[0] keyed by U+FFFD");
+    CHECK(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "text_offset"), 1)->valueint == 2, "text_offset counts bytes");
+    cJSON_Delete(o);
+}
+
 static void test_job_is_answered_exactly_once(void) {
     mf_srv_job *j = mf_srv_job_new(MF_JOB_GENERATE);
     REQUIRE(j, "oom");
@@ -322,8 +442,11 @@ int main(void) {
     RUN(test_bad_requests_name_field_and_value);
     RUN(test_deep_nesting_and_huge_input_are_refused_not_crashing);
     RUN(test_utf8_validation);
+    RUN(test_utf8_validity_is_the_code_point_rule);
+    RUN(test_utf8_lossy_replaces_maximal_subparts);
     RUN(test_think_split_across_pieces);
     RUN(test_response_shapes_match_openai);
+    RUN(test_logprobs_of_part_of_a_character_keep_its_bytes);
     RUN(test_job_is_answered_exactly_once);
     RUN(test_queue_bounds_generate_jobs);
     RUN(test_metrics_text_is_prometheus);

@@ -17,6 +17,7 @@
 #include "server/respond.h"
 #include "server/server_impl.h"
 #include "server/think.h"
+#include "server/utf8.h"
 
 #include "core/core.h"
 
@@ -242,8 +243,7 @@ static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
     memset(lp, 0, sizeof *lp);
     size_t len;
     mf_error err = {0};
-    if (mf_detokenize(e->s->model, &tok, 1, &lp->token, &len, &err)) return;
-    mf_srv_utf8_clean(lp->token);
+    if (mf_detokenize(e->s->model, &tok, 1, &lp->token, &len, &err)) return; /* respond makes it JSON text */
     lp->logprob = lg[tok] - lse;
     int32_t k = r->top_logprobs;
     if (k > 0) {
@@ -263,7 +263,6 @@ static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
         }
         for (int32_t q = 0; q < nb; q++) {
             if (mf_detokenize(e->s->model, &best[q], 1, &lp->top_token[q], &len, &err)) break;
-            mf_srv_utf8_clean(lp->top_token[q]);
             lp->top_logprob[q] = lg[best[q]] - lse;
             lp->n_top = q + 1;
         }
@@ -346,6 +345,22 @@ static const char *finish_reason(int32_t status) {
     return status == MF_GEN_LENGTH || status == MF_GEN_CONTEXT ? "length" : "stop";
 }
 
+/* A step's text into the reply.  It goes out as JSON, so bytes that form no character become U+FFFD, as
+ * llama-server sends them: a token's piece may be part of a character that the next token does not complete
+ * (the detokenizer holds such a tail back only while it still could be). */
+static bool add_text(slot *sl, bool chat, const char *s, size_t n) {
+    char *fixed = NULL;
+    if (!mf_srv_utf8_valid(s, n)) {
+        if (!(fixed = malloc(3 * n))) return false;
+        n = mf_srv_utf8_lossy(s, n, fixed);
+        s = fixed;
+    }
+    bool ok = chat ? mf_srv_think_push(&sl->think, s, n, &sl->content, &sl->reasoning)
+                   : mf_srv_buf_add(&sl->content, s, n);
+    free(fixed);
+    return ok;
+}
+
 /* One slot's result of a forward. */
 static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
     slot *sl = &e->slots[i];
@@ -372,10 +387,7 @@ static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
         for (int32_t k = 0; k < out->n_tokens; k++) add_logprob(e, sl, sl->row < 0 ? -1 : sl->row + k, out->tokens[k]);
     }
     bool ok = true;
-    if (out->text_len) {
-        if (r->kind == MF_SRV_CHAT) ok = mf_srv_think_push(&sl->think, out->text, out->text_len, &sl->content, &sl->reasoning);
-        else ok = mf_srv_buf_add(&sl->content, out->text, out->text_len);
-    }
+    if (out->text_len) ok = add_text(sl, r->kind == MF_SRV_CHAT, out->text, out->text_len);
     bool ended = out->status != MF_GEN_RUNNING;
     if (ended) {
         if (r->kind == MF_SRV_CHAT) ok = ok && mf_srv_think_flush(&sl->think, &sl->content, &sl->reasoning);

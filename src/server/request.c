@@ -21,43 +21,6 @@ int mf_srv_fail(mf_srv_err *e, int status, const char *type, const char *param, 
 
 #define BAD(e, param, ...) mf_srv_fail((e), 400, "invalid_request_error", (param), __VA_ARGS__)
 
-bool mf_srv_utf8_valid(const char *str, size_t n) {
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        int len;
-        unsigned cp;
-        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
-        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
-        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
-        else return false;
-        if (i + (size_t)len > n) return false;
-        for (int k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
-            cp = cp << 6 | (s[i + k] & 0x3F);
-        }
-        static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        i += (size_t)len;
-    }
-    return true;
-}
-
-void mf_srv_utf8_clean(char *s) {
-    size_t n = strlen(s), i = 0;
-    while (i < n) {
-        size_t k = 1;
-        while (k <= 4 && i + k <= n && !mf_srv_utf8_valid(s + i, k)) k++;
-        if (k <= 4 && i + k <= n) i += k;
-        else s[i++] = '?';
-    }
-}
-
 /* A short, printable rendering of a JSON value for messages ("got ..."). */
 static void show(const cJSON *v, char *buf, size_t n) {
     char *txt = cJSON_PrintUnformatted(v);

@@ -11,6 +11,7 @@
 #define MF_SERVER_REQUEST_H
 
 #include "minfer.h"
+#include "server/utf8.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,10 +66,5 @@ void mf_srv_req_free(mf_srv_req *r);
 int mf_srv_fail(mf_srv_err *e, int status, const char *type, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* True when s[0..n) is well-formed UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
-bool mf_srv_utf8_valid(const char *s, size_t n);
-/* Replaces every byte that is not part of well-formed UTF-8 with '?', in place (JSON strings must be
- * UTF-8: a token's piece may be half of a character). */
-void mf_srv_utf8_clean(char *s);
 
 #endif

@@ -1,6 +1,8 @@
 /* server/respond: OpenAI / llama-server JSON shapes (see respond.h). */
 #include "server/respond.h"
 
+#include "server/utf8.h"
+
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,27 +54,41 @@ static cJSON *head(const mf_srv_head *h, const char *object) {
     return o;
 }
 
-/* chat: {"content": [{"token","logprob","bytes","top_logprobs":[...]}]}; completions: the legacy
- * {"tokens","token_logprobs","top_logprobs","text_offset"} columns. */
+/* A token's text for JSON: its piece may be part of a character, whose bytes become U+FFFD here ("bytes"
+ * carries them as they are).  NULL when out of memory. */
+static char *token_text(const char *piece) {
+    size_t n = strlen(piece);
+    char *s = malloc(3 * n + 1);
+    if (s) s[mf_srv_utf8_lossy(piece, n, s)] = 0;
+    return s;
+}
+
+/* {"token": text, "logprob": lp, "bytes": [the piece's bytes]} */
+static cJSON *token_logprob(const char *piece, float lp) {
+    cJSON *t = cJSON_CreateObject();
+    char *text = token_text(piece);
+    cJSON_AddStringToObject(t, "token", text ? text : "");
+    free(text);
+    cJSON_AddNumberToObject(t, "logprob", lp);
+    cJSON *bytes = cJSON_AddArrayToObject(t, "bytes");
+    for (const unsigned char *b = (const unsigned char *)piece; *b; b++)
+        cJSON_AddItemToArray(bytes, cJSON_CreateNumber(*b));
+    return t;
+}
+
+/* chat: {"content": [{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]}; completions:
+ * the legacy {"tokens","token_logprobs","top_logprobs","text_offset"} columns, text_offset counting the
+ * pieces' bytes. */
 static cJSON *logprobs(mf_srv_kind kind, const mf_srv_logprob *lp, int32_t n) {
     if (!lp) return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
     if (kind == MF_SRV_CHAT) {
         cJSON *arr = cJSON_AddArrayToObject(o, "content");
         for (int32_t i = 0; i < n; i++) {
-            cJSON *t = cJSON_CreateObject();
-            cJSON_AddStringToObject(t, "token", lp[i].token);
-            cJSON_AddNumberToObject(t, "logprob", lp[i].logprob);
-            cJSON *bytes = cJSON_AddArrayToObject(t, "bytes");
-            for (const unsigned char *b = (const unsigned char *)lp[i].token; *b; b++)
-                cJSON_AddItemToArray(bytes, cJSON_CreateNumber(*b));
+            cJSON *t = token_logprob(lp[i].token, lp[i].logprob);
             cJSON *top = cJSON_AddArrayToObject(t, "top_logprobs");
-            for (int32_t k = 0; k < lp[i].n_top; k++) {
-                cJSON *a = cJSON_CreateObject();
-                cJSON_AddStringToObject(a, "token", lp[i].top_token[k]);
-                cJSON_AddNumberToObject(a, "logprob", lp[i].top_logprob[k]);
-                cJSON_AddItemToArray(top, a);
-            }
+            for (int32_t k = 0; k < lp[i].n_top; k++)
+                cJSON_AddItemToArray(top, token_logprob(lp[i].top_token[k], lp[i].top_logprob[k]));
             cJSON_AddItemToArray(arr, t);
         }
         return o;
@@ -81,10 +97,16 @@ static cJSON *logprobs(mf_srv_kind kind, const mf_srv_logprob *lp, int32_t n) {
     cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs"), *offs = cJSON_AddArrayToObject(o, "text_offset");
     size_t off = 0;
     for (int32_t i = 0; i < n; i++) {
-        cJSON_AddItemToArray(toks, cJSON_CreateString(lp[i].token));
+        char *text = token_text(lp[i].token);
+        cJSON_AddItemToArray(toks, cJSON_CreateString(text ? text : ""));
+        free(text);
         cJSON_AddItemToArray(lps, cJSON_CreateNumber(lp[i].logprob));
         cJSON *m = cJSON_CreateObject();
-        for (int32_t k = 0; k < lp[i].n_top; k++) cJSON_AddNumberToObject(m, lp[i].top_token[k], lp[i].top_logprob[k]);
+        for (int32_t k = 0; k < lp[i].n_top; k++) {
+            char *key = token_text(lp[i].top_token[k]);
+            cJSON_AddNumberToObject(m, key ? key : "", lp[i].top_logprob[k]);
+            free(key);
+        }
         cJSON_AddItemToArray(tops, m);
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
         off += strlen(lp[i].token);

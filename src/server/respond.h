@@ -18,7 +18,8 @@ typedef struct {
 
 /* One position's log-probability: the chosen token and its top alternatives. */
 typedef struct {
-    char *token; /* the token's text (may be a partial UTF-8 sequence: bytes are also given) */
+    char *token; /* the token's piece as it is: it may be part of a character (the JSON's "token" then
+                  * shows U+FFFD, its "bytes" the piece) */
     float logprob;
     int32_t n_top;
     char **top_token;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # minfer serve over loopback: routes and OpenAI shapes, a 70-request bad-input corpus, batch invariance end to
-# end (4 concurrent greedy requests equal alone), streaming, a client disconnect freeing its slot, a bounded
-# load test that overflows --max-queue, slot save/restore, the API key, the openai npm client, and SIGTERM draining.
+# end (4 concurrent greedy requests equal alone), streaming, sampled text as UTF-8, a client disconnect
+# freeing its slot, a bounded load test that overflows --max-queue, slot save/restore, the API key, the
+# openai npm client, and SIGTERM draining.
 # Servers listen on 127.0.0.1 with --port 0 (the port is read from the startup line); every wait is bounded.
 source "$(dirname "$0")/lib.bash"
 M="$TMP/serve-qwen3.gguf"
@@ -54,6 +55,7 @@ if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; t
     py bad_input
     py identity
     py stream
+    py utf8
     py disconnect
     py slots
     if [ -d tests/server/node_modules/openai ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """HTTP-level checks of `minfer serve` over loopback (stdlib only), driven by tests/cli/serve.sh.
 
-    client.py PORT CHECK      CHECK: routes | bad_input | identity | stream | disconnect | load | auth KEY
+    client.py PORT CHECK      CHECK: routes | bad_input | identity | stream | utf8 | disconnect | load | auth KEY
                                      | spec PLAIN_PORT (PORT serves with -md; PLAIN_PORT the same model without)
 
 Each check prints "PASS name" / "FAIL name: why" lines (lib.bash's format) and exits 1 on any failure.
@@ -330,6 +330,47 @@ def check_stream():
     check("stream: early error is a JSON 400", st == 400 and "error" in json.loads(d), d)
 
 
+# ---------------------------------------------------------------- UTF-8
+def check_utf8():
+    """Sampled text of a random-weight model often holds a token that is part of a character the next token
+    does not complete.  Every body must still be UTF-8 (JSON is), with such bytes as U+FFFD, the stream's
+    chunks joining into the same text, and logprobs' "bytes" keeping the piece."""
+    flat = {"temperature": 2.0, "top_k": 0, "top_p": 1, "min_p": 0, "ignore_eos": True}  # the whole vocabulary
+    seen_fffd, broken, unequal = 0, [], []
+    for seed in range(16):
+        body = dict(flat, prompt="Hello", max_tokens=64, seed=seed, logprobs=1)
+        st, _, whole = post("/v1/completions", body)
+        st2, _, streamed = post("/v1/completions", dict(body, stream=True))
+        try:
+            r = json.loads(whole.decode("utf-8"))
+            ev, _ = sse_events(streamed)  # decodes strictly too
+        except (UnicodeDecodeError, ValueError) as ex:
+            broken.append("seed %d: %s" % (seed, ex))
+            continue
+        text = r["choices"][0]["text"]
+        joined = "".join(e["choices"][0]["text"] for e in ev if e.get("choices"))
+        if joined != text:
+            unequal.append("seed %d: %r vs %r" % (seed, joined, text))
+        seen_fffd += "\ufffd" in text
+        if seen_fffd and seed >= 1:  # two seeds, or as many as it takes to meet the case
+            break
+    check("utf8: every sampled body is UTF-8 JSON", not broken, broken)
+    check("utf8: streamed chunks join into the same text", not unequal, unequal)
+    check("utf8: the check saw text with U+FFFD (it tested the case)", seen_fffd > 0,
+          "no seed of 16 gave a token that leaves a character incomplete")
+    # chat logprobs: the "bytes" of consecutive tokens join into the UTF-8 of the text they make
+    b = chat("Hello", max_tokens=64, seed=0, logprobs=True, **flat)
+    st, _, d = post("/v1/chat/completions", b)
+    try:
+        r = json.loads(d.decode("utf-8"))
+        content = r["choices"][0]["logprobs"]["content"]
+        raw = bytes(x for t in content for x in t["bytes"])
+        ok_bytes = raw.decode("utf-8", "replace") == r["choices"][0]["message"]["content"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as ex:
+        ok_bytes, d = False, "%s: %s" % (ex, d[:300])
+    check("utf8: logprobs' bytes join into the reply's text", ok_bytes, d[:300])
+
+
 # ---------------------------------------------------------------- disconnect
 def check_disconnect():
     body = json.dumps(chat("Hello", max_tokens=2000, stream=True, ignore_eos=True)).encode()
@@ -481,6 +522,6 @@ def check_auth(key):
 if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
-     "disconnect": check_disconnect, "load": check_load, "slots": check_slots,
+     "disconnect": check_disconnect, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3]))}.get(what, lambda: check_auth(sys.argv[3]))()
     sys.exit(1 if FAILED else 0)
