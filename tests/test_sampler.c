@@ -299,6 +299,68 @@ static void test_top_k_from_logits_equals_every_candidate(void) {
     CHECK(bad == 0, "%d of %d runs differ from the full path", bad, runs);
 }
 
+/* top_k 0 (or above 256) sorts every candidate: by a radix sort on the logits' bits, which must leave them
+ * in exactly qsort's cand_cmp order (descending logit, ties by ascending id), so candidates, probabilities
+ * and draws are the same bits.  Heavy ties, -0 beside +0, infinities, logits of every exponent, small
+ * integers (one digit in a pass); a NaN sends both to qsort, and typical_p reorders before top_p sorts. */
+static void test_radix_sort_equals_qsort(void) {
+    const int32_t ns[] = {2047, 2048, 6000, 151936};
+    struct {
+        int32_t k;
+        float top_p, min_p, typ_p, temp, repeat;
+    } cfg[] = {
+        {0, 1.0f, 0.0f, 1.0f, 1.0f, 1.0f},    {0, 0.95f, 0.05f, 1.0f, 0.8f, 1.0f}, {1000, 0.9f, 0.0f, 1.0f, 1.0f, 1.0f},
+        {0, 0.9f, 0.0f, 0.9f, 1.0f, 1.0f},    {0, 0.95f, 0.0f, 1.0f, 1.5f, 1.3f},
+    };
+    uint32_t r = 777;
+    int bad = 0, runs = 0;
+    for (size_t ni = 0; ni < MF_ARRAY_LEN(ns); ni++) {
+        const int32_t n = ns[ni];
+        float *l = malloc(sizeof(float) * (size_t)n), *pa = malloc(sizeof(float) * (size_t)n),
+              *pb = malloc(sizeof(float) * (size_t)n);
+        int32_t *ia = malloc(sizeof(int32_t) * (size_t)n), *ib = malloc(sizeof(int32_t) * (size_t)n);
+        REQUIRE(l && pa && pb && ia && ib, "alloc");
+        for (size_t ci = 0; ci < MF_ARRAY_LEN(cfg); ci++) {
+            if (n == 151936 && ci > 1) break; /* the real vocabulary: the two plain configurations */
+            mf_sampler_params p = off();
+            p.top_k = cfg[ci].k, p.top_p = cfg[ci].top_p, p.min_p = cfg[ci].min_p, p.typ_p = cfg[ci].typ_p;
+            p.temp = cfg[ci].temp, p.penalty_repeat = cfg[ci].repeat;
+            mf_sampler *radix = mk(&p, n), *ref = mk(&p, n);
+            REQUIRE(radix && ref, "new");
+            mf_sampler_full_path(ref, true);
+            for (int t = 0; t < 32; t++) mf_sampler_accept(radix, t * 37 % n), mf_sampler_accept(ref, t * 37 % n);
+            for (int rep = 0; rep < 5; rep++) {
+                for (int32_t i = 0; i < n; i++) {
+                    r = r * 1664525u + 1013904223u;
+                    uint32_t bits = (r >> 1 & 0x3FFFFFFFu) | (r & 1u) << 31; /* any exponent below 2^64 */
+                    float w;
+                    memcpy(&w, &bits, sizeof w);
+                    l[i] = rep == 0   ? (float)((r >> 8) % 48) * 0.25f - 6.0f
+                           : rep == 1 ? ((r >> 8) % 4 == 0 ? -0.0f : (r >> 8) % 4 == 1 ? 0.0f : (float)((r >> 10) % 5))
+                           : rep == 2 ? w
+                           : rep == 3 ? (float)((r >> 8) % 1000) * 0.01f
+                                      : (float)((r >> 8) % 10); /* keys alike in their low 11 bits: a pass skipped */
+                }
+                if (rep == 1) l[n / 3] = INFINITY, l[n / 2] = -INFINITY;
+                if (rep == 3) l[n / 2] = NAN;
+                const int32_t na = mf_sampler_candidates(radix, l, ia, pa, n),
+                              nb = mf_sampler_candidates(ref, l, ib, pb, n);
+                bool same = na == nb && !memcmp(ia, ib, sizeof *ia * (size_t)na) &&
+                            !memcmp(pa, pb, sizeof *pa * (size_t)na);
+                for (int d = 0; d < 3; d++) same = same && mf_sampler_sample(radix, l) == mf_sampler_sample(ref, l);
+                if (!same && bad++ < 3)
+                    printf("  n %d config %zu rep %d: %d candidates, first ids %d %d, against %d: %d %d\n", n, ci, rep,
+                           na, ia[0], na > 1 ? ia[1] : -1, nb, ib[0], nb > 1 ? ib[1] : -1);
+                runs++;
+            }
+            mf_sampler_free(radix);
+            mf_sampler_free(ref);
+        }
+        free(l), free(pa), free(pb), free(ia), free(ib);
+    }
+    CHECK(bad == 0, "%d of %d runs differ from qsort's order", bad, runs);
+}
+
 static void test_bad_params_are_refused(void) {
     mf_sampler_params p = off();
     p.penalty_repeat = 0.0f;
@@ -323,6 +385,7 @@ int main(void) {
     RUN(test_chain_order_penalties_before_top_k);
     RUN(test_seeded_draws_are_deterministic_and_fair);
     RUN(test_top_k_from_logits_equals_every_candidate);
+    RUN(test_radix_sort_equals_qsort);
     RUN(test_bad_params_are_refused);
     return mf_test_done();
 }

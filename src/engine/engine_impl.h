@@ -49,8 +49,9 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
 /* Tests: run the sampler chain up to (not including) the draw; the surviving candidates in the order
  * the chain left them, with their softmax probabilities.  Returns the count (<= cap). */
 int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, float *probs, int32_t cap);
-/* Tests: build every candidate before the penalty stage and top_k, as the sampler did before it read the k
- * best straight from the logits (the reference that path is checked against). */
+/* Tests: the sampler as it was before its two shortcuts, the reference they are checked against: every
+ * candidate built before the penalty stage and top_k (not the k best read straight from the logits), and
+ * every sort by qsort with cand_cmp (not the radix sort). */
 void mf_sampler_full_path(mf_sampler *s, bool on);
 
 /* The model a generator's context runs (the conversation renders with it). */
