@@ -328,6 +328,7 @@ typedef struct {
     int32_t turn_generated;     /* tokens sampled in this turn */
     int64_t n_prefilled, n_generated, n_drafted, n_accepted; /* totals over the generator's life */
     double t_prefill_s, t_decode_s; /* forward time of this turn: rows that were fed / only generated */
+    double t_sample_s;              /* the rest of this turn's steps: sampling, detokenizing, stop strings */
 } mf_gen_stats;
 
 mf_gen_params mf_gen_default_params(void);

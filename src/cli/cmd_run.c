@@ -296,6 +296,10 @@ int mf_cmd_run(int argc, char **argv) {
         fprintf(stderr, ", drafted %lld, accepted %lld (%.1f %%)", (long long)gs.n_drafted, (long long)gs.n_accepted,
                 gs.n_drafted ? 100.0 * (double)gs.n_accepted / (double)gs.n_drafted : 0.0);
     fputc('\n', stderr);
+    /* the forwards above leave this out, as llama.cpp's eval time does; its own line, as llama.cpp's
+     * sampling time (top_k 0 once cost more than a forward here) */
+    fprintf(stderr, "sample: %d tokens in %.3f s (%.3f ms a token)\n", n_gen, gs.t_sample_s,
+            n_gen > 0 ? 1e3 * gs.t_sample_s / n_gen : 0.0);
     ret = 0;
     goto out;
 fail:

@@ -186,7 +186,7 @@ int mf_gen_feed(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
     g->aborted = false;
     g->n_hold = g->n_turn = 0;
     g->st.turn_prefilled = g->st.turn_generated = 0;
-    g->st.t_prefill_s = g->st.t_decode_s = 0;
+    g->st.t_prefill_s = g->st.t_decode_s = g->st.t_sample_s = 0;
     return 0;
 }
 
@@ -370,6 +370,7 @@ int mf_gen_batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
     /* row i's logits predict the token after draft i (i = 0: after the queued tokens); committing stops
      * at the first sample that differs from its draft, or when the turn ends */
     int32_t accepted = 0;
+    const double t_sample0 = mf_time_now();
     for (int32_t i = 0; i <= n_draft; i++) {
         const float *lg = mf_get_logits(g->ctx, row + i);
         if (!lg) return mf_err(err, MF_E_INTERNAL, "generation: batch row %d has no logits", row + i);
@@ -381,6 +382,7 @@ int mf_gen_batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
         g->n_cached++; /* the draft's K/V row, written by this forward, is the committed token's */
         g->gen_queued = false;
     }
+    g->st.t_sample_s += mf_time_now() - t_sample0;
     /* the last committed token stays queued, as in plain decoding: drop drafted rows from there on */
     if (n_draft) {
         if (g->n_cached > g->n_tok - 1) g->n_cached = g->n_tok - 1;

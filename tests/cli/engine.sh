@@ -43,7 +43,8 @@ out=$("$MINFER" run -m "$M" -f "$TMP/_prompt.txt" -n "$n_capital" --temp 0 --ids
 [ "$out" = "$want_capital" ] && ok run_prompt_file || bad run_prompt_file "got $out"
 rm -f "$TMP/_prompt.txt"
 "$MINFER" run -m "$M" --tokens "[785, 6722, 315, 9625, 374]" -n 4 --temp 0 -t 1 >"$TMP/_out" 2>"$TMP/_err"
-if grep -q "^load: " "$TMP/_err" && grep -q "^prefill: 5 tokens" "$TMP/_err" && grep -q "^decode: 3 tokens" "$TMP/_err"; then
+if grep -q "^load: " "$TMP/_err" && grep -q "^prefill: 5 tokens" "$TMP/_err" && grep -q "^decode: 3 tokens" "$TMP/_err" &&
+    grep -q "^sample: 4 tokens in [0-9.]* s" "$TMP/_err"; then
     ok run_reports_timings
 else bad run_reports_timings "$(cat "$TMP/_err")"; fi
 # the streamed text is llama.cpp's greedy ids decoded independently (byte-level BPE's byte map over the
