@@ -195,6 +195,11 @@ static int64_t claim_rows(_Atomic int32_t *next, int64_t N, int64_t most, int nt
 #define OWN_CHUNK_BYTES ((size_t)1024 << 10)  /* the owner claims this much of its stretch at a time */
 #define STEAL_CHUNK_BYTES ((size_t)24 << 10) /* a thief this much from the end of another's */
 
+/* A decode matmul (at most MF_CPU_PRIVATE_CONV_ROWS activation rows) gives each thread its own stretch of
+ * the weight rows (mm_stealing); a prefill one hands rows out from a shared counter.  mf_cpu_matmul_ahead
+ * reads ahead only where the stretches hold, so the two ask the same question here. */
+static bool by_stretches(int64_t M) { return M <= MF_CPU_PRIVATE_CONV_ROWS; }
+
 /* thread t's own stretch of the units: [*u0, *u0 + returned) */
 static int64_t stretch(int64_t units, int t, int nth, int64_t *u0) {
     *u0 = units * t / nth;
@@ -223,7 +228,7 @@ static void mm_stealing(const mm_ctx *c, _Atomic uint64_t *steal, int ith, int n
 mf_tp_ahead mf_cpu_matmul_ahead(const mf_graph *g, const mf_node *n, int ith, int nth, size_t most) {
     const mf_node *w = mf_graph_node_c(g, n->src[0]), *x = mf_graph_node_c(g, n->src[1]);
     mf_tp_ahead ah = {0};
-    if (mf_cpu_nrows(x) > MF_CPU_PRIVATE_CONV_ROWS) return ah; /* prefill: rows go to whoever claims them */
+    if (!by_stretches(mf_cpu_nrows(x))) return ah; /* prefill: rows go to whoever claims them */
     int64_t u0;
     const int64_t n_units = stretch((w->ne[1] + TILE_N - 1) / TILE_N, ith, nth, &u0);
     const int64_t r0 = u0 * TILE_N, r1 = MF_MIN(w->ne[1], (u0 + n_units) * TILE_N);
@@ -271,7 +276,7 @@ void mf_cpu_op_matmul(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth)
                 .ta = uniform ? MF_MAX(1, k->act_major ? k->tile_a : MF_MIN(k->tile_a, MF_TILE_MAX)) : 1,
                 .wd = w->data, .ws = w->nb[1], .out = n->data, .f = mf_cpu_fused(ex, n), .ex = ex};
 
-    if (M <= MF_CPU_PRIVATE_CONV_ROWS) {
+    if (by_stretches(M)) {
         mm_stealing(&c, &ex->steal[(size_t)id * (size_t)nth], ith, nth);
         return;
     }
