@@ -16,7 +16,8 @@
 #      (builds with -DX16_PF_BYTES, in BUILD-pf0 / BUILD-pf8192), tg128 alternated, Q8_0, Q4_0 and Q4_K_M;
 #      and the GEMV's q4_0 high nibbles kept in place (default) against shifted down (-DX16_Q4_HI_INPLACE=0,
 #      in BUILD-q4s), tg128 of the Q4_0 file alternated; and the read-ahead at a decode step's barriers
-#      (default) against none (-DMF_CPU_AHEAD_KB=0, in BUILD-ra0), tg128 of the Q8_0 and Q4_0 files alternated;
+#      (default, 512 KiB) against none and 1 MiB (-DMF_CPU_AHEAD_KB=0 / 1024, in BUILD-ra0 / BUILD-ra1024),
+#      tg128 of the Q8_0 and Q4_0 files alternated;
 #   5. unless --no-compare: bench/compare --reps 5 (llama.cpp beside it; the issue's bars), into OUT, against
 #      the fastest of several llama.cpp builds per figure (--llama LIST, default: the prebuilt pick, which
 #      is sapphirerapids with AMX, the prebuilt icelake without AMX, and a llama-bench on PATH if any).
@@ -173,14 +174,21 @@ f=q4_0
 row "$f" inplace shift
 # A thread waiting at a barrier of a decode step prefetches half the lines of the first 512 KiB of its next
 # matmul stretch (backend/cpu/cpu.c, exec_worker): +1-8 % tg128 on Zen 5, where the bus idles while the other
-# thread finishes a one-row norm or its share of attention.
+# thread finishes a one-row norm or its share of attention.  Zen 5 has 1 MiB of L2 a core; Intel's 2 MiB
+# might take more, so 1 MiB is timed too.
 variant ra0 MF_CPU_AHEAD_KB=0
+variant ra1024 MF_CPU_AHEAD_KB=1024
 ahead_calls() { objdump -r "$1/obj/src/backend/cpu/cpu.o" 2>/dev/null | grep -c mf_cpu_matmul_ahead; } # its call's relocations
 [ "$(ahead_calls "$build")" -gt 0 ] && [ "$(ahead_calls "$build-ra0")" -eq 0 ] ||
     fail "the read-ahead builds do not differ as they should (relocations of mf_cpu_matmul_ahead in cpu.o: default $(ahead_calls "$build"), MF_CPU_AHEAD_KB=0 $(ahead_calls "$build-ra0"))"
-say "tg128 t/s, MINFER_ISA=$amx, the read-ahead at decode barriers (default, ahead) / none (none) alternated, 2 rounds x 2 reps:"
-tg_builds ahead "$build" none "$build-ra0"
-for f in q8_0 q4_0; do row "$f" ahead none; done
+# the size is the immediate handed to mf_cpu_matmul_ahead: 512 KiB is $0x80000, 1 MiB $0x100000
+ahead_size() { objdump -d --no-show-raw-insn "$1/obj/src/backend/cpu/cpu.o" 2>/dev/null | grep -c "\$$2,"; }
+[ "$(ahead_size "$build" 0x80000)" -gt 0 ] && [ "$(ahead_size "$build-ra1024" 0x80000)" -eq 0 ] &&
+    [ "$(ahead_size "$build-ra1024" 0x100000)" -gt 0 ] ||
+    fail "the MF_CPU_AHEAD_KB=1024 build does not read ahead 1 MiB as it should (immediates in cpu.o: default \$0x80000 $(ahead_size "$build" 0x80000), MF_CPU_AHEAD_KB=1024 \$0x80000 $(ahead_size "$build-ra1024" 0x80000) and \$0x100000 $(ahead_size "$build-ra1024" 0x100000))"
+say "tg128 t/s, MINFER_ISA=$amx, the read-ahead at decode barriers 512 KiB (default, ahead) / none (none) / 1 MiB (ahead1m) alternated, 2 rounds x 2 reps:"
+tg_builds ahead "$build" none "$build-ra0" ahead1m "$build-ra1024"
+for f in q8_0 q4_0; do row "$f" ahead none ahead1m; done
 
 # ---- 5. against llama.cpp ----
 if [ "$compare" = 1 ]; then
