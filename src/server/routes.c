@@ -3,6 +3,7 @@
  * become jobs for the engine thread; this file waits for their answer. */
 #include "server/respond.h"
 #include "server/server_impl.h"
+#include "server/utf8.h"
 
 #include "core/core.h"
 
@@ -222,12 +223,18 @@ static void h_detokenize(mf_server *s, const char *body, size_t len, mf_srv_answ
         if (mf_detokenize(s->model, ids, n, &text, &tl, &err)) {
             mf_srv_answer_error(a, 400, "invalid_request_error", "tokens", "%s", err.msg);
         } else {
-            cJSON *r = cJSON_CreateObject();
-            /* ids that end inside a UTF-8 sequence: the text is cut before it (JSON strings are UTF-8) */
-            while (tl > 0 && !mf_srv_utf8_valid(text, tl)) tl--;
-            text[tl] = 0;
-            cJSON_AddStringToObject(r, "content", text);
-            answer_json(a, 200, r);
+            /* bytes that form no character (a piece that is part of one, where the ids end or the next id
+             * does not complete it) become U+FFFD, as in generated text (JSON strings are UTF-8) */
+            char *fixed = malloc(3 * tl + 1);
+            if (!fixed) {
+                mf_srv_answer_error(a, 500, "server_error", "tokens", "out of memory (%zu bytes of text)", tl);
+            } else {
+                fixed[mf_srv_utf8_lossy(text, tl, fixed)] = 0;
+                cJSON *r = cJSON_CreateObject();
+                cJSON_AddStringToObject(r, "content", fixed);
+                answer_json(a, 200, r);
+                free(fixed);
+            }
         }
         free(text);
         free(ids);

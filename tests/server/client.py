@@ -101,6 +101,21 @@ def check_routes():
     check("tokenize", st == 200 and toks == [9707, 1879], d)  # Qwen's ids, fixed by the vocabulary
     st, _, d = post("/detokenize", {"tokens": toks})
     check("detokenize round trip", st == 200 and json.loads(d)["content"] == "Hello world", d)
+    # a piece that is part of a character, then one that does not complete it: U+FFFD, the rest kept
+    part = None
+    for ch in ("\U0001F9E0", "\u9f98", "\U0001D472", "\u2603"):
+        st, _, d = post("/tokenize", {"content": ch, "with_pieces": True})
+        pieces = json.loads(d)["tokens"] if st == 200 else []
+        part = next((t for t in pieces if isinstance(t["piece"], list)), None)
+        if part:
+            break
+    if part is None:
+        bad("detokenize part of a character", "no test character splits into byte pieces")
+    else:
+        st, _, d = post("/detokenize", {"tokens": [part["id"]] + toks})
+        want = bytes(part["piece"]).decode("utf-8", "replace") + "Hello world"
+        check("detokenize part of a character: U+FFFD, the rest kept", st == 200 and json.loads(d)["content"] == want
+              and "\ufffd" in want, d)
     st, _, d = post("/apply-template", {"messages": [{"role": "user", "content": "Hi"}]})
     p = json.loads(d).get("prompt", "")
     check("apply-template", st == 200 and p == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", repr(p))
