@@ -3,6 +3,8 @@
  * job hand-over's answer-exactly-once rule, and the Prometheus text. */
 #include "harness.h"
 
+#include "core/utf8.h"
+
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/request.h"
@@ -156,7 +158,7 @@ static void test_utf8_validation(void) {
     CHECK(!strcmp(s, "a?\xc3\xa9??"), "clean: '%s'", s);
 }
 
-/* The rule by code points, written apart from server/utf8.c's byte ranges: a lead byte's length, then no
+/* The rule by code points, written apart from core/utf8.c's byte ranges: a lead byte's length, then no
  * overlong, no surrogate, nothing past U+10FFFF. */
 static bool utf8_by_code_points(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n;) {
@@ -196,7 +198,7 @@ static void test_utf8_validity_is_the_code_point_rule(void) {
     CHECK(wrong == 0, "%ld strings judged otherwise than by their code points", wrong);
 }
 
-/* Generated text reaches JSON through mf_srv_utf8_lossy: a token's piece may be part of a character that the
+/* Generated text reaches JSON through mf_utf8_lossy: a token's piece may be part of a character that the
  * next token does not complete (seen from sampled text of the synthetic models: "\xe4\x9d appoint"). */
 static void test_utf8_lossy_replaces_maximal_subparts(void) {
     static const struct {
@@ -222,7 +224,7 @@ static void test_utf8_lossy_replaces_maximal_subparts(void) {
             if (*w == '~') memcpy(want + wn, "\xEF\xBF\xBD", 3), wn += 3;
             else want[wn++] = *w;
         }
-        size_t on = mf_srv_utf8_lossy(in, n, out);
+        size_t on = mf_utf8_lossy(in, n, out);
         CHECK(on == wn && !memcmp(out, want, wn), "case %zu: %zu bytes out, %zu wanted", c, on, wn);
         CHECK(mf_srv_utf8_valid(out, on), "case %zu: the output is not UTF-8", c);
         /* a stream's pieces split before an ASCII or lead byte: converted apart they give the same bytes */
@@ -230,8 +232,8 @@ static void test_utf8_lossy_replaces_maximal_subparts(void) {
             unsigned char b = (unsigned char)in[at];
             if (b >= 0x80 && b < 0xC0) continue;
             char parts[64];
-            size_t pn = mf_srv_utf8_lossy(in, at, parts);
-            pn += mf_srv_utf8_lossy(in + at, n - at, parts + pn);
+            size_t pn = mf_utf8_lossy(in, at, parts);
+            pn += mf_utf8_lossy(in + at, n - at, parts + pn);
             CHECK(pn == on && !memcmp(parts, out, on), "case %zu split at %zu: not the whole's bytes", c, at);
         }
     }

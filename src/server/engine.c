@@ -20,6 +20,7 @@
 #include "server/utf8.h"
 
 #include "core/core.h"
+#include "core/utf8.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -352,7 +353,7 @@ static bool add_text(slot *sl, bool chat, const char *s, size_t n) {
     char *fixed = NULL;
     if (!mf_srv_utf8_valid(s, n)) {
         if (!(fixed = malloc(3 * n))) return false;
-        n = mf_srv_utf8_lossy(s, n, fixed);
+        n = mf_utf8_lossy(s, n, fixed);
         s = fixed;
     }
     bool ok = chat ? mf_srv_think_push(&sl->think, s, n, &sl->content, &sl->reasoning)

@@ -66,5 +66,4 @@ void mf_srv_req_free(mf_srv_req *r);
 int mf_srv_fail(mf_srv_err *e, int status, const char *type, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-
 #endif

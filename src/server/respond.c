@@ -3,6 +3,8 @@
 
 #include "server/utf8.h"
 
+#include "core/utf8.h"
+
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +61,7 @@ static cJSON *head(const mf_srv_head *h, const char *object) {
 static char *token_text(const char *piece) {
     size_t n = strlen(piece);
     char *s = malloc(3 * n + 1);
-    if (s) s[mf_srv_utf8_lossy(piece, n, s)] = 0;
+    if (s) s[mf_utf8_lossy(piece, n, s)] = 0;
     return s;
 }
 

@@ -6,6 +6,7 @@
 #include "server/utf8.h"
 
 #include "core/core.h"
+#include "core/utf8.h"
 
 #include <cJSON.h>
 #include <stdarg.h>
@@ -229,7 +230,7 @@ static void h_detokenize(mf_server *s, const char *body, size_t len, mf_srv_answ
             if (!fixed) {
                 mf_srv_answer_error(a, 500, "server_error", "tokens", "out of memory (%zu bytes of text)", tl);
             } else {
-                fixed[mf_srv_utf8_lossy(text, tl, fixed)] = 0;
+                fixed[mf_utf8_lossy(text, tl, fixed)] = 0;
                 cJSON *r = cJSON_CreateObject();
                 cJSON_AddStringToObject(r, "content", fixed);
                 answer_json(a, 200, r);

@@ -1,58 +1,24 @@
 /* Text preparation before BPE: UTF-8 repair, NFC (utf8proc) and the Qwen2 split regex (PCRE2). */
 #include "tok/tok_impl.h"
 
+#include "core/utf8.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
-
-/* Length of the valid sequence starting at s[0] (1..4), or -k where k >= 1 is the length of the
- * maximal ill-formed subpart to replace by one U+FFFD. */
-static int utf8_seq(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    int need;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) need = 1;
-    else if (c == 0xE0) need = 2, lo = 0xA0;
-    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) need = 2;
-    else if (c == 0xED) need = 2, hi = 0x9F;
-    else if (c == 0xF0) need = 3, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) need = 3;
-    else if (c == 0xF4) need = 3, hi = 0x8F;
-    else return -1;
-    for (int k = 1; k <= need; k++) {
-        if ((size_t)k >= n) return -k;
-        unsigned char d = s[k];
-        unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
-        if (d < l || d > h) return -k;
-    }
-    return need + 1;
-}
 
 int mf_tok_utf8_sanitize(const char *src, size_t len, char **out, size_t *out_len, mf_error *err) {
     const unsigned char *s = (const unsigned char *)src;
     size_t bad = 0;
     for (size_t i = 0; i < len;) {
-        int r = utf8_seq(s + i, len - i);
+        int r = mf_utf8_seq(s + i, len - i);
         if (r < 0) bad++, i += (size_t)-r;
         else i += (size_t)r;
     }
     size_t cap = len + bad * 2 + 1; /* each bad subpart (>= 1 byte) becomes 3 bytes */
     char *o = malloc(cap);
     if (!o) return mf_err(err, MF_E_NOMEM, "tokenizer: out of memory for %zu bytes", cap);
-    size_t at = 0;
-    for (size_t i = 0; i < len;) {
-        int r = utf8_seq(s + i, len - i);
-        if (r < 0) {
-            memcpy(o + at, "\xEF\xBF\xBD", 3);
-            at += 3;
-            i += (size_t)-r;
-        } else {
-            memcpy(o + at, s + i, (size_t)r);
-            at += (size_t)r;
-            i += (size_t)r;
-        }
-    }
+    size_t at = mf_utf8_lossy(src, len, o);
     o[at] = 0;
     *out = o;
     *out_len = at;
@@ -79,7 +45,7 @@ size_t mf_tok_utf8_complete_prefix(const unsigned char *s, size_t len) {
         unsigned char c = s[len - back];
         if ((c & 0xC0) == 0x80) continue; /* continuation: keep looking for the lead */
         if (c < 0xC2 || c > 0xF4) return len; /* ASCII or a byte that never starts a sequence */
-        int r = utf8_seq(s + len - back, back);
+        int r = mf_utf8_seq(s + len - back, back);
         /* an incomplete-but-so-far-valid sequence reports a failure exactly at the end */
         if (r == -(int)back) return len - back;
         return len;
