@@ -352,6 +352,13 @@ int mf_gen_step_draft(mf_gen *g, const mf_token *draft, int32_t n_draft, mf_gen_
  * 0 rows); after a failed mf_decode call mf_gen_batch_cancel instead. */
 int32_t mf_gen_batch_add(mf_gen *g, mf_batch *b, const mf_token *draft, int32_t n_draft, mf_error *err);
 int mf_gen_batch_done(mf_gen *g, mf_gen_out *out, mf_error *err);
+/* Optional, between mf_decode and the mf_gen_batch_done calls: draws the next token of every listed generator
+ * that will sample in this step, spread over the context's threads, one generator per thread at a time
+ * (a sampler with top_k 0 sorts all n_vocab candidates: milliseconds each).  mf_gen_batch_done then commits
+ * the drawn token.  The output is the same bits as without it (each generator's own sampler and RNG; a draw
+ * that mf_gen_batch_cancel or a new mf_gen_batch_add discards puts its RNG back).  The generators must share
+ * one context to be drawn together; others are left to mf_gen_batch_done.  NULL entries are skipped. */
+void mf_gen_batch_sample(mf_gen *const *gens, int32_t n);
 void mf_gen_batch_cancel(mf_gen *g);
 /* Keeps the first n tokens of the sequence and removes the rest from the KV cache (a re-rendered
  * conversation that differs from what is cached). */

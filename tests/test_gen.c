@@ -1,8 +1,8 @@
 /* The step API (mf_gen) and the conversation (mf_conv) on a generated tiny model: the loop gives exactly
  * what the hand-written decode loop gives, stop strings are held back across token boundaries and never
  * returned, the abort callback stops between forwards, limits, drafted tokens verified in one forward give
- * the plain output, several generators in one batch equal each alone, and a conversation prefills only
- * what a turn adds. */
+ * the plain output, several generators in one batch equal each alone (also with their samples drawn side by
+ * side on the pool), and a conversation prefills only what a turn adds. */
 #include "harness.h"
 #include "minfer.h"
 
@@ -440,6 +440,91 @@ static void test_two_generators_in_one_batch(void) {
     mf_context_free(ctx);
 }
 
+/* Generators whose next tokens mf_gen_batch_sample draws side by side on the pool (a server's slots) give
+ * exactly what each gives alone: seeded with top_k 40 and with top_k 0 (the radix sort over every logit),
+ * greedy, a prompt fed in chunks (it samples nothing while the others do), drafts (the first sample drawn
+ * ahead, the later ones in batch_done).  Once, every draw taken ahead is discarded (mf_gen_batch_cancel, the
+ * step's rows removed) and the step redone: the RNGs must go back, or the seeded outputs differ. */
+static void test_generators_sampled_side_by_side_equal_alone(void) {
+    enum { NG = 4 };
+    mf_context_params cp = mf_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    mf_context *ctx = NULL;
+    REQUIRE_OK(mf_context_new(model, &cp, &ctx, NULL), "context");
+    const mf_token p1[] = {9707, 11, 1879, 0};
+    mf_gen_params gp[NG];
+    for (int k = 0; k < NG; k++) {
+        gp[k] = mf_gen_default_params();
+        gp[k].seq = k;
+        gp[k].n_predict = 10 + k;
+    }
+    gp[0].sampler = seeded(3);
+    gp[1].sampler = seeded(4);
+    gp[1].sampler.top_k = 0;
+    gp[2].sampler = greedy();
+    gp[3].sampler = seeded(5);
+    gp[3].n_batch = 2;
+    result alone[NG];
+    for (int k = 0; k < NG; k++) {
+        mf_kv_clear_all(ctx);
+        mf_gen *g = NULL;
+        REQUIRE_OK(mf_gen_new(ctx, &gp[k], &g, NULL), "gen");
+        REQUIRE_OK(k & 1 ? mf_gen_feed(g, p1, 4, NULL) : mf_gen_feed(g, k_prompt, N_PROMPT, NULL), "feed");
+        drive(g, &alone[k], NULL);
+        mf_gen_free(g);
+    }
+    mf_kv_clear_all(ctx);
+    mf_gen *g[NG] = {0};
+    for (int k = 0; k < NG; k++) {
+        REQUIRE_OK(mf_gen_new(ctx, &gp[k], &g[k], NULL), "gen");
+        REQUIRE_OK(k & 1 ? mf_gen_feed(g[k], p1, 4, NULL) : mf_gen_feed(g[k], k_prompt, N_PROMPT, NULL), "feed");
+    }
+    mf_batch b;
+    REQUIRE_OK(mf_batch_init(&b, 32, NULL), "batch");
+    result r[NG] = {0};
+    bool redone = false;
+    for (int step = 0; step < 60; step++) {
+        bool any = false;
+        for (int k = 0; k < NG; k++) any |= mf_gen_status(g[k]) == MF_GEN_RUNNING;
+        if (!any) break;
+        mf_batch_clear(&b);
+        for (int k = 0; k < NG; k++) {
+            mf_token d[2];
+            int32_t nd = 0;
+            for (; k == 3 && nd < 2 && r[k].n + 1 + nd < alone[k].n; nd++) d[nd] = alone[k].tok[r[k].n + 1 + nd];
+            REQUIRE(mf_gen_batch_add(g[k], &b, d, nd, NULL) >= 0, "batch_add");
+        }
+        REQUIRE_OK(mf_decode(ctx, &b, NULL), "decode");
+        mf_gen_batch_sample(g, NG);
+        if (step == 3 && !redone) { /* every draw discarded: the RNGs go back, the rows go */
+            for (int k = 0; k < NG; k++) {
+                mf_gen_stats st;
+                mf_gen_get_stats(g[k], &st);
+                mf_gen_batch_cancel(g[k]);
+                mf_seq_rm(ctx, k, st.n_cached, -1);
+            }
+            redone = true;
+            step--;
+            continue;
+        }
+        for (int k = 0; k < NG; k++) {
+            mf_gen_out o;
+            REQUIRE_OK(mf_gen_batch_done(g[k], &o, NULL), "done");
+            if (o.n_tokens) memcpy(r[k].tok + r[k].n, o.tokens, sizeof *o.tokens * (size_t)o.n_tokens);
+            r[k].n += o.n_tokens;
+        }
+    }
+    CHECK(redone, "the discarded step never ran");
+    for (int k = 0; k < NG; k++)
+        CHECK(r[k].n == alone[k].n && !memcmp(r[k].tok, alone[k].tok, sizeof *r[k].tok * (size_t)r[k].n),
+              "generator %d: %d tokens sampled side by side, %d alone%s", k, r[k].n, alone[k].n,
+              r[k].n && alone[k].n && r[k].tok[0] != alone[k].tok[0] ? " (the first differs)" : "");
+    mf_batch_free(&b);
+    for (int k = 0; k < NG; k++) mf_gen_free(g[k]);
+    mf_context_free(ctx);
+}
+
 /* A generator attached to a prefix copied from another sequence (the server's prefix reuse) continues
  * exactly as one that prefilled the whole prompt itself, with seeded sampling (so the penalty history and
  * the RNG matter); attach is refused on a used generator or when the sequence holds another length. */
@@ -638,6 +723,7 @@ int main(void) {
     RUN(test_n_predict_per_turn);
     RUN(test_drafts_give_the_plain_output);
     RUN(test_two_generators_in_one_batch);
+    RUN(test_generators_sampled_side_by_side_equal_alone);
     RUN(test_attached_prefix_continues_as_a_full_prefill);
     RUN(test_conversation_prefills_only_the_new_turn);
     RUN(test_conversation_drops_the_oldest_turns);

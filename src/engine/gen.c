@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,12 @@ struct mf_gen {
     bool aborted; /* the abort callback fired in batch_add; batch_done reports it */
     /* the last batch_add: where our rows sit in the caller's batch */
     int32_t row0, n_rows, n_in, n_draft;
+    /* mf_gen_batch_sample: batch_done's first sample, drawn ahead on a pool thread, and the RNG before it
+     * (put back if the draw is never committed, so sampling ahead changes nothing) */
+    bool pre;
+    mf_token pre_tok;
+    double pre_s;
+    uint64_t pre_rng[4];
     mf_token *draft;
     int32_t draft_cap;
     mf_batch batch; /* mf_gen_step's own */
@@ -283,7 +290,15 @@ static int commit(mf_gen *g, mf_token t, mf_error *err) {
 }
 
 /* ---------------- forwards ---------------- */
+/* A draw taken ahead but not committed: the sampler's RNG goes back to before it. */
+static void drop_pre(mf_gen *g) {
+    if (!g->pre) return;
+    mf_sampler_set_rng(g->smp, g->pre_rng, NULL);
+    g->pre = false;
+}
+
 int32_t mf_gen_batch_add(mf_gen *g, mf_batch *b, const mf_token *draft, int32_t n_draft, mf_error *err) {
+    drop_pre(g);
     g->n_rows = g->n_in = g->n_draft = 0;
     g->row0 = b->n_tokens;
     if (g->status != MF_GEN_RUNNING) return 0;
@@ -314,6 +329,7 @@ int32_t mf_gen_batch_add(mf_gen *g, mf_batch *b, const mf_token *draft, int32_t 
 }
 
 void mf_gen_batch_cancel(mf_gen *g) {
+    drop_pre(g);
     g->n_rows = g->n_in = g->n_draft = 0;
 }
 
@@ -331,7 +347,7 @@ static void fill_out(mf_gen *g, mf_gen_out *out) {
     out->text_len = g->n_out;
 }
 
-int mf_gen_batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
+static int batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
     reset_out(g, out);
     int rc = 0;
     if (g->aborted) {
@@ -374,7 +390,14 @@ int mf_gen_batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
     for (int32_t i = 0; i <= n_draft; i++) {
         const float *lg = mf_get_logits(g->ctx, row + i);
         if (!lg) return mf_err(err, MF_E_INTERNAL, "generation: batch row %d has no logits", row + i);
-        mf_token t = mf_sampler_sample(g->smp, lg);
+        mf_token t;
+        if (i == 0 && g->pre) { /* drawn ahead from these logits by mf_gen_batch_sample */
+            t = g->pre_tok;
+            g->pre = false;
+            g->st.t_sample_s += g->pre_s;
+        } else {
+            t = mf_sampler_sample(g->smp, lg);
+        }
         if ((rc = commit(g, t, err))) break;
         bool match = i < n_draft && t == g->draft[i];
         if (match) accepted++;
@@ -394,6 +417,61 @@ int mf_gen_batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
     fill_out(g, out);
     out->n_drafted = n_draft;
     return rc;
+}
+
+int mf_gen_batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
+    int rc = batch_done(g, out, err);
+    drop_pre(g); /* a path that sampled nothing (none is expected: first_sample_logits mirrors them) */
+    return rc;
+}
+
+/* The logits batch_done will sample its first token from, or NULL where it samples nothing this step: the
+ * tests batch_done makes before its first sample, in its order. */
+static const float *first_sample_logits(const mf_gen *g) {
+    if (g->aborted || !g->n_rows || g->pre) return NULL;
+    if (g->n_cached + g->n_in < g->n_tok) return NULL; /* a prompt chunk */
+    if (g->p.n_predict >= 0 && g->st.turn_generated >= g->p.n_predict) return NULL;
+    return mf_get_logits(g->ctx, g->row0 + g->n_in - 1);
+}
+
+typedef struct {
+    mf_gen **g;
+    const float **lg;
+    int32_t n;
+    _Atomic int32_t next;
+} ahead_job;
+
+static void sample_ahead(void *arg, int ith, int nth) {
+    (void)ith, (void)nth;
+    ahead_job *j = arg;
+    for (int32_t k; (k = atomic_fetch_add(&j->next, 1)) < j->n;) { /* one generator at a time, any thread */
+        mf_gen *g = j->g[k];
+        const double t0 = mf_time_now();
+        mf_sampler_get_rng(g->smp, g->pre_rng);
+        g->pre_tok = mf_sampler_sample(g->smp, j->lg[k]);
+        g->pre_s = mf_time_now() - t0;
+        g->pre = true;
+    }
+}
+
+void mf_gen_batch_sample(mf_gen *const *gens, int32_t n) {
+    enum { CHUNK = 64 };
+    mf_gen *g[CHUNK];
+    const float *lg[CHUNK];
+    for (int32_t at = 0; at < n;) {
+        int32_t m = 0;
+        mf_context *ctx = NULL;
+        for (; at < n && m < CHUNK; at++) {
+            mf_gen *x = gens[at];
+            const float *l = x ? first_sample_logits(x) : NULL;
+            if (!l || (ctx && x->ctx != ctx)) continue; /* another context's: batch_done samples it */
+            ctx = x->ctx;
+            g[m] = x, lg[m++] = l;
+        }
+        if (m < 2) continue; /* one sample gains nothing from the pool */
+        ahead_job j = {g, lg, m, 0};
+        mf_cpu_run(ctx->cpu, sample_ahead, &j, MF_MIN(m, mf_cpu_n_threads(ctx->cpu)));
+    }
 }
 
 int mf_gen_step_draft(mf_gen *g, const mf_token *draft, int32_t n_draft, mf_gen_out *out, mf_error *err) {

@@ -69,13 +69,15 @@ struct mf_srv_engine {
     int stall;
     bool stopped;
     int *offered; /* slots offered the current batch */
+    mf_gen **sampled; /* their generators, drawn side by side on the pool (mf_gen_batch_sample) */
 };
 
 int mf_srv_engine_new(mf_server *s, mf_srv_engine **out, mf_error *err) {
     mf_srv_engine *e = calloc(1, sizeof *e);
     if (!e || !(e->slots = calloc((size_t)s->o.n_parallel, sizeof *e->slots)) ||
-        !(e->offered = calloc((size_t)s->o.n_parallel, sizeof *e->offered))) {
-        if (e) free(e->slots);
+        !(e->offered = calloc((size_t)s->o.n_parallel, sizeof *e->offered)) ||
+        !(e->sampled = calloc((size_t)s->o.n_parallel, sizeof *e->sampled))) {
+        if (e) free(e->slots), free(e->offered);
         free(e);
         return mf_err(err, MF_E_NOMEM, "out of memory for %d slots", s->o.n_parallel);
     }
@@ -114,6 +116,7 @@ void mf_srv_engine_free(mf_srv_engine *e) {
     }
     free(e->slots);
     free(e->offered);
+    free(e->sampled);
     mf_draft_free(e->draft);
     mf_model_free(e->draft_model);
     mf_batch_free(&e->batch);
@@ -746,6 +749,10 @@ static void step(mf_srv_engine *e) {
         return;
     }
     mf_srv_metrics_add(e->s->m, MF_SRV_C_STEPS, 1);
+    /* every slot's sampler over all n_vocab logits (milliseconds with top_k 0), side by side on the pool
+     * instead of one after another on this thread; batch_done commits the draws */
+    for (int k = 0; k < n_off; k++) e->sampled[k] = e->slots[offered[k]].gen;
+    mf_gen_batch_sample(e->sampled, n_off);
     bool progress = e->batch.n_tokens > 0;
     for (int k = 0; k < n_off; k++) {
         slot *sl = &e->slots[offered[k]];

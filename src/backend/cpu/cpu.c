@@ -83,6 +83,10 @@ int mf_cpu_n_threads(const mf_cpu *cpu) {
     return cpu ? cpu->n_threads : 0;
 }
 
+void mf_cpu_run(mf_cpu *cpu, void (*fn)(void *arg, int ith, int nth), void *arg, int nth) {
+    mf_threadpool_run(cpu->tp, fn, arg, nth);
+}
+
 bool mf_cpu_supports(mf_op op, uint32_t type) {
     const mf_type_info *ti = mf_type_get(type);
     if (!ti) return false;
