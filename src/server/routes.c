@@ -451,6 +451,31 @@ static const route k_routes[] = {
     {"/slots", "GET", "/slots", R_SLOTS},
 };
 
+/* llama-server's and OpenAI's routes that minfer does not serve: answered 501 with what they are, so a client
+ * pointed at them learns that, not "no route" (as if the path were mistyped). */
+static const struct {
+    const char *path, *what;
+} k_not_served[] = {
+    {"/v1/embeddings", "embeddings"},
+    {"/embeddings", "embeddings"},
+    {"/embedding", "embeddings"},
+    {"/v1/rerank", "reranking"},
+    {"/v1/reranking", "reranking"},
+    {"/rerank", "reranking"},
+    {"/reranking", "reranking"},
+    {"/infill", "fill-in-the-middle (infill)"},
+    {"/v1/responses", "the Responses API"},
+    {"/v1/messages", "the Anthropic Messages API"},
+    {"/v1/messages/count_tokens", "the Anthropic Messages API"},
+    {"/lora-adapters", "LoRA adapters"},
+};
+
+static const char *not_served(const char *url) {
+    for (size_t i = 0; i < sizeof k_not_served / sizeof k_not_served[0]; i++)
+        if (!strcmp(k_not_served[i].path, url)) return k_not_served[i].what;
+    return NULL;
+}
+
 void mf_srv_route(mf_server *s, const char *method, const char *url, const char *action, const char *body, size_t len,
                   int fd, mf_srv_answer *a, mf_srv_job **stream_job, const char **label) {
     *stream_job = NULL;
@@ -475,6 +500,12 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
             mf_srv_answer_error(a, 405, "invalid_request_error", "", "%s is not allowed on %s (use %s)", method, url,
                                 allow);
             a->hdr_name = "Allow", a->hdr_value = allow;
+        } else if (not_served(url)) {
+            *label = "not_implemented";
+            mf_srv_answer_error(a, 501, "not_supported_error", "",
+                                "minfer serves text generation; %s (%s) is not implemented: use POST "
+                                "/v1/chat/completions, /v1/completions or /completion",
+                                not_served(url), url);
         } else {
             *label = "not_found";
             mf_srv_answer_error(a, 404, "not_found_error", "",
