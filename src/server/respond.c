@@ -3,7 +3,6 @@
 
 #include "server/utf8.h"
 
-#include "core/utf8.h"
 
 #include <cJSON.h>
 #include <stdlib.h>
@@ -59,10 +58,7 @@ static cJSON *head(const mf_srv_head *h, const char *object) {
 /* A token's text for JSON: its piece may be part of a character, whose bytes become U+FFFD here ("bytes"
  * carries them as they are).  NULL when out of memory. */
 static char *token_text(const char *piece) {
-    size_t n = strlen(piece);
-    char *s = malloc(3 * n + 1);
-    if (s) s[mf_utf8_lossy(piece, n, s)] = 0;
-    return s;
+    return mf_srv_utf8_lossy_dup(piece, strlen(piece));
 }
 
 /* {"token": text, "logprob": lp, "bytes": [the piece's bytes]} */

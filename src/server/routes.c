@@ -6,7 +6,6 @@
 #include "server/utf8.h"
 
 #include "core/core.h"
-#include "core/utf8.h"
 
 #include <cJSON.h>
 #include <stdarg.h>
@@ -226,11 +225,10 @@ static void h_detokenize(mf_server *s, const char *body, size_t len, mf_srv_answ
         } else {
             /* bytes that form no character (a piece that is part of one, where the ids end or the next id
              * does not complete it) become U+FFFD, as in generated text (JSON strings are UTF-8) */
-            char *fixed = malloc(3 * tl + 1);
+            char *fixed = mf_srv_utf8_lossy_dup(text, tl);
             if (!fixed) {
                 mf_srv_answer_error(a, 500, "server_error", "tokens", "out of memory (%zu bytes of text)", tl);
             } else {
-                fixed[mf_utf8_lossy(text, tl, fixed)] = 0;
                 cJSON *r = cJSON_CreateObject();
                 cJSON_AddStringToObject(r, "content", fixed);
                 answer_json(a, 200, r);

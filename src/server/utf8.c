@@ -3,6 +3,7 @@
 
 #include "core/utf8.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 bool mf_srv_utf8_valid(const char *str, size_t n) {
@@ -23,4 +24,10 @@ void mf_srv_utf8_clean(char *str) {
         if (r > 0) i += (size_t)r;
         else s[i++] = '?';
     }
+}
+
+char *mf_srv_utf8_lossy_dup(const char *s, size_t n) {
+    char *out = malloc(3 * n + 1); /* a U+FFFD (3 bytes) per input byte at most */
+    if (out) out[mf_utf8_lossy(s, n, out)] = 0;
+    return out;
 }

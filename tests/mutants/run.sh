@@ -131,6 +131,8 @@ for s in tokenize info backends selfcontained genmodel bench engine; do
     [ -f "tests/cli/$s.sh" ] && tests+=("tests/cli/$s.sh")
 done
 for s in tests/cli/*.sh; do
+    # mutants_list.sh checks that every search text is in the tree: in a mutated copy one never is
+    [ "$s" = tests/cli/mutants_list.sh ] && continue
     case " ${tests[*]} " in *" $s "*) ;; *) tests+=("$s") ;; esac
 done
 tests+=(build/tests/test_conformance)
