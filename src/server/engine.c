@@ -20,7 +20,6 @@
 #include "server/utf8.h"
 
 #include "core/core.h"
-#include "core/utf8.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -355,8 +354,7 @@ static const char *finish_reason(int32_t status) {
 static bool add_text(slot *sl, bool chat, const char *s, size_t n) {
     char *fixed = NULL;
     if (!mf_srv_utf8_valid(s, n)) {
-        if (!(fixed = malloc(3 * n))) return false;
-        n = mf_utf8_lossy(s, n, fixed);
+        if (!(fixed = mf_srv_utf8_lossy_dup(s, n, &n))) return false;
         s = fixed;
     }
     bool ok = chat ? mf_srv_think_push(&sl->think, s, n, &sl->content, &sl->reasoning)

@@ -3,7 +3,6 @@
 
 #include "server/utf8.h"
 
-
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +57,7 @@ static cJSON *head(const mf_srv_head *h, const char *object) {
 /* A token's text for JSON: its piece may be part of a character, whose bytes become U+FFFD here ("bytes"
  * carries them as they are).  NULL when out of memory. */
 static char *token_text(const char *piece) {
-    return mf_srv_utf8_lossy_dup(piece, strlen(piece));
+    return mf_srv_utf8_lossy_dup(piece, strlen(piece), NULL);
 }
 
 /* {"token": text, "logprob": lp, "bytes": [the piece's bytes]} */

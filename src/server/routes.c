@@ -225,7 +225,7 @@ static void h_detokenize(mf_server *s, const char *body, size_t len, mf_srv_answ
         } else {
             /* bytes that form no character (a piece that is part of one, where the ids end or the next id
              * does not complete it) become U+FFFD, as in generated text (JSON strings are UTF-8) */
-            char *fixed = mf_srv_utf8_lossy_dup(text, tl);
+            char *fixed = mf_srv_utf8_lossy_dup(text, tl, NULL);
             if (!fixed) {
                 mf_srv_answer_error(a, 500, "server_error", "tokens", "out of memory (%zu bytes of text)", tl);
             } else {
@@ -479,6 +479,7 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
     *stream_job = NULL;
     const route *hit = NULL;
     const char *allow = NULL; /* the method the path takes, when the path exists */
+    const char *what;         /* a route minfer does not serve: what it is */
     for (size_t i = 0; i < sizeof k_routes / sizeof k_routes[0]; i++) {
         if (strcmp(k_routes[i].path, url)) continue;
         allow = k_routes[i].method;
@@ -498,12 +499,12 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
             mf_srv_answer_error(a, 405, "invalid_request_error", "", "%s is not allowed on %s (use %s)", method, url,
                                 allow);
             a->hdr_name = "Allow", a->hdr_value = allow;
-        } else if (not_served(url)) {
+        } else if ((what = not_served(url))) {
             *label = "not_implemented";
             mf_srv_answer_error(a, 501, "not_supported_error", "",
                                 "minfer serves text generation; %s (%s) is not implemented: use POST "
                                 "/v1/chat/completions, /v1/completions or /completion",
-                                not_served(url), url);
+                                what, url);
         } else {
             *label = "not_found";
             mf_srv_answer_error(a, 404, "not_found_error", "",

@@ -26,8 +26,11 @@ void mf_srv_utf8_clean(char *str) {
     }
 }
 
-char *mf_srv_utf8_lossy_dup(const char *s, size_t n) {
+char *mf_srv_utf8_lossy_dup(const char *s, size_t n, size_t *len) {
     char *out = malloc(3 * n + 1); /* a U+FFFD (3 bytes) per input byte at most */
-    if (out) out[mf_utf8_lossy(s, n, out)] = 0;
+    if (!out) return NULL;
+    size_t l = mf_utf8_lossy(s, n, out);
+    out[l] = 0;
+    if (len) *len = l;
     return out;
 }

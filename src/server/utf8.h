@@ -13,8 +13,9 @@ bool mf_srv_utf8_valid(const char *s, size_t n);
 /* Replaces every byte that is not part of well-formed UTF-8 with '?', in place (for an error message of
  * fixed size that may quote what a client sent). */
 void mf_srv_utf8_clean(char *s);
-/* s[0..n) as a NUL-terminated UTF-8 copy, each maximal ill-formed subpart one U+FFFD (mf_utf8_lossy); the
- * caller frees it.  NULL when out of memory. */
-char *mf_srv_utf8_lossy_dup(const char *s, size_t n);
+/* s[0..n) as a NUL-terminated UTF-8 copy, each maximal ill-formed subpart one U+FFFD (mf_utf8_lossy), its
+ * length in *len (len may be NULL; the copy may hold NUL bytes of s); the caller frees it.  NULL when out of
+ * memory. */
+char *mf_srv_utf8_lossy_dup(const char *s, size_t n, size_t *len);
 
 #endif
