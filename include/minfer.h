@@ -125,10 +125,18 @@ void mf_detok_stream_free(mf_detok_stream *s);
 /* Chat rendering with the model's template family, recognised from tokenizer.chat_template (Qwen2.5,
  * Qwen3, plain ChatML).  A template that is not recognised, or a model without one, is refused with a
  * message naming the way out (template "chatml") - never a silent guess.  roles: "system", "user",
- * "assistant".  *out malloc'd. */
+ * "assistant", "tool" (a tool's result).  Tools and tool calls are rendered as the Qwen templates do under
+ * transformers (each tool's JSON as json.dumps writes it); plain ChatML refuses them.  *out malloc'd. */
+typedef struct {
+    const char *name;
+    const char *arguments; /* JSON text, as OpenAI's function.arguments string holds it */
+} mf_chat_tool_call;
+
 typedef struct {
     const char *role;
     const char *content;
+    const mf_chat_tool_call *tool_calls; /* an assistant turn's calls (NULL, 0: none) */
+    int32_t n_tool_calls;
 } mf_chat_message;
 
 typedef struct {
@@ -136,6 +144,9 @@ typedef struct {
     const char *template_name;  /* NULL or "auto": the model's; or "chatml", "qwen2.5", "qwen3" ("" refused) */
     int enable_thinking;        /* Qwen3's switch: -1 = template default, 0 = off, 1 = on (refused with a
                                    template that has no switch) */
+    const char *const *tools;   /* the tools the model may call: each one's JSON text, OpenAI's
+                                   {"type": "function", "function": {...}} (NULL, 0: none) */
+    int32_t n_tools;
 } mf_chat_params;
 
 mf_chat_params mf_chat_default_params(void);

@@ -4,6 +4,7 @@
  * tests/golden/tok/chat.json (Jinja renderings of the Qwen3 / Qwen2.5 / ChatML templates). */
 #include "harness.h"
 
+#include "core/pyjson.h"
 #include "gguf/gguf.h"
 #include "tok/tok.h"
 
@@ -464,7 +465,7 @@ static void test_refusals(void) {
 static void test_chat_goldens(void) {
     REQUIRE(g_chat, "tests/golden/tok/chat.json missing or not JSON");
     const cJSON *cases = cJSON_GetObjectItem(g_chat, "cases");
-    int n = 0, ok = 0;
+    int n = 0, ok = 0, n_tools = 0;
     for (const cJSON *c = cases->child; c; c = c->next) {
         const cJSON *msgs = cJSON_GetObjectItem(c, "messages");
         size_t nm = (size_t)cJSON_GetArraySize(msgs), i = 0;
@@ -474,10 +475,28 @@ static void test_chat_goldens(void) {
             m[i].content = cJSON_GetObjectItem(e, "content")->valuestring;
             const cJSON *r = cJSON_GetObjectItem(e, "reasoning_content");
             m[i].reasoning_content = cJSON_IsString(r) ? r->valuestring : NULL;
+            /* the calls as a client sends them: OpenAI's arguments string */
+            const cJSON *calls = cJSON_GetObjectItem(e, "tool_calls");
+            size_t nc = (size_t)cJSON_GetArraySize(calls), k = 0;
+            mf_chat_tool_call *tc = nc ? calloc(nc, sizeof *tc) : NULL;
+            for (const cJSON *q = calls ? calls->child : NULL; q; q = q->next, k++) {
+                const cJSON *fn = cJSON_GetObjectItem(q, "function");
+                tc[k].name = cJSON_GetObjectItem(fn, "name")->valuestring;
+                tc[k].arguments = cJSON_GetObjectItem(fn, "arguments")->valuestring;
+            }
+            m[i].tool_calls = tc, m[i].n_tool_calls = nc;
         }
+        /* the tools as the server passes them: cJSON's compact print of each definition */
+        const cJSON *tools = cJSON_GetObjectItem(c, "tools");
+        size_t nt = (size_t)cJSON_GetArraySize(tools), t = 0;
+        char **tj = nt ? calloc(nt, sizeof *tj) : NULL;
+        for (const cJSON *q = tools ? tools->child : NULL; q; q = q->next) tj[t++] = cJSON_PrintUnformatted(q);
+        n_tools += nt > 0;
         const cJSON *et = cJSON_GetObjectItem(c, "enable_thinking");
         mf_chat_opts o = {.add_generation_prompt = cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt")),
-                          .enable_thinking = cJSON_IsBool(et) ? cJSON_IsTrue(et) : -1};
+                          .enable_thinking = cJSON_IsBool(et) ? cJSON_IsTrue(et) : -1,
+                          .tools = (const char *const *)tj,
+                          .n_tools = nt};
         static const struct {
             const char *key;
             mf_chat_format f;
@@ -497,10 +516,86 @@ static void test_chat_goldens(void) {
                       want->valuestring);
             free(out);
         }
+        for (size_t q = 0; q < nm; q++) free((void *)m[q].tool_calls);
+        for (size_t q = 0; q < nt; q++) cJSON_free(tj[q]);
+        free(tj);
         free(m);
     }
-    printf("  chat renderings equal to the Jinja goldens: %d of %d\n", ok, n);
-    CHECK(n >= 100, "only %d renderings", n);
+    printf("  chat renderings equal to the Jinja goldens: %d of %d (%d cases with tools)\n", ok, n, n_tools);
+    CHECK(n >= 150 && n_tools >= 30, "only %d renderings, %d with tools", n, n_tools);
+}
+
+/* Tools reach the prompt as transformers' tojson (Python's json.dumps) writes them; the expected texts
+ * below are what json.dumps(json.loads(input), ensure_ascii=False) printed (Python 3.11). */
+static void test_pyjson_writes_what_json_dumps_writes(void) {
+    static const struct {
+        const char *in, *want;
+    } k[] = {
+        {"{\"a\":1,\"b\":[true,false,null]}", "{\"a\": 1, \"b\": [true, false, null]}"},
+        {" { \"k\" : [ 1 , 2 ] , \"e\" : { } , \"f\" : [ ] } ", "{\"k\": [1, 2], \"e\": {}, \"f\": []}"},
+        {"[-0, -0.0, 0.0, 1E2, 1.5e-3, 0.1, 1e16, 1e15, 1.25e-5, 0.0001, 123456789.125, 5e-324, "
+         "1.7976931348623157e308, 1e400, -1e400, 2.5E+3, 100000000000000000000000000001]",
+         "[0, -0.0, 0.0, 100.0, 0.0015, 0.1, 1e+16, 1000000000000000.0, 1.25e-05, 0.0001, 123456789.125, 5e-324, "
+         "1.7976931348623157e+308, Infinity, -Infinity, 2500.0, 100000000000000000000000000001]"},
+        {"\"\\u00e9\\/\\ud83d\\ude00 \\u0000\\u001f\\u007f\\b\\f\\n\\r\\t\\\"\\\\ \\u2028\"",
+         "\"\xc3\xa9/\xf0\x9f\x98\x80 \\u0000\\u001f\x7f\\b\\f\\n\\r\\t\\\"\\\\ \xe2\x80\xa8\""},
+        {"\"\xc3\xa9 \xf0\x9f\x98\x80 </tools>\"", "\"\xc3\xa9 \xf0\x9f\x98\x80 </tools>\""},
+        {"\"\\ud800 lone\"", "\"\\ud800 lone\""}, /* Python holds a lone surrogate; it has no UTF-8 */
+    };
+    for (size_t i = 0; i < MF_ARRAY_LEN(k); i++) {
+        char *out = NULL;
+        size_t n = 0;
+        mf_error err = {0};
+        CHECK(mf_pyjson(k[i].in, strlen(k[i].in), &out, &n, &err) == 0, "%zu: %s", i, err.msg);
+        CHECK(out && !strcmp(out, k[i].want) && n == strlen(k[i].want), "%zu:\n    got  %s\n    want %s", i, out,
+              k[i].want);
+        free(out);
+    }
+    static const char *const bad[] = {"", "{\"a\":", "[1,]", "\"\\x\"", "01", "1.", "\"\x01\"", "[1 2]", "{\"a\" 1}",
+                                      "nul", "\"abc", "\"\xff\"", "1 2", "{\"a\":1,}", "-", "\"\\u12\"", "{1:2}"};
+    for (size_t i = 0; i < MF_ARRAY_LEN(bad); i++) {
+        char *out = NULL;
+        mf_error err = {0};
+        CHECK(mf_pyjson(bad[i], strlen(bad[i]), &out, NULL, &err) == MF_E_INVAL && !out && strstr(err.msg, "at byte"),
+              "'%s' must be refused: %s", bad[i], err.msg);
+    }
+    char deep[600]; /* nesting is bounded: a hostile request cannot recurse the stack away */
+    memset(deep, '[', 300), memset(deep + 300, ']', 300);
+    char *out = NULL;
+    mf_error err = {0};
+    CHECK(mf_pyjson(deep, 600, &out, NULL, &err) == MF_E_INVAL && strstr(err.msg, "256 levels"), "%s", err.msg);
+}
+
+/* Plain ChatML has no tool format: tools and calls are refused there, never dropped; a tool or arguments
+ * that are not JSON are refused with where. */
+static void test_chat_tools_refused_where_not_rendered(void) {
+    mf_chat_tool_call call = {.name = "f", .arguments = "{\"x\": 1}"};
+    mf_chat_msg m[2] = {{.role = "user", .content = "hi"},
+                        {.role = "assistant", .content = "", .tool_calls = &call, .n_tool_calls = 1}};
+    const char *tools[] = {"{\"type\":\"function\",\"function\":{\"name\":\"f\"}}"};
+    mf_chat_opts o = {.add_generation_prompt = true, .enable_thinking = -1, .tools = tools, .n_tools = 1};
+    char *out = NULL;
+    mf_error err = {0};
+    CHECK(mf_chat_render(MF_CHAT_CHATML, m, 1, &o, &out, NULL, &err) == MF_E_UNSUPPORTED && strstr(err.msg, "tools") &&
+              !out,
+          "chatml with tools: %s", err.msg);
+    mf_chat_opts plain = {.add_generation_prompt = true, .enable_thinking = -1};
+    CHECK(mf_chat_render(MF_CHAT_CHATML, m, 2, &plain, &out, NULL, &err) == MF_E_UNSUPPORTED &&
+              strstr(err.msg, "tool calls"),
+          "chatml with a call: %s", err.msg);
+    const char *broken[] = {"{\"type\":\"function\",}"};
+    o.tools = broken;
+    for (int f = 0; f < 2; f++) {
+        mf_chat_format fmt = f ? MF_CHAT_QWEN3 : MF_CHAT_QWEN25;
+        CHECK(mf_chat_render(fmt, m, 1, &o, &out, NULL, &err) == MF_E_INVAL && strstr(err.msg, "tool 0") &&
+                  strstr(err.msg, "at byte 19"),
+              "broken tool: %s", err.msg);
+        call.arguments = "{x: 1}";
+        CHECK(mf_chat_render(fmt, m, 2, &plain, &out, NULL, &err) == MF_E_INVAL &&
+                  strstr(err.msg, "message 1, tool call 0, arguments"),
+              "broken arguments: %s", err.msg);
+        call.arguments = "{\"x\": 1}";
+    }
 }
 
 static void test_chat_detect(void) {
@@ -537,7 +632,7 @@ static void test_chat_detect(void) {
     CHECK(mf_chat_format_parse("qwen2.5", &f, &err) == 0 && f == MF_CHAT_QWEN25, "parse qwen2.5");
     CHECK(mf_chat_format_parse("qwen3", &f, &err) == 0 && f == MF_CHAT_QWEN3, "parse qwen3");
     CHECK(mf_chat_format_parse("llama3", &f, &err) == MF_E_INVAL && strstr(err.msg, "chatml"), "parse unknown: %s", err.msg);
-    mf_chat_msg m = {"user", "hi", NULL};
+    mf_chat_msg m = {.role = "user", .content = "hi"};
     char *out = NULL;
     CHECK(mf_chat_render(MF_CHAT_AUTO, &m, 1, NULL, &out, NULL, &err) == MF_E_INVAL, "auto must be resolved first");
     CHECK(mf_chat_render(MF_CHAT_QWEN3, &m, 0, NULL, &out, NULL, &err) == MF_E_INVAL, "no messages");
@@ -598,6 +693,8 @@ int main(void) {
     RUN(test_invalid_utf8);
     RUN(test_refusals);
     RUN(test_chat_goldens);
+    RUN(test_pyjson_writes_what_json_dumps_writes);
+    RUN(test_chat_tools_refused_where_not_rendered);
     RUN(test_chat_detect);
     RUN(test_long_text);
     mf_tok_free(g_tok);

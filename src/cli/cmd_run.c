@@ -219,8 +219,8 @@ int mf_cmd_run(int argc, char **argv) {
         if (chat) {
             mf_chat_message msgs[2];
             int nm = 0;
-            if (system) msgs[nm++] = (mf_chat_message){"system", system};
-            msgs[nm++] = (mf_chat_message){"user", text};
+            if (system) msgs[nm++] = (mf_chat_message){.role = "system", .content = system};
+            msgs[nm++] = (mf_chat_message){.role = "user", .content = text};
             mf_chat_params cp = mf_chat_default_params();
             cp.template_name = chat_template;
             cp.enable_thinking = think;

@@ -109,7 +109,7 @@ int32_t mf_conv_n_turns(const mf_conv *c) {
 static int render(mf_conv *c, int32_t n, bool add_generation_prompt, char **out, mf_error *err) {
     mf_chat_message *v = malloc(sizeof *v * (size_t)MF_MAX(n, 1));
     if (!v) return mf_err(err, MF_E_NOMEM, "conversation: out of memory");
-    for (int32_t i = 0; i < n; i++) v[i] = (mf_chat_message){c->m[i].role, c->m[i].content};
+    for (int32_t i = 0; i < n; i++) v[i] = (mf_chat_message){.role = c->m[i].role, .content = c->m[i].content};
     mf_chat_params cp = c->p.chat;
     cp.add_generation_prompt = add_generation_prompt;
     int rc = mf_chat_apply_with(c->model, v, n, &cp, out, err);
@@ -325,8 +325,8 @@ int mf_conv_user(mf_conv *c, const char *text, mf_conv_turn *info, mf_error *err
         if (cut_to < 0 && u0 >= 0) { /* every earlier turn goes: start over after the system part */
             mf_chat_message v[2];
             int32_t nv = 0;
-            if (c->system) v[nv++] = (mf_chat_message){"system", c->system};
-            v[nv++] = (mf_chat_message){"user", c->m[me].content};
+            if (c->system) v[nv++] = (mf_chat_message){.role = "system", .content = c->system};
+            v[nv++] = (mf_chat_message){.role = "user", .content = c->m[me].content};
             mf_chat_params cp = c->p.chat;
             cp.add_generation_prompt = true;
             if ((rc = mf_chat_apply_with(c->model, v, nv, &cp, &f2, err))) goto undo;

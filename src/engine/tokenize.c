@@ -108,8 +108,13 @@ int mf_chat_apply_with(const mf_model *model, const mf_chat_message *msgs, int32
     for (int32_t i = 0; i < n_msgs; i++) {
         m[i].role = msgs[i].role;
         m[i].content = msgs[i].content;
+        m[i].tool_calls = msgs[i].tool_calls;
+        m[i].n_tool_calls = (size_t)MF_MAX(msgs[i].n_tool_calls, 0);
     }
-    mf_chat_opts opts = {.add_generation_prompt = p.add_generation_prompt, .enable_thinking = p.enable_thinking};
+    mf_chat_opts opts = {.add_generation_prompt = p.add_generation_prompt,
+                         .enable_thinking = p.enable_thinking,
+                         .tools = p.tools,
+                         .n_tools = (size_t)MF_MAX(p.n_tools, 0)};
     size_t len = 0;
     rc = mf_chat_render(fmt, m, (size_t)MF_MAX(n_msgs, 0), &opts, out, &len, err);
     free(m);

@@ -1,7 +1,8 @@
 /* Chat templates: recognise the model's Jinja template and render ChatML exactly as the Qwen2.5 and
  * Qwen3 templates do (system/user/assistant/tool turns, Qwen3 <think> handling, the generation prompt,
- * enable_thinking).  Tool definitions and tool_calls are not rendered here. */
+ * enable_thinking, tool definitions in the system turn and an assistant's tool calls). */
 #include "tok/tok_impl.h"
+#include "core/pyjson.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,48 @@ int mf_chat_detect(const char *tmpl, size_t len, mf_chat_format *out, mf_error *
                   len, (int)MF_MIN(len, 40), tmpl);
 }
 
+/* JSON text as the template's tojson writes it (transformers' json.dumps). */
+static int sb_pyjson(sbuf *b, const char *json, mf_error *err) {
+    char *t = NULL;
+    size_t n = 0;
+    int rc = mf_pyjson(json, strlen(json), &t, &n, err);
+    if (!rc) sb_put(b, t, n);
+    free(t);
+    return rc;
+}
+
+static const char k_tools_head[] = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                                   "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+static const char k_tools_tail[] =
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}\n</tool_call><|im_end|>\n";
+
+/* The system turn that presents the tools (both templates): the system prompt, if any, a blank line, the
+ * tools. */
+static int tools_turn(sbuf *b, const char *intro, const mf_chat_opts *o, mf_error *err) {
+    sb_cat(b, "<|im_start|>system\n");
+    if (intro) sb_cat(b, intro), sb_cat(b, "\n\n");
+    sb_cat(b, k_tools_head);
+    for (size_t t = 0; t < o->n_tools; t++) {
+        sb_cat(b, "\n");
+        int rc = sb_pyjson(b, o->tools[t], err);
+        if (rc) return mf_err_prefix(err, rc, "chat render: tool %zu", t);
+    }
+    sb_cat(b, k_tools_tail);
+    return 0;
+}
+
+/* One call as both templates write it; Qwen2.5 writes `arguments | tojson` of the parsed object, Qwen3 the
+ * string as it is (its `arguments is string` branch). */
+static void tool_call(sbuf *b, const mf_chat_tool_call *c, const char *args_text) {
+    sb_cat(b, "<tool_call>\n{\"name\": \"");
+    sb_cat(b, c->name);
+    sb_cat(b, "\", \"arguments\": ");
+    sb_cat(b, args_text);
+    sb_cat(b, "}\n</tool_call>");
+}
+
 static void tool_turn(sbuf *b, const mf_chat_msg *m, size_t i, size_t n) {
     if (i == 0 || !is_role(&m[i - 1], "tool")) sb_cat(b, "<|im_start|>user");
     sb_cat(b, "\n<tool_response>\n");
@@ -154,8 +197,13 @@ static void plain_turn(sbuf *b, const char *role, const char *content) {
     sb_cat(b, "<|im_end|>\n");
 }
 
-static void render_qwen3(sbuf *b, const mf_chat_msg *m, size_t n, const mf_chat_opts *o) {
-    if (is_role(&m[0], "system")) plain_turn(b, "system", m[0].content);
+static int render_qwen3(sbuf *b, const mf_chat_msg *m, size_t n, const mf_chat_opts *o, mf_error *err) {
+    int rc;
+    if (o->n_tools) {
+        if ((rc = tools_turn(b, is_role(&m[0], "system") ? m[0].content : NULL, o, err))) return rc;
+    } else if (is_role(&m[0], "system")) {
+        plain_turn(b, "system", m[0].content);
+    }
     /* the last user turn that is not a tool response wrapper */
     size_t last_query = n - 1;
     for (size_t k = n; k-- > 0;)
@@ -177,14 +225,19 @@ static void render_qwen3(sbuf *b, const mf_chat_msg *m, size_t n, const mf_chat_
                 reasoning = sp_lstrip_nl(sp_after_last(sp_rstrip_nl(sp_before_first(full, "</think>")), "<think>"));
             }
             sb_cat(b, "<|im_start|>assistant\n");
+            span shown = content;
             if (i > last_query && (i + 1 == n || reasoning.n)) {
                 span r = sp_rstrip_nl(sp_lstrip_nl(reasoning));
                 sb_cat(b, "<think>\n");
                 sb_put(b, r.p, r.n);
                 sb_cat(b, "\n</think>\n\n");
-                content = sp_lstrip_nl(content);
+                shown = sp_lstrip_nl(content);
             }
-            sb_put(b, content.p, content.n);
+            sb_put(b, shown.p, shown.n);
+            for (size_t k = 0; k < m[i].n_tool_calls; k++) {
+                if (k > 0 || content.n) sb_cat(b, "\n"); /* the template tests content before its lstrip */
+                tool_call(b, &m[i].tool_calls[k], m[i].tool_calls[k].arguments);
+            }
             sb_cat(b, "<|im_end|>\n");
         } else if (is_role(&m[i], "tool")) {
             tool_turn(b, m, i, n);
@@ -194,18 +247,45 @@ static void render_qwen3(sbuf *b, const mf_chat_msg *m, size_t n, const mf_chat_
         sb_cat(b, "<|im_start|>assistant\n");
         if (o->enable_thinking == 0) sb_cat(b, "<think>\n\n</think>\n\n");
     }
+    return 0;
 }
 
-static void render_qwen25(sbuf *b, const mf_chat_msg *m, size_t n, const mf_chat_opts *o) {
-    if (is_role(&m[0], "system")) plain_turn(b, "system", m[0].content);
-    else sb_cat(b, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n");
+static const char k_qwen25_system[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
+static int qwen25_calls(sbuf *b, const mf_chat_msg *msg, size_t i, mf_error *err) {
+    sb_cat(b, "<|im_start|>assistant");
+    if (*msg->content) sb_cat(b, "\n"), sb_cat(b, msg->content);
+    for (size_t k = 0; k < msg->n_tool_calls; k++) {
+        char *args = NULL;
+        int rc = mf_pyjson(msg->tool_calls[k].arguments, strlen(msg->tool_calls[k].arguments), &args, NULL, err);
+        if (rc) return mf_err_prefix(err, rc, "chat render: message %zu, tool call %zu, arguments", i, k);
+        sb_cat(b, "\n");
+        tool_call(b, &msg->tool_calls[k], args);
+        free(args);
+    }
+    sb_cat(b, "<|im_end|>\n");
+    return 0;
+}
+
+static int render_qwen25(sbuf *b, const mf_chat_msg *m, size_t n, const mf_chat_opts *o, mf_error *err) {
+    int rc;
+    bool sys = is_role(&m[0], "system");
+    if (o->n_tools) {
+        if ((rc = tools_turn(b, sys ? m[0].content : k_qwen25_system, o, err))) return rc;
+    } else {
+        plain_turn(b, "system", sys ? m[0].content : k_qwen25_system);
+    }
     for (size_t i = 0; i < n; i++) {
-        if (is_role(&m[i], "user") || (is_role(&m[i], "system") && i > 0) || is_role(&m[i], "assistant"))
+        if (is_role(&m[i], "assistant") && m[i].n_tool_calls) {
+            if ((rc = qwen25_calls(b, &m[i], i, err))) return rc;
+        } else if (is_role(&m[i], "user") || (is_role(&m[i], "system") && i > 0) || is_role(&m[i], "assistant")) {
             plain_turn(b, m[i].role, m[i].content);
-        else if (is_role(&m[i], "tool"))
+        } else if (is_role(&m[i], "tool")) {
             tool_turn(b, m, i, n);
+        }
     }
     if (o->add_generation_prompt) sb_cat(b, "<|im_start|>assistant\n");
+    return 0;
 }
 
 static void render_chatml(sbuf *b, const mf_chat_msg *m, size_t n, const mf_chat_opts *o) {
@@ -224,12 +304,38 @@ int mf_chat_render(mf_chat_format f, const mf_chat_msg *msgs, size_t n, const mf
             return mf_err(err, MF_E_INVAL, "chat render: message %zu has no %s", i, msgs[i].role ? "content" : "role");
     mf_chat_opts def = {.add_generation_prompt = true, .enable_thinking = -1};
     if (!opts) opts = &def;
+    size_t n_calls = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < msgs[i].n_tool_calls; k++) {
+            const mf_chat_tool_call *c = &msgs[i].tool_calls[k];
+            if (!c->name || !c->arguments)
+                return mf_err(err, MF_E_INVAL, "chat render: message %zu, tool call %zu has no %s", i, k,
+                              c->name ? "arguments" : "name");
+            char *t = NULL; /* Qwen3 writes the text as it is, but both templates are given JSON only */
+            int rc = mf_pyjson(c->arguments, strlen(c->arguments), &t, NULL, err);
+            free(t);
+            if (rc) return mf_err_prefix(err, rc, "chat render: message %zu, tool call %zu, arguments", i, k);
+        }
+        n_calls += msgs[i].n_tool_calls;
+    }
+    for (size_t t = 0; t < opts->n_tools; t++)
+        if (!opts->tools[t]) return mf_err(err, MF_E_INVAL, "chat render: tool %zu is NULL", t);
+    if (f == MF_CHAT_CHATML && (opts->n_tools || n_calls))
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "plain ChatML has no way to present %s; tool calling needs the model's own Qwen2.5 or Qwen3 "
+                      "template (--chat-template qwen2.5 or qwen3)",
+                      opts->n_tools ? "tools" : "tool calls");
     sbuf b = {0};
     sb_put(&b, "", 0);
+    int rc = 0;
     switch (f) {
-    case MF_CHAT_QWEN3: render_qwen3(&b, msgs, n, opts); break;
-    case MF_CHAT_QWEN25: render_qwen25(&b, msgs, n, opts); break;
+    case MF_CHAT_QWEN3: rc = render_qwen3(&b, msgs, n, opts, err); break;
+    case MF_CHAT_QWEN25: rc = render_qwen25(&b, msgs, n, opts, err); break;
     default: render_chatml(&b, msgs, n, opts); break;
+    }
+    if (rc) {
+        free(b.p);
+        return rc;
     }
     if (b.oom) {
         free(b.p);

@@ -134,11 +134,15 @@ typedef struct {
     const char *role;              /* "system", "user", "assistant", "tool" */
     const char *content;           /* NUL-terminated */
     const char *reasoning_content; /* Qwen3 only; NULL = not given */
+    const mf_chat_tool_call *tool_calls; /* an assistant turn's calls (name, arguments as JSON text) */
+    size_t n_tool_calls;
 } mf_chat_msg;
 
 typedef struct {
     bool add_generation_prompt;
     int enable_thinking; /* -1 = not given (template default), 0 = false, 1 = true */
+    const char *const *tools; /* each tool's definition as JSON text; written as transformers' tojson does */
+    size_t n_tools;
 } mf_chat_opts;
 
 /* "auto", "chatml", "qwen2.5" (also "qwen25"), "qwen3" */
@@ -147,7 +151,9 @@ const char *mf_chat_format_name(mf_chat_format f);
 /* Recognise a Jinja chat template.  NULL/empty or unknown -> MF_E_UNSUPPORTED whose message names
  * the way out (--chat-template chatml). */
 int mf_chat_detect(const char *tmpl, size_t len, mf_chat_format *out, mf_error *err);
-/* Renders exactly what the model's Jinja template renders for these messages (no tools).
+/* Renders exactly what the model's Jinja template renders for these messages, tools and tool calls (Qwen2.5
+ * writes a call's arguments as tojson of the parsed JSON, Qwen3 as the text given; plain ChatML refuses
+ * tools and calls with MF_E_UNSUPPORTED, a tool or arguments that are not JSON are MF_E_INVAL).
  * format must not be MF_CHAT_AUTO (resolve it with mf_chat_detect first).  *out malloc'd. */
 int mf_chat_render(mf_chat_format f, const mf_chat_msg *msgs, size_t n, const mf_chat_opts *opts, char **out,
                    size_t *out_len, mf_error *err);

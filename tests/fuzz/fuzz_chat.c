@@ -7,11 +7,14 @@
  *   bit  5     pass opts = NULL (the defaults)
  *   bit  6     also run mf_chat_detect and mf_chat_format_parse on the conversation bytes, as a template
  *              text that is not NUL-terminated (the API takes a length) and as a name
+ *   bit  7     tools: the first message's content is also the one tool's JSON, and every assistant turn
+ *              calls "f" with its reasoning_content (or its content) as the arguments' JSON
  * Messages are separated by 0x1E.  A message's first byte picks the role (system, user, assistant,
  * tool, an unknown role named by the bytes up to 0x1D, or no role at all, which must be refused); the
  * content follows; after a 0x1F comes the reasoning_content (absent without one).
  *
- * Checked: the refusals (no messages, auto, a NULL role) happen and say why; a rendering's length is
+ * Checked: the refusals (no messages, auto, a NULL role; tools: ChatML, text that is not JSON) happen and
+ * say why; with tools, a rendering holds the tools block; a rendering's length is
  * its strlen; ChatML is exactly its definition; in every format each user turn appears verbatim as
  * "<|im_start|>user\n" content "<|im_end|>\n"; the generation prompt closes the text when asked. */
 #include "fuzz.h"
@@ -74,6 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if ((o >> 6) & 1) detect_and_parse(p, (size_t)(end - p));
 
     mf_chat_msg msgs[MAX_MSGS];
+    mf_chat_tool_call calls[MAX_MSGS];
+    bool tools = (o >> 7) & 1 && !null_opts;
     char *owned[3 * MAX_MSGS];
     size_t n = 0, n_owned = 0;
     bool null_role = false;
@@ -95,8 +100,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const uint8_t *sep = memchr(q, 0x1F, (size_t)(e - q));
         m->content = owned[n_owned++] = dup_n(q, (size_t)((sep ? sep : e) - q));
         if (sep) m->reasoning_content = owned[n_owned++] = dup_n(sep + 1, (size_t)(e - sep - 1));
+        if (tools && m->role == roles[2]) {
+            calls[n - 1] = (mf_chat_tool_call){.name = "f", .arguments = sep ? m->reasoning_content : m->content};
+            m->tool_calls = &calls[n - 1], m->n_tool_calls = 1;
+        }
         p = e < end ? e + 1 : end;
     }
+    if (tools && n) opts.tools = (const char *const *)&msgs[0].content, opts.n_tools = 1;
 
     char *out = NULL;
     size_t len = 0;
@@ -104,6 +114,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rc = mf_chat_render(fmt, msgs, n, null_opts ? NULL : &opts, &out, &len, &err);
     if (fmt == MF_CHAT_AUTO || n == 0 || null_role) {
         FAIL_IF(rc != MF_E_INVAL || out != NULL || !err.msg[0]);
+        goto done;
+    }
+    if (tools) { /* refused (ChatML, not JSON) with a reason, or rendered with the tools block */
+        FAIL_IF(rc && (out != NULL || !err.msg[0] || (rc != MF_E_INVAL && rc != MF_E_UNSUPPORTED)));
+        FAIL_IF(fmt == MF_CHAT_CHATML && rc != MF_E_UNSUPPORTED);
+        FAIL_IF(!rc && (!out || strlen(out) != len || !strstr(out, "\n<tools>\n") || !strstr(out, "</tools>")));
         goto done;
     }
     FAIL_IF(rc != 0 || !out);

