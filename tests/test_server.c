@@ -10,6 +10,7 @@
 #include "server/request.h"
 #include "server/respond.h"
 #include "server/think.h"
+#include "server/toolcall.h"
 
 #include <cJSON.h>
 
@@ -77,7 +78,8 @@ static void test_bad_requests_name_field_and_value(void) {
         {MF_SRV_CHAT, "{\"messages\":\"hi\"}", "messages", "array"},
         {MF_SRV_CHAT, "{\"messages\":[]}", "messages", "at least one"},
         {MF_SRV_CHAT, "{\"messages\":[1]}", "messages[0]", "object"},
-        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "messages[0].role", "'tool'"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"function\",\"content\":\"x\"}]}", "messages[0].role",
+         "'function'"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[0].content", "a number"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}",
          "messages[0].content", "image_url"},
@@ -98,7 +100,43 @@ static void test_bad_requests_name_field_and_value(void) {
          "logprobs"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"seed\":1e18}", "seed", "1e+18"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\"}]}",
-         "tools", "not supported"},
+         "tools[0]", "non-empty string 'name'"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":{}}", "tools", "array"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"web_search\"}]}",
+         "tools[0]", "\"function\""},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\",\"function\":"
+         "{\"name\":\"f\",\"parameters\":[]}}]}",
+         "tools[0]", "JSON Schema object"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\"}", "tool_choice",
+         "constrained decoding"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":{\"type\":\"function\",\"function\":"
+         "{\"name\":\"f\"}}}",
+         "tool_choice", "naming a function"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"sometimes\"}", "tool_choice",
+         "\"auto\", \"none\""},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"parallel_tool_calls\":1}",
+         "parallel_tool_calls", "boolean"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"functions\":[{\"name\":\"f\"}]}",
+         "functions", "as 'tools'"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[{\"function\":{\"name\":\"f\","
+         "\"arguments\":\"{}\"}}]}]}",
+         "messages[0].tool_calls", "only assistant turns"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{\"name\":\"f\"}}]}]}",
+         "messages[0].tool_calls[0]", "\"arguments\": string"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{\"name\":\"f\","
+         "\"arguments\":\"{city: 1}\"}}]}]}",
+         "messages[0].tool_calls[0]", "must hold JSON text"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"type\":\"custom\",\"function\":{\"name\":"
+         "\"f\",\"arguments\":\"{}\"}}]}]}",
+         "messages[0].tool_calls[0]", "\"function\""},
+        {MF_SRV_COMPLETION,
+         "{\"prompt\":\"x\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}", "tools",
+         "/v1/chat/completions"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"}}",
          "response_format", "not supported"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"1\":5}}", "logit_bias",
@@ -271,6 +309,113 @@ static void test_think_split_across_pieces(void) {
     free(c), free(r);
 }
 
+/* The tools as sent reach the renderer in order, as compact JSON; a turn's calls and a tool's result too.
+ * tool_choice "none" offers no tools; parallel_tool_calls is read. */
+static void test_tools_and_calls_are_read(void) {
+    mf_srv_req r;
+    mf_srv_err e = {0};
+    const char *body =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"w?\"},{\"role\":\"assistant\",\"content\":null,"
+        "\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":"
+        "\"{\\\"city\\\": \\\"Paris\\\"}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"21\"}],"
+        "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":"
+        "\"object\"}}},{\"type\":\"function\",\"function\":{\"name\":\"now\"}}],\"parallel_tool_calls\":false}";
+    REQUIRE(parse(MF_SRV_CHAT, body, &r, &e) == 0, "%s", e.msg);
+    CHECK(r.n_tools == 2 &&
+              !strcmp(r.tools[0], "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":"
+                                  "{\"type\":\"object\"}}}") &&
+              !strcmp(r.tools[1], "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}"),
+          "tools: %d", r.n_tools);
+    CHECK(!r.parallel_tool_calls, "parallel_tool_calls false");
+    CHECK(r.n_msgs == 3 && !strcmp(r.msgs[1].role, "assistant") && !strcmp(r.msgs[1].content, "") &&
+              r.msgs[1].n_tool_calls == 1 && !strcmp(r.msgs[1].tool_calls[0].name, "get_weather") &&
+              !strcmp(r.msgs[1].tool_calls[0].arguments, "{\"city\": \"Paris\"}"),
+          "the assistant's call");
+    CHECK(!strcmp(r.msgs[2].role, "tool") && !strcmp(r.msgs[2].content, "21"), "the tool's result");
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_CHAT,
+                  "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"none\",\"tools\":[{"
+                  "\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}",
+                  &r, &e) == 0,
+            "%s", e.msg);
+    CHECK(r.n_tools == 0 && r.parallel_tool_calls, "tool_choice none offers nothing; parallel calls by default");
+    mf_srv_req_free(&r);
+}
+
+typedef struct {
+    char *content;
+    mf_srv_tools t;
+} split_out;
+
+static split_out split_calls(const char *const *pieces, int n, bool single) {
+    split_out o = {0};
+    mf_srv_buf c = {0};
+    o.t.single = single;
+    for (int i = 0; i < n; i++) mf_srv_tools_push(&o.t, pieces[i], strlen(pieces[i]), &c);
+    mf_srv_tools_flush(&o.t, &c);
+    mf_srv_buf_add(&c, "", 0);
+    o.content = c.s;
+    return o;
+}
+
+/* The answer split into content and calls is the same whatever the pieces it arrives in (a stream's
+ * deltas join to the whole answer's content); blanks around calls go, text the model wrote stays. */
+static void test_tool_calls_split_out_of_any_pieces(void) {
+    static const struct {
+        const char *text, *content;
+        int n_calls;
+        const char *name0, *args0, *args1;
+    } k[] = {
+        {"Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"n\": [1, "
+         "2.5]}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n",
+         "Let me check.", 2, "get_weather", "{\"city\": \"Paris\", \"n\": [1, 2.5]}", "{}"},
+        /* a close tag inside the arguments ends the call early: not JSON, so all of it stays text */
+        {"<tool_call>\n{\"name\":\"f\",\"arguments\":{\"a\":\"</tool_call>\"}}\n</tool_call>",
+         "<tool_call>\n{\"name\":\"f\",\"arguments\":{\"a\":\"</tool_call>\"}}\n</tool_call>", 0, NULL, NULL, NULL},
+        {"<tool_call>\n{\"name\": \"f\", \"arguments\": \"{\\\"x\\\": 1}\"}\n</tool_call>", "", 1, "f", "{\"x\": 1}",
+         NULL},
+        {"plain answer, no calls \n\n", "plain answer, no calls \n\n", 0, NULL, NULL, NULL},
+        {"a <tool_call\nnot a tag", "a <tool_call\nnot a tag", 0, NULL, NULL, NULL},
+        {"x\n<tool_call>\nnot json\n</tool_call>\ny", "x\n<tool_call>\nnot json\n</tool_call>\ny", 0, NULL, NULL, NULL},
+        {"<tool_call>\n{\"arguments\": {}}\n</tool_call>", "<tool_call>\n{\"arguments\": {}}\n</tool_call>", 0, NULL,
+         NULL, NULL},
+        {"cut short <tool_call>\n{\"name\": \"f\", \"argu", "cut short <tool_call>\n{\"name\": \"f\", \"argu", 0, NULL,
+         NULL, NULL},
+        {"<tool_call>{\"name\":\"f\",\"arguments\":{\"q\":\"\\u00e9\"}}</tool_call> then text <tool",
+         " then text <tool", 1, "f", "{\"q\": \"\xc3\xa9\"}", NULL},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        const char *whole[] = {k[i].text};
+        split_out w = split_calls(whole, 1, false);
+        CHECK(!strcmp(w.content, k[i].content), "case %zu content '%s', want '%s'", i, w.content, k[i].content);
+        CHECK(w.t.n_calls == k[i].n_calls, "case %zu: %d calls, want %d", i, w.t.n_calls, k[i].n_calls);
+        if (k[i].n_calls && w.t.n_calls == k[i].n_calls) {
+            CHECK(!strcmp(w.t.calls[0].name, k[i].name0) && !strcmp(w.t.calls[0].arguments, k[i].args0),
+                  "case %zu call 0: %s %s", i, w.t.calls[0].name, w.t.calls[0].arguments);
+            if (k[i].args1) CHECK(!strcmp(w.t.calls[1].arguments, k[i].args1), "case %zu call 1", i);
+        }
+        /* byte by byte, and cut at every place into two pieces: the same */
+        size_t len = strlen(k[i].text);
+        for (size_t cut = 0; cut <= len; cut++) {
+            char *a = strndup(k[i].text, cut);
+            const char *two[] = {a, k[i].text + cut};
+            split_out p = split_calls(two, 2, false);
+            CHECK(!strcmp(p.content, w.content) && p.t.n_calls == w.t.n_calls, "case %zu cut at %zu: '%s'", i, cut,
+                  p.content);
+            for (int32_t q = 0; q < p.t.n_calls && q < w.t.n_calls; q++)
+                CHECK(!strcmp(p.t.calls[q].arguments, w.t.calls[q].arguments), "case %zu cut %zu call %d", i, cut, q);
+            free(p.content), mf_srv_tools_free(&p.t), free(a);
+        }
+        free(w.content), mf_srv_tools_free(&w.t);
+    }
+    /* parallel_tool_calls false: the first call only */
+    const char *two_calls[] = {k[0].text};
+    split_out s1 = split_calls(two_calls, 1, true);
+    CHECK(s1.t.n_calls == 1 && !strcmp(s1.t.calls[0].name, "get_weather") && !strcmp(s1.content, "Let me check."),
+          "single: %d calls, '%s'", s1.t.n_calls, s1.content);
+    free(s1.content), mf_srv_tools_free(&s1.t);
+}
+
 static cJSON *parsed(char *s) {
     cJSON *o = cJSON_Parse(s);
     free(s);
@@ -279,7 +424,7 @@ static cJSON *parsed(char *s) {
 
 static void test_response_shapes_match_openai(void) {
     mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
-    mf_srv_choice ch = {"hi", "hmm", "stop", NULL, 0};
+    mf_srv_choice ch = {.content = "hi", .reasoning = "hmm", .finish_reason = "stop"};
     mf_srv_usage u = {.prompt_tokens = 5, .completion_tokens = 2, .cached_tokens = 3};
     cJSON *o = parsed(mf_srv_final_json(&h, &ch, 1, &u));
     REQUIRE(o, "final is JSON");
@@ -302,7 +447,7 @@ static void test_response_shapes_match_openai(void) {
     cJSON *us = cJSON_GetObjectItem(o, "usage");
     CHECK(cJSON_GetObjectItem(us, "total_tokens")->valueint == 7, "usage total");
     cJSON_Delete(o);
-    o = parsed(mf_srv_chunk_json(&h, 0, true, "", NULL, NULL, NULL, 0));
+    o = parsed(mf_srv_chunk_json(&h, 0, true, "", NULL, NULL, NULL, NULL, 0));
     REQUIRE(o, "chunk is JSON");
     c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
     CHECK(!strcmp(cJSON_GetObjectItem(o, "object")->valuestring, "chat.completion.chunk"), "chunk object");
@@ -330,13 +475,50 @@ static void test_response_shapes_match_openai(void) {
 
 /* A piece that is part of a character: its "token" is U+FFFD (JSON text is UTF-8) and its "bytes" the piece,
  * as OpenAI gives them, so a client can join the bytes of consecutive tokens into the character. */
+/* An answer with calls: content null when it made calls only, OpenAI's tool_calls (id, type, function with
+ * the arguments as a JSON string), finish_reason as given; a stream's delta carries each call's index. */
+static void test_tool_call_answers_match_openai(void) {
+    mf_srv_tool_call tc[2] = {{"get_weather", "{\"city\": \"Paris\"}"}, {"now", "{}"}};
+    mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
+    mf_srv_choice ch = {.content = "", .finish_reason = "tool_calls", .calls = {tc, 0, 2, 0xabcdefull}};
+    mf_srv_usage u = {.prompt_tokens = 5, .completion_tokens = 2};
+    cJSON *o = parsed(mf_srv_final_json(&h, &ch, 1, &u));
+    cJSON *c0 = o ? cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0) : NULL;
+    cJSON *msg = cJSON_GetObjectItem(c0, "message"), *calls = cJSON_GetObjectItem(msg, "tool_calls");
+    REQUIRE(msg && cJSON_GetArraySize(calls) == 2, "two calls in the message");
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(msg, "content")), "content null with calls only");
+    cJSON *q = cJSON_GetArrayItem(calls, 1), *fn = cJSON_GetObjectItem(q, "function");
+    CHECK(!strcmp(cJSON_GetObjectItem(q, "id")->valuestring, "call_0000000000abcdef_1") &&
+              !strcmp(cJSON_GetObjectItem(q, "type")->valuestring, "function") && !cJSON_GetObjectItem(q, "index") &&
+              !strcmp(cJSON_GetObjectItem(fn, "name")->valuestring, "now") &&
+              !strcmp(cJSON_GetObjectItem(fn, "arguments")->valuestring, "{}"),
+          "call 1's shape");
+    CHECK(!strcmp(cJSON_GetObjectItem(c0, "finish_reason")->valuestring, "tool_calls"), "finish_reason");
+    cJSON_Delete(o);
+    ch.content = "Let me check.";
+    o = parsed(mf_srv_final_json(&h, &ch, 1, &u));
+    msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "message");
+    CHECK(msg && !strcmp(cJSON_GetObjectItem(msg, "content")->valuestring, "Let me check."), "content kept beside calls");
+    cJSON_Delete(o);
+    mf_srv_calls later = {tc, 1, 2, 0xabcdefull};
+    o = parsed(mf_srv_chunk_json(&h, 0, false, NULL, NULL, &later, NULL, NULL, 0));
+    cJSON *d = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "delta");
+    calls = cJSON_GetObjectItem(d, "tool_calls");
+    q = cJSON_GetArrayItem(calls, 0);
+    CHECK(cJSON_GetArraySize(calls) == 1 && cJSON_GetObjectItem(q, "index")->valueint == 1 &&
+              !strcmp(cJSON_GetObjectItem(q, "id")->valuestring, "call_0000000000abcdef_1") &&
+              !cJSON_GetObjectItem(d, "content"),
+          "the delta's call carries its index");
+    cJSON_Delete(o);
+}
+
 static void test_logprobs_of_part_of_a_character_keep_its_bytes(void) {
     char tok0[] = "\xe4\x9d", tok1[] = " a", alt[] = "\xe4";
     char *top0[] = {tok0, alt}, *top1[] = {tok1};
     float lp0[] = {-0.5f, -1.5f}, lp1[] = {-0.25f};
     mf_srv_logprob lp[2] = {{tok0, -0.5f, 2, top0, lp0}, {tok1, -0.25f, 1, top1, lp1}};
     mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
-    char *js = mf_srv_chunk_json(&h, 0, false, "\xEF\xBF\xBD a", NULL, NULL, lp, 2);
+    char *js = mf_srv_chunk_json(&h, 0, false, "\xEF\xBF\xBD a", NULL, NULL, NULL, lp, 2);
     REQUIRE(js, "chunk");
     CHECK(mf_srv_utf8_valid(js, strlen(js)), "the chunk is not UTF-8: %s", js);
     cJSON *o = parsed(js);
@@ -354,7 +536,7 @@ static void test_logprobs_of_part_of_a_character_keep_its_bytes(void) {
               !strcmp(cJSON_GetObjectItem(a1, "token")->valuestring, "\xEF\xBF\xBD"), "top_logprobs: bytes too");
     cJSON_Delete(o);
     h.kind = MF_SRV_COMPLETION;
-    js = mf_srv_chunk_json(&h, 0, false, "\xEF\xBF\xBD a", NULL, NULL, lp, 2);
+    js = mf_srv_chunk_json(&h, 0, false, "\xEF\xBF\xBD a", NULL, NULL, NULL, lp, 2);
     REQUIRE(js, "completion chunk");
     CHECK(mf_srv_utf8_valid(js, strlen(js)), "the completion chunk is not UTF-8: %s", js);
     o = parsed(js);
@@ -447,6 +629,9 @@ int main(void) {
     RUN(test_utf8_validity_is_the_code_point_rule);
     RUN(test_utf8_lossy_replaces_maximal_subparts);
     RUN(test_think_split_across_pieces);
+    RUN(test_tools_and_calls_are_read);
+    RUN(test_tool_calls_split_out_of_any_pieces);
+    RUN(test_tool_call_answers_match_openai);
     RUN(test_response_shapes_match_openai);
     RUN(test_logprobs_of_part_of_a_character_keep_its_bytes);
     RUN(test_job_is_answered_exactly_once);

@@ -16,6 +16,8 @@ static void usage(FILE *f) {
             "/apply-template, /slots/{id}?action=save|restore|erase; GET /health, /metrics, /v1/models, /props,\n"
             "/slots.  /health answers 503 until the model is loaded.  Embeddings, reranking, /infill,\n"
             "/v1/responses, /v1/messages and /lora-adapters are not served: 501 with what they are.\n"
+            "Chat requests take OpenAI's tools (tool_choice auto or none): Qwen's <tool_call> blocks come back\n"
+            "as message.tool_calls, streamed and not.\n"
             "\n"
             "  -m, --model FILE         GGUF model (qwen2, qwen3 architectures)\n"
             "      --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)\n"

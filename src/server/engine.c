@@ -17,6 +17,7 @@
 #include "server/respond.h"
 #include "server/server_impl.h"
 #include "server/think.h"
+#include "server/toolcall.h"
 #include "server/utf8.h"
 
 #include "core/core.h"
@@ -42,6 +43,10 @@ typedef struct {
     int32_t row; /* logits row of this slot in the current forward, -1 */
     mf_srv_think think;
     mf_srv_buf content, reasoning; /* streaming: this step's delta; otherwise the whole reply */
+    mf_srv_tools tools;            /* requests with tools: the calls, picked out of the answer */
+    mf_srv_buf answer;             /* ... and the answer between the two splitters */
+    int32_t calls_sent;            /* streaming: calls sent so far */
+    uint64_t call_id;              /* the calls' ids: call_<this, hex>_<index> */
     mf_srv_logprob *lp;
     int32_t n_lp, cap_lp, lp_sent;
     int32_t n_gen;
@@ -92,6 +97,9 @@ static void slot_clear_output(slot *sl) {
     memset(&sl->think, 0, sizeof sl->think);
     mf_srv_buf_free(&sl->content);
     mf_srv_buf_free(&sl->reasoning);
+    mf_srv_tools_free(&sl->tools);
+    mf_srv_buf_free(&sl->answer);
+    sl->calls_sent = 0;
     for (int32_t i = 0; i < sl->n_lp; i++) {
         free(sl->lp[i].token);
         for (int32_t k = 0; k < sl->lp[i].n_top; k++) free(sl->lp[i].top_token[k]);
@@ -279,7 +287,7 @@ static void stream_chunk(mf_srv_engine *e, slot *sl, const char *finish) {
     mf_srv_job *j = sl->job;
     const mf_srv_req *r = &j->req;
     bool chat = r->kind == MF_SRV_CHAT;
-    bool have = sl->content.n || sl->reasoning.n || sl->n_lp > sl->lp_sent;
+    bool have = sl->content.n || sl->reasoning.n || sl->n_lp > sl->lp_sent || sl->tools.n_calls > sl->calls_sent;
     if (!have && !finish && !(chat && !sl->sent_first)) return;
     mf_srv_head h = {r->kind, j->id, j->model_name, j->created};
     if (finish && have) { /* text first, then the finish chunk with an empty delta, as OpenAI does */
@@ -287,11 +295,14 @@ static void stream_chunk(mf_srv_engine *e, slot *sl, const char *finish) {
         have = false;
     }
     const char *content = sl->content.n ? sl->content.s : NULL;
-    if (!content && !finish && !sl->reasoning.n) content = ""; /* the first chat chunk: role only */
-    if (!content && r->kind != MF_SRV_CHAT) content = "";      /* completions always carry "text" */
+    bool calls = sl->tools.n_calls > sl->calls_sent;
+    if (!content && !finish && !sl->reasoning.n && !calls) content = ""; /* the first chat chunk: role only */
+    if (!content && r->kind != MF_SRV_CHAT) content = "";                /* completions always carry "text" */
+    mf_srv_calls cs = {sl->tools.calls, sl->calls_sent, sl->tools.n_calls, sl->call_id};
     char *json = mf_srv_chunk_json(&h, sl->choice, !sl->sent_first, content, sl->reasoning.n ? sl->reasoning.s : NULL,
-                                   finish, sl->n_lp > sl->lp_sent ? sl->lp + sl->lp_sent : NULL,
+                                   calls ? &cs : NULL, finish, sl->n_lp > sl->lp_sent ? sl->lp + sl->lp_sent : NULL,
                                    sl->n_lp - sl->lp_sent);
+    sl->calls_sent = sl->tools.n_calls;
     if (json) mf_srv_job_sse(j, json);
     free(json);
     sl->sent_first = true;
@@ -315,8 +326,12 @@ static void complete_job(mf_srv_engine *e, int lead) {
         u.completion_tokens += sl->n_gen;
         u.draft_n += sl->n_drafted;
         u.draft_n_accepted += sl->n_accepted;
-        ch[sl->choice] = (mf_srv_choice){sl->content.s ? sl->content.s : "", sl->reasoning.n ? sl->reasoning.s : NULL,
-                                         sl->finish, r->logprobs ? sl->lp : NULL, sl->n_lp};
+        ch[sl->choice] = (mf_srv_choice){sl->content.s ? sl->content.s : "",
+                                         sl->reasoning.n ? sl->reasoning.s : NULL,
+                                         sl->finish,
+                                         r->logprobs ? sl->lp : NULL,
+                                         sl->n_lp,
+                                         {sl->tools.calls, 0, sl->tools.n_calls, sl->call_id}};
         nc++;
     }
     /* The answer's last bytes are built first, then the job's metrics and slots are settled, and only then
@@ -348,19 +363,35 @@ static const char *finish_reason(int32_t status) {
     return status == MF_GEN_LENGTH || status == MF_GEN_CONTEXT ? "length" : "stop";
 }
 
+/* The answer (after <think> is split off) through the tool-call splitter into content and calls. */
+static bool answer_to_tools(slot *sl) {
+    bool ok = mf_srv_tools_push(&sl->tools, sl->answer.s, sl->answer.n, &sl->content);
+    sl->answer.n = 0;
+    return ok;
+}
+
 /* A step's text into the reply.  It goes out as JSON, so bytes that form no character become U+FFFD, as
  * llama-server sends them: a token's piece may be part of a character that the next token does not complete
  * (the detokenizer holds such a tail back only while it still could be). */
-static bool add_text(slot *sl, bool chat, const char *s, size_t n) {
+static bool add_text(slot *sl, const mf_srv_req *r, const char *s, size_t n) {
     char *fixed = NULL;
     if (!mf_srv_utf8_valid(s, n)) {
         if (!(fixed = mf_srv_utf8_lossy_dup(s, n, &n))) return false;
         s = fixed;
     }
-    bool ok = chat ? mf_srv_think_push(&sl->think, s, n, &sl->content, &sl->reasoning)
-                   : mf_srv_buf_add(&sl->content, s, n);
+    bool ok;
+    if (r->kind != MF_SRV_CHAT) ok = mf_srv_buf_add(&sl->content, s, n);
+    else if (!r->n_tools) ok = mf_srv_think_push(&sl->think, s, n, &sl->content, &sl->reasoning);
+    else ok = mf_srv_think_push(&sl->think, s, n, &sl->answer, &sl->reasoning) && answer_to_tools(sl);
     free(fixed);
     return ok;
+}
+
+/* The end of a chat answer: what the splitters still hold goes out. */
+static bool flush_text(slot *sl, const mf_srv_req *r) {
+    if (!r->n_tools) return mf_srv_think_flush(&sl->think, &sl->content, &sl->reasoning);
+    return mf_srv_think_flush(&sl->think, &sl->answer, &sl->reasoning) && answer_to_tools(sl) &&
+           mf_srv_tools_flush(&sl->tools, &sl->content);
 }
 
 /* One slot's result of a forward. */
@@ -389,11 +420,13 @@ static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
         for (int32_t k = 0; k < out->n_tokens; k++) add_logprob(e, sl, sl->row < 0 ? -1 : sl->row + k, out->tokens[k]);
     }
     bool ok = true;
-    if (out->text_len) ok = add_text(sl, r->kind == MF_SRV_CHAT, out->text, out->text_len);
+    if (out->text_len) ok = add_text(sl, r, out->text, out->text_len);
     bool ended = out->status != MF_GEN_RUNNING;
     if (ended) {
-        if (r->kind == MF_SRV_CHAT) ok = ok && mf_srv_think_flush(&sl->think, &sl->content, &sl->reasoning);
+        if (r->kind == MF_SRV_CHAT) ok = ok && flush_text(sl, r);
         sl->finish = finish_reason(out->status);
+        /* a complete answer that made calls ends for them, as OpenAI says; one cut short stays "length" */
+        if (sl->tools.n_calls && !strcmp(sl->finish, "stop")) sl->finish = "tool_calls";
     }
     if (!ok) {
         fail_job(e, j, 500, "server_error", "out of memory collecting the reply");
@@ -525,6 +558,8 @@ static void admit(mf_srv_engine *e) {
                     if (e->slots[i].state != SLOT_IDLE) continue;
                     slot *sl = &e->slots[i];
                     sl->state = SLOT_WAIT, sl->job = mf_srv_job_ref(j), sl->lead = lead, sl->choice = c++;
+                    sl->tools.single = !j->req.parallel_tool_calls;
+                    sl->call_id = fresh_seed(e);
                 }
                 mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_ADMITTED, 1);
                 mf_srv_metrics_add(s->m, MF_SRV_C_PROMPT_TOKENS, (uint64_t)j->n_prompt);

@@ -1,6 +1,8 @@
 /* server/request: JSON body -> mf_srv_req (see request.h for the rules). */
 #include "server/request.h"
 
+#include "core/pyjson.h"
+
 #include <cJSON.h>
 #include <math.h>
 #include <stdarg.h>
@@ -103,10 +105,8 @@ static int refuse_unsupported(const cJSON *o, mf_srv_err *e) {
     static const struct {
         const char *name, *why;
     } k[] = {
-        {"tools", "tool calling is not supported by minfer yet; send the request without 'tools'"},
-        {"tool_choice", "tool calling is not supported by minfer yet; send the request without 'tool_choice'"},
-        {"functions", "function calling is not supported by minfer; send the request without 'functions'"},
-        {"function_call", "function calling is not supported by minfer; send the request without 'function_call'"},
+        {"functions", "the legacy 'functions' field is not supported by minfer; send the functions as 'tools'"},
+        {"function_call", "the legacy 'function_call' field is not supported by minfer; use 'tool_choice'"},
         {"logit_bias", "'logit_bias' is not supported by minfer yet; send the request without it"},
         {"suffix", "'suffix' (insertion) is not supported by minfer; send the request without it"},
         {"audio", "audio output is not supported by minfer"},
@@ -132,6 +132,90 @@ static int refuse_unsupported(const cJSON *o, mf_srv_err *e) {
     int64_t best_of = 1;
     if (get_int(o, "best_of", 1, 1, &best_of, NULL, e))
         return BAD(e, "best_of", "'best_of' other than 1 is not supported by minfer; use 'n' for several choices");
+    return 0;
+}
+
+/* tools: [{"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}], each kept
+ * as its compact JSON text (the template writes it again as json.dumps does).  tool_choice "auto" (the
+ * default) or "none"; "required" and a named function would need constrained decoding: refused. */
+static int parse_tools(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *tc = field(o, "tool_choice"), *t = field(o, "tools");
+    bool none = false;
+    if (tc) {
+        if (cJSON_IsString(tc) && (!strcmp(tc->valuestring, "auto") || !strcmp(tc->valuestring, "none")))
+            none = !strcmp(tc->valuestring, "none");
+        else if (cJSON_IsString(tc) && !strcmp(tc->valuestring, "required"))
+            return BAD(e, "tool_choice", "'tool_choice' \"required\" needs constrained decoding, which minfer does "
+                                         "not have; send \"auto\" (the model decides) or \"none\"");
+        else if (cJSON_IsObject(tc))
+            return BAD(e, "tool_choice", "'tool_choice' naming a function needs constrained decoding, which minfer "
+                                         "does not have; send \"auto\" (the model decides) or \"none\"");
+        else
+            return BAD(e, "tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or an object, got %s",
+                       kind_of(tc));
+    }
+    if (get_bool(o, "parallel_tool_calls", &r->parallel_tool_calls, e)) return -1;
+    if (!t) return 0;
+    if (!cJSON_IsArray(t)) return BAD(e, "tools", "'tools' must be an array, got %s", kind_of(t));
+    int n = cJSON_GetArraySize(t);
+    if (!n || none) return 0; /* nothing to offer: rendered and answered as without tools */
+    if (r->kind != MF_SRV_CHAT)
+        return BAD(e, "tools", "'tools' is a field of /v1/chat/completions; this route takes a prompt only");
+    if (!(r->tools = calloc((size_t)n, sizeof *r->tools)))
+        return mf_srv_fail(e, 500, "server_error", "tools", "out of memory (%d tools)", n);
+    for (int i = 0; i < n; i++) {
+        const cJSON *tool = cJSON_GetArrayItem(t, i);
+        char param[48];
+        snprintf(param, sizeof param, "tools[%d]", i);
+        if (!cJSON_IsObject(tool)) return BAD(e, param, "'%s' must be an object, got %s", param, kind_of(tool));
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(tool, "type");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function"))
+            return BAD(e, param, "'%s.type' must be \"function\" (the only kind of tool minfer offers a model)", param);
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
+        const cJSON *name = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+        if (!cJSON_IsString(name) || !*name->valuestring)
+            return BAD(e, param, "'%s.function' must be an object with a non-empty string 'name'", param);
+        const cJSON *ps = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        if (ps && !cJSON_IsObject(ps))
+            return BAD(e, param, "'%s.function.parameters' must be a JSON Schema object, got %s", param, kind_of(ps));
+        if (!(r->tools[i] = cJSON_PrintUnformatted(tool)))
+            return mf_srv_fail(e, 500, "server_error", param, "out of memory");
+        r->n_tools = i + 1;
+    }
+    return 0;
+}
+
+/* An assistant turn's tool_calls: [{"id"?, "type": "function"?, "function": {"name", "arguments"}}], the
+ * arguments being OpenAI's JSON text in a string. */
+static int parse_tool_calls(const cJSON *tcs, int idx, mf_chat_message *m, mf_srv_err *e) {
+    char param[80];
+    snprintf(param, sizeof param, "messages[%d].tool_calls", idx);
+    if (!cJSON_IsArray(tcs)) return BAD(e, param, "'%s' must be an array, got %s", param, kind_of(tcs));
+    int n = cJSON_GetArraySize(tcs);
+    if (!n) return 0;
+    mf_chat_tool_call *c = calloc((size_t)n, sizeof *c);
+    if (!c) return mf_srv_fail(e, 500, "server_error", param, "out of memory");
+    m->tool_calls = c;
+    for (int k = 0; k < n; k++) {
+        const cJSON *q = cJSON_GetArrayItem(tcs, k);
+        snprintf(param, sizeof param, "messages[%d].tool_calls[%d]", idx, k);
+        const cJSON *fn = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "function") : NULL;
+        const cJSON *type = cJSON_IsObject(q) ? field(q, "type") : NULL;
+        if (type && (!cJSON_IsString(type) || strcmp(type->valuestring, "function")))
+            return BAD(e, param, "'%s.type' must be \"function\"", param);
+        const cJSON *name = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+        const cJSON *args = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
+        if (!cJSON_IsString(name) || !cJSON_IsString(args))
+            return BAD(e, param, "'%s' must be {\"function\": {\"name\": string, \"arguments\": string}}", param);
+        char *py = NULL;
+        mf_error err = {0};
+        if (mf_pyjson(args->valuestring, strlen(args->valuestring), &py, NULL, &err))
+            return BAD(e, param, "'%s.function.arguments' must hold JSON text (OpenAI sends the arguments object as a "
+                                 "string): %s", param, err.msg);
+        free(py);
+        m->n_tool_calls = k + 1;
+        if (dup_str(name, param, (char **)&c[k].name, e) || dup_str(args, param, (char **)&c[k].arguments, e)) return -1;
+    }
     return 0;
 }
 
@@ -201,13 +285,20 @@ static int parse_messages(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
         const char *canon = !strcmp(rs, "system") || !strcmp(rs, "developer") ? "system"
                             : !strcmp(rs, "user")                            ? "user"
                             : !strcmp(rs, "assistant")                       ? "assistant"
+                            : !strcmp(rs, "tool")                            ? "tool"
                                                                              : NULL;
         if (!canon)
-            return BAD(e, param, "'%s' is '%.40s': supported roles are system (or developer), user and assistant", param,
+            return BAD(e, param,
+                       "'%s' is '%.40s': supported roles are system (or developer), user, assistant and tool", param,
                        rs);
-        if (field(msg, "tool_calls") || field(msg, "function_call"))
-            return BAD(e, param, "'messages[%d]' carries tool calls, which minfer does not support", i);
         r->msgs[i].role = canon;
+        snprintf(param, sizeof param, "messages[%d].function_call", i);
+        if (field(msg, "function_call")) return BAD(e, param, "'%s' is the legacy form; send 'tool_calls'", param);
+        const cJSON *tcs = field(msg, "tool_calls");
+        snprintf(param, sizeof param, "messages[%d].tool_calls", i);
+        if (tcs && strcmp(canon, "assistant"))
+            return BAD(e, param, "'messages[%d]' is a %s turn with tool_calls; only assistant turns make calls", i, canon);
+        if (tcs && parse_tool_calls(tcs, i, &r->msgs[i], e)) return -1;
         char *content = NULL;
         if (message_content(field(msg, "content"), i, &content, e)) return -1;
         r->msgs[i].content = content;
@@ -384,6 +475,7 @@ static void req_defaults(mf_srv_kind kind, mf_srv_req *r) {
     r->cache_prompt = true;
     r->id_slot = -1;
     r->enable_thinking = -1;
+    r->parallel_tool_calls = true;
 }
 
 int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req *r, mf_srv_err *e) {
@@ -407,7 +499,7 @@ int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req 
         BAD(e, "", "the request body must be a JSON object, got %s", kind_of(o));
         goto done;
     }
-    if (refuse_unsupported(o, e)) goto done;
+    if (refuse_unsupported(o, e) || parse_tools(o, r, e)) goto done;
     if (kind == MF_SRV_CHAT ? parse_messages(o, r, e) : parse_prompt(o, r, e)) goto done;
     if (parse_limits(o, r, e) || parse_sampling(o, r, e) || parse_stop(o, r, e) || parse_stream(o, r, e) ||
         parse_logprobs(o, r, e) || parse_llama_extras(o, r, e))
@@ -421,8 +513,17 @@ done:
 
 void mf_srv_req_free(mf_srv_req *r) {
     if (!r) return;
-    for (int32_t i = 0; i < r->n_msgs; i++) free((char *)r->msgs[i].content);
+    for (int32_t i = 0; i < r->n_msgs; i++) {
+        free((char *)r->msgs[i].content);
+        for (int32_t k = 0; k < r->msgs[i].n_tool_calls; k++) {
+            free((char *)r->msgs[i].tool_calls[k].name);
+            free((char *)r->msgs[i].tool_calls[k].arguments);
+        }
+        free((void *)r->msgs[i].tool_calls);
+    }
     free(r->msgs);
+    for (int32_t i = 0; i < r->n_tools; i++) cJSON_free(r->tools[i]);
+    free(r->tools);
     free(r->prompt);
     free(r->tokens);
     for (int32_t i = 0; i < r->n_stop; i++) free(r->stop[i]);

@@ -5,8 +5,8 @@
  *   - a body that is not UTF-8, not JSON, or not an object is refused (400);
  *   - a known field with the wrong type or an out-of-range value is refused, naming the field and value;
  *   - an unknown field is ignored (as OpenAI does);
- *   - a known field the engine cannot honour (tools, response_format, logit_bias, images, ...) is refused,
- *     never silently dropped. */
+ *   - a known field the engine cannot honour (tool_choice "required", response_format, logit_bias, images,
+ *     ...) is refused, never silently dropped. */
 #ifndef MF_SERVER_REQUEST_H
 #define MF_SERVER_REQUEST_H
 
@@ -47,6 +47,11 @@ typedef struct {
     int enable_thinking;  /* -1 template default, 0 off, 1 on */
     bool ignore_eos;
     char *model; /* as sent (may be NULL) */
+    /* tool calling (chat): each tool's JSON as sent (compact); tool_choice "none" renders none and parses no
+     * call; parallel_tool_calls false keeps the first call only */
+    char **tools;
+    int32_t n_tools;
+    bool parallel_tool_calls;
 } mf_srv_req;
 
 /* A refused request: HTTP status, the OpenAI error type, the offending field (may be "") and a message

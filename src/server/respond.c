@@ -111,6 +111,24 @@ static cJSON *logprobs(mf_srv_kind kind, const mf_srv_logprob *lp, int32_t n) {
     return o;
 }
 
+/* OpenAI's tool_calls array; `index` is each call's place in the answer (streamed deltas need it). */
+static cJSON *tool_calls(const mf_srv_calls *c, bool with_index) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int32_t k = c->from; k < c->to; k++) {
+        cJSON *q = cJSON_CreateObject(), *fn;
+        char id[48];
+        snprintf(id, sizeof id, "call_%016llx_%d", (unsigned long long)c->id, (int)k);
+        if (with_index) cJSON_AddNumberToObject(q, "index", k);
+        cJSON_AddStringToObject(q, "id", id);
+        cJSON_AddStringToObject(q, "type", "function");
+        fn = cJSON_AddObjectToObject(q, "function");
+        cJSON_AddStringToObject(fn, "name", c->calls[k].name);
+        cJSON_AddStringToObject(fn, "arguments", c->calls[k].arguments);
+        cJSON_AddItemToArray(arr, q);
+    }
+    return arr;
+}
+
 static const char *native_stop_type(const char *finish_reason) {
     return finish_reason && !strcmp(finish_reason, "length") ? "limit" : "eos";
 }
@@ -137,8 +155,11 @@ char *mf_srv_final_json(const mf_srv_head *h, const mf_srv_choice *ch, int32_t n
         if (chat) {
             cJSON *m = cJSON_AddObjectToObject(c, "message");
             cJSON_AddStringToObject(m, "role", "assistant");
-            cJSON_AddStringToObject(m, "content", ch[i].content ? ch[i].content : "");
+            bool calls = ch[i].calls.to > ch[i].calls.from, text = ch[i].content && *ch[i].content;
+            if (calls && !text) cJSON_AddNullToObject(m, "content"); /* OpenAI's shape for calls alone */
+            else cJSON_AddStringToObject(m, "content", ch[i].content ? ch[i].content : "");
             if (ch[i].reasoning) cJSON_AddStringToObject(m, "reasoning_content", ch[i].reasoning);
+            if (calls) cJSON_AddItemToObject(m, "tool_calls", tool_calls(&ch[i].calls, false));
         } else {
             cJSON_AddStringToObject(c, "text", ch[i].content ? ch[i].content : "");
         }
@@ -152,7 +173,7 @@ char *mf_srv_final_json(const mf_srv_head *h, const mf_srv_choice *ch, int32_t n
 }
 
 char *mf_srv_chunk_json(const mf_srv_head *h, int32_t index, bool first, const char *content, const char *reasoning,
-                        const char *finish_reason, const mf_srv_logprob *lp, int32_t n_lp) {
+                        const mf_srv_calls *calls, const char *finish_reason, const mf_srv_logprob *lp, int32_t n_lp) {
     if (h->kind == MF_SRV_NATIVE) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "content", content ? content : "");
@@ -169,6 +190,7 @@ char *mf_srv_chunk_json(const mf_srv_head *h, int32_t index, bool first, const c
         if (first) cJSON_AddStringToObject(d, "role", "assistant");
         if (content) cJSON_AddStringToObject(d, "content", content);
         if (reasoning) cJSON_AddStringToObject(d, "reasoning_content", reasoning);
+        if (calls && calls->to > calls->from) cJSON_AddItemToObject(d, "tool_calls", tool_calls(calls, true));
     } else {
         cJSON_AddStringToObject(c, "text", content ? content : "");
     }

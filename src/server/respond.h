@@ -4,6 +4,7 @@
 #define MF_SERVER_RESPOND_H
 
 #include "server/request.h"
+#include "server/toolcall.h"
 
 #include <stdint.h>
 
@@ -26,11 +27,19 @@ typedef struct {
     float *top_logprob;
 } mf_srv_logprob;
 
+/* Tool calls [from, to) of a choice; their ids are call_<id, 16 hex digits>_<index>. */
+typedef struct {
+    const mf_srv_tool_call *calls;
+    int32_t from, to;
+    uint64_t id;
+} mf_srv_calls;
+
 typedef struct {
     char *content, *reasoning; /* reasoning: Qwen3's thinking, NULL when none */
-    const char *finish_reason; /* "stop" | "length" */
+    const char *finish_reason; /* "stop" | "length" | "tool_calls" */
     mf_srv_logprob *lp;        /* NULL when not asked */
     int32_t n_lp;
+    mf_srv_calls calls;        /* chat: the answer's tool calls (content is null when it made calls only) */
 } mf_srv_choice;
 
 typedef struct {
@@ -43,9 +52,10 @@ typedef struct {
 char *mf_srv_final_json(const mf_srv_head *h, const mf_srv_choice *ch, int32_t n_choices, const mf_srv_usage *u);
 
 /* One streaming chunk for choice `index`: role on the first chunk of a chat choice, text and/or reasoning
- * deltas, finish_reason (NULL while running).  lp: this chunk's positions (may be NULL). */
+ * deltas, the tool calls completed since the last chunk (calls may be NULL), finish_reason (NULL while
+ * running).  lp: this chunk's positions (may be NULL). */
 char *mf_srv_chunk_json(const mf_srv_head *h, int32_t index, bool first, const char *content, const char *reasoning,
-                        const char *finish_reason, const mf_srv_logprob *lp, int32_t n_lp);
+                        const mf_srv_calls *calls, const char *finish_reason, const mf_srv_logprob *lp, int32_t n_lp);
 /* The final usage chunk of stream_options.include_usage ("choices": []). */
 char *mf_srv_usage_chunk_json(const mf_srv_head *h, const mf_srv_usage *u);
 

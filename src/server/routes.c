@@ -245,6 +245,8 @@ static void h_detokenize(mf_server *s, const char *body, size_t len, mf_srv_answ
 static int render_chat(mf_server *s, const mf_srv_req *r, char **text, mf_srv_err *e) {
     mf_chat_params cp = mf_chat_default_params();
     cp.enable_thinking = r->enable_thinking;
+    cp.tools = (const char *const *)r->tools;
+    cp.n_tools = r->n_tools;
     mf_error err = {0};
     if (mf_chat_apply_with(s->model, r->msgs, r->n_msgs, &cp, text, &err))
         return mf_srv_fail(e, 400, "invalid_request_error", "messages", "%s", err.msg);

@@ -2,7 +2,7 @@
 # minfer serve over loopback: routes and OpenAI shapes, a 70-request bad-input corpus, batch invariance end to
 # end (4 concurrent greedy requests equal alone), streaming, sampled text as UTF-8, a client disconnect
 # freeing its slot, a bounded load test that overflows --max-queue, slot save/restore, the API key, the
-# openai npm client, and SIGTERM draining.
+# openai npm client, tool calls (a scripted model), and SIGTERM draining.
 # Servers listen on 127.0.0.1 with --port 0 (the port is read from the startup line); every wait is bounded.
 source "$(dirname "$0")/lib.bash"
 M="$TMP/serve-qwen3.gguf"
@@ -58,6 +58,7 @@ if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; t
     py utf8
     py disconnect
     py slots
+    py tools_template
     if [ -d tests/server/node_modules/openai ]; then
         out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" 2>&1); rc=$?
         while IFS= read -r line; do
@@ -69,6 +70,26 @@ if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; t
     fi
     stop_server
 fi
+
+# tool calls: a model that writes 'Checking.<tool_call>{"name":"now","arguments":{}}</tool_call>' after the
+# generation prompt's "\n" (198), then <|im_end|> (mf-genmodel --script; tokens as `minfer tokenize` splits it)
+MT="$TMP/serve-tools.gguf"
+if "$GEN" --arch qwen3 --type q8_0 -q --script 198,40129,13,151657,4913,606,3252,3328,2198,16370,788,90,3417,151658,151645 \
+    -o "$MT"; then
+    M_SAVE=$M M=$MT
+    if start_server tools -np 2 -c 1024; then
+        py tools
+        if [ -d tests/server/node_modules/openai ]; then
+            out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" tools 2>&1); rc=$?
+            while IFS= read -r line; do
+                case "$line" in PASS\ *) ok "${line#PASS }" ;; FAIL\ *) bad "${line#FAIL }" "" ;; esac
+            done <<<"$out"
+            [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "openai client (tools)" "exit $rc: $out"
+        fi
+        stop_server
+    fi
+    M=$M_SAVE
+else bad "tools model" "mf-genmodel --script failed"; fi
 
 # overflow: 2 slots, a queue of 4, 16 clients x 200 requests
 if start_server load -np 2 -c 1024 -b 64 --max-queue 4; then

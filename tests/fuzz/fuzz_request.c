@@ -7,11 +7,15 @@
  *     built from it parses back with the same message once cleaned (a message that quotes bad bytes);
  *   - an accepted request keeps its bounds: 1 <= n <= MF_SRV_MAX_N, n_stop <= MF_SRV_MAX_STOP and no empty
  *     stop string, top_logprobs <= 20, exactly one prompt form, every string valid UTF-8;
- *   - the answer JSON built from an accepted request's strings parses back. */
+ *   - the answer JSON built from an accepted request's strings parses back;
+ *   - the body read as a model's answer: the tool-call splitter gives the same content and calls whole and
+ *     cut in two at a place byte 0 picks (a stream's deltas join to the whole answer), and the answer JSON
+ *     carrying those calls parses back. */
 #include "fuzz.h"
 
 #include "server/request.h"
 #include "server/respond.h"
+#include "server/toolcall.h"
 
 #include <cJSON.h>
 #include <stdlib.h>
@@ -30,8 +34,39 @@ static void check_json(char *s) {
     free(s);
 }
 
+static void split_calls(const char *s, size_t n, size_t cut, mf_srv_tools *t, mf_srv_buf *content) {
+    FAIL_IF(!mf_srv_tools_push(t, s, cut, content) || !mf_srv_tools_push(t, s + cut, n - cut, content) ||
+            !mf_srv_tools_flush(t, content));
+}
+
+static void check_tool_split(const char *s, size_t n, size_t cut) {
+    mf_srv_tools a = {0}, b = {0};
+    mf_srv_buf ca = {0}, cb = {0};
+    split_calls(s, n, n, &a, &ca);
+    split_calls(s, n, cut % (n + 1), &b, &cb);
+    FAIL_IF(ca.n != cb.n || (ca.n && memcmp(ca.s, cb.s, ca.n)) || a.n_calls != b.n_calls);
+    for (int32_t i = 0; i < a.n_calls; i++) {
+        FAIL_IF(strcmp(a.calls[i].name, b.calls[i].name) || strcmp(a.calls[i].arguments, b.calls[i].arguments));
+        FAIL_IF(!*a.calls[i].name);
+    }
+    if (a.n_calls && mf_srv_utf8_valid(ca.s ? ca.s : "", ca.n) && !memchr(ca.s ? ca.s : "", 0, ca.n)) {
+        mf_srv_buf_add(&ca, "", 0);
+        mf_srv_head h = {MF_SRV_CHAT, "id-1", "m", 1};
+        mf_srv_choice ch = {.content = ca.s, .finish_reason = "tool_calls", .calls = {a.calls, 0, a.n_calls, 7}};
+        mf_srv_usage u = {.prompt_tokens = 1, .completion_tokens = 2};
+        bool utf8 = true; /* names and arguments come from parsed JSON strings, which cJSON may leave ill-formed */
+        for (int32_t i = 0; i < a.n_calls; i++)
+            utf8 = utf8 && mf_srv_utf8_valid(a.calls[i].name, strlen(a.calls[i].name)) &&
+                   mf_srv_utf8_valid(a.calls[i].arguments, strlen(a.calls[i].arguments));
+        if (utf8) check_json(mf_srv_final_json(&h, &ch, 1, &u));
+    }
+    mf_srv_tools_free(&a), mf_srv_tools_free(&b);
+    mf_srv_buf_free(&ca), mf_srv_buf_free(&cb);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
+    check_tool_split((const char *)data + 1, size - 1, (size_t)data[0] * 7);
     mf_srv_kind kind = data[0] % 3 == 0 ? MF_SRV_CHAT : data[0] % 3 == 1 ? MF_SRV_COMPLETION : MF_SRV_NATIVE;
     mf_srv_req r;
     mf_srv_err e;
@@ -58,10 +93,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* an answer echoing the request's text parses back */
     const char *text = kind == MF_SRV_CHAT ? r.msgs[0].content : r.prompt ? r.prompt : "";
     mf_srv_head h = {kind, "id-1", r.model ? r.model : "m", 1};
-    mf_srv_choice ch = {(char *)text, NULL, "stop", NULL, 0};
+    mf_srv_choice ch = {.content = (char *)text, .finish_reason = "stop"};
     mf_srv_usage u = {.prompt_tokens = 1, .completion_tokens = 2};
     check_json(mf_srv_final_json(&h, &ch, 1, &u));
-    check_json(mf_srv_chunk_json(&h, 0, true, text, NULL, NULL, NULL, 0));
+    check_json(mf_srv_chunk_json(&h, 0, true, text, NULL, NULL, NULL, NULL, 0));
     mf_srv_req_free(&r);
     return 0;
 }

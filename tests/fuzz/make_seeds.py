@@ -218,6 +218,12 @@ def chat_seeds():
         "detect-qwen3-marks": bytes([0x46]) + b"<|im_start|>ns.last_query_index reasoning_content "
         b"message.content.split('</think>')[-1].lstrip('\\n') enable_thinking is defined and enable_thinking is false",
         "detect-name": bytes([0x40]) + b"qwen2.5",
+        # bit 7: the first message's content is the tool's JSON, each assistant turn calls with its reasoning
+        "qwen3-tools": chat(0x86, [(U, '{"type":"function","function":{"name":"f","parameters":{"x":[1,2.5e-3]}}}', None),
+                                   (A, "", '{"city": "Paris"}'), (T, "ok", None)]),
+        "qwen25-tools": chat(0x85, [(S, '{"type":"function","function":{"name":"g"}}', None), (U, "u", None),
+                                    (A, "x", '{"a":"\\u00e9"}')]),
+        "chatml-tools-refused": chat(0x84, [(U, "{}", None)]),
     }
 
 
@@ -311,6 +317,15 @@ def request_seeds():
                       b'"text":"brief"}]},{"role":"user","content":"x"}],"chat_template_kwargs":'
                       b'{"enable_thinking":false},"tools":[]}',
         "bad-type": b'\x00{"messages":[{"role":"user","content":"x"}],"temperature":"hot"}',
+        "chat-tools": b'\x00{"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":null,"tool_calls":'
+                      b'[{"id":"c","type":"function","function":{"name":"f","arguments":"{\\"x\\": 1}"}}]},{"role":"tool",'
+                      b'"tool_call_id":"c","content":"Checking.<tool_call>{\\"name\\":\\"now\\",\\"arguments\\":{}}'
+                      b'</tool_call>\\n<tool_call>\\n{\\"name\\": \\"f\\", \\"arguments\\": \\"{}\\"}\\n</tool_call>"}],'
+                      b'"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],'
+                      b'"tool_choice":"auto","parallel_tool_calls":false}',
+        # not a request (refused): a model's answer, for the tool-call splitter the harness also runs
+        "answer-tool-calls": b'\x05Checking.<tool_call>{"name":"now","arguments":{}}</tool_call>\n<tool_call>\n'
+                             b'{"name": "f", "arguments": "{}"}\n</tool_call>\n<tool_call>\nnot json</tool_call> <tool',
     }
 
 

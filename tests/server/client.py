@@ -3,6 +3,7 @@
 
     client.py PORT CHECK      CHECK: routes | bad_input | identity | stream | utf8 | disconnect | load | auth KEY
                                      | spec PLAIN_PORT (PORT serves with -md; PLAIN_PORT the same model without)
+                                     | tools_template | tools (PORT serves mf-genmodel --script's tool caller)
 
 Each check prints "PASS name" / "FAIL name: why" lines (lib.bash's format) and exits 1 on any failure.
 Every request has a timeout, so a hung server fails the check instead of hanging the suite."""
@@ -193,7 +194,12 @@ def check_bad_input():
         ("messages empty", "POST", C, {"messages": []}, 400, "at least one"),
         ("message not object", "POST", C, {"messages": ["hi"]}, 400, "must be an object"),
         ("role missing", "POST", C, {"messages": [{"content": "x"}]}, 400, "role"),
-        ("role tool", "POST", C, {"messages": [{"role": "tool", "content": "x"}]}, 400, "supported roles"),
+        ("role function", "POST", C, {"messages": [{"role": "function", "content": "x"}]}, 400, "supported roles"),
+        ("tool_choice required", "POST", C, {"messages": msgs, "tool_choice": "required"}, 400, "constrained decoding"),
+        ("tool without a name", "POST", C, {"messages": msgs, "tools": [{"type": "function", "function": {}}]}, 400,
+         "'name'"),
+        ("call arguments not JSON", "POST", C, {"messages": [{"role": "assistant", "tool_calls": [
+            {"type": "function", "function": {"name": "f", "arguments": "{city: Paris}"}}]}]}, 400, "JSON text"),
         ("content number", "POST", C, {"messages": [{"role": "user", "content": 5}]}, 400, "a number"),
         ("content image", "POST", C, {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400, "image_url"),
         ("text part not string", "POST", C, {"messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]}, 400, "text"),
@@ -222,7 +228,8 @@ def check_bad_input():
         ("logprobs number (chat)", "POST", C, {"messages": msgs, "logprobs": 3}, 400, "logprobs"),
         ("top_logprobs without logprobs", "POST", C, {"messages": msgs, "top_logprobs": 2}, 400, "logprobs"),
         ("top_logprobs 50", "POST", C, {"messages": msgs, "logprobs": True, "top_logprobs": 50}, 400, "top_logprobs"),
-        ("tools", "POST", C, {"messages": msgs, "tools": [{"type": "function", "function": {"name": "f"}}]}, 400, "tool"),
+        ("tools on completions", "POST", "/v1/completions",
+         {"prompt": "x", "tools": [{"type": "function", "function": {"name": "f"}}]}, 400, "/v1/chat/completions"),
         ("response_format json", "POST", C, {"messages": msgs, "response_format": {"type": "json_object"}}, 400, "response_format"),
         ("logit_bias", "POST", C, {"messages": msgs, "logit_bias": {"1": 3}}, 400, "logit_bias"),
         ("id_slot too big", "POST", C, {"messages": msgs, "id_slot": 999}, 400, "id_slot"),
@@ -524,6 +531,85 @@ def check_spec(plain_port):
           "%s vs %s" % (lp[:300], want_lp[:300]))
 
 
+# ---------------------------------------------------------------- tool calls
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                            "required": ["city"]}}}
+NOW = {"type": "function", "function": {"name": "now", "description": "The time"}}
+SCRIPT_TEXT = 'Checking.<tool_call>{"name":"now","arguments":{}}</tool_call>'
+
+
+def check_tools_template():
+    """/apply-template renders tools and tool calls as transformers renders the model's (Qwen3) template:
+    every conversation of tests/golden/tok/chat.json that has them, through the HTTP request path."""
+    import os
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "tok", "chat.json")
+    with open(golden, encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    n, bad_cases = 0, []
+    for c in cases:
+        has_calls = any(m.get("tool_calls") for m in c["messages"])
+        if not (c.get("tools") or has_calls) or not c["add_generation_prompt"]:
+            continue
+        if any("reasoning_content" in m for m in c["messages"]):
+            continue  # the server does not take reasoning_content
+        body = {"messages": c["messages"]}
+        if c.get("tools"):
+            body["tools"] = c["tools"]
+        if c["enable_thinking"] is not None:
+            body["chat_template_kwargs"] = {"enable_thinking": c["enable_thinking"]}
+        st, _, d = post("/apply-template", body)
+        n += 1
+        if st != 200 or json.loads(d).get("prompt") != c["qwen3"]:
+            bad_cases.append((c["conv"], st, d[:300]))
+    check("tools: /apply-template equals the Jinja golden for %d conversations with tools or calls" % n,
+          n >= 15 and not bad_cases, "%d cases, failing %r" % (n, bad_cases[:2]))
+
+
+def check_tools():
+    """PORT serves a model that writes SCRIPT_TEXT then <|im_end|> (mf-genmodel --script): its call is
+    picked out in OpenAI's shape, alone and streamed; without tools the text stays content."""
+    msgs = [{"role": "user", "content": "What time is it?"}]
+    base = {"messages": msgs, "temperature": 0, "max_tokens": 40, "tools": [WEATHER, NOW]}
+    st, _, d = post("/v1/chat/completions", base)
+    r = json.loads(d)
+    ch = r["choices"][0] if st == 200 else {}
+    msg = ch.get("message", {})
+    calls = msg.get("tool_calls") or []
+    check("tools: the call is picked out", st == 200 and len(calls) == 1 and calls[0]["type"] == "function"
+          and calls[0]["function"] == {"name": "now", "arguments": "{}"} and calls[0]["id"].startswith("call_"), d[:400])
+    check("tools: the text before the call stays content", msg.get("content") == "Checking.", d[:400])
+    check("tools: finish_reason tool_calls", ch.get("finish_reason") == "tool_calls", d[:400])
+    # streamed: the content deltas join to the same content, one delta carries the call with its index
+    st, _, d = post("/v1/chat/completions", dict(base, stream=True))
+    ev, done = sse_events(d)
+    chunks = [e["choices"][0] for e in ev if e["choices"]]
+    text = "".join(c["delta"].get("content") or "" for c in chunks)
+    scalls = [t for c in chunks for t in c["delta"].get("tool_calls", [])]
+    check("tools stream: content deltas join to the whole answer's", done and text == "Checking.", repr(text))
+    check("tools stream: one delta carries the call, index 0", len(scalls) == 1 and scalls[0]["index"] == 0
+          and scalls[0]["function"] == {"name": "now", "arguments": "{}"}, repr(scalls))
+    check("tools stream: the last chunk's finish_reason is tool_calls", chunks[-1]["finish_reason"] == "tool_calls",
+          repr(chunks[-1]))
+    # tool_choice none and no tools: nothing is picked out, the text is the model's
+    for name, extra in (("tool_choice none", {"tool_choice": "none"}), ("no tools", {"tools": []})):
+        st, _, d = post("/v1/chat/completions", dict(base, **extra))
+        ch = json.loads(d)["choices"][0] if st == 200 else {}
+        check("tools: %s leaves the text as content" % name, ch.get("message", {}).get("content") == SCRIPT_TEXT
+              and "tool_calls" not in ch.get("message", {}) and ch.get("finish_reason") == "stop", d[:400])
+    # the answer sent back with the tool's result renders the call as the model wrote it
+    turn = [msgs[0], {"role": "assistant", "content": msg.get("content"), "tool_calls": calls},
+            {"role": "tool", "tool_call_id": calls[0]["id"] if calls else "", "content": "12:00"}]
+    st, _, d = post("/apply-template", {"messages": turn, "tools": [WEATHER, NOW]})
+    p = json.loads(d).get("prompt", "")
+    check("tools: the call sent back renders as the template writes it",
+          st == 200 and p.endswith('<|im_start|>assistant\nChecking.\n<tool_call>\n{"name": "now", "arguments": {}}\n'
+                                   '</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n12:00\n</tool_response>'
+                                   '<|im_end|>\n<|im_start|>assistant\n'), repr(p[-300:]))
+    st, _, d = post("/v1/chat/completions", dict(base, messages=turn))
+    check("tools: the next turn answers", st == 200 and json.loads(d)["choices"][0]["finish_reason"] == "tool_calls", d[:300])
+
+
 def check_auth(key):
     st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=2))
     check("auth: no key is 401", st == 401 and json.loads(d)["error"]["type"] == "authentication_error", d)
@@ -541,5 +627,6 @@ if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
      "disconnect": check_disconnect, "load": check_load, "utf8": check_utf8, "slots": check_slots,
-     "spec": lambda: check_spec(int(sys.argv[3]))}.get(what, lambda: check_auth(sys.argv[3]))()
+     "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools,
+     "tools_template": check_tools_template}.get(what, lambda: check_auth(sys.argv[3]))()
     sys.exit(1 if FAILED else 0)

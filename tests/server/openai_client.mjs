@@ -17,6 +17,33 @@ const check = (name, cond, why) => {
 
 const messages = [{ role: "user", content: "Hello" }];
 
+// `node openai_client.mjs PORT tools`: PORT serves mf-genmodel --script's tool caller (tests/cli/serve.sh);
+// the SDK reads its call, streamed and not, and takes the conversation back with the tool's result
+if (process.argv[3] === "tools") {
+  const tools = [{ type: "function", function: { name: "now", description: "The time", parameters: { type: "object", properties: {} } } }];
+  const q = [{ role: "user", content: "What time is it?" }];
+  const t = await client.chat.completions.create({ model: "any", messages: q, tools, temperature: 0, max_tokens: 40 });
+  const call = t.choices[0].message.tool_calls?.[0];
+  check("tools: the SDK reads the call", t.choices[0].finish_reason === "tool_calls" && call?.type === "function" &&
+    call.function.name === "now" && JSON.stringify(JSON.parse(call.function.arguments)) === "{}", JSON.stringify(t));
+  const ts = await client.chat.completions.create({ model: "any", messages: q, tools, temperature: 0, max_tokens: 40, stream: true });
+  const acc = {};
+  let tfinish = null;
+  for await (const chunk of ts) {
+    for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) {
+      const a = (acc[d.index] ??= { id: "", name: "", arguments: "" });
+      a.id += d.id ?? "", a.name += d.function?.name ?? "", a.arguments += d.function?.arguments ?? "";
+    }
+    tfinish = chunk.choices[0]?.finish_reason ?? tfinish;
+  }
+  check("tools: the SDK's stream accumulates the same call", Object.keys(acc).length === 1 && acc[0].name === "now" &&
+    acc[0].arguments === call?.function.arguments && tfinish === "tool_calls", JSON.stringify({ acc, tfinish }));
+  const back = await client.chat.completions.create({ model: "any", tools, temperature: 0, max_tokens: 40,
+    messages: [...q, t.choices[0].message, { role: "tool", tool_call_id: call?.id, content: "12:00" }] });
+  check("tools: the answer and the tool's result go back", back.choices[0].finish_reason === "tool_calls", JSON.stringify(back));
+  process.exit(failed ? 1 : 0);
+}
+
 // chat, not streaming
 const r = await client.chat.completions.create({ model: "any", messages, max_tokens: 6, temperature: 0 });
 check("chat.completions.create", r.object === "chat.completion" && r.choices[0].message.role === "assistant" &&
@@ -59,9 +86,11 @@ try {
     /temperature/.test(e.message) && e.param === "temperature", `${e?.constructor?.name} ${e?.status} ${e?.message}`);
 }
 try {
-  await client.chat.completions.create({ model: "any", messages, tools: [{ type: "function", function: { name: "f", parameters: {} } }] });
-  check("tools refused", false, "no exception");
+  await client.chat.completions.create({ model: "any", messages, tool_choice: "required",
+    tools: [{ type: "function", function: { name: "f", parameters: {} } }] });
+  check("tool_choice required refused", false, "no exception");
 } catch (e) {
-  check("tools refused with 400 naming tools", e instanceof OpenAI.BadRequestError && /tool/.test(e.message), `${e?.status} ${e?.message}`);
+  check("tool_choice required refused with 400 naming it", e instanceof OpenAI.BadRequestError &&
+    e.param === "tool_choice" && /constrained decoding/.test(e.message), `${e?.status} ${e?.message}`);
 }
 process.exit(failed ? 1 : 0);

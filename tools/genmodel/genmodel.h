@@ -14,6 +14,8 @@
 typedef enum { GM_ARCH_QWEN2, GM_ARCH_QWEN3 } gm_arch;
 
 #define GM_MAX_OVERRIDES 8
+#define GM_MAX_SCRIPT 256
+#define GM_SCRIPT_LOGIT 100.0f /* a script row's head weight: its logit beats every random one */
 
 /* What --type asks for: a single tensor type (llama-quantize --pure style) or a mix (Q4_K_M, Q3_K_S/M;
  * with --llama-quantize every type is llama-quantize's mix for that ftype). */
@@ -52,6 +54,9 @@ typedef struct {
     bool draft;        /* write the draft of the target these options describe, not the target */
     int draft_layers;  /* the draft's layers (its writes are zero: it is the target's bigram) */
     gm_preset target;  /* with draft: the target's shape (p is then the draft's) */
+    /* --script: a model that writes a fixed token sequence under greedy decoding (docs/GENMODEL.md) */
+    int32_t script[GM_MAX_SCRIPT];
+    int n_script;
 } gm_config;
 
 /* ---- tokenizer (tokenizer.c) ---- */

@@ -57,6 +57,11 @@ static void usage(FILE *f) {
             "                  same options otherwise): n_embd R, one head of size R, n_ff 2R, untied head,\n"
             "                  the target's tokenizer; its layers write zeros (it is the target's bigram)\n"
             "  --draft-layers N  the draft's layer count (default 1; 1..64)\n"
+            "  --script ID,ID,...\n"
+            "                  a model that writes a fixed text: after token ID1 greedy decoding writes ID2,\n"
+            "                  then ID3, ... (2..256 distinct token ids; the last is usually <|im_end|>, 151645).\n"
+            "                  The layers write zeros, token ID_k's embedding is the k-th unit vector and the\n"
+            "                  head maps it to ID_k+1; needs an untied head (tiny, or --untied)\n"
             "  -o, --output F  the file to write (required)\n"
             "  -q, --quiet     no summary line\n"
             "  -h, --help      this text\n"
@@ -82,11 +87,34 @@ static bool parse_u64(const char *s, uint64_t *out) {
     return true;
 }
 
+/* --script ID,ID,...: distinct ids below the vocabulary; the layers are silenced (their writes are zero). */
+static int parse_script(const char *s, gm_config *c) {
+    const char *q = s;
+    while (*q) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(q, &end, 10);
+        if (errno || end == q || (*end && *end != ',') || v >= GM_VOCAB || *q == '-' || *q == '+')
+            return bad("--script '%s': not a list of token ids below 151936 separated by commas%s", s, "");
+        if (c->n_script == GM_MAX_SCRIPT || c->n_script > c->p.n_embd)
+            return bad("--script '%s': more ids than 256 or the preset's n_embd + 1%s", s, "");
+        for (int k = 0; k < c->n_script; k++)
+            if (c->script[k] == (int32_t)v) return bad("--script '%s': token ids must be distinct (the text is a chain)%s", s, "");
+        c->script[c->n_script++] = (int32_t)v;
+        q = *end ? end + 1 : end;
+    }
+    if (c->n_script < 2) return bad("--script '%s': at least two ids (the one to follow and one to write)%s", s, "");
+    if (c->p.tied) return bad("--script needs an untied head (the tiny preset, or --untied)%s%s", "", "");
+    if (c->lowrank) return bad("--script and --lowrank do not combine%s%s", "", "");
+    c->layer_scale = 0.0f;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     gm_config c = {0};
     c.layer_scale = 1.0f;
     const char *arch = NULL, *preset = "tiny", *type = "f16", *layers = NULL, *ctx = NULL, *seed = NULL;
-    const char *lowrank = NULL, *layer_scale = NULL, *draft_layers = NULL;
+    const char *lowrank = NULL, *layer_scale = NULL, *draft_layers = NULL, *script = NULL;
     int tied = -1;
     c.tokenizer_dir = getenv("MF_TOKENIZER_DIR");
     if (!c.tokenizer_dir || !*c.tokenizer_dir) c.tokenizer_dir = MF_TOKENIZER_DEFAULT;
@@ -110,6 +138,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--layer-scale")) dst = &layer_scale;
         else if (!strcmp(a, "--draft-layers")) dst = &draft_layers;
         else if (!strcmp(a, "--draft")) c.draft = true;
+        else if (!strcmp(a, "--script")) dst = &script;
         else if (!strcmp(a, "--tensor-type")) {
             if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
             const char *v = argv[++i], *eq = strrchr(v, '=');
@@ -183,6 +212,7 @@ int main(int argc, char **argv) {
         c.p = (gm_preset){"draft", (int)v, c.lowrank, 1, 1, c.lowrank, 2 * c.lowrank, c.target.n_ctx,
                           c.target.rope_base, false};
     }
+    if (script && parse_script(script, &c)) return 2;
     if (!c.out_path) return bad("-o OUT.gguf is required%s%s", "", "");
     mf_error err = {0};
     if (gm_config_check(&c, &err)) return bad("%s%s", err.msg, "");

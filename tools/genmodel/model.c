@@ -210,7 +210,8 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
     }
     /* Random-sign gain: with a positive one and tied embeddings the current token's own row wins by
      * ~sqrt(n_embd) * logit std (the residual is mostly its embedding) and greedy repeats it forever. */
-    if (c->draft) ADD1("output_norm.weight", -1, d, 1.0f, 0.0f); /* the target's gain is folded into its head */
+    if (c->draft || c->n_script) ADD1("output_norm.weight", -1, d, 1.0f, 0.0f); /* a draft: its target's gain is
+                                                                                  * folded into its head */
     else ADD1("output_norm.weight", -1, d, 0.0f, 1.0f);
     if (!p->tied) ADD2("output.weight", C_OUT, -1, d, GM_VOCAB, se);
 #undef ADD1
@@ -280,6 +281,17 @@ static int set_meta(mf_gguf_writer *w, const gm_config *c) {
  * while thousands of tokens can still win.  Powers of two keep the product exact. */
 #define GM_HOT_ONE_IN 128
 #define GM_HOT_SCALE 2.0f
+/* --script: the embedding of the k-th id is unit vector k, the head row of id k+1 reads that dimension. */
+static void script_rows(const gm_config *c, bool head, int64_t r0, float *rows, int64_t ncol, int64_t nr) {
+    for (int k = 0; k < c->n_script; k++) {
+        int64_t id = c->script[k], dim = head ? k - 1 : k;
+        if (id < r0 || id >= r0 + nr || dim < 0 || (!head && k == c->n_script - 1)) continue;
+        float *row = rows + (id - r0) * ncol;
+        memset(row, 0, (size_t)ncol * sizeof *row);
+        row[dim] = head ? GM_SCRIPT_LOGIT : 1.0f;
+    }
+}
+
 static void hot_rows(gm_rng *r, float *rows, int64_t ncol, int64_t nr) {
     for (int64_t k = 0; k < nr; k++) {
         if (gm_rng_u64(r) % GM_HOT_ONE_IN) continue;
@@ -346,6 +358,8 @@ int gm_generate(const gm_config *c, mf_error *err) {
             } else {
                 gm_rng_fill(&r, rows, ncol * nr, t[i].mean, t[i].sigma);
                 if (t[i].cat == C_OUT || (c->p.tied && t[i].cat == C_EMBD)) hot_rows(&hot, rows, ncol, nr);
+                if (c->n_script && (t[i].cat == C_OUT || t[i].cat == C_EMBD))
+                    script_rows(c, t[i].cat == C_OUT, r0, rows, ncol, nr);
             }
             /* llama-quantize reads the F16 file: every value as the f16 the generator would have written */
             if (c->llama && t[i].n_dims == 2)
