@@ -311,20 +311,23 @@ int mf_chat_render(mf_chat_format f, const mf_chat_msg *msgs, size_t n, const mf
             if (!c->name || !c->arguments)
                 return mf_err(err, MF_E_INVAL, "chat render: message %zu, tool call %zu has no %s", i, k,
                               c->name ? "arguments" : "name");
-            char *t = NULL; /* Qwen3 writes the text as it is, but both templates are given JSON only */
-            int rc = mf_pyjson(c->arguments, strlen(c->arguments), &t, NULL, err);
-            free(t);
-            if (rc) return mf_err_prefix(err, rc, "chat render: message %zu, tool call %zu, arguments", i, k);
         }
         n_calls += msgs[i].n_tool_calls;
     }
     for (size_t t = 0; t < opts->n_tools; t++)
         if (!opts->tools[t]) return mf_err(err, MF_E_INVAL, "chat render: tool %zu is NULL", t);
-    if (f == MF_CHAT_CHATML && (opts->n_tools || n_calls))
+    if (f == MF_CHAT_CHATML && (opts->n_tools || n_calls)) /* before the JSON: no JSON makes ChatML able */
         return mf_err(err, MF_E_UNSUPPORTED,
                       "plain ChatML has no way to present %s; tool calling needs the model's own Qwen2.5 or Qwen3 "
                       "template (--chat-template qwen2.5 or qwen3)",
                       opts->n_tools ? "tools" : "tool calls");
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < msgs[i].n_tool_calls; k++) {
+            char *t = NULL; /* Qwen3 writes the text as it is, but both templates are given JSON only */
+            int rc = mf_pyjson(msgs[i].tool_calls[k].arguments, strlen(msgs[i].tool_calls[k].arguments), &t, NULL, err);
+            free(t);
+            if (rc) return mf_err_prefix(err, rc, "chat render: message %zu, tool call %zu, arguments", i, k);
+        }
     sbuf b = {0};
     sb_put(&b, "", 0);
     int rc = 0;
