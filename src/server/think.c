@@ -26,15 +26,14 @@ void mf_srv_buf_free(mf_srv_buf *b) {
 
 static bool blank(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-/* Length of the longest suffix of s[0..n) that is a proper prefix of tag. */
-static size_t partial_tag(const char *s, size_t n, const char *tag) {
+size_t mf_srv_partial_tag(const char *s, size_t n, const char *tag) {
     size_t tl = strlen(tag);
     for (size_t k = tl - 1; k > 0; k--)
         if (k <= n && !memcmp(s + n - k, tag, k)) return k;
     return 0;
 }
 
-static void take(mf_srv_buf *b, size_t k) { /* drop the first k bytes */
+void mf_srv_buf_take(mf_srv_buf *b, size_t k) {
     if (!k) return;
     memmove(b->s, b->s + k, b->n - k);
     b->n -= k;
@@ -50,7 +49,7 @@ static bool step(mf_srv_think *t, mf_srv_buf *content, mf_srv_buf *reasoning) {
             size_t rest = h->n - i, ol = strlen(k_open);
             if (rest < ol && !memcmp(h->s + i, k_open, rest)) return true; /* could still be <think> */
             if (rest >= ol && !memcmp(h->s + i, k_open, ol)) {
-                take(h, i + ol);
+                mf_srv_buf_take(h, i + ol);
                 t->state = 1;
                 continue;
             }
@@ -62,24 +61,24 @@ static bool step(mf_srv_think *t, mf_srv_buf *content, mf_srv_buf *reasoning) {
             if (end) {
                 size_t k = (size_t)(end - h->s);
                 if (!mf_srv_buf_add(reasoning, h->s, k)) return false;
-                take(h, k + strlen(k_close));
+                mf_srv_buf_take(h, k + strlen(k_close));
                 t->state = 2;
                 continue;
             }
-            size_t keep = partial_tag(h->s, h->n, k_close);
+            size_t keep = mf_srv_partial_tag(h->s, h->n, k_close);
             if (!mf_srv_buf_add(reasoning, h->s, h->n - keep)) return false;
-            take(h, h->n - keep);
+            mf_srv_buf_take(h, h->n - keep);
             return true;
         }
         if (t->state == 2) {
             size_t i = 0;
             while (i < h->n && blank(h->s[i])) i++;
-            take(h, i);
+            mf_srv_buf_take(h, i);
             if (h->n == 0) return true;
             t->state = 3;
         }
         bool ok = mf_srv_buf_add(content, h->s, h->n);
-        take(h, h->n);
+        mf_srv_buf_take(h, h->n);
         return ok;
     }
 }
@@ -94,7 +93,7 @@ bool mf_srv_think_flush(mf_srv_think *t, mf_srv_buf *content, mf_srv_buf *reason
     bool ok = true;
     if (t->state == 1) ok = mf_srv_buf_add(reasoning, h->s, h->n);
     else if (t->state != 2) ok = mf_srv_buf_add(content, h->s, h->n);
-    if (h->n) take(h, h->n);
+    if (h->n) mf_srv_buf_take(h, h->n);
     return ok;
 }
 

@@ -15,6 +15,10 @@ typedef struct {
 
 bool mf_srv_buf_add(mf_srv_buf *b, const char *s, size_t n);
 void mf_srv_buf_free(mf_srv_buf *b);
+/* Drops the first k bytes of b. */
+void mf_srv_buf_take(mf_srv_buf *b, size_t k);
+/* Length of the longest suffix of s[0..n) that is a proper prefix of tag: text a splitter holds back. */
+size_t mf_srv_partial_tag(const char *s, size_t n, const char *tag);
 
 typedef struct {
     int state; /* 0 undecided, 1 thinking, 2 answer start (blanks dropped), 3 answer */

@@ -11,20 +11,6 @@ static const char k_open[] = "<tool_call>", k_close[] = "</tool_call>";
 
 static bool blank(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-static void take(mf_srv_buf *b, size_t k) { /* drop the first k bytes */
-    if (!k) return;
-    memmove(b->s, b->s + k, b->n - k);
-    b->n -= k;
-    b->s[b->n] = 0;
-}
-
-/* Length of the longest suffix of s[0..n) that is a proper prefix of k_open. */
-static size_t partial_open(const char *s, size_t n) {
-    for (size_t k = sizeof k_open - 2; k > 0; k--)
-        if (k <= n && !memcmp(s + n - k, k_open, k)) return k;
-    return 0;
-}
-
 /* Decided text s[0..n): what it holds up to its last non-blank goes out after the held blanks; its
  * trailing blanks are held (a call may follow them). */
 static bool text(mf_srv_tools *t, const char *s, size_t n, mf_srv_buf *content) {
@@ -95,7 +81,7 @@ static bool step(mf_srv_tools *t, mf_srv_buf *content) {
             if (!end) return true; /* the call is still being written */
             size_t inner = (size_t)(end - h->s);
             if (!close_call(t, inner, content)) return false;
-            take(h, inner + sizeof k_close - 1);
+            mf_srv_buf_take(h, inner + sizeof k_close - 1);
             t->in_call = false;
             continue;
         }
@@ -103,13 +89,13 @@ static bool step(mf_srv_tools *t, mf_srv_buf *content) {
         if (open) {
             size_t k = (size_t)(open - h->s);
             if (!text(t, h->s, k, content)) return false;
-            take(h, k + sizeof k_open - 1);
+            mf_srv_buf_take(h, k + sizeof k_open - 1);
             t->in_call = true;
             continue;
         }
-        size_t decided = h->n - partial_open(h->s, h->n);
+        size_t decided = h->n - mf_srv_partial_tag(h->s, h->n, k_open);
         if (!text(t, h->s, decided, content)) return false;
-        take(h, decided);
+        mf_srv_buf_take(h, decided);
         return true;
     }
 }
@@ -128,7 +114,7 @@ bool mf_srv_tools_flush(mf_srv_tools *t, mf_srv_buf *content) {
     else if (h->n || !t->n_calls) /* blanks after the last call are dropped */
         ok = mf_srv_buf_add(content, t->blank.s, t->blank.n) && mf_srv_buf_add(content, h->s, h->n);
     t->blank.n = 0;
-    if (h->n) take(h, h->n);
+    if (h->n) mf_srv_buf_take(h, h->n);
     t->in_call = false;
     return ok;
 }
