@@ -171,14 +171,17 @@ static int tools_turn(sbuf *b, const char *intro, const mf_chat_opts *o, mf_erro
     return 0;
 }
 
-/* One call as both templates write it; Qwen2.5 writes `arguments | tojson` of the parsed object, Qwen3 the
- * string as it is (its `arguments is string` branch). */
-static void tool_call(sbuf *b, const mf_chat_tool_call *c, const char *args_text) {
+/* One call as both templates write it; Qwen2.5 writes `arguments | tojson` of the parsed object (tojson),
+ * Qwen3 the string as it is (its `arguments is string` branch). */
+static int tool_call(sbuf *b, const mf_chat_tool_call *c, bool tojson, mf_error *err) {
     sb_cat(b, "<tool_call>\n{\"name\": \"");
     sb_cat(b, c->name);
     sb_cat(b, "\", \"arguments\": ");
-    sb_cat(b, args_text);
+    int rc = 0;
+    if (tojson) rc = sb_pyjson(b, c->arguments, err);
+    else sb_cat(b, c->arguments);
     sb_cat(b, "}\n</tool_call>");
+    return rc;
 }
 
 static void tool_turn(sbuf *b, const mf_chat_msg *m, size_t i, size_t n) {
@@ -236,7 +239,7 @@ static int render_qwen3(sbuf *b, const mf_chat_msg *m, size_t n, const mf_chat_o
             sb_put(b, shown.p, shown.n);
             for (size_t k = 0; k < m[i].n_tool_calls; k++) {
                 if (k > 0 || content.n) sb_cat(b, "\n"); /* the template tests content before its lstrip */
-                tool_call(b, &m[i].tool_calls[k], m[i].tool_calls[k].arguments);
+                tool_call(b, &m[i].tool_calls[k], false, err); /* the text as given: cannot fail */
             }
             sb_cat(b, "<|im_end|>\n");
         } else if (is_role(&m[i], "tool")) {
@@ -256,12 +259,9 @@ static int qwen25_calls(sbuf *b, const mf_chat_msg *msg, size_t i, mf_error *err
     sb_cat(b, "<|im_start|>assistant");
     if (*msg->content) sb_cat(b, "\n"), sb_cat(b, msg->content);
     for (size_t k = 0; k < msg->n_tool_calls; k++) {
-        char *args = NULL;
-        int rc = mf_pyjson(msg->tool_calls[k].arguments, strlen(msg->tool_calls[k].arguments), &args, NULL, err);
-        if (rc) return mf_err_prefix(err, rc, "chat render: message %zu, tool call %zu, arguments", i, k);
         sb_cat(b, "\n");
-        tool_call(b, &msg->tool_calls[k], args);
-        free(args);
+        int rc = tool_call(b, &msg->tool_calls[k], true, err);
+        if (rc) return mf_err_prefix(err, rc, "chat render: message %zu, tool call %zu, arguments", i, k);
     }
     sb_cat(b, "<|im_end|>\n");
     return 0;
