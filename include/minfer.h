@@ -395,6 +395,28 @@ int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err);
 mf_sampler *mf_gen_sampler(mf_gen *g); /* its sampler (e.g. to save its state) */
 void mf_gen_get_stats(const mf_gen *g, mf_gen_stats *st);
 
+/* ---------------- constrained decoding (docs/GRAMMAR.md) ----------------
+ * A grammar limits what a generator samples: each step the sampler chain runs over the tokens whose text
+ * continues a sentence of the grammar (as if every other logit were -inf: llama.cpp's grammar-first
+ * order), and an end-of-generation token is a candidate only where the text so far is a whole sentence;
+ * control tokens never are.  Grammars are GBNF (llama.cpp's dialect); JSON Schema is compiled to one. */
+typedef struct mf_grammar mf_grammar;
+/* GBNF text (len bytes), start rule `root`.  A syntax error names line and column; an undefined rule,
+ * a missing root and left recursion are refused too (MF_E_INVAL). */
+int mf_grammar_new(const char *gbnf, size_t len, mf_grammar **out, mf_error *err);
+/* A JSON Schema (the text of one JSON object): the grammar of the JSON texts it allows, with bounded
+ * whitespace.  A keyword this compiler does not implement is refused (MF_E_UNSUPPORTED, naming it and
+ * its path), never ignored: docs/GRAMMAR.md lists the supported ones. */
+int mf_grammar_from_json_schema(const char *schema, size_t len, mf_grammar **out, mf_error *err);
+void mf_grammar_free(mf_grammar *g);
+/* From now on every turn of the generator is one sentence of gr (each mf_gen_feed starts it again); NULL
+ * removes it.  open/close (both NULL, or both set): a free block a reasoning model may begin with, such as
+ * "<think>" and "</think>": a turn whose first token is `open` (it must be one token) is free until `close`
+ * has been generated, and the grammar holds after it; a turn that starts with anything else is held from
+ * its first token.  gr must outlive the generator or the next mf_gen_set_grammar.  Refused with
+ * ignore_eos (end-of-generation ends a sentence) and for a model without a tokenizer. */
+int mf_gen_set_grammar(mf_gen *g, const mf_grammar *gr, const char *open, const char *close, mf_error *err);
+
 /* ---------------- speculative decoding: a draft model ----------------
  * A small model with the target's vocabulary proposes the next tokens greedily; the target verifies them
  * in one forward (mf_gen_step_draft) and commits the prefix its own sampling agrees with.  Greedy output

@@ -86,7 +86,11 @@ const char *mf_arg_sampler_help(void) {
            "      --repeat-last-n N    penalty window in tokens (default 64; 0 = off, -1 = all)\n"
            "      --presence-penalty X presence penalty (default 0)\n"
            "      --frequency-penalty X frequency penalty (default 0)\n"
-           "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n";
+           "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n"
+           "      --grammar GBNF       the output is a sentence of this grammar (llama.cpp's GBNF, start rule root;\n"
+           "                           docs/GRAMMAR.md); --grammar-file FILE reads it from a file\n"
+           "  -j,  --json-schema JSON  the output is JSON this JSON Schema allows (a keyword the compiler lacks is\n"
+           "                           refused, never ignored); -jf/--json-schema-file FILE reads it from a file\n";
 }
 
 void mf_arg_draft_init(mf_arg_draft *d) {
@@ -164,6 +168,41 @@ int mf_arg_draft_open(const mf_arg_draft *d, mf_context *target, int32_t n_seq, 
         mf_err(err, rc, "draft model '%s': %s", d->path, why);
         mf_model_free(*model);
         *model = NULL;
+    }
+    return rc;
+}
+
+/* ---------------- constrained output ---------------- */
+
+int mf_arg_grammar_flag(int argc, char **argv, int *i, mf_arg_grammar *g) {
+    const char *a = argv[*i];
+    const bool gbnf = !strcmp(a, "--grammar"), gfile = !strcmp(a, "--grammar-file");
+    const bool js = !strcmp(a, "-j") || !strcmp(a, "--json-schema");
+    const bool jfile = !strcmp(a, "-jf") || !strcmp(a, "--json-schema-file");
+    if (!gbnf && !gfile && !js && !jfile) return 0;
+    const char *v = mf_arg_value(argc, argv, i);
+    if (!v) return -1;
+    if (g->flag) {
+        fprintf(stderr, "Error: %s and %s both constrain the output; give one of --grammar, --grammar-file, "
+                        "-j/--json-schema and -jf/--json-schema-file\n", g->flag, a);
+        return -1;
+    }
+    g->flag = a, g->value = v, g->file = gfile || jfile, g->schema = js || jfile;
+    return 1;
+}
+
+int mf_arg_grammar_open(const mf_arg_grammar *g, mf_grammar **out, mf_error *err) {
+    *out = NULL;
+    if (!g->flag) return 0;
+    size_t len = strlen(g->value);
+    char *text = g->file ? mf_read_file(g->value, &len) : NULL;
+    if (g->file && !text) return mf_err(err, MF_E_IO, "%s: cannot read '%s'", g->flag, g->value);
+    const char *t = text ? text : g->value;
+    int rc = g->schema ? mf_grammar_from_json_schema(t, len, out, err) : mf_grammar_new(t, len, out, err);
+    free(text);
+    if (rc) {
+        mf_error inner = *err;
+        mf_err(err, rc, "%s: %s", g->flag, inner.msg);
     }
     return rc;
 }

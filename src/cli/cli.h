@@ -63,7 +63,16 @@ enum { MF_ARG_MAX_STOP = 16 };
 mf_sampler_params mf_arg_sampler_defaults(void);
 int mf_arg_sampler(int argc, char **argv, int *i, mf_sampler_params *sp, mf_arg_seen *seen);
 bool mf_arg_stop(int argc, char **argv, int *i, const char **stops, int32_t *n_stop);
-const char *mf_arg_sampler_help(void); /* the usage lines of the sampler flags */
+const char *mf_arg_sampler_help(void); /* the usage lines of the sampler flags (and the grammar ones) */
+/* Constrained output (run, chat; llama.cpp's spellings): --grammar GBNF, --grammar-file FILE,
+ * -j/--json-schema JSON, -jf/--json-schema-file FILE, at most one of them.  flag: 1 taken, 0 not one of
+ * them, -1 refused (printed).  open: the compiled grammar (NULL when none was given). */
+typedef struct {
+    const char *flag, *value; /* the flag given and its value; flag NULL: none */
+    bool file, schema;
+} mf_arg_grammar;
+int mf_arg_grammar_flag(int argc, char **argv, int *i, mf_arg_grammar *g);
+int mf_arg_grammar_open(const mf_arg_grammar *g, mf_grammar **out, mf_error *err);
 /* KV cache element types, the same flags on every command that makes a context (run, eval, bench; chat
  * and serve reuse them): -ctk/--cache-type-k T, -ctv/--cache-type-v T (llama.cpp's) and --cache-type T
  * (both), T one of f32, f16, q8_0.  Precedence: -ctk/-ctv, then --cache-type, then MINFER_CACHE_TYPE, then

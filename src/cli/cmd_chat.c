@@ -95,6 +95,8 @@ int mf_cmd_chat(int argc, char **argv) {
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
     mf_arg_draft dr;
     mf_arg_draft_init(&dr);
+    mf_arg_grammar gram = {0};
+    mf_grammar *grammar = NULL;
     mf_arg_gpu gpu;
     mf_arg_gpu_init(&gpu);
     for (int i = 1; i < argc; i++) {
@@ -133,6 +135,8 @@ int mf_cmd_chat(int argc, char **argv) {
                 return 2;
             }
             think = !strcmp(v, "on");
+        } else if ((l = mf_arg_grammar_flag(argc, argv, &i, &gram)) != 0) {
+            if (l < 0) return 2;
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             MF_ARG_VAL("-n/--n-predict");
             if (!mf_arg_int(a, v, -1, 1 << 30, &n_predict)) return 2;
@@ -188,7 +192,15 @@ int mf_cmd_chat(int argc, char **argv) {
     gp.stop = stops;
     gp.n_stop = n_stop;
     gp.abort = abort_cb;
-    if (mf_gen_new(ctx, &gp, &gen, &err)) goto fail;
+    if (mf_gen_new(ctx, &gp, &gen, &err) || mf_arg_grammar_open(&gram, &grammar, &err)) goto fail;
+    if (grammar) { /* each reply is a sentence of it; a reasoning model may think first (unless --think off) */
+        mf_token *ids = NULL;
+        int32_t n = 0;
+        bool think_block = think != 0 && !mf_tokenize(model, "<think>", 7, false, true, &ids, &n, NULL) && n == 1;
+        free(ids);
+        if (mf_gen_set_grammar(gen, grammar, think_block ? "<think>" : NULL, think_block ? "</think>" : NULL, &err))
+            goto fail;
+    }
     mf_conv_params vp = mf_conv_default_params();
     vp.system = system;
     vp.chat.template_name = chat_template;
@@ -273,6 +285,7 @@ out:
     free(line);
     mf_conv_free(conv);
     mf_gen_free(gen);
+    mf_grammar_free(grammar);
     mf_draft_free(draft);
     mf_model_free(draft_model);
     mf_context_free(ctx);

@@ -79,6 +79,8 @@ int mf_cmd_run(int argc, char **argv) {
     int32_t n_stop = 0;
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
     mf_arg_draft dr;
+    mf_arg_grammar gram = {0};
+    mf_grammar *grammar = NULL;
     mf_arg_draft_init(&dr);
     mf_arg_gpu gpu;
     mf_arg_gpu_init(&gpu);
@@ -145,6 +147,8 @@ int mf_cmd_run(int argc, char **argv) {
             MF_ARG_VAL("-c/--ctx-size/--n-ctx");
             if (!mf_arg_int(a, v, 0, 1 << 24, &n_ctx)) return 2;
         } else if ((l = mf_arg_sampler(argc, argv, &i, &sp, &seen)) != 0) {
+            if (l < 0) return 2;
+        } else if ((l = mf_arg_grammar_flag(argc, argv, &i, &gram)) != 0) {
             if (l < 0) return 2;
         } else {
             fprintf(stderr, "Error: unknown flag '%s' for 'minfer run' (see minfer run --help)\n", a);
@@ -258,7 +262,10 @@ int mf_cmd_run(int argc, char **argv) {
     gp.no_text = ids_only && n_stop == 0; /* --ids needs no tokenizer unless a stop string is matched */
     gp.stop = stops;
     gp.n_stop = n_stop;
-    if (mf_gen_new(ctx, &gp, &gen, &err) || mf_gen_feed(gen, ids, n_ids, &err)) goto fail;
+    if (mf_arg_grammar_open(&gram, &grammar, &err)) goto fail;
+    if (mf_gen_new(ctx, &gp, &gen, &err) || (grammar && mf_gen_set_grammar(gen, grammar, NULL, NULL, &err)) ||
+        mf_gen_feed(gen, ids, n_ids, &err))
+        goto fail;
     mf_context_stats cst;
     mf_context_get_stats(ctx, &cst);
     fprintf(stderr, "load: %.1f ms (%s, %d layers, n_vocab %d); KV cache %d cells, K %s V %s, %.2f MiB\n",
@@ -307,6 +314,7 @@ fail:
     ret = 1;
 out:
     mf_gen_free(gen);
+    mf_grammar_free(grammar);
     mf_draft_free(draft);
     mf_model_free(draft_model);
     mf_context_free(ctx);

@@ -49,6 +49,28 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
 /* Tests: run the sampler chain up to (not including) the draw; the surviving candidates in the order
  * the chain left them, with their softmax probabilities.  Returns the count (<= cap). */
 int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, float *probs, int32_t cap);
+/* A token filter (a grammar): allow(user, id) is true when the token may come next; maybe (may be NULL)
+ * writes, in ascending order, ids that include every allowed one (a cheap superset, so a full scan asks
+ * allow() about those only) and returns their count. */
+typedef struct {
+    bool (*allow)(void *user, int32_t id);
+    int32_t (*maybe)(void *user, int32_t *ids);
+    void *user;
+} mf_token_filter;
+/* mf_sampler_sample over the tokens the filter allows only, as if every other logit were -inf; asks about
+ * as few tokens as the chain needs.  -1 when it allows none. */
+mf_token mf_sampler_sample_allowed(mf_sampler *s, const float *logits, const mf_token_filter *f);
+/* constrain.c: a generator's grammar state (mf_gen_set_grammar).  allow and maybe are an
+ * mf_token_filter's over an mf_constraint; commit moves the grammar past a committed token (or watches for the free block's close). */
+typedef struct mf_constraint mf_constraint;
+int mf_constraint_new(const mf_model *model, const mf_grammar *g, const char *open, const char *close,
+                      mf_constraint **out, mf_error *err);
+void mf_constraint_free(mf_constraint *c);
+void mf_constraint_reset(mf_constraint *c); /* a new turn: the grammar's start, the free block not opened */
+bool mf_constraint_active(const mf_constraint *c);
+bool mf_constraint_allow(void *c, int32_t id);
+int32_t mf_constraint_maybe(void *c, int32_t *ids);
+int mf_constraint_commit(mf_constraint *c, int32_t id, mf_error *err);
 /* Tests: the sampler as it was before its two shortcuts, the reference they are checked against: every
  * candidate built before the penalty stage and top_k (not the k best read straight from the logits), and
  * every sort by qsort with cand_cmp (not the radix sort). */

@@ -39,6 +39,7 @@ struct mf_gen {
     size_t n_hold, n_out, n_turn, cap_hold, cap_out, cap_turn;
     mf_token *out_tok;
     int32_t n_out_tok, cap_out_tok;
+    mf_constraint *con; /* mf_gen_set_grammar's, or NULL */
     mf_gen_stats st;
 };
 
@@ -99,6 +100,7 @@ void mf_gen_free(mf_gen *g) {
     free(g->out);
     free(g->turn);
     free(g->out_tok);
+    mf_constraint_free(g->con);
     free(g);
 }
 
@@ -171,6 +173,18 @@ int mf_gen_attach(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
     return 0;
 }
 
+int mf_gen_set_grammar(mf_gen *g, const mf_grammar *gr, const char *open, const char *close, mf_error *err) {
+    if (gr && g->p.ignore_eos)
+        return mf_err(err, MF_E_INVAL, "generation: a grammar ends its text with an end-of-generation token, which "
+                                       "ignore_eos turns into text (drop one of them)");
+    mf_constraint *c = NULL;
+    int rc = gr ? mf_constraint_new(g->model, gr, open, close, &c, err) : 0;
+    if (rc) return rc;
+    mf_constraint_free(g->con);
+    g->con = c;
+    return 0;
+}
+
 int mf_gen_feed(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
     if (n < 0 || (n > 0 && !ids)) return mf_err(err, MF_E_INVAL, "generation: feed of %d tokens without ids", n);
     if (n > g->limit - g->n_tok)
@@ -189,6 +203,7 @@ int mf_gen_feed(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
         size_t len;
         mf_detok_stream_flush(g->ds, &piece, &len, NULL);
     }
+    if (g->con) mf_constraint_reset(g->con); /* each turn is one sentence of the grammar */
     g->status = MF_GEN_RUNNING;
     g->aborted = false;
     g->n_hold = g->n_turn = 0;
@@ -273,6 +288,7 @@ static int commit(mf_gen *g, mf_token t, mf_error *err) {
     g->out_tok[g->n_out_tok++] = t;
     g->gen_queued = true;
     mf_sampler_accept(g->smp, t);
+    if (g->con && (rc = mf_constraint_commit(g->con, t, err))) return rc;
     g->st.turn_generated++;
     g->st.n_generated++;
     if (mf_model_is_eog(g->model, t) && !g->p.ignore_eos) return finish(g, MF_GEN_EOG, err);
@@ -287,6 +303,16 @@ static int commit(mf_gen *g, mf_token t, mf_error *err) {
     if (g->p.n_predict >= 0 && g->st.turn_generated >= g->p.n_predict) return finish(g, MF_GEN_LENGTH, err);
     if (g->n_tok - 1 >= g->limit) return finish(g, MF_GEN_CONTEXT, err); /* t itself has no position left */
     return 0;
+}
+
+/* The next token from these logits: the sampler's pick, among the grammar's tokens where one is active;
+ * -1 when the grammar allows no token at all. */
+static mf_token sample(mf_gen *g, const float *lg) {
+    if (g->con && mf_constraint_active(g->con)) {
+        const mf_token_filter f = {mf_constraint_allow, mf_constraint_maybe, g->con};
+        return mf_sampler_sample_allowed(g->smp, lg, &f);
+    }
+    return mf_sampler_sample(g->smp, lg);
 }
 
 /* ---------------- forwards ---------------- */
@@ -396,7 +422,12 @@ static int batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
             g->pre = false;
             g->st.t_sample_s += g->pre_s;
         } else {
-            t = mf_sampler_sample(g->smp, lg);
+            t = sample(g, lg);
+        }
+        if (t < 0) {
+            rc = mf_err(err, MF_E_INVAL, "generation: the grammar allows no token after %zu bytes of output (it asks "
+                                         "for text no token of this vocabulary spells)", g->n_turn);
+            break;
         }
         if ((rc = commit(g, t, err))) break;
         bool match = i < n_draft && t == g->draft[i];
@@ -448,7 +479,7 @@ static void sample_ahead(void *arg, int ith, int nth) {
         mf_gen *g = j->g[k];
         const double t0 = mf_time_now();
         mf_sampler_get_rng(g->smp, g->pre_rng);
-        g->pre_tok = mf_sampler_sample(g->smp, j->lg[k]);
+        g->pre_tok = sample(g, j->lg[k]);
         g->pre_s = mf_time_now() - t0;
         g->pre = true;
     }

@@ -437,6 +437,59 @@ mf_token mf_sampler_sample(mf_sampler *s, const float *logits) {
     return draw(s);
 }
 
+/* Keeps the first `want` candidates allow() accepts (all of them when want < 0), in their order. */
+static int32_t keep_allowed(mf_sampler *s, const mf_token_filter *f, int32_t want) {
+    int32_t m = 0;
+    for (int32_t i = 0; i < s->n && (want < 0 || m < want); i++)
+        if (f->allow(f->user, s->c[i].id)) s->c[m++] = s->c[i];
+    s->n = m;
+    return m;
+}
+
+/* The chain over the allowed tokens only: what mf_sampler_sample gives for logits where every other token
+ * is -inf (llama.cpp applies its grammar first too), asking allow() about as few tokens as it can.  The
+ * stages after top_k read only its k survivors, and those are the first k allowed tokens in the candidates'
+ * total order (logit after penalties descending, id ascending), so a window of that order - the best
+ * 4k, at least 64, read straight from the logits - settles it when k of them are allowed.  Otherwise (a
+ * grammar that rules out most of the likely tokens, or top_k off) every token the filter's `maybe` names
+ * (or every token) is asked. */
+mf_token mf_sampler_sample_allowed(mf_sampler *s, const float *logits, const mf_token_filter *f) {
+    const bool greedy = s->p.temp <= 0.0f;
+    const int32_t k = greedy ? 1 : s->p.top_k;
+    bool settled = false;
+    if (!s->full_path && k > 0 && k <= TOP_K_PARTIAL && k < s->n_vocab) {
+        top_k_of_logits(s, logits, MF_MIN(s->n_vocab, MF_MAX(64, 4 * k)));
+        settled = keep_allowed(s, f, k) == k;
+    }
+    if (!settled) {
+        s->n = s->n_vocab;
+        if (f->maybe) { /* the candidates' ids land in the spare buffer's memory, then become candidates */
+            if (!s->spare && !(s->spare = malloc(sizeof(cand) * (size_t)s->n_vocab))) return -1;
+            int32_t *ids = (int32_t *)s->spare;
+            s->n = f->maybe(f->user, ids);
+            for (int32_t i = s->n - 1; i >= 0; i--) s->c[i] = (cand){ids[i], logits[ids[i]], 0.0f};
+        } else {
+            for (int32_t i = 0; i < s->n_vocab; i++) s->c[i] = (cand){i, logits[i], 0.0f};
+        }
+        s->sorted = false;
+        apply_penalties(s);
+        if (!keep_allowed(s, f, -1)) return -1;
+        if (greedy) {
+            int32_t best = 0;
+            for (int32_t i = 1; i < s->n; i++)
+                if (cand_cmp(&s->c[i], &s->c[best]) < 0) best = i;
+            return s->c[best].id;
+        }
+        apply_top_k(s);
+    }
+    if (greedy) return s->c[0].id;
+    apply_typical(s);
+    apply_top_p(s);
+    apply_min_p(s);
+    apply_temp(s);
+    return draw(s);
+}
+
 int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, float *probs, int32_t cap) {
     chain(s, logits);
     softmax(s);
