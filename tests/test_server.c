@@ -1,7 +1,9 @@
 /* The server's pure parts: request validation (every refusal names the field and value, unknown fields
  * are ignored, unsupported ones refused), OpenAI response shapes, <think> splitting while streaming, the
  * job hand-over's answer-exactly-once rule, and the Prometheus text. */
+#include "grammar/grammar.h"
 #include "harness.h"
+#include "server/grammar.h"
 
 #include "core/utf8.h"
 
@@ -109,11 +111,18 @@ static void test_bad_requests_name_field_and_value(void) {
          "{\"name\":\"f\",\"parameters\":[]}}]}",
          "tools[0]", "JSON Schema object"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\"}", "tool_choice",
-         "constrained decoding"},
+         "has no 'tools'"},
         {MF_SRV_CHAT,
          "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":{\"type\":\"function\",\"function\":"
-         "{\"name\":\"f\"}}}",
-         "tool_choice", "naming a function"},
+         "{\"name\":\"f\"}},\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"g\"}}]}",
+         "tool_choice", "no tool in 'tools' is named 'f'"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":{\"type\":\"function\"}}",
+         "tool_choice", "{\"name\": ...}"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\",\"tools\":[{\"type\":"
+         "\"function\",\"function\":{\"name\":\"g\",\"parameters\":{\"type\":\"object\",\"properties\":{\"zip\":{"
+         "\"type\":\"string\",\"pattern\":\"[0-9]+\"}}}}}]}",
+         "tool_choice", "'pattern'"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"sometimes\"}", "tool_choice",
          "\"auto\", \"none\""},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"parallel_tool_calls\":1}",
@@ -137,8 +146,22 @@ static void test_bad_requests_name_field_and_value(void) {
         {MF_SRV_COMPLETION,
          "{\"prompt\":\"x\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}", "tools",
          "/v1/chat/completions"},
-        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"}}",
-         "response_format", "not supported"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"xml\"}}",
+         "response_format", "\"json_schema\", got \"xml\""},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\"}}",
+         "response_format", "'json_schema.schema'"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\","
+         "\"json_schema\":{\"name\":\"n\",\"schema\":{\"type\":\"string\",\"format\":\"email\"}}}}",
+         "response_format", "'format'"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"grammar\":\"root ::= \\\"a\"}", "grammar",
+         "line 1, column 10"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"grammar\":7}", "grammar", "string of GBNF"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"object\"},\"grammar\":\"root ::= \\\"a\\\"\"}",
+         "grammar", "has 2"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"integer\"},\"ignore_eos\":true}", "ignore_eos",
+         "do not mix"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"json_schema\":[1]}", "json_schema", "JSON Schema object"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"1\":5}}", "logit_bias",
          "not supported"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}}",
@@ -340,6 +363,79 @@ static void test_tools_and_calls_are_read(void) {
             "%s", e.msg);
     CHECK(r.n_tools == 0 && r.parallel_tool_calls, "tool_choice none offers nothing; parallel calls by default");
     mf_srv_req_free(&r);
+}
+
+/* Every constraint source becomes a grammar that compiles, and that grammar holds what it should: OpenAI's
+ * and llama-server's response_format shapes, json_schema, grammar, and forced tool calls in Qwen's format
+ * with each tool's arguments by its schema. */
+static void test_constraints_become_grammars(void) {
+    static const struct {
+        mf_srv_kind k;
+        const char *body, *from, *yes, *no;
+    } cases[] = {
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"}}",
+         "response_format", "{\"a\": [1, true]}", "[1]"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\","
+         "\"json_schema\":{\"name\":\"p\",\"strict\":true,\"schema\":{\"type\":\"object\",\"properties\":{\"age\":{"
+         "\"type\":\"integer\"}},\"required\":[\"age\"]}}}}",
+         "response_format", "{\"age\": 42}", "{\"age\": \"42\"}"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\","
+         "\"schema\":{\"type\":\"array\",\"items\":{\"type\":\"boolean\"}}}}",
+         "response_format", "[true, false]", "[1]"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"json_schema\":{\"enum\":[\"red\",\"green\"]}}", "json_schema", "\"green\"",
+         "\"blue\""},
+        {MF_SRV_COMPLETION, "{\"prompt\":\"x\",\"grammar\":\"root ::= [0-9]+\"}", "grammar", "2026", "x"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\",\"tools\":[{\"type\":"
+         "\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\",\"properties\":"
+         "{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}}},{\"type\":\"function\",\"function\":{\"name\":"
+         "\"now\"}}]}",
+         "tool_choice",
+         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{"
+         "\"name\": \"now\", \"arguments\": {}}\n</tool_call>",
+         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":{\"type\":\"function\",\"function\":"
+         "{\"name\":\"now\"}},\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},{\"type\":"
+         "\"function\",\"function\":{\"name\":\"now\"}}]}",
+         "tool_choice", "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",
+         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"},
+        {MF_SRV_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\",\"parallel_tool_calls\":"
+         "false,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]}",
+         "tool_choice", "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",
+         "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", "
+         "\"arguments\": {}}\n</tool_call>"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mf_srv_req r;
+        mf_srv_err e = {0};
+        REQUIRE(parse(cases[i].k, cases[i].body, &r, &e) == 0, "case %zu: %s", i, e.msg);
+        CHECK(r.gbnf && r.constraint && !strcmp(r.constraint, cases[i].from), "case %zu: from %s", i,
+              r.constraint ? r.constraint : "nothing");
+        mf_grammar *g = NULL;
+        mf_error err = {0};
+        if (r.gbnf && !mf_grammar_new(r.gbnf, strlen(r.gbnf), &g, &err)) {
+            CHECK(mf_grammar_matches(g, cases[i].yes, strlen(cases[i].yes)), "case %zu: '%s' refused", i, cases[i].yes);
+            CHECK(!mf_grammar_matches(g, cases[i].no, strlen(cases[i].no)), "case %zu: '%s' taken", i, cases[i].no);
+            if (cases[i].k == MF_SRV_CHAT) { /* after thinking: a few blanks, then the same sentence */
+                char *w = NULL, txt[600];
+                mf_grammar *t = NULL;
+                snprintf(txt, sizeof txt, "\n\n%s", cases[i].yes);
+                CHECK(!mf_srv_think_gbnf(r.gbnf, &w, &err) && !mf_grammar_new(w, strlen(w), &t, &err) &&
+                          mf_grammar_matches(t, txt, strlen(txt)) && !mf_grammar_matches(t, cases[i].no, strlen(cases[i].no)),
+                      "case %zu wrapped: %s", i, err.msg);
+                mf_grammar_free(t);
+                free(w);
+            }
+        } else {
+            CHECK(0, "case %zu: %s", i, err.msg);
+        }
+        mf_grammar_free(g);
+        mf_srv_req_free(&r);
+    }
 }
 
 typedef struct {
@@ -630,6 +726,7 @@ int main(void) {
     RUN(test_utf8_lossy_replaces_maximal_subparts);
     RUN(test_think_split_across_pieces);
     RUN(test_tools_and_calls_are_read);
+    RUN(test_constraints_become_grammars);
     RUN(test_tool_calls_split_out_of_any_pieces);
     RUN(test_tool_call_answers_match_openai);
     RUN(test_response_shapes_match_openai);

@@ -466,6 +466,9 @@ static int start_gen(mf_srv_engine *e, int i, mf_srv_job *j, int choice, int32_t
     gp.stop = (const char *const *)j->req.stop;
     gp.n_stop = j->req.n_stop;
     int rc = mf_gen_new(e->ctx, &gp, &sl->gen, err);
+    if (!rc && j->grammar)
+        rc = mf_gen_set_grammar(sl->gen, j->grammar, j->think_first ? "<think>" : NULL,
+                                j->think_first ? "</think>" : NULL, err);
     if (!rc && keep > 0) rc = mf_gen_attach(sl->gen, j->prompt, keep, err);
     if (!rc) rc = mf_gen_feed(sl->gen, j->prompt + keep, j->n_prompt - keep, err);
     if (rc) {

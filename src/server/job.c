@@ -54,6 +54,7 @@ void mf_srv_job_unref(mf_srv_job *j) {
     pthread_mutex_unlock(&j->mu);
     if (left > 0) return;
     mf_srv_req_free(&j->req);
+    mf_grammar_free(j->grammar);
     free(j->prompt);
     free(j->out);
     free(j->body);

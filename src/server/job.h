@@ -34,6 +34,8 @@ typedef struct mf_srv_job {
     double t_arrival; /* mf_time_now() */
     int32_t slot;     /* control jobs: the slot; generate: id_slot */
     char filename[256];
+    mf_grammar *grammar; /* the request's constraint compiled (NULL: none); every choice's generator follows it */
+    bool think_first;    /* the grammar holds after a <think> ... </think> block the model may open with */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;

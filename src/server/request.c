@@ -3,6 +3,8 @@
 
 #include "core/pyjson.h"
 
+#include "server/grammar.h"
+
 #include <cJSON.h>
 #include <math.h>
 #include <stdarg.h>
@@ -118,14 +120,6 @@ static int refuse_unsupported(const cJSON *o, mf_srv_err *e) {
         if (v && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0) && !(cJSON_IsObject(v) && !v->child))
             return BAD(e, k[i].name, "%s", k[i].why);
     }
-    const cJSON *rf = field(o, "response_format");
-    if (rf) {
-        const cJSON *t = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
-        if (!cJSON_IsString(t) || strcmp(t->valuestring, "text") != 0)
-            return BAD(e, "response_format",
-                       "'response_format' other than {\"type\":\"text\"} (JSON mode, JSON schema) is not supported "
-                       "by minfer yet; send the request without it");
-    }
     const cJSON *echo = field(o, "echo");
     if (echo && !cJSON_IsFalse(echo))
         return BAD(e, "echo", "'echo' is not supported by minfer; send the request without it or with false");
@@ -137,7 +131,7 @@ static int refuse_unsupported(const cJSON *o, mf_srv_err *e) {
 
 /* tools: [{"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}], each kept
  * as its compact JSON text (the template writes it again as json.dumps does).  tool_choice "auto" (the
- * default) or "none"; "required" and a named function would need constrained decoding: refused. */
+ * default), "none", "required" or a named function (the last two become a grammar: parse_constraint). */
 static int parse_tools(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     const cJSON *tc = field(o, "tool_choice"), *t = field(o, "tools");
     bool none = false;
@@ -145,12 +139,15 @@ static int parse_tools(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
         if (cJSON_IsString(tc) && (!strcmp(tc->valuestring, "auto") || !strcmp(tc->valuestring, "none")))
             none = !strcmp(tc->valuestring, "none");
         else if (cJSON_IsString(tc) && !strcmp(tc->valuestring, "required"))
-            return BAD(e, "tool_choice", "'tool_choice' \"required\" needs constrained decoding, which minfer does "
-                                         "not have; send \"auto\" (the model decides) or \"none\"");
-        else if (cJSON_IsObject(tc))
-            return BAD(e, "tool_choice", "'tool_choice' naming a function needs constrained decoding, which minfer "
-                                         "does not have; send \"auto\" (the model decides) or \"none\"");
-        else
+            r->tool_choice_required = true;
+        else if (cJSON_IsObject(tc)) {
+            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+            const cJSON *name = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+            if (!cJSON_IsString(name) || !*name->valuestring)
+                return BAD(e, "tool_choice", "'tool_choice' as an object must be {\"type\": \"function\", \"function\": "
+                                             "{\"name\": ...}}");
+            if (dup_str(name, "tool_choice", &r->tool_choice_name, e)) return -1;
+        } else
             return BAD(e, "tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or an object, got %s",
                        kind_of(tc));
     }
@@ -182,6 +179,82 @@ static int parse_tools(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
             return mf_srv_fail(e, 500, "server_error", param, "out of memory");
         r->n_tools = i + 1;
     }
+    return 0;
+}
+
+/* The schema of response_format: OpenAI's {"type": "json_schema", "json_schema": {"name", "schema",
+ * "strict"}}, llama-server's {"type": "json_object" | "json_schema", "schema": {...}} (both shapes are
+ * taken), or json_object alone (any JSON object).  *schema stays NULL for "text". */
+static int response_format_schema(const cJSON *rf, char **schema, mf_srv_err *e) {
+    if (!cJSON_IsObject(rf)) return BAD(e, "response_format", "'response_format' must be an object, got %s", kind_of(rf));
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rf, "type");
+    if (!cJSON_IsString(t))
+        return BAD(e, "response_format", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"");
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(rf, "schema");
+    if (!sc && cJSON_IsObject(js)) sc = cJSON_GetObjectItemCaseSensitive(js, "schema");
+    if (!strcmp(t->valuestring, "text")) return 0;
+    if (!strcmp(t->valuestring, "json_object")) {
+        *schema = sc ? cJSON_PrintUnformatted(sc) : strdup("{\"type\": \"object\"}");
+    } else if (!strcmp(t->valuestring, "json_schema")) {
+        if (!sc || !(cJSON_IsObject(sc) || cJSON_IsBool(sc)))
+            return BAD(e, "response_format", "'response_format' of type \"json_schema\" needs its schema object in "
+                                             "'json_schema.schema' (OpenAI) or 'schema'");
+        *schema = cJSON_PrintUnformatted(sc);
+    } else {
+        return BAD(e, "response_format", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", "
+                                         "got \"%.40s\"", t->valuestring);
+    }
+    if (!*schema) return mf_srv_fail(e, 500, "server_error", "response_format", "out of memory");
+    return 0;
+}
+
+/* Structured output: at most one of 'grammar' (GBNF), 'json_schema' (llama-server), response_format JSON,
+ * and tool_choice "required" / a named function; the grammar is compiled once here, so a bad one is a 400
+ * naming the field, never a generation that ignores it. */
+static int parse_constraint(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *gr = field(o, "grammar"), *js = field(o, "json_schema"), *rf = field(o, "response_format");
+    char *schema = NULL;
+    if (rf && response_format_schema(rf, &schema, e)) return -1;
+    const bool tools_forced = r->tool_choice_required || r->tool_choice_name;
+    int n = (gr && !(cJSON_IsString(gr) && !*gr->valuestring)) + !!js + !!schema + tools_forced;
+    if (n > 1) {
+        free(schema);
+        return BAD(e, "grammar", "only one of 'grammar', 'json_schema', a JSON 'response_format' and a forced "
+                                 "'tool_choice' may constrain a request, and this one has %d", n);
+    }
+    if (n && r->ignore_eos) {
+        free(schema);
+        return BAD(e, "ignore_eos", "'ignore_eos' and a constraint ('grammar', 'json_schema', 'response_format', a forced "
+                                    "'tool_choice') do not mix: the end of the grammar's text is an end-of-generation token");
+    }
+    mf_error err = {0};
+    int rc = 0;
+    if (gr && cJSON_IsString(gr) && *gr->valuestring) {
+        r->constraint = "grammar";
+        if (!(r->gbnf = strdup(gr->valuestring))) rc = MF_E_NOMEM;
+    } else if (gr && !cJSON_IsString(gr)) {
+        return BAD(e, "grammar", "'grammar' must be a string of GBNF, got %s", kind_of(gr));
+    } else if (js || schema) {
+        r->constraint = js ? "json_schema" : "response_format";
+        if (js && !(cJSON_IsObject(js) || cJSON_IsBool(js)))
+            return BAD(e, "json_schema", "'json_schema' must be a JSON Schema object, got %s", kind_of(js));
+        if (js && !(schema = cJSON_PrintUnformatted(js))) rc = MF_E_NOMEM;
+        if (!rc) rc = mf_srv_schema_gbnf(schema, strlen(schema), &r->gbnf, &err);
+    } else if (tools_forced) {
+        r->constraint = "tool_choice";
+        if (!r->n_tools) return BAD(e, "tool_choice", "'tool_choice' forces a tool call, but the request has no 'tools'");
+        rc = mf_srv_tools_gbnf(r->tools, r->n_tools, r->tool_choice_name, r->parallel_tool_calls && !r->tool_choice_name,
+                               &r->gbnf, &err);
+    }
+    free(schema);
+    if (!rc && r->gbnf) {
+        mf_grammar *g = NULL;
+        rc = mf_grammar_new(r->gbnf, strlen(r->gbnf), &g, &err);
+        mf_grammar_free(g);
+    }
+    if (rc == MF_E_NOMEM) return mf_srv_fail(e, 500, "server_error", r->constraint, "out of memory");
+    if (rc) return BAD(e, r->constraint, "'%s': %s", r->constraint, err.msg);
     return 0;
 }
 
@@ -502,7 +575,7 @@ int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req 
     if (refuse_unsupported(o, e) || parse_tools(o, r, e)) goto done;
     if (kind == MF_SRV_CHAT ? parse_messages(o, r, e) : parse_prompt(o, r, e)) goto done;
     if (parse_limits(o, r, e) || parse_sampling(o, r, e) || parse_stop(o, r, e) || parse_stream(o, r, e) ||
-        parse_logprobs(o, r, e) || parse_llama_extras(o, r, e))
+        parse_logprobs(o, r, e) || parse_llama_extras(o, r, e) || parse_constraint(o, r, e))
         goto done;
     rc = 0;
 done:
@@ -528,6 +601,8 @@ void mf_srv_req_free(mf_srv_req *r) {
     free(r->tokens);
     for (int32_t i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->model);
+    free(r->gbnf);
+    free(r->tool_choice_name);
     mf_srv_kind k = r->kind;
     memset(r, 0, sizeof *r);
     r->kind = k;

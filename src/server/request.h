@@ -5,8 +5,8 @@
  *   - a body that is not UTF-8, not JSON, or not an object is refused (400);
  *   - a known field with the wrong type or an out-of-range value is refused, naming the field and value;
  *   - an unknown field is ignored (as OpenAI does);
- *   - a known field the engine cannot honour (tool_choice "required", response_format, logit_bias, images,
- *     ...) is refused, never silently dropped. */
+ *   - a known field the engine cannot honour (logit_bias, images, a JSON Schema keyword the grammar compiler
+ *     lacks, ...) is refused, never silently dropped. */
 #ifndef MF_SERVER_REQUEST_H
 #define MF_SERVER_REQUEST_H
 
@@ -52,6 +52,13 @@ typedef struct {
     char **tools;
     int32_t n_tools;
     bool parallel_tool_calls;
+    /* structured output: the grammar the answer must be a sentence of (GBNF, checked to compile), from
+     * 'grammar', 'json_schema', response_format json_object / json_schema, or tool_choice "required" / a
+     * named function; NULL: none.  constraint names the field it came from. */
+    char *gbnf;
+    const char *constraint;
+    bool tool_choice_required; /* tool_choice "required" */
+    char *tool_choice_name;    /* tool_choice naming a function */
 } mf_srv_req;
 
 /* A refused request: HTTP status, the OpenAI error type, the offending field (may be "") and a message

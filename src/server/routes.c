@@ -1,6 +1,7 @@
 /* server/routes: which handler answers which method and path, and the handlers that need no forward
  * (health, metrics, models, props, tokenize, detokenize, apply-template).  Generation and slot actions
  * become jobs for the engine thread; this file waits for their answer. */
+#include "server/grammar.h"
 #include "server/respond.h"
 #include "server/server_impl.h"
 #include "server/utf8.h"
@@ -292,6 +293,34 @@ static int prompt_tokens(mf_server *s, mf_srv_job *j, mf_srv_err *e) {
     return 0;
 }
 
+/* Whether a chat answer may open with thinking: the model spells <think> as one token and the request does
+ * not switch thinking off.  Then the grammar holds after </think> (and a few blanks). */
+static bool may_think(mf_server *s, const mf_srv_req *r) {
+    if (r->kind != MF_SRV_CHAT || r->enable_thinking == 0) return false;
+    mf_token *ids = NULL;
+    int32_t n = 0;
+    bool one = !mf_tokenize(s->model, "<think>", 7, false, true, &ids, &n, NULL) && n == 1;
+    free(ids);
+    return one;
+}
+
+/* The request's constraint compiled for the engine (request.c compiled it once already, so only memory can
+ * fail here). */
+static int compile_constraint(mf_server *s, mf_srv_job *j, mf_srv_err *e) {
+    const mf_srv_req *r = &j->req;
+    if (!r->gbnf) return 0;
+    j->think_first = may_think(s, r);
+    char *wrapped = NULL;
+    mf_error err = {0};
+    int rc = j->think_first ? mf_srv_think_gbnf(r->gbnf, &wrapped, &err) : 0;
+    const char *g = wrapped ? wrapped : r->gbnf;
+    if (!rc) rc = mf_grammar_new(g, strlen(g), &j->grammar, &err);
+    free(wrapped);
+    if (rc) return mf_srv_fail(e, rc == MF_E_NOMEM ? 500 : 400, rc == MF_E_NOMEM ? "server_error" : "invalid_request_error",
+                               r->constraint, "'%s': %s", r->constraint, err.msg);
+    return 0;
+}
+
 static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t len, int fd, mf_srv_answer *a,
                        mf_srv_job **stream_job) {
     if (!need_model(s, a)) return;
@@ -302,7 +331,7 @@ static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t 
     }
     j->t_arrival = mf_time_now();
     mf_srv_err e;
-    if (mf_srv_req_parse(kind, body, len, &j->req, &e) || prompt_tokens(s, j, &e)) {
+    if (mf_srv_req_parse(kind, body, len, &j->req, &e) || prompt_tokens(s, j, &e) || compile_constraint(s, j, &e)) {
         answer_err(a, &e);
         mf_srv_job_unref(j);
         return;

@@ -59,6 +59,7 @@ if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; t
     py disconnect
     py slots
     py tools_template
+    py structured
     if [ -d tests/server/node_modules/openai ]; then
         out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" 2>&1); rc=$?
         while IFS= read -r line; do

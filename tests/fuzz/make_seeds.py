@@ -317,6 +317,12 @@ def request_seeds():
                       b'"text":"brief"}]},{"role":"user","content":"x"}],"chat_template_kwargs":'
                       b'{"enable_thinking":false},"tools":[]}',
         "bad-type": b'\x00{"messages":[{"role":"user","content":"x"}],"temperature":"hot"}',
+        "chat-schema": b'\x00{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",'
+                       b'"json_schema":{"name":"r","schema":{"type":"object","properties":{"a":{"type":"integer"}}}}}}',
+        "chat-required": b'\x00{"messages":[{"role":"user","content":"x"}],"tool_choice":"required","tools":[{"type":'
+                         b'"function","function":{"name":"f","parameters":{"type":"object","properties":{"q":{'
+                         b'"type":"string"}}}}}]}',
+        "native-grammar": b'\x02{"prompt":"x","grammar":"root ::= [0-9]{1,3}"}',
         "chat-tools": b'\x00{"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":null,"tool_calls":'
                       b'[{"id":"c","type":"function","function":{"name":"f","arguments":"{\\"x\\": 1}"}}]},{"role":"tool",'
                       b'"tool_call_id":"c","content":"Checking.<tool_call>{\\"name\\":\\"now\\",\\"arguments\\":{}}'
@@ -329,9 +335,29 @@ def request_seeds():
     }
 
 
+def grammar_seeds():
+    """Byte 0: bit 0 = a JSON Schema (else GBNF), the rest where the text is cut; grammar NUL text."""
+    return {
+        "gbnf-record": b'\x08root ::= "{" ws pair ("," ws pair)* "}"\npair ::= key ":" ws [0-9]+\n'
+                       b'key ::= "\\"" [a-z_]{1,16} "\\""\nws ::= [ \\t\\n]{0,4} # blanks\n\x00{"ab": 12, "c":3}',
+        "gbnf-unicode": b'\x05root ::= "\\u00e9" [\\u4e00-\\u9fff]+ [^a-z]? .\x00\xc3\xa9\xe4\xb8\xad\xe6\x96\x87!x',
+        "gbnf-nested": b'\x02root ::= "[" item ("," item)* "]"\nitem ::= [0-9]+ | root\x00[1,[2,[3]],4]',
+        "gbnf-bad": b'\x00root ::= ( "a"? )*\x00aaa',
+        "schema-object": b'\x11{"type":"object","properties":{"name":{"type":"string","maxLength":8},"age":{"type":'
+                         b'"integer"},"tags":{"type":"array","items":{"enum":["a","b",1,null]},"maxItems":3}},'
+                         b'"required":["name"],"additionalProperties":false}\x00{"name": "x", "tags": ["a", 1]}',
+        "schema-refs": b'\x07{"$defs":{"n":{"type":"object","properties":{"v":{"type":"number"},"kids":{"type":"array",'
+                       b'"items":{"$ref":"#/$defs/n"}}},"required":["v"]}},"$ref":"#/$defs/n"}\x00'
+                       b'{"v": -1.5e3, "kids": [{"v": 0}]}',
+        "schema-anyof": b'\x03{"anyOf":[{"type":"boolean"},{"type":["null","string"],"minLength":2}],"title":"t"}\x00"ab"',
+        "schema-refused": b'\x01{"type":"string","pattern":"^a"}\x00"a"',
+    }
+
+
 def main():
     for name, seeds in (("gguf", gguf_seeds()), ("tok", tok_seeds()), ("chat", chat_seeds()),
-                        ("args", args_seeds()), ("session", session_seeds()), ("request", request_seeds())):
+                        ("args", args_seeds()), ("session", session_seeds()), ("request", request_seeds()),
+                        ("grammar", grammar_seeds())):
         d = os.path.join(CORPUS, name)
         os.makedirs(d, exist_ok=True)
         for fname, data in seeds.items():

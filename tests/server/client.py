@@ -195,7 +195,13 @@ def check_bad_input():
         ("message not object", "POST", C, {"messages": ["hi"]}, 400, "must be an object"),
         ("role missing", "POST", C, {"messages": [{"content": "x"}]}, 400, "role"),
         ("role function", "POST", C, {"messages": [{"role": "function", "content": "x"}]}, 400, "supported roles"),
-        ("tool_choice required", "POST", C, {"messages": msgs, "tool_choice": "required"}, 400, "constrained decoding"),
+        ("tool_choice required without tools", "POST", C, {"messages": msgs, "tool_choice": "required"}, 400, "no 'tools'"),
+        ("tool_choice naming no tool", "POST", C, {"messages": msgs, "tool_choice": {"type": "function", "function": {"name": "f"}},
+                                                   "tools": [{"type": "function", "function": {"name": "g"}}]}, 400, "named 'f'"),
+        ("json_schema keyword unsupported", "POST", C, {"messages": msgs, "response_format": {"type": "json_schema", "json_schema": {
+            "name": "x", "schema": {"type": "string", "pattern": "^a"}}}}, 400, "'pattern'"),
+        ("grammar syntax", "POST", C, {"messages": msgs, "grammar": "root ::= [a-"}, 400, "line 1"),
+        ("two constraints", "POST", C, {"messages": msgs, "grammar": "root ::= \"a\"", "json_schema": {}}, 400, "only one"),
         ("tool without a name", "POST", C, {"messages": msgs, "tools": [{"type": "function", "function": {}}]}, 400,
          "'name'"),
         ("call arguments not JSON", "POST", C, {"messages": [{"role": "assistant", "tool_calls": [
@@ -230,7 +236,7 @@ def check_bad_input():
         ("top_logprobs 50", "POST", C, {"messages": msgs, "logprobs": True, "top_logprobs": 50}, 400, "top_logprobs"),
         ("tools on completions", "POST", "/v1/completions",
          {"prompt": "x", "tools": [{"type": "function", "function": {"name": "f"}}]}, 400, "/v1/chat/completions"),
-        ("response_format json", "POST", C, {"messages": msgs, "response_format": {"type": "json_object"}}, 400, "response_format"),
+        ("response_format xml", "POST", C, {"messages": msgs, "response_format": {"type": "xml"}}, 400, "response_format"),
         ("logit_bias", "POST", C, {"messages": msgs, "logit_bias": {"1": 3}}, 400, "logit_bias"),
         ("id_slot too big", "POST", C, {"messages": msgs, "id_slot": 999}, 400, "id_slot"),
         ("enable_thinking string", "POST", C, {"messages": msgs, "chat_template_kwargs": {"enable_thinking": "yes"}}, 400, "enable_thinking"),
@@ -536,7 +542,55 @@ WEATHER = {"type": "function", "function": {"name": "get_weather", "description"
                                              "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                                                             "required": ["city"]}}}
 NOW = {"type": "function", "function": {"name": "now", "description": "The time"}}
+NOW_EMPTY = {"type": "function", "function": {"name": "now", "description": "The time", "parameters": {
+    "type": "object", "properties": {}, "additionalProperties": False}}}
 SCRIPT_TEXT = 'Checking.<tool_call>{"name":"now","arguments":{}}</tool_call>'
+
+
+def check_structured():
+    """A random model answers in the schema's JSON, alone, streamed and with n > 1; a grammar holds on the
+    completion routes too; /metrics stays consistent."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"},
+                                               "tag": {"enum": ["red", "green"]}, "note": {"type": "string", "maxLength": 6}},
+              "required": ["n", "ok", "tag"], "additionalProperties": False}
+    nothink = {"chat_template_kwargs": {"enable_thinking": False}}
+    def valid(v):
+        return (isinstance(v, dict) and set(v) - {"note"} == {"n", "ok", "tag"} and isinstance(v["n"], int)
+                and isinstance(v["ok"], bool) and v["tag"] in ("red", "green") and len(v.get("note", "")) <= 6)
+    for shape, rf in (("OpenAI", {"type": "json_schema", "json_schema": {"name": "r", "strict": True, "schema": schema}}),
+                      ("llama-server", {"type": "json_schema", "schema": schema})):
+        for temp in (0, 1.0):
+            st, _, d = post("/v1/chat/completions", chat("Describe", max_tokens=80, temperature=temp, seed=5,
+                                                         response_format=rf, n=2, **nothink))
+            chs = json.loads(d)["choices"] if st == 200 else []
+            good = [c for c in chs if c["finish_reason"] == "stop" and valid(json.loads(c["message"]["content"]))]
+            check("structured: %s response_format, temperature %g: both choices are the schema's JSON" % (shape, temp),
+                  st == 200 and len(good) == 2, d[:400])
+    st, _, d = post("/v1/chat/completions", chat("Describe", max_tokens=80, response_format={"type": "json_schema",
+                                                 "schema": schema}, **nothink))
+    whole = json.loads(d)["choices"][0]["message"]["content"] if st == 200 else None
+    st, _, d = post("/v1/chat/completions", chat("Describe", max_tokens=80, stream=True, response_format={
+        "type": "json_schema", "schema": schema}, **nothink))
+    ev, done = sse_events(d)
+    text = "".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e["choices"])
+    check("structured: streamed deltas join to the non-streamed JSON", done and text == whole, repr(text)[:200])
+    st, _, d = post("/v1/chat/completions", chat("Describe", max_tokens=60, response_format={"type": "json_object"},
+                                                 **nothink))
+    c = json.loads(d)["choices"][0] if st == 200 else {}
+    try:
+        obj = json.loads(c["message"]["content"]) if c.get("finish_reason") == "stop" else None
+    except ValueError:
+        obj = None
+    check("structured: json_object answers a JSON object (or stops on the length)", st == 200 and (
+        isinstance(obj, dict) or c.get("finish_reason") == "length"), d[:300])
+    st, _, d = post("/v1/completions", {"prompt": "Year:", "max_tokens": 8, "temperature": 0, "grammar": "root ::= [1-9] [0-9]{3}"})
+    c = json.loads(d)["choices"][0] if st == 200 else {}
+    check("structured: a GBNF grammar on /v1/completions", c.get("finish_reason") == "stop" and
+          len(c.get("text", "")) == 4 and c["text"].isdigit() and c["text"][0] != "0", d[:300])
+    st, _, d = post("/completion", {"prompt": "Pick:", "n_predict": 8, "temperature": 0, "json_schema": {"enum": [1, 22]}})
+    c = json.loads(d) if st == 200 else {}
+    check("structured: llama-server's json_schema on /completion (blanks after the value are the schema's)",
+          c.get("content", "").strip() in ("1", "22"), d[:300])
 
 
 def check_tools_template():
@@ -608,6 +662,23 @@ def check_tools():
                                    '<|im_end|>\n<|im_start|>assistant\n'), repr(p[-300:]))
     st, _, d = post("/v1/chat/completions", dict(base, messages=turn))
     check("tools: the next turn answers", st == 200 and json.loads(d)["choices"][0]["finish_reason"] == "tool_calls", d[:300])
+    # forced calls: a grammar makes the model write exactly one call to the named (or any) tool
+    for name, extra in (("named", {"tool_choice": {"type": "function", "function": {"name": "now"}}}),
+                        ("required", {"tool_choice": "required", "parallel_tool_calls": False, "tools": [NOW_EMPTY]})):
+        for stream in (False, True):
+            b = dict(dict(base, tools=[WEATHER, NOW_EMPTY], stream=stream), **extra)
+            st, _, d = post("/v1/chat/completions", b)
+            if stream:
+                ev, done = sse_events(d)
+                chunks = [e["choices"][0] for e in ev if e["choices"]]
+                calls = [t["function"] for c in chunks for t in c["delta"].get("tool_calls", [])]
+                fin = chunks[-1]["finish_reason"] if chunks else None
+            else:
+                ch = json.loads(d)["choices"][0] if st == 200 else {}
+                calls = [t["function"] for t in ch.get("message", {}).get("tool_calls") or []]
+                fin = ch.get("finish_reason")
+            check("tools: tool_choice %s%s forces one call to now" % (name, " (stream)" if stream else ""),
+                  st == 200 and calls == [{"name": "now", "arguments": "{}"}] and fin == "tool_calls", d[:400])
 
 
 def check_auth(key):
@@ -627,6 +698,6 @@ if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
      "disconnect": check_disconnect, "load": check_load, "utf8": check_utf8, "slots": check_slots,
-     "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools,
+     "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
      "tools_template": check_tools_template}.get(what, lambda: check_auth(sys.argv[3]))()
     sys.exit(1 if FAILED else 0)

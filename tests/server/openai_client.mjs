@@ -85,12 +85,22 @@ try {
   check("bad request raises BadRequestError", e instanceof OpenAI.BadRequestError && e.status === 400 &&
     /temperature/.test(e.message) && e.param === "temperature", `${e?.constructor?.name} ${e?.status} ${e?.message}`);
 }
-try {
-  await client.chat.completions.create({ model: "any", messages, tool_choice: "required",
-    tools: [{ type: "function", function: { name: "f", parameters: {} } }] });
-  check("tool_choice required refused", false, "no exception");
-} catch (e) {
-  check("tool_choice required refused with 400 naming it", e instanceof OpenAI.BadRequestError &&
-    e.param === "tool_choice" && /constrained decoding/.test(e.message), `${e?.status} ${e?.message}`);
+// structured output through the SDK: a forced call, and JSON by a schema
+{
+  const args = { type: "object", properties: { x: { type: "integer" } }, required: ["x"], additionalProperties: false };
+  const r = await client.chat.completions.create({ model: "any", messages, tool_choice: "required", parallel_tool_calls: false,
+    max_tokens: 60, temperature: 0, chat_template_kwargs: { enable_thinking: false },
+    tools: [{ type: "function", function: { name: "f", parameters: args } }] });
+  const calls = r.choices[0].message.tool_calls ?? [];
+  check("tool_choice required: one call to f with integer x", calls.length === 1 && calls[0].function.name === "f" &&
+    Number.isInteger(JSON.parse(calls[0].function.arguments).x) && r.choices[0].finish_reason === "tool_calls",
+    JSON.stringify(r.choices[0]));
+  const j = await client.chat.completions.create({ model: "any", messages, max_tokens: 60, temperature: 0,
+    chat_template_kwargs: { enable_thinking: false },
+    response_format: { type: "json_schema", json_schema: { name: "r", strict: true, schema: args } } });
+  let v = null;
+  try { v = JSON.parse(j.choices[0].message.content); } catch { }
+  check("response_format json_schema: the content is the schema's JSON", v !== null && Number.isInteger(v.x) &&
+    Object.keys(v).length === 1, JSON.stringify(j.choices[0]));
 }
 process.exit(failed ? 1 : 0);
