@@ -63,6 +63,8 @@ static void test_grammar_matches_its_sentences_and_nothing_else(void) {
         const char *gbnf, *text;
         bool in;
     } cases[] = {
+        {"root ::=", "", true}, /* an empty root (fuzz_grammar: corpus/grammar/regress-empty-root) */
+        {"root ::=", "a", false},
         {"root ::= \"abc\"", "abc", true},
         {"root ::= \"abc\"", "ab", false},
         {"root ::= \"abc\"", "abcd", false},

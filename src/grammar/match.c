@@ -60,8 +60,8 @@ static void sset_free(sset *s) {
 
 /* Adds st[0..len) unless the set has it already. */
 static void sset_add(mf_gmatch *m, sset *d, const uint32_t *st, size_t len) {
-    for (size_t i = 0; i < d->ns; i++)
-        if (d->len[i] == len && !memcmp(d->v + d->off[i], st, len * sizeof *st)) return;
+    for (size_t i = 0; i < d->ns; i++) /* (an empty stack may come as NULL: no pointer arithmetic on it) */
+        if (d->len[i] == len && (!len || !memcmp(d->v + d->off[i], st, len * sizeof *st))) return;
     if (d->ns >= MAX_STACKS) {
         m->failed = true;
         return;
@@ -103,7 +103,7 @@ static void expand(mf_gmatch *m, sset *d, size_t base) {
     const mf_grammar *g = m->g;
     const size_t len = m->tmp_n - base;
     if (len == 0 || g->el[m->tmp[m->tmp_n - 1]].type != GE_REF) {
-        sset_add(m, d, m->tmp + base, len);
+        sset_add(m, d, len ? m->tmp + base : NULL, len);
         return;
     }
     if (--m->budget < 0) {
@@ -161,8 +161,10 @@ static void step_set(mf_gmatch *m, const sset *src, uint32_t cp, sset *dst) {
     dst->n = dst->ns = 0;
     m->budget = MAX_EXPANSIONS;
     for (size_t i = 0; i < src->ns && !m->failed; i++) {
-        const uint32_t len = src->len[i], *st = src->v + src->off[i];
-        if (!len || !match_cp(g, &g->el[st[len - 1]], cp)) continue;
+        const uint32_t len = src->len[i];
+        if (!len) continue;
+        const uint32_t *st = src->v + src->off[i];
+        if (!match_cp(g, &g->el[st[len - 1]], cp)) continue;
         const size_t base = m->tmp_n;
         const uint32_t next = st[len - 1] + 1;
         if (!tmp_copy(m, st, 0, len - 1)) break;
