@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# minfer serve over loopback: routes and OpenAI shapes, a 70-request bad-input corpus, batch invariance end to
+# minfer serve over loopback: routes and OpenAI shapes, a bad-input corpus of 70+ requests, batch invariance end to
 # end (4 concurrent greedy requests equal alone), streaming, sampled text as UTF-8, a client disconnect
 # freeing its slot, a bounded load test that overflows --max-queue, slot save/restore, the API key, the
 # openai npm client, tool calls (a scripted model), and SIGTERM draining.
