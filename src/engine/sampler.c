@@ -388,6 +388,14 @@ static int32_t draw(mf_sampler *s) {
     return s->c[s->n - 1].id;
 }
 
+/* The stages after top_k, which read only its survivors (mf_sampler_sample_allowed relies on that). */
+static void after_top_k(mf_sampler *s) {
+    apply_typical(s);
+    apply_top_p(s);
+    apply_min_p(s);
+    apply_temp(s);
+}
+
 static void chain(mf_sampler *s, const float *logits) {
     const int32_t k = s->p.top_k;
     if (!s->full_path && k > 0 && k < s->n_vocab && k <= TOP_K_PARTIAL) {
@@ -399,10 +407,7 @@ static void chain(mf_sampler *s, const float *logits) {
         apply_penalties(s);
         apply_top_k(s);
     }
-    apply_typical(s);
-    apply_top_p(s);
-    apply_min_p(s);
-    apply_temp(s);
+    after_top_k(s);
 }
 
 /* The lowest id of the largest logit, as `if (l[i] > l[best]) best = i` gives (NaN never wins; a NaN at
@@ -483,10 +488,7 @@ mf_token mf_sampler_sample_allowed(mf_sampler *s, const float *logits, const mf_
         apply_top_k(s);
     }
     if (greedy) return s->c[0].id;
-    apply_typical(s);
-    apply_top_p(s);
-    apply_min_p(s);
-    apply_temp(s);
+    after_top_k(s);
     return draw(s);
 }
 
