@@ -468,8 +468,9 @@ mf_token mf_sampler_sample_allowed(mf_sampler *s, const float *logits, const mf_
     }
     if (!settled) {
         s->n = s->n_vocab;
-        if (f->maybe) { /* the candidates' ids land in the spare buffer's memory, then become candidates */
-            if (!s->spare && !(s->spare = malloc(sizeof(cand) * (size_t)s->n_vocab))) return -1;
+        /* maybe's ids land in the spare buffer's memory, then become candidates; without that buffer (out of
+         * memory) every token is asked, as without maybe: it only saves asking */
+        if (f->maybe && (s->spare || (s->spare = malloc(sizeof(cand) * (size_t)s->n_vocab)))) {
             int32_t *ids = (int32_t *)s->spare;
             s->n = f->maybe(f->user, ids);
             for (int32_t i = s->n - 1; i >= 0; i--) s->c[i] = (cand){ids[i], logits[ids[i]], 0.0f};
