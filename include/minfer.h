@@ -90,6 +90,7 @@ typedef struct {
     int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
     float rope_freq_base, rms_eps;
     bool tied_output, qkv_bias, qk_norm;
+    int32_t pooling;   /* the file's <arch>.pooling_type (an mf_pooling value; 4 = rank), -1 when absent */
     mf_token bos, eos; /* -1 when the model names none */
     int32_t n_eog;     /* end-of-generation ids (eos, eot, <|im_end|>, <|endoftext|>, ...) */
     const mf_token *eog;
@@ -168,6 +169,10 @@ typedef struct {
      * rounding error; on for head sizes that are multiples of 64, as in llama.cpp.  true turns it off
      * (also MINFER_ATTN_ROT_DISABLE=1, llama.cpp's LLAMA_ATTN_ROT_DISABLE).  f32/f16 caches never rotate. */
     bool no_attn_rot;
+    /* An embeddings context (llama.cpp's embeddings = true): a forward's output rows are the last layer's
+     * normalised hidden states, n_embd floats (mf_get_embeddings), and the LM head never runs.
+     * mf_get_logits answers NULL and generators refuse the context.  See mf_embed. */
+    bool embeddings;
 } mf_context_params;
 
 mf_context_params mf_context_default_params(void);
@@ -220,6 +225,35 @@ typedef struct {
     double t_last_decode_s;
 } mf_context_stats;
 void mf_context_get_stats(const mf_context *ctx, mf_context_stats *st);
+
+/* In an embeddings context: batch row i's hidden state (n_embd floats, after the output norm; i < 0: the
+ * last row that asked), NULL when the row asked for no output or the context computes logits. */
+const float *mf_get_embeddings(const mf_context *ctx, int32_t i);
+
+/* ---------------- embeddings (docs/EMBEDDINGS.md) ---------------- */
+/* Pooling of a sequence's hidden states into one vector, llama.cpp's enum values. */
+typedef enum {
+    MF_POOLING_MODEL = -1, /* the file's <arch>.pooling_type; a file without one: last (a causal model's only
+                              row that has seen the whole text) */
+    MF_POOLING_NONE = 0,   /* no pooling: refused by mf_embed (read each row with mf_get_embeddings) */
+    MF_POOLING_MEAN = 1,
+    MF_POOLING_CLS = 2, /* the first token's row */
+    MF_POOLING_LAST = 3,
+} mf_pooling;
+
+/* The pooling mf_embed applies for `asked` on this model (resolves MF_POOLING_MODEL); *from_file is set to
+ * whether the file named it.  Refused (MF_E_UNSUPPORTED, naming the value) when the file asks for rank
+ * (a reranker's head) or a value llama.cpp does not define. */
+int mf_embed_pooling(const mf_model *model, mf_pooling asked, mf_pooling *out, bool *from_file, mf_error *err);
+/* One text's embedding: decodes tokens on sequence seq of an embeddings context (seq must be empty; ubatch
+ * by ubatch, output rows only where the pooling reads them), pools the rows into out[0..n_embd) (raw:
+ * mean in double, then rounded to float) and removes the sequence's cells again, on success or failure.
+ * Tokenize with add_special = true: a model whose tokenizer appends EOS (add_eos_token) expects it. */
+int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, mf_pooling pooling,
+             float *out, mf_error *err);
+/* llama.cpp's embd_normalize, in place: -1 none, 0 max-abs (scaled to the int16 range), 1 taxicab, 2
+ * Euclidean (the OpenAI endpoint's), p > 2 the p-norm.  A zero vector stays zero. */
+void mf_embed_normalize(float *v, int32_t n, int norm);
 
 /* Builds (without running) the graph for n_tokens rows, all wanting logits, and writes it as JSON
  * (format "json") or DOT ("dot"). */

@@ -14,6 +14,7 @@ int mf_cmd_info(int argc, char **argv);
 int mf_cmd_tokenize(int argc, char **argv);
 int mf_cmd_run(int argc, char **argv);
 int mf_cmd_eval(int argc, char **argv);
+int mf_cmd_embed(int argc, char **argv);
 int mf_cmd_viz(int argc, char **argv);
 int mf_cmd_bench(int argc, char **argv);
 int mf_cmd_backends(int argc, char **argv);

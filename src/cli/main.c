@@ -17,6 +17,7 @@ typedef struct {
 static const mf_subcommand k_cmds[] = {
     {"run", mf_cmd_run, "generate text from a prompt"},
     {"chat", mf_cmd_chat, "interactive multi-turn chat (stdin lines in, streamed replies out)"},
+    {"embed", mf_cmd_embed, "embeddings of texts: pooled, normalised hidden states (JSON)"},
     {"eval", mf_cmd_eval, "teacher-forced forward: top-k logits at every position (JSON lines)"},
     {"tokenize", mf_cmd_tokenize, "print the token ids of a text"},
     {"info", mf_cmd_info, "print a GGUF file's metadata and tensor table"},

@@ -99,6 +99,7 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->tied_output = hp->tied_output;
     info->qkv_bias = hp->qkv_bias;
     info->qk_norm = hp->qk_norm;
+    info->pooling = hp->pooling;
     info->bos = m->bos;
     info->eos = m->eos;
     info->n_eog = m->n_eog;
@@ -174,6 +175,8 @@ int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_conte
     c->n_threads = p.n_threads;
     c->type_k = p.type_k;
     c->type_v = p.type_v;
+    c->embeddings = p.embeddings;
+    c->out_width = p.embeddings ? (int32_t)model->hp.n_embd : (int32_t)model->hp.n_vocab;
     int rc = 0;
     /* attention reads one head's slice of a row: a block-quantized row must not split a head */
     for (int i = 0; i < 2; i++) {
@@ -301,6 +304,7 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
         .k_cache = ctx->k_ptr,
         .v_cache = ctx->v_ptr,
         .spans = mf_kv_spans(ctx->kv),
+        .embeddings = ctx->embeddings,
     };
     mf_graph_io io;
     int rc = mf_model_build(ctx->model, &bp, g, &io, err);

@@ -51,7 +51,7 @@ int mf_batch_add(mf_batch *b, mf_token token, mf_pos pos, mf_seq_id seq, bool wa
 /* The graph for nt rows with no output rows and the ids of its inputs and logits (kept with it in the
  * cache, so a reuse costs no search). */
 static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf_graph_io *io, mf_error *err) {
-    mf_graph_key key = {.n_tokens = nt, .n_outputs = no, .flags = 0};
+    mf_graph_key key = {.n_tokens = nt, .n_outputs = no, .flags = ctx->embeddings ? 1u : 0u};
     mf_graph *g = mf_graph_cache_get(ctx->cache, &key, io);
     if (g) {
         ctx->reuses++;
@@ -97,7 +97,8 @@ static int32_t first_non_finite(const float *row, int32_t n) {
 /* One forward over rows [r0, r0 + nt) of the batch; cells are resolved into ctx->cells[r0..]. */
 static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t nt, int32_t *n_out_done,
                         mf_error *err) {
-    const int32_t n_vocab = ctx->model->hp.n_vocab;
+    const int32_t n_vocab = ctx->out_width; /* n_embd in an embeddings context */
+    const char *what = ctx->embeddings ? "embeddings" : "logits";
     int32_t no = 0;
     for (int32_t i = 0; i < nt; i++) no += b->logits[r0 + i] != 0;
     /* A chunk nobody wants logits from still has to fill the KV cache: compute its last row and drop it,
@@ -144,7 +145,7 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
     rc = mf_sched_read(ctx->sched, g, io.logits, 0, logits, sizeof(float) * (size_t)n_vocab * (size_t)no, err);
     if (rc) {
         mf_kv_unprepare(ctx->kv, nt, b->seq_id + r0, ctx->cells + r0);
-        return mf_err_prefix(err, rc, "reading the logits of %d tokens", nt);
+        return mf_err_prefix(err, rc, "reading the %s of %d tokens", what, nt);
     }
     /* NaN/Inf logits (broken weights, an overflowing activation) would sample garbage and print "nan":
      * refuse the batch instead, naming where it went wrong. */
@@ -156,9 +157,10 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
         mf_kv_unprepare(ctx->kv, nt, b->seq_id + r0, ctx->cells + r0);
         return mf_err(
             err, MF_E_FORMAT,
-            "the logits at position %d (sequence %d, batch row %d) are not finite (%s at vocab id %d): "
+            "the %s at position %d (sequence %d, batch row %d) are not finite (%s at %s %d): "
             "the model's weights hold NaN/Inf or its activations overflow; check the model file",
-            b->pos[r0 + i], b->seq_id[r0 + i], r0 + i, row[bad] != row[bad] ? "nan" : "inf", bad);
+            what, b->pos[r0 + i], b->seq_id[r0 + i], r0 + i, row[bad] != row[bad] ? "nan" : "inf",
+            ctx->embeddings ? "dimension" : "vocab id", bad);
     }
     for (int32_t i = 0; i < nt; i++)
         if (b->logits[r0 + i]) ctx->out_row[r0 + i] = (*n_out_done)++;
@@ -167,7 +169,7 @@ static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t 
 
 int mf_decode(mf_context *ctx, const mf_batch *b, mf_error *err) {
     double t0 = mf_time_now();
-    const int32_t n = b->n_tokens, n_vocab = ctx->model->hp.n_vocab;
+    const int32_t n = b->n_tokens, n_vocab = ctx->model->hp.n_vocab, width = ctx->out_width;
     ctx->n_batch_last = 0;
     ctx->last_out = -1;
     if (n <= 0) return mf_err(err, MF_E_INVAL, "empty batch (0 tokens)");
@@ -191,10 +193,10 @@ int mf_decode(mf_context *ctx, const mf_batch *b, mf_error *err) {
         if (!o || !c) return mf_err(err, MF_E_NOMEM, "out of memory for a batch of %d", n);
         ctx->out_row_cap = ctx->cells_cap = n;
     }
-    size_t need = (size_t)n_out * (size_t)n_vocab;
+    size_t need = (size_t)n_out * (size_t)width;
     if (need > ctx->logits_cap) {
         float *l = realloc(ctx->logits, sizeof(float) * need);
-        if (!l) return mf_err(err, MF_E_NOMEM, "out of memory for %d rows of logits", n_out);
+        if (!l) return mf_err(err, MF_E_NOMEM, "out of memory for %d output rows", n_out);
         ctx->logits = l;
         ctx->logits_cap = need;
     }
@@ -220,8 +222,16 @@ int mf_decode(mf_context *ctx, const mf_batch *b, mf_error *err) {
     return 0;
 }
 
-const float *mf_get_logits(const mf_context *ctx, int32_t i) {
+static const float *out_row(const mf_context *ctx, int32_t i) {
     if (i < 0) i = ctx->last_out;
     if (i < 0 || i >= ctx->n_batch_last || ctx->out_row[i] < 0) return NULL;
-    return ctx->logits + (size_t)ctx->out_row[i] * (size_t)ctx->model->hp.n_vocab;
+    return ctx->logits + (size_t)ctx->out_row[i] * (size_t)ctx->out_width;
+}
+
+const float *mf_get_logits(const mf_context *ctx, int32_t i) {
+    return ctx->embeddings ? NULL : out_row(ctx, i);
+}
+
+const float *mf_get_embeddings(const mf_context *ctx, int32_t i) {
+    return ctx->embeddings ? out_row(ctx, i) : NULL;
 }

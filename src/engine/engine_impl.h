@@ -23,7 +23,10 @@ struct mf_context {
     uint32_t type_k, type_v; /* KV element types */
     int32_t rot_k, rot_v;    /* attention rotation sizes (core/hadamard.h), 0 = off: only quantized types rotate */
     void **k_ptr, **v_ptr; /* per-layer KV regions */
-    /* logits of the last decode: rows in batch order of the rows that asked */
+    /* logits of the last decode: rows in batch order of the rows that asked; in an embeddings context
+     * (mf_context_params.embeddings) the rows are n_embd hidden states instead */
+    bool embeddings;
+    int32_t out_width; /* floats per output row: n_vocab, or n_embd for embeddings */
     float *logits;
     size_t logits_cap; /* floats */
     int32_t *out_row;  /* per batch row: index into logits or -1 */

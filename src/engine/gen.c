@@ -108,6 +108,10 @@ int mf_gen_new(mf_context *ctx, const mf_gen_params *params, mf_gen **out, mf_er
     *out = NULL;
     mf_gen_params p = params ? *params : mf_gen_default_params();
     if (p.seq < 0) return mf_err(err, MF_E_INVAL, "generation: sequence id must be >= 0, got %d", p.seq);
+    if (ctx->embeddings)
+        return mf_err(err, MF_E_INVAL,
+                      "generation: the context computes embeddings (embeddings = true) and has no logits; make "
+                      "another context without it");
     if (p.n_predict < -1)
         return mf_err(err, MF_E_INVAL, "generation: n_predict must be >= -1 (-1 = no limit), got %d", p.n_predict);
     int32_t nc = mf_context_n_ctx(ctx);

@@ -88,6 +88,8 @@ int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
         (rc = get_f32(g, an, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base, err)))
         return rc;
     hp->rope_freq_scale = 1.0f;
+    if ((rc = get_u32(g, an, "pooling_type", false, UINT32_MAX >> 1, &hp->pooling, err))) return rc;
+    if (hp->pooling == (int32_t)(UINT32_MAX >> 1)) hp->pooling = -1; /* absent: a generative model */
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", an);
     if (mf_gguf_find_key(g, key) >= 0) {

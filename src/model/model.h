@@ -22,6 +22,7 @@ typedef struct {
     int32_t n_embd_q, n_embd_kv; /* head_dim * n_head, head_dim * n_head_kv */
     float rms_eps, rope_freq_base, rope_freq_scale;
     bool qkv_bias, qk_norm, tied_output;
+    int32_t pooling; /* <arch>.pooling_type (llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last, 4 rank); -1 absent */
 } mf_hparams;
 
 typedef struct {
@@ -106,6 +107,7 @@ typedef struct {
     int32_t rot_k, rot_v;    /* llama.cpp's attention rotation (core/hadamard.h) sizes for Q/K and V/output; 0 = off */
     void **k_cache, **v_cache; /* per layer region pointers (EXTERNAL data) */
     int32_t *spans;            /* the KV store's spans buffer (kv.h), rebound before every forward */
+    bool embeddings;           /* the output is result_norm (n_embd per row, llama.cpp's t_embd): no LM head */
 } mf_build_params;
 
 /* Builds into g and returns the ids of its inputs and logits in *io. */

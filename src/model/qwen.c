@@ -2,7 +2,8 @@
  *   embd -> per layer: attn_norm -> q,k,v (+bias qwen2) -> heads -> q/k norm (qwen3) -> rope NEOX ->
  *   [hadamard q, k / v: a quantized K / V cache, as llama.cpp's build_attn] -> kv_store -> attention
  *   [-> hadamard] -> attn_output -> +residual -> ffn_norm -> swiglu(gate, up) -> down -> +residual
- *   -> output_norm -> output.
+ *   -> output_norm -> output (an embeddings graph stops at output_norm: llama.cpp's t_embd, which its pooling
+ *   reads).
  * Like llama.cpp, the rows that want logits are selected (GET_ROWS) after the last layer's attention, so
  * the last FFN and the LM head run only on output rows.  Every op is row-independent, so the selection
  * changes no value. */
@@ -126,7 +127,7 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
         x = named(g, mf_g_add(g, down, ffn_inp), il, "l_out");
     }
     int32_t cur = norm(g, x, m->output_norm, eps, -1, "result_norm");
-    int32_t logits = mf_g_name(g, mf_g_matmul(g, W(g, m->output, -1), cur), "result_output");
+    int32_t logits = p->embeddings ? cur : mf_g_name(g, mf_g_matmul(g, W(g, m->output, -1), cur), "result_output");
     mf_g_set_output(g, logits);
     io->logits = logits;
     int rc = mf_graph_error(g, err);

@@ -222,6 +222,7 @@ int mf_tok_encode(const mf_tok *t, const char *text, size_t len, unsigned flags,
         seg = pos;
     }
     rc = encode_segment(t, &s, text + seg, len - seg, out, err);
+    if (!rc && (flags & MF_TOK_ADD_BOS) && t->add_eos) rc = ids_push(out, t->eos, err); /* llama.cpp: after all */
 done:
     free(s.syms);
     free(s.heap);

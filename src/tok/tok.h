@@ -42,13 +42,14 @@ typedef struct {
     const mf_str *merges;        /* "left right", rank = index */
     int32_t bos, eos, eot, pad;  /* -1 = none; eot -1 is looked up by text (<|im_end|>) */
     bool add_bos;
+    bool add_eos;                /* tokenizer.ggml.add_eos_token (embedding models: Qwen3-Embedding) */
     const char *chat_template;   /* may be NULL; copied */
     uint64_t chat_template_len;
 } mf_tok_spec;
 
 int mf_tok_new(const mf_tok_spec *spec, mf_tok **out, mf_error *err);
 /* Reads tokenizer.ggml.* (model, pre, tokens, token_type, merges, bos/eos/eot/padding ids,
- * add_bos_token, chat_template).  Unknown model/pre values are refused, naming what is supported. */
+ * add_bos_token, add_eos_token, chat_template).  Unknown model/pre values are refused, naming what is supported. */
 int mf_tok_load_gguf(const mf_gguf *g, mf_tok **out, mf_error *err);
 int mf_tok_load_file(const char *gguf_path, mf_tok **out, mf_error *err);
 void mf_tok_free(mf_tok *t);
@@ -59,6 +60,7 @@ int32_t mf_tok_eos(const mf_tok *t);
 int32_t mf_tok_eot(const mf_tok *t);
 int32_t mf_tok_pad(const mf_tok *t);
 bool mf_tok_add_bos(const mf_tok *t);
+bool mf_tok_add_eos(const mf_tok *t);
 mf_tok_type mf_tok_type_of(const mf_tok *t, int32_t id); /* MF_TOKT_UNDEFINED for an id out of range */
 /* The token's text as stored in the vocabulary (byte-level mapped, "Ġhello"); NULL if out of range. */
 const char *mf_tok_text(const mf_tok *t, int32_t id, size_t *len);
@@ -69,7 +71,8 @@ const char *mf_tok_chat_template(const mf_tok *t);
 /* --- encoding --- */
 enum {
     MF_TOK_PARSE_SPECIAL = 1 << 0, /* recognise CONTROL tokens in the text (chat prompts) */
-    MF_TOK_ADD_BOS = 1 << 1,       /* prepend BOS when the model asks for it (add_bos_token) */
+    MF_TOK_ADD_BOS = 1 << 1,       /* llama.cpp's add_special: prepend BOS when the model asks for it
+                                      (add_bos_token), append EOS when it asks for that (add_eos_token) */
 };
 
 /* A growable id list; free(ids->ids) when done.  Encode appends to it. */

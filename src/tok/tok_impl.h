@@ -36,7 +36,7 @@ struct mf_tok {
     int32_t added_first[257]; /* added[added_first[b] .. added_first[b+1]) start with byte b */
 
     int32_t bos, eos, eot, pad, im_end;
-    bool add_bos;
+    bool add_bos, add_eos;
     pcre2_code *re;
     char *chat_template;
 };

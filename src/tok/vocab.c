@@ -329,8 +329,13 @@ int mf_tok_new(const mf_tok_spec *spec, mf_tok **out, mf_error *err) {
     t->im_end = mf_tok_find(t, "<|im_end|>", 10);
     t->eot = spec->eot >= 0 ? spec->eot : t->im_end;
     t->add_bos = spec->add_bos;
+    t->add_eos = spec->add_eos;
     if (spec->add_bos && spec->bos < 0) {
         rc = mf_err(err, MF_E_FORMAT, "tokenizer: add_bos_token is true but the model has no bos token id");
+        goto fail;
+    }
+    if (spec->add_eos && spec->eos < 0) {
+        rc = mf_err(err, MF_E_FORMAT, "tokenizer: add_eos_token is true but the model has no eos token id");
         goto fail;
     }
     if (spec->chat_template) {
@@ -433,6 +438,9 @@ int mf_tok_load_gguf(const mf_gguf *g, mf_tok **out, mf_error *err) {
     if (mf_gguf_find_key(g, "tokenizer.ggml.add_bos_token") >= 0 &&
         (rc = mf_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &sp.add_bos, err)))
         goto done;
+    if (mf_gguf_find_key(g, "tokenizer.ggml.add_eos_token") >= 0 &&
+        (rc = mf_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &sp.add_eos, err)))
+        goto done;
     if (mf_gguf_find_key(g, "tokenizer.chat_template") >= 0) {
         if ((rc = mf_gguf_get_str(g, "tokenizer.chat_template", &tmpl, err))) goto done;
         sp.chat_template = tmpl.ptr;
@@ -475,6 +483,7 @@ int32_t mf_tok_eos(const mf_tok *t) { return t->eos; }
 int32_t mf_tok_eot(const mf_tok *t) { return t->eot; }
 int32_t mf_tok_pad(const mf_tok *t) { return t->pad; }
 bool mf_tok_add_bos(const mf_tok *t) { return t->add_bos; }
+bool mf_tok_add_eos(const mf_tok *t) { return t->add_eos; }
 const char *mf_tok_chat_template(const mf_tok *t) { return t->chat_template; }
 
 mf_tok_type mf_tok_type_of(const mf_tok *t, int32_t id) {

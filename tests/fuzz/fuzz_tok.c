@@ -54,7 +54,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     mf_error err = {0};
     mf_gguf_writer *w = mf_gguf_writer_new();
     int rc = w ? 0 : MF_E_NOMEM;
-    if (!rc) rc = gm_tokenizer_add(w, dir, GM_VOCAB, &err);
+    if (!rc) rc = gm_tokenizer_add(w, dir, GM_VOCAB, false, &err);
     if (!rc) rc = mf_gguf_writer_begin(w, path, &err);
     if (!rc) rc = mf_gguf_writer_end(w, &err);
     mf_gguf_writer_free(w);

@@ -57,12 +57,17 @@ typedef struct {
     /* --script: a model that writes a fixed token sequence under greedy decoding (docs/GENMODEL.md) */
     int32_t script[GM_MAX_SCRIPT];
     int n_script;
+    /* an embedding model's keys (llama.cpp's names): --pooling writes <arch>.pooling_type (0 none, 1 mean,
+     * 2 cls, 3 last; -1: not written), --add-eos tokenizer.ggml.add_eos_token = true (Qwen3-Embedding's
+     * tokenizer appends <|endoftext|>) */
+    int pooling;
+    bool add_eos;
 } gm_config;
 
 /* ---- tokenizer (tokenizer.c) ---- */
 /* Reads tokenizer.json + tokenizer_config.json (+ config.json if present) from dir and sets the
  * tokenizer.* keys the way llama.cpp's convert_hf_to_gguf.py does for Qwen, with n_vocab tokens. */
-int gm_tokenizer_add(mf_gguf_writer *w, const char *dir, int64_t n_vocab, mf_error *err);
+int gm_tokenizer_add(mf_gguf_writer *w, const char *dir, int64_t n_vocab, bool add_eos, mf_error *err);
 
 /* ---- weights (weights.c) ---- */
 typedef struct {

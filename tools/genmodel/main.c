@@ -62,6 +62,10 @@ static void usage(FILE *f) {
             "                  then ID3, ... (2..256 distinct token ids; the last is usually <|im_end|>, 151645).\n"
             "                  The layers write zeros, token ID_k's embedding is the k-th unit vector and the\n"
             "                  head maps it to ID_k+1; needs an untied head (tiny, or --untied)\n"
+            "  --pooling none|mean|cls|last\n"
+            "                  write <arch>.pooling_type (an embedding model's pooling; default: not written)\n"
+            "  --add-eos       write tokenizer.ggml.add_eos_token = true (tokenizing with special tokens then\n"
+            "                  appends the end-of-sequence token, as Qwen3-Embedding's tokenizer does)\n"
             "  -o, --output F  the file to write (required)\n"
             "  -q, --quiet     no summary line\n"
             "  -h, --help      this text\n"
@@ -113,8 +117,9 @@ static int parse_script(const char *s, gm_config *c) {
 int main(int argc, char **argv) {
     gm_config c = {0};
     c.layer_scale = 1.0f;
+    c.pooling = -1;
     const char *arch = NULL, *preset = "tiny", *type = "f16", *layers = NULL, *ctx = NULL, *seed = NULL;
-    const char *lowrank = NULL, *layer_scale = NULL, *draft_layers = NULL, *script = NULL;
+    const char *lowrank = NULL, *layer_scale = NULL, *draft_layers = NULL, *script = NULL, *pooling = NULL;
     int tied = -1;
     c.tokenizer_dir = getenv("MF_TOKENIZER_DIR");
     if (!c.tokenizer_dir || !*c.tokenizer_dir) c.tokenizer_dir = MF_TOKENIZER_DEFAULT;
@@ -139,6 +144,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--draft-layers")) dst = &draft_layers;
         else if (!strcmp(a, "--draft")) c.draft = true;
         else if (!strcmp(a, "--script")) dst = &script;
+        else if (!strcmp(a, "--pooling")) dst = &pooling;
+        else if (!strcmp(a, "--add-eos")) c.add_eos = true;
         else if (!strcmp(a, "--tensor-type")) {
             if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
             const char *v = argv[++i], *eq = strrchr(v, '=');
@@ -213,6 +220,12 @@ int main(int argc, char **argv) {
                           c.target.rope_base, false};
     }
     if (script && parse_script(script, &c)) return 2;
+    if (pooling) {
+        static const char *const names[] = {"none", "mean", "cls", "last"};
+        for (int k = 0; k < 4; k++)
+            if (!strcmp(pooling, names[k])) c.pooling = k;
+        if (c.pooling < 0) return bad("unknown --pooling '%s'; allowed: %s", pooling, "none|mean|cls|last");
+    }
     if (!c.out_path) return bad("-o OUT.gguf is required%s%s", "", "");
     mf_error err = {0};
     if (gm_config_check(&c, &err)) return bad("%s%s", err.msg, "");

@@ -261,6 +261,7 @@ static int set_meta(mf_gguf_writer *w, const gm_config *c) {
         rc |= mf_gguf_writer_set_u32(w, K("attention.key_length"), (uint32_t)p->head_dim);
         rc |= mf_gguf_writer_set_u32(w, K("attention.value_length"), (uint32_t)p->head_dim);
     }
+    if (c->pooling >= 0) rc |= mf_gguf_writer_set_u32(w, K("pooling_type"), (uint32_t)c->pooling);
 #undef K
     rc |= mf_gguf_writer_set_u32(w, "general.file_type", gm_ftype_file_type(c->ftype));
     rc |= mf_gguf_writer_set_u32(w, "general.quantization_version", 2);
@@ -320,7 +321,7 @@ int gm_generate(const gm_config *c, mf_error *err) {
         rc = mf_err(err, rc, "setting the model metadata failed");
         goto done;
     }
-    if ((rc = gm_tokenizer_add(w, c->tokenizer_dir, GM_VOCAB, err))) goto done;
+    if ((rc = gm_tokenizer_add(w, c->tokenizer_dir, GM_VOCAB, c->add_eos, err))) goto done;
 
     uint64_t max_bytes = 0, total = 0;
     int64_t max_row = 0;

@@ -96,7 +96,7 @@ static const char *token_content(const cJSON *v) {
     return NULL;
 }
 
-int gm_tokenizer_add(mf_gguf_writer *w, const char *dir, int64_t n_vocab, mf_error *err) {
+int gm_tokenizer_add(mf_gguf_writer *w, const char *dir, int64_t n_vocab, bool add_eos, mf_error *err) {
     cJSON *tj = NULL, *tc = NULL, *cj = NULL;
     char **tokens = calloc((size_t)n_vocab, sizeof *tokens);
     int32_t *types = calloc((size_t)n_vocab, sizeof *types);
@@ -210,6 +210,7 @@ int gm_tokenizer_add(mf_gguf_writer *w, const char *dir, int64_t n_vocab, mf_err
         snprintf(name, sizeof name, "add_%s_token", typ[t]);
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(tc, name);
         if (cJSON_IsBool(a)) add_set[t] = true, add_val[t] = cJSON_IsTrue(a);
+        if (t == 1 && add_eos) add_set[t] = add_val[t] = true;
         snprintf(name, sizeof name, "%s_token", typ[t]);
         const char *content = token_content(cJSON_GetObjectItemCaseSensitive(tc, name));
         if (!content) continue;

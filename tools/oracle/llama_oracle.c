@@ -249,6 +249,7 @@ typedef struct {
     const char *draft;              /* speculative: the draft model */
     int draft_max, draft_min;       /* speculative: llama.cpp's --draft-max / --draft-min */
     double p_min;                   /* speculative: llama.cpp's --draft-p-min */
+    const char *pooling;            /* embed: mean|cls|last|model */
 } options;
 
 static const char *USAGE =
@@ -264,6 +265,9 @@ static const char *USAGE =
     "  speculative    --draft D (--tokens '[ids]' | --text T) [-n 128] [-t 2] [-r 1] [--draft-max 16] [--draft-min 0]\n"
     "                 [--p-min 0.75] [--kv f16] [--fa auto] [--stop-eog]  (llama.cpp's speculative-simple loop vs\n"
     "                 plain greedy decode on the target: t/s of both, drafted, accepted, identical outputs)\n"
+    "  embed          (--tokens '[ids]' | --text T) [--pooling model|mean|cls|last] [--threads 2] [--kv f16]\n"
+    "                 [--fa off] [--ubatch U]  (embeddings = true, one sequence; the raw pooled vector,\n"
+    "                 llama_get_embeddings_seq; --text is tokenized with add_special and special tokens parsed)\n"
     "  batched        [--np 4] [-t 2] [-p 32] [-n 128] [-r 3] [--kv f16] [--fa auto]  (np sequences in one context,\n"
     "                 decoded together, greedy: llama-batched-bench's S_TG; bench/serve's yardstick)\n"
     "  common         [--verbose] [--cpu-variant haswell|skylakex|icelake|...]\n"
@@ -327,6 +331,7 @@ static options parse_options(int argc, char **argv) {
         else if (FLAG("--kv")) o.kv = VAL();
         else if (FLAG("--fa")) o.fa = VAL();
         else if (FLAG("--np")) o.np = to_int(a, VAL());
+        else if (FLAG("--pooling")) o.pooling = VAL();
         else if (FLAG("-d") || FLAG("--n-depth") || FLAG("--depth")) o.depth = to_int(a, VAL());
         else if (FLAG("-h") || FLAG("--help")) { fputs(USAGE, stdout); exit(0); }
         else die("unknown argument \"%s\"\n%s", a, USAGE);
@@ -608,6 +613,66 @@ static int cmd_tokenize(const options *o) {
     free(ids);
     free(buf);
     llama_model_free(m);
+    return 0;
+}
+
+// One text's pooled embedding: llama.cpp with embeddings = true, the pooling asked (default: the model's),
+// all tokens in one batch on sequence 0; prints the tokens and llama_get_embeddings_seq's raw floats.
+static int cmd_embed(const options *o) {
+    if (!!o->tokens == !!o->text) die("embed wants exactly one of --tokens and --text");
+    struct llama_model *m = load_model(o, false);
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    int n;
+    llama_token *toks = o->tokens ? parse_ids(o->tokens, "--tokens", &n)
+                                  : tokenize(v, o->text, strlen(o->text), true, true, &n);
+    if (n == 0) die("embed: no tokens");
+    check_ids(v, toks, n);
+    enum llama_pooling_type pool = LLAMA_POOLING_TYPE_UNSPECIFIED;
+    const char *pn = o->pooling ? o->pooling : "model";
+    if (!strcmp(pn, "mean")) pool = LLAMA_POOLING_TYPE_MEAN;
+    else if (!strcmp(pn, "cls")) pool = LLAMA_POOLING_TYPE_CLS;
+    else if (!strcmp(pn, "last")) pool = LLAMA_POOLING_TYPE_LAST;
+    else if (strcmp(pn, "model")) die("--pooling wants model|mean|cls|last, got \"%s\"", pn);
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = cp.n_batch = (uint32_t)n;
+    cp.n_ubatch = o->n_ubatch > 0 && o->n_ubatch < n ? (uint32_t)o->n_ubatch : (uint32_t)n;
+    cp.n_seq_max = 1;
+    cp.n_threads = cp.n_threads_batch = o->threads;
+    cp.type_k = cp.type_v = kv_type(o->kv, GGML_TYPE_F16);
+    cp.flash_attn_type = fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED);
+    cp.embeddings = true;
+    cp.pooling_type = pool;
+    cp.no_perf = true;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    if (!ctx) die("failed to create an embeddings context for %d tokens; try --verbose", n);
+    threadpool_t tp = attach_threadpool(ctx, o->threads);
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    for (int i = 0; i < n; i++) {
+        b.token[i] = toks[i];
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = 1;
+    }
+    b.n_tokens = n;
+    int rc = llama_decode(ctx, b);
+    if (rc != 0) die("llama_decode failed (%d) for %d tokens", rc, n);
+    const float *e = llama_get_embeddings_seq(ctx, 0);
+    if (!e) die("no pooled embedding (pooling type %d; none is not pooled)", (int)llama_pooling_type(ctx));
+    int ne = llama_model_n_embd(m);
+    printf("{\"pooling\":%d,\"n_embd\":%d,\"tokens\":", (int)llama_pooling_type(ctx), ne);
+    print_ids(stdout, toks, n);
+    printf(",\n\"embedding\":[");
+    for (int i = 0; i < ne; i++) {
+        if (i) fputc(',', stdout);
+        json_float(stdout, e[i]);
+    }
+    printf("]}\n");
+    llama_batch_free(b);
+    detach_threadpool(ctx, &tp);
+    llama_free(ctx);
+    llama_model_free(m);
+    free(toks);
     return 0;
 }
 
@@ -1233,7 +1298,7 @@ int main(int argc, char **argv) {
         int (*fn)(const options *);
     } cmds[] = {{"info", cmd_info},     {"tokenize", cmd_tokenize}, {"tokenize-batch", cmd_tokenize_batch},
                 {"eval", cmd_eval},     {"greedy", cmd_greedy},     {"bench", cmd_bench},       {"batched", cmd_batched},
-                {"speculative", cmd_speculative}};
+                {"speculative", cmd_speculative}, {"embed", cmd_embed}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(o.cmd, cmds[i].name)) continue;
         backend_setup(&o);
