@@ -14,8 +14,10 @@ static void usage(FILE *f) {
             "An OpenAI- and llama-server-compatible HTTP server with continuous batching (docs/SERVER.md).\n"
             "Routes: POST /v1/chat/completions, /v1/completions, /completion, /tokenize, /detokenize,\n"
             "/apply-template, /slots/{id}?action=save|restore|erase; GET /health, /metrics, /v1/models, /props,\n"
-            "/slots.  /health answers 503 until the model is loaded.  Embeddings, reranking, /infill,\n"
-            "/v1/responses, /v1/messages and /lora-adapters are not served: 501 with what they are.\n"
+            "/slots.  /health answers 503 until the model is loaded.  With --embeddings the server computes\n"
+            "embeddings instead: POST /v1/embeddings (OpenAI) and /embedding, /embeddings (llama-server's shape;\n"
+            "docs/EMBEDDINGS.md), and the generation routes answer 501.  Reranking, /infill, /v1/responses,\n"
+            "/v1/messages and /lora-adapters are not served: 501 with what they are.\n"
             "Chat requests take OpenAI's tools (tool_choice auto, none, required or a named function): Qwen's\n"
             "<tool_call> blocks come back as message.tool_calls, streamed and not.  Structured output:\n"
             "response_format json_schema / json_object, json_schema, grammar (GBNF): the answer is a sentence of\n"
@@ -44,6 +46,11 @@ static void usage(FILE *f) {
             "                           Retry-After (default 64)\n"
             "      --slot-save-path DIR folder for POST /slots/{id}?action=save|restore files\n"
             "      --alias NAME         model name in answers and /v1/models (default: the file name)\n"
+            "      --embeddings         serve embeddings, not generation (also --embedding, llama-server's\n"
+            "                           spellings); the default context is one slot's share (-np does not\n"
+            "                           multiply it: inputs are embedded one at a time)\n"
+            "      --pooling P          with --embeddings: model (default: the file's pooling_type, last when it\n"
+            "                           names none), mean, cls or last\n"
             "  -h, --help               this help\n"
             "\n"
             "SIGINT/SIGTERM: new requests get 503 'server shutting down', in-flight ones may finish within\n"
@@ -66,7 +73,7 @@ static char *read_key_file(const char *path) {
 
 int mf_cmd_serve(int argc, char **argv) {
     mf_server_opts o = mf_server_default_opts();
-    const char *key_file = NULL;
+    const char *key_file = NULL, *pooling = NULL;
     mf_arg_seen seen = {0};
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
     mf_arg_draft dr;
@@ -122,6 +129,12 @@ int mf_cmd_serve(int argc, char **argv) {
         } else if (IS("--slot-save-path", "--slot-save-path")) {
             MF_ARG_VAL("--slot-save-path");
             o.slot_save_path = v;
+        } else if (IS("--embeddings", "--embedding")) {
+            MF_ARG_ONCE("--embeddings/--embedding");
+            o.embeddings = true;
+        } else if (IS("--pooling", "--pooling")) {
+            MF_ARG_VAL("--pooling");
+            pooling = v;
         } else if (IS("--alias", "--alias")) {
             MF_ARG_VAL("--alias");
             o.alias = v;
@@ -141,6 +154,25 @@ int mf_cmd_serve(int argc, char **argv) {
     o.draft = dr.p;
     if (!o.model_path) {
         fprintf(stderr, "Error: no model given: minfer serve -m MODEL.gguf\n");
+        return 2;
+    }
+    if (pooling) {
+        static const char *const names[] = {"model", "none", "mean", "cls", "last"};
+        int k = 0;
+        while (k < 5 && strcmp(pooling, names[k])) k++;
+        if (k == 5 || k == 1) {
+            fprintf(stderr, "Error: --pooling '%s' is not one of model, mean, cls, last%s\n", pooling,
+                    k == 1 ? " (none gives one vector per token, which /v1/embeddings cannot answer)" : "");
+            return 2;
+        }
+        o.pooling = (mf_pooling)(k - 1);
+    }
+    if (pooling && !o.embeddings) {
+        fprintf(stderr, "Error: --pooling applies to --embeddings; add --embeddings or drop --pooling\n");
+        return 2;
+    }
+    if (o.embeddings && o.draft_path) {
+        fprintf(stderr, "Error: --embeddings generates no tokens, so a draft model has nothing to do; drop -md\n");
         return 2;
     }
     if (o.api_key && key_file) {

@@ -74,6 +74,7 @@ struct mf_srv_engine {
     bool stopped;
     int *offered; /* slots offered the current batch */
     mf_gen **sampled; /* their generators, drawn side by side on the pool (mf_gen_batch_sample) */
+    mf_pooling pooling; /* --embeddings: the pooling resolved at load */
 };
 
 int mf_srv_engine_new(mf_server *s, mf_srv_engine **out, mf_error *err) {
@@ -523,6 +524,31 @@ static int idle_slots(mf_srv_engine *e) {
 static void answer_slots(mf_srv_engine *e, mf_srv_job *j);
 static void slot_action(mf_srv_engine *e, mf_srv_job *j);
 
+static bool job_cancelled(void *j) { return mf_srv_job_is_cancelled(j); }
+
+/* An embeddings request, whole, between two steps: on a --embeddings server nothing else runs, and every
+ * sequence is free (mf_embed leaves its sequence empty again). */
+static void embed_job(mf_srv_engine *e, mf_srv_job *j) {
+    mf_server *s = e->s;
+    mf_srv_metrics_observe(s->m, MF_SRV_H_QUEUE_WAIT, mf_time_now() - j->t_arrival);
+    mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_ADMITTED, 1);
+    mf_srv_err err = {0};
+    char *body = NULL;
+    int status = mf_srv_embed_run(e->ctx, 0, e->pooling, &j->embed, s->model_name, job_cancelled, j, &body, &err);
+    if (status == 499) {
+        mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
+        mf_srv_job_finish(j, 499, NULL);
+    } else if (status != 200) {
+        mf_srv_job_fail(j, status, err.type, "%s", err.msg);
+    } else {
+        mf_srv_metrics_add(s->m, MF_SRV_C_PROMPT_TOKENS, (uint64_t)j->embed.n_tokens);
+        mf_srv_metrics_add(s->m, MF_SRV_C_PREFILLED_TOKENS, (uint64_t)j->embed.n_tokens);
+        mf_srv_job_finish(j, 200, body);
+    }
+    mf_log(MF_LOG_INFO, "[server] %s: %d inputs, %d tokens embedded (status %d)", j->id, j->embed.n,
+           j->embed.n_tokens, status);
+}
+
 /* Admits queued jobs while slots are free; returns after the first that must wait. */
 static void admit(mf_srv_engine *e) {
     mf_server *s = e->s;
@@ -530,6 +556,7 @@ static void admit(mf_srv_engine *e) {
         mf_srv_job *j = mf_srv_queue_pop(&s->q, 0);
         if (!j) return;
         if (j->kind == MF_JOB_SLOTS) answer_slots(e, j);
+        else if (j->kind == MF_JOB_EMBED) embed_job(e, j);
         else if (j->kind != MF_JOB_GENERATE) slot_action(e, j);
         else if (mf_srv_job_is_cancelled(j)) {
             mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
@@ -830,11 +857,24 @@ static int load(mf_srv_engine *e, mf_error *err) {
     mp.gpu_layers_origin = NULL;
     mf_context_params cp = mf_context_default_params();
     int32_t per_slot = MF_MIN(s->info.n_ctx_train > 0 ? s->info.n_ctx_train : 4096, 4096);
-    cp.n_ctx = s->o.n_ctx > 0 ? s->o.n_ctx : per_slot * s->o.n_parallel;
+    /* an embeddings server runs one input at a time: one slot's share is enough */
+    cp.n_ctx = s->o.n_ctx > 0 ? s->o.n_ctx : per_slot * (s->o.embeddings ? 1 : s->o.n_parallel);
     cp.n_threads = s->o.n_threads;
     cp.n_ubatch = s->o.n_batch;
     cp.type_k = s->o.type_k;
     cp.type_v = s->o.type_v;
+    cp.embeddings = s->o.embeddings;
+    bool from_file = false;
+    if (s->o.embeddings && (rc = mf_embed_pooling(s->model, s->o.pooling, &e->pooling, &from_file, err))) return rc;
+    if (s->o.embeddings && e->pooling == MF_POOLING_NONE)
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "the model's pooling_type is none (one vector per token), which /v1/embeddings cannot answer; "
+                      "choose one with --pooling mean|cls|last");
+    if (s->o.embeddings) {
+        static const char *const names[] = {"none", "mean", "cls", "last"};
+        snprintf(s->pooling_desc, sizeof s->pooling_desc, "embeddings, %s pooling (%s)", names[e->pooling],
+                 from_file ? "the model's" : s->o.pooling == MF_POOLING_MODEL ? "the file names none: last" : "--pooling");
+    }
     if ((rc = mf_context_new(s->model, &cp, &e->ctx, err))) return rc;
     s->n_ctx = mf_context_n_ctx(e->ctx);
     e->batch_cap = s->o.n_batch;

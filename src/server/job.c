@@ -55,6 +55,7 @@ void mf_srv_job_unref(mf_srv_job *j) {
     if (left > 0) return;
     mf_srv_req_free(&j->req);
     mf_grammar_free(j->grammar);
+    mf_srv_embed_req_free(&j->embed);
     free(j->prompt);
     free(j->out);
     free(j->body);
@@ -142,7 +143,7 @@ void mf_srv_queue_destroy(mf_srv_queue *q) {
 int mf_srv_queue_push(mf_srv_queue *q, mf_srv_job *j) {
     pthread_mutex_lock(&q->mu);
     int rc = 0;
-    bool gen = j->kind == MF_JOB_GENERATE;
+    bool gen = (j->kind == MF_JOB_GENERATE || j->kind == MF_JOB_EMBED);
     if (q->closed) rc = 2;
     else if ((gen && q->n_generate >= q->max_generate) || q->n >= q->cap) rc = 1;
     else {
@@ -174,7 +175,7 @@ mf_srv_job *mf_srv_queue_pop(mf_srv_queue *q, int timeout_ms) {
         j = q->items[q->head];
         q->head = (q->head + 1) % q->cap;
         q->n--;
-        q->n_generate -= j->kind == MF_JOB_GENERATE;
+        q->n_generate -= (j->kind == MF_JOB_GENERATE || j->kind == MF_JOB_EMBED);
     }
     pthread_mutex_unlock(&q->mu);
     return j;
@@ -185,7 +186,7 @@ void mf_srv_queue_unpop(mf_srv_queue *q, mf_srv_job *j) {
     q->head = (q->head + q->cap - 1) % q->cap;
     q->items[q->head] = j;
     q->n++;
-    q->n_generate += j->kind == MF_JOB_GENERATE;
+    q->n_generate += (j->kind == MF_JOB_GENERATE || j->kind == MF_JOB_EMBED);
     pthread_mutex_unlock(&q->mu);
 }
 

@@ -9,6 +9,7 @@
 #ifndef MF_SERVER_JOB_H
 #define MF_SERVER_JOB_H
 
+#include "server/embed.h"
 #include "server/request.h"
 
 #include <pthread.h>
@@ -21,6 +22,7 @@ typedef enum {
     MF_JOB_SLOT_SAVE,    /* POST /slots/{id}?action=save */
     MF_JOB_SLOT_RESTORE, /* ... restore */
     MF_JOB_SLOT_ERASE,   /* ... erase */
+    MF_JOB_EMBED,        /* POST /v1/embeddings, /embedding(s) on a --embeddings server */
 } mf_job_kind;
 
 typedef struct mf_srv_job {
@@ -36,6 +38,7 @@ typedef struct mf_srv_job {
     char filename[256];
     mf_grammar *grammar; /* the request's constraint compiled (NULL: none); every choice's generator follows it */
     bool think_first;    /* the grammar holds after a <think> ... </think> block the model may open with */
+    mf_srv_embed_req embed; /* MF_JOB_EMBED: the inputs, tokenized */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -75,7 +78,7 @@ typedef struct {
     pthread_cond_t cv;
     mf_srv_job **items;
     int cap, head, n;
-    int n_generate;   /* generate jobs waiting (what --max-queue bounds) */
+    int n_generate;   /* generate and embed jobs waiting (what --max-queue bounds) */
     int max_generate; /* --max-queue */
     bool closed;      /* shutting down: no new jobs */
 } mf_srv_queue;

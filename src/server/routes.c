@@ -385,6 +385,44 @@ static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t 
     mf_srv_job_unref(j);
 }
 
+/* POST /v1/embeddings (OpenAI's shape) and /embedding, /embeddings (llama-server's): parsed and tokenized here,
+ * embedded by the engine thread. */
+static void h_embed(mf_server *s, bool oai, const char *body, size_t len, int fd, mf_srv_answer *a) {
+    if (!need_model(s, a)) return;
+    mf_srv_job *j = mf_srv_job_new(MF_JOB_EMBED);
+    if (!j) {
+        mf_srv_answer_error(a, 500, "server_error", "", "out of memory");
+        return;
+    }
+    j->t_arrival = mf_time_now();
+    mf_srv_err e;
+    if (mf_srv_embed_parse(s->model, s->n_ctx, oai, body, len, &j->embed, &e)) {
+        answer_err(a, &e);
+        mf_srv_job_unref(j);
+        return;
+    }
+    snprintf(j->id, sizeof j->id, "embd-%llu", (unsigned long long)atomic_fetch_add(&s->next_id, 1));
+    int rc = mf_srv_queue_push(&s->q, j);
+    if (rc) {
+        if (rc == 1) {
+            mf_srv_answer_error(a, 503, "unavailable_error", "",
+                                "the server is busy: %d requests are already waiting (--max-queue %d); retry later",
+                                s->o.max_queue, s->o.max_queue);
+            a->hdr_name = "Retry-After", a->hdr_value = "1";
+        } else {
+            mf_srv_answer_error(a, 503, "unavailable_error", "", "server shutting down");
+        }
+        mf_srv_job_unref(j);
+        return;
+    }
+    if (!mf_srv_wait_job(j, fd, false)) a->status = 0; /* the client went away; the engine stops between inputs */
+    else {
+        a->status = j->status, a->ctype = "application/json", a->body = j->body, a->len = j->body_len;
+        j->body = NULL;
+    }
+    mf_srv_job_unref(j);
+}
+
 /* GET /slots and POST /slots/{id}?action=...: jobs for the engine (it owns the KV cells). */
 static void h_slots(mf_server *s, const char *method, const char *url, const char *action, const char *body, size_t len,
                     int fd, mf_srv_answer *a) {
@@ -460,7 +498,10 @@ typedef struct {
     int kind; /* handler id */
 } route;
 
-enum { R_HEALTH, R_METRICS, R_MODELS, R_PROPS, R_TOKENIZE, R_DETOKENIZE, R_TEMPLATE, R_CHAT, R_CMPL, R_NATIVE, R_SLOTS };
+enum {
+    R_HEALTH, R_METRICS, R_MODELS, R_PROPS, R_TOKENIZE, R_DETOKENIZE, R_TEMPLATE, R_CHAT, R_CMPL, R_NATIVE, R_SLOTS,
+    R_EMBED_OAI, R_EMBED_NATIVE
+};
 
 static const route k_routes[] = {
     {"/health", "GET", "/health", R_HEALTH},
@@ -478,6 +519,9 @@ static const route k_routes[] = {
     {"/completions", "POST", "/v1/completions", R_CMPL},
     {"/completion", "POST", "/completion", R_NATIVE},
     {"/slots", "GET", "/slots", R_SLOTS},
+    {"/v1/embeddings", "POST", "/v1/embeddings", R_EMBED_OAI},
+    {"/embeddings", "POST", "/embeddings", R_EMBED_NATIVE},
+    {"/embedding", "POST", "/embeddings", R_EMBED_NATIVE},
 };
 
 /* llama-server's and OpenAI's routes that minfer does not serve: answered 501 with what they are, so a client
@@ -485,9 +529,6 @@ static const route k_routes[] = {
 static const struct {
     const char *path, *what;
 } k_not_served[] = {
-    {"/v1/embeddings", "embeddings"},
-    {"/embeddings", "embeddings"},
-    {"/embedding", "embeddings"},
     {"/v1/rerank", "reranking"},
     {"/v1/reranking", "reranking"},
     {"/rerank", "reranking"},
@@ -518,6 +559,12 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
     }
     if (!strncmp(url, "/slots/", 7)) {
         *label = "/slots";
+        if (!strcmp(method, "POST") && s->o.embeddings) {
+            mf_srv_answer_error(a, 501, "not_supported_error", "action",
+                                "this server computes embeddings (--embeddings) and keeps no slot state to save, "
+                                "restore or erase");
+            return;
+        }
         if (!strcmp(method, "POST")) {
             h_slots(s, method, url, action, body, len, fd, a);
             return;
@@ -545,6 +592,22 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
         return;
     }
     *label = hit->label;
+    /* a server is either for generation or for embeddings (llama-server's --embeddings): the other kind of
+     * request learns which, and how to get the other server */
+    const bool embed_route = hit->kind == R_EMBED_OAI || hit->kind == R_EMBED_NATIVE;
+    const bool gen_route = hit->kind == R_CHAT || hit->kind == R_CMPL || hit->kind == R_NATIVE;
+    if (embed_route && !s->o.embeddings) {
+        mf_srv_answer_error(a, 501, "not_supported_error", "",
+                            "this server generates text; embeddings need a server started with --embeddings (an "
+                            "embedding model such as Qwen3-Embedding, or --pooling mean|cls|last)");
+        return;
+    }
+    if (gen_route && s->o.embeddings) {
+        mf_srv_answer_error(a, 501, "not_supported_error", "",
+                            "this server computes embeddings (--embeddings): %s is not served; start another server "
+                            "without --embeddings for text generation", url);
+        return;
+    }
     switch (hit->kind) {
     case R_HEALTH: h_health(s, a); break;
     case R_METRICS: h_metrics(s, a); break;
@@ -557,5 +620,7 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
     case R_CMPL: h_generate(s, MF_SRV_COMPLETION, body, len, fd, a, stream_job); break;
     case R_NATIVE: h_generate(s, MF_SRV_NATIVE, body, len, fd, a, stream_job); break;
     case R_SLOTS: h_slots(s, method, url, action, body, len, fd, a); break;
+    case R_EMBED_OAI: h_embed(s, true, body, len, fd, a); break;
+    case R_EMBED_NATIVE: h_embed(s, false, body, len, fd, a); break;
     }
 }

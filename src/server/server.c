@@ -21,7 +21,8 @@ mf_server_opts mf_server_default_opts(void) {
                             .type_v = MF_KV_TYPE_F16,
                             .timeout_s = 600,
                             .max_queue = 64,
-                            .drain_ms = 30000};
+                            .drain_ms = 30000,
+                            .pooling = MF_POOLING_MODEL};
 }
 
 static const char *base_name(const char *path) {
@@ -95,7 +96,10 @@ int mf_server_run(const mf_server_opts *o, mf_error *err) {
             break;
         }
     }
-    if (atomic_load(&s->state) == MF_SRV_READY)
+    if (atomic_load(&s->state) == MF_SRV_READY && o->embeddings)
+        fprintf(stderr, "[server] ready: model %s, %s, context %d cells, KV type %s, batch %d\n", s->model_name,
+                s->pooling_desc, s->n_ctx, kv_names(o, kvb, sizeof kvb), o->n_batch);
+    else if (atomic_load(&s->state) == MF_SRV_READY)
         fprintf(stderr, "[server] ready: model %s, context %d cells shared by %d slots, KV type %s, batch %d\n",
                 s->model_name, s->n_ctx, o->n_parallel, kv_names(o, kvb, sizeof kvb), o->n_batch);
     if (atomic_load(&s->state) == MF_SRV_READY) {

@@ -27,6 +27,8 @@ typedef struct {
     mf_draft_params draft;      /* --draft-max/--draft-min/--draft-p-min (n_seq is the slot count) */
     int32_t n_gpu_layers;       /* --gpu-layers (mf_model_params.n_gpu_layers; the draft stays on the CPU) */
     const char *gpu_layers_origin;
+    bool embeddings;    /* --embeddings: an embeddings context; /v1/embeddings served, generation refused (501) */
+    mf_pooling pooling; /* --pooling (MF_POOLING_MODEL: the file's) */
 } mf_server_opts;
 
 mf_server_opts mf_server_default_opts(void);

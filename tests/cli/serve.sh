@@ -92,6 +92,30 @@ if "$GEN" --arch qwen3 --type q8_0 -q --script 198,40129,13,151657,4913,606,3252
     M=$M_SAVE
 else bad "tools model" "mf-genmodel --script failed"; fi
 
+# embeddings: a server started with --embeddings on a Qwen3-Embedding-like model (pooling last, EOS appended)
+ME="$TMP/serve-embed.gguf"
+if "$GEN" --arch qwen3 --type q8_0 --pooling last --add-eos --seed 8 -q -o "$ME"; then
+    M_SAVE=$M M=$ME
+    if start_server embed -np 2 -c 64 --embeddings; then
+        grep -q 'embeddings, last pooling (the model' "$LOG" && ok "embed: the ready line names the pooling" ||
+            bad "embed ready line" "$(cat "$LOG")"
+        py embed
+        if [ -d tests/server/node_modules/openai ]; then
+            out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" embed 2>&1); rc=$?
+            while IFS= read -r line; do
+                case "$line" in PASS\ *) ok "${line#PASS }" ;; FAIL\ *) bad "${line#FAIL }" "" ;; esac
+            done <<<"$out"
+            [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "openai client (embed)" "exit $rc: $out"
+        fi
+        stop_server
+    fi
+    M=$M_SAVE
+    expect "serve --pooling without --embeddings" 2 "--pooling applies to --embeddings" -- "$MINFER" serve -m "$ME" --pooling mean
+    expect "serve --pooling none" 2 "none gives one vector per token" -- "$MINFER" serve -m "$ME" --embeddings --pooling none
+    expect "serve --embeddings with -md" 2 "drop -md" -- "$MINFER" serve -m "$ME" --embeddings -md "$ME"
+    rm -f "$ME"
+else bad "embed model" "mf-genmodel failed"; fi
+
 # overflow: 2 slots, a queue of 4, 16 clients x 200 requests
 if start_server load -np 2 -c 1024 -b 64 --max-queue 4; then
     py load

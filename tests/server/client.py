@@ -4,6 +4,7 @@
     client.py PORT CHECK      CHECK: routes | bad_input | identity | stream | utf8 | disconnect | load | auth KEY
                                      | spec PLAIN_PORT (PORT serves with -md; PLAIN_PORT the same model without)
                                      | tools_template | tools (PORT serves mf-genmodel --script's tool caller)
+                                     | embed (PORT serves --embeddings -c 64)
 
 Each check prints "PASS name" / "FAIL name: why" lines (lib.bash's format) and exits 1 on any failure.
 Every request has a timeout, so a hung server fails the check instead of hanging the suite."""
@@ -681,6 +682,89 @@ def check_tools():
                   st == 200 and calls == [{"name": "now", "arguments": "{}"}] and fin == "tool_calls", d[:400])
 
 
+def embed(body, path="/v1/embeddings"):
+    st, _, d = post(path, body)
+    return st, (json.loads(d) if d else None)
+
+
+def check_embed():
+    """PORT serves --embeddings -c 64 on a model with pooling_type last and add_eos_token (tests/cli/serve.sh)."""
+    import base64
+    import math
+    import struct
+
+    texts = ["Hello world", "The second text, a little longer.", "x"]
+    st, d = embed({"input": texts, "model": "m"})
+    ok_shape = st == 200 and d["object"] == "list" and [e["index"] for e in d["data"]] == [0, 1, 2]
+    check("embed: OpenAI's list shape", ok_shape and all(e["object"] == "embedding" for e in d["data"]), str(d)[:300])
+    vecs = [e["embedding"] for e in d["data"]] if ok_shape else [[], [], []]
+    check("embed: unit vectors", all(abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-5 for v in vecs), str(vecs)[:200])
+    alone = [embed({"input": t})[1]["data"][0]["embedding"] for t in texts]
+    check("embed: an input's vector does not depend on the others in the request", alone == vecs, "")
+    n_tok = sum(len(json.loads(post("/tokenize", {"content": t, "add_special": True})[2])["tokens"]) for t in texts)
+    check("embed: usage counts every token (EOS included)", d["usage"] == {"prompt_tokens": n_tok, "total_tokens": n_tok},
+          str(d["usage"]) + " vs %d" % n_tok)
+    ids = json.loads(post("/tokenize", {"content": "Hello world", "add_special": True})[2])["tokens"]
+    st, t = embed({"input": ids})
+    check("embed: token ids give the text's vector", st == 200 and t["data"][0]["embedding"] == vecs[0], str(t)[:200])
+    st, t = embed({"input": [ids, "x"]})
+    check("embed: arrays of token ids", st == 200 and [e["embedding"] for e in t["data"]] == [vecs[0], vecs[2]], str(t)[:200])
+    st, b = embed({"input": texts[:1], "encoding_format": "base64"})
+    raw = base64.b64decode(b["data"][0]["embedding"]) if st == 200 else b""
+    fl = list(struct.unpack("<%df" % (len(raw) // 4), raw))
+    f32 = [struct.unpack("<f", struct.pack("<f", x))[0] for x in vecs[0]]  # %.9g names the float32 exactly
+    check("embed: base64 is the little-endian float32s", fl == f32 and len(fl) == 256, str(b)[:200])
+    st, n = embed({"content": texts[0], "embd_normalize": -1}, "/embedding")
+    rv = n[0]["embedding"][0] if st == 200 else [1]
+    s = math.sqrt(sum(x * x for x in rv))
+    check("embed: /embedding's native shape, raw with embd_normalize -1",
+          st == 200 and n[0]["index"] == 0 and max(abs(x / s - y) for x, y in zip(rv, vecs[0])) < 1e-6 and s > 1.5, str(n)[:200])
+    st, n = embed({"input": texts[0]}, "/embeddings")
+    check("embed: /embeddings takes input, L2 by default", st == 200 and n[0]["embedding"][0] == vecs[0], str(n)[:200])
+    # concurrent clients: every answer is the one it gets alone
+    got = [None] * 8
+
+    def one(k):
+        got[k] = embed({"input": texts[k % 3]})
+
+    th = [threading.Thread(target=one, args=(k,)) for k in range(8)]
+    [t.start() for t in th]
+    [t.join(120) for t in th]
+    check("embed: 8 concurrent requests answer what each gets alone",
+          all(g and g[0] == 200 and g[1]["data"][0]["embedding"] == vecs[k % 3] for k, g in enumerate(got)), "")
+    bad_cases = [
+        ("empty string", {"input": ""}, 400, "empty string"),
+        ("empty array", {"input": []}, 400, "empty array"),
+        ("no input", {"model": "m"}, 400, "'input' is required"),
+        ("token outside the vocabulary", {"input": [1, 2, 999999]}, 400, "[0, 151936)"),
+        ("non-integer token", {"input": [1.5]}, 400, "integers"),
+        ("a number among strings", {"input": ["a", 3]}, 400, "must be a string or an array of token ids"),
+        ("an object", {"input": {"a": 1}}, 400, "'input' is required: a string"),
+        ("dimensions", {"input": "a", "dimensions": 12}, 400, "embedding size 256"),
+        ("encoding_format", {"input": "a", "encoding_format": "int8"}, 400, "'encoding_format' must be"),
+        ("embd_normalize on the OpenAI route", {"input": "a", "embd_normalize": 1}, 400, "belongs to /embedding"),
+        ("too many inputs", {"input": ["a"] * 2049}, 400, "at most 2048"),
+        ("longer than the context", {"input": "word " * 100}, 400, "the server's context holds 64"),
+        ("not JSON", "{", 400, "JSON object"),
+    ]
+    for name, body, want, msg in bad_cases:
+        st, _, d = post("/v1/embeddings", body)
+        check("embed refuses: " + name, st == want and msg in d.decode(), "%d %s" % (st, d[:200]))
+    st, _, d = post("/embedding", {"content": "a", "embd_normalize": 0.5})
+    check("embed refuses: embd_normalize 0.5", st == 400 and b"-1..64" in d, d[:200])
+    st, _, d = post("/v1/chat/completions", chat("Hello"))
+    check("embed: generation is 501 naming --embeddings", st == 501 and b"--embeddings" in d, d[:200])
+    st, _, d = post("/slots/0?action=erase", {})
+    check("embed: slot actions are 501", st == 501, d[:200])
+    st, _, d = request("GET", "/health")
+    check("embed: still healthy after the refusals", st == 200, d[:200])
+    m = metrics()
+    check("embed: /metrics counts the route and the tokens",
+          m.get('minfer_requests_total{route="/v1/embeddings",status="200"}', 0) >= 10 and
+          m.get('minfer_requests_total{route="/embeddings",status="200"}', 0) == 2 and m.get("minfer_prompt_tokens_total", 0) > 0,
+          str({k: v for k, v in m.items() if "embed" in k}))
+
+
 def check_auth(key):
     st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=2))
     check("auth: no key is 401", st == 401 and json.loads(d)["error"]["type"] == "authentication_error", d)
@@ -699,5 +783,5 @@ if __name__ == "__main__":
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
      "disconnect": check_disconnect, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
-     "tools_template": check_tools_template}.get(what, lambda: check_auth(sys.argv[3]))()
+     "tools_template": check_tools_template, "embed": check_embed}.get(what, lambda: check_auth(sys.argv[3]))()
     sys.exit(1 if FAILED else 0)

@@ -17,6 +17,28 @@ const check = (name, cond, why) => {
 
 const messages = [{ role: "user", content: "Hello" }];
 
+// `node openai_client.mjs PORT embed`: PORT serves --embeddings (tests/cli/serve.sh).  The SDK asks for base64
+// unless told otherwise and decodes it; both forms must give the same floats.
+if (process.argv[3] === "embed") {
+  const input = ["Hello world", "Another text"];
+  const b = await client.embeddings.create({ model: "any", input });
+  const f = await client.embeddings.create({ model: "any", input, encoding_format: "float" });
+  const norm = (v) => Math.sqrt(v.reduce((a, x) => a + x * x, 0));
+  check("embeddings.create (the SDK's base64)", b.object === "list" && b.data.length === 2 && b.data[1].index === 1 &&
+    b.data.every((d) => d.object === "embedding" && d.embedding.length === 256 && Math.abs(norm(d.embedding) - 1) < 1e-5) &&
+    b.usage.prompt_tokens > 0 && b.usage.total_tokens === b.usage.prompt_tokens, JSON.stringify(b).slice(0, 300));
+  check("embeddings.create: base64 and float give the same floats",
+    f.data.every((d, i) => d.embedding.length === 256 && d.embedding.every((x, k) => Math.fround(x) === b.data[i].embedding[k])),
+    JSON.stringify(f.data[0].embedding.slice(0, 4)) + " vs " + JSON.stringify(b.data[0].embedding.slice(0, 4)));
+  try {
+    await client.embeddings.create({ model: "any", input: "" });
+    check("embeddings.create: an empty input is a 400", false, "no error");
+  } catch (e) {
+    check("embeddings.create: an empty input is a 400", e.status === 400 && /empty string/.test(e.message), String(e));
+  }
+  process.exit(failed ? 1 : 0);
+}
+
 // `node openai_client.mjs PORT tools`: PORT serves mf-genmodel --script's tool caller (tests/cli/serve.sh);
 // the SDK reads its call, streamed and not, and takes the conversation back with the tool's result
 if (process.argv[3] === "tools") {

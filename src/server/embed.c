@@ -1,0 +1,242 @@
+/* server/embed: an embeddings request from its body to its answer (see embed.h). */
+#include "server/embed.h"
+
+#include "server/think.h"
+#include "server/utf8.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mf_srv_embed_req_free(mf_srv_embed_req *r) {
+    for (int32_t i = 0; r->ids && i < r->n; i++) free(r->ids[i]);
+    free(r->ids);
+    free(r->n_ids);
+    memset(r, 0, sizeof *r);
+}
+
+/* An array of token ids (every element an integer in the vocabulary) into ids. */
+static int token_array(const cJSON *a, int32_t n_vocab, const char *field, int32_t at, mf_token **ids, int32_t *n,
+                       mf_srv_err *e) {
+    int32_t k = cJSON_GetArraySize(a);
+    if (k == 0) return mf_srv_fail(e, 400, "invalid_request_error", field, "'%s[%d]' is an empty array of tokens", field, at);
+    if (!(*ids = malloc(sizeof **ids * (size_t)k))) return mf_srv_fail(e, 500, "server_error", "", "out of memory");
+    const cJSON *v;
+    int32_t i = 0;
+    cJSON_ArrayForEach(v, a) {
+        double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (!(d >= 0 && d < n_vocab && d == floor(d)))
+            return mf_srv_fail(e, 400, "invalid_request_error", field,
+                               "'%s' holds %s at token %d: token ids are integers in [0, %d)", field,
+                               cJSON_IsNumber(v) ? "a number outside the vocabulary" : "a non-number", i, n_vocab);
+        (*ids)[i++] = (mf_token)d;
+    }
+    *n = k;
+    return 0;
+}
+
+/* Input i: a string (tokenized with special tokens parsed, BOS/EOS as the model asks) or token ids. */
+static int one_input(const mf_model *model, int32_t n_vocab, const cJSON *v, const char *field, int32_t i,
+                     mf_srv_embed_req *r, mf_srv_err *e) {
+    if (cJSON_IsString(v)) {
+        if (!*v->valuestring)
+            return mf_srv_fail(e, 400, "invalid_request_error", field, "'%s[%d]' is an empty string", field, i);
+        mf_error err = {0};
+        if (mf_tokenize(model, v->valuestring, strlen(v->valuestring), true, true, &r->ids[i], &r->n_ids[i], &err))
+            return mf_srv_fail(e, 400, "invalid_request_error", field, "'%s[%d]': %s", field, i, err.msg);
+        return 0;
+    }
+    if (cJSON_IsArray(v)) return token_array(v, n_vocab, field, i, &r->ids[i], &r->n_ids[i], e);
+    return mf_srv_fail(e, 400, "invalid_request_error", field,
+                       "'%s[%d]' must be a string or an array of token ids", field, i);
+}
+
+/* The inputs: a string, an array of token ids, or an array of strings / token arrays. */
+static int inputs(const mf_model *model, const cJSON *in, const char *field, mf_srv_embed_req *r, mf_srv_err *e) {
+    mf_model_info info;
+    mf_model_get_info(model, &info);
+    const cJSON *first = cJSON_IsArray(in) ? cJSON_GetArrayItem(in, 0) : NULL;
+    const bool one = cJSON_IsString(in) || (cJSON_IsArray(in) && cJSON_IsNumber(first));
+    if (!one && !cJSON_IsArray(in))
+        return mf_srv_fail(e, 400, "invalid_request_error", field,
+                           "'%s' is required: a string, an array of strings, or token ids", field);
+    r->n = one ? 1 : cJSON_GetArraySize(in);
+    if (r->n == 0) return mf_srv_fail(e, 400, "invalid_request_error", field, "'%s' is an empty array", field);
+    if (r->n > MF_SRV_EMBED_MAX_INPUTS)
+        return mf_srv_fail(e, 400, "invalid_request_error", field, "'%s' has %d inputs; at most %d per request",
+                           field, r->n, MF_SRV_EMBED_MAX_INPUTS);
+    r->ids = calloc((size_t)r->n, sizeof *r->ids);
+    r->n_ids = calloc((size_t)r->n, sizeof *r->n_ids);
+    if (!r->ids || !r->n_ids) return mf_srv_fail(e, 500, "server_error", "", "out of memory");
+    if (one) return cJSON_IsString(in) ? one_input(model, info.n_vocab, in, field, 0, r, e)
+                                       : token_array(in, info.n_vocab, field, 0, &r->ids[0], &r->n_ids[0], e);
+    int32_t i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, in) {
+        if (one_input(model, info.n_vocab, v, field, i, r, e)) return -1;
+        i++;
+    }
+    return 0;
+}
+
+static int parse_fields(const mf_model *model, int32_t n_ctx, bool oai, const cJSON *o, mf_srv_embed_req *r,
+                        mf_srv_err *e) {
+    mf_model_info info;
+    mf_model_get_info(model, &info);
+    r->oai = oai;
+    r->normalize = 2;
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "input");
+    const char *field = "input";
+    if (!oai && !in) in = cJSON_GetObjectItemCaseSensitive(o, "content"), field = "content";
+    if (!in) return mf_srv_fail(e, 400, "invalid_request_error", "input", "'%s' is required", oai ? "input" : "content");
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(o, "encoding_format");
+    if (fmt && !cJSON_IsNull(fmt)) {
+        if (!cJSON_IsString(fmt) || (strcmp(fmt->valuestring, "float") && strcmp(fmt->valuestring, "base64")))
+            return mf_srv_fail(e, 400, "invalid_request_error", "encoding_format",
+                               "'encoding_format' must be \"float\" or \"base64\"");
+        r->base64 = !strcmp(fmt->valuestring, "base64");
+    }
+    const cJSON *dim = cJSON_GetObjectItemCaseSensitive(o, "dimensions");
+    if (dim && !cJSON_IsNull(dim) && !(cJSON_IsNumber(dim) && dim->valuedouble == info.n_embd))
+        return mf_srv_fail(e, 400, "invalid_request_error", "dimensions",
+                           "'dimensions' must be the model's embedding size %d (minfer does not shorten vectors)",
+                           info.n_embd);
+    const cJSON *nrm = cJSON_GetObjectItemCaseSensitive(o, "embd_normalize");
+    if (nrm && !cJSON_IsNull(nrm)) {
+        if (oai || !cJSON_IsNumber(nrm) || nrm->valuedouble != floor(nrm->valuedouble) || nrm->valuedouble < -1 ||
+            nrm->valuedouble > 64)
+            return mf_srv_fail(e, 400, "invalid_request_error", "embd_normalize",
+                               oai ? "'embd_normalize' belongs to /embedding (OpenAI's vectors are always L2-normalised)"
+                                   : "'embd_normalize' must be an integer in -1..64 (-1 none, 0 max-abs, 1 taxicab, "
+                                     "2 Euclidean, p > 2 the p-norm)");
+        r->normalize = (int)nrm->valuedouble;
+    }
+    if (inputs(model, in, field, r, e)) return -1;
+    for (int32_t i = 0; i < r->n; i++) {
+        if (r->n_ids[i] > n_ctx)
+            return mf_srv_fail(e, 400, "invalid_request_error", field,
+                               "'%s[%d]' has %d tokens and the server's context holds %d (shorten it, or restart with a "
+                               "larger -c/--ctx-size)", field, i, r->n_ids[i], n_ctx);
+        r->n_tokens += r->n_ids[i];
+    }
+    return 0;
+}
+
+int mf_srv_embed_parse(const mf_model *model, int32_t n_ctx, bool oai, const char *body, size_t len,
+                       mf_srv_embed_req *out, mf_srv_err *e) {
+    memset(out, 0, sizeof *out);
+    if (!mf_srv_utf8_valid(body, len))
+        return mf_srv_fail(e, 400, "invalid_request_error", "", "the request body is not valid UTF-8");
+    cJSON *o = memchr(body, 0, len) ? NULL : cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return mf_srv_fail(e, 400, "invalid_request_error", "", "the request body must be a JSON object");
+    }
+    int rc = parse_fields(model, n_ctx, oai, o, out, e);
+    cJSON_Delete(o);
+    if (rc) mf_srv_embed_req_free(out);
+    return rc;
+}
+
+/* ---------------- the answer ---------------- */
+
+static bool add_str(mf_srv_buf *b, const char *s) { return mf_srv_buf_add(b, s, strlen(s)); }
+
+static bool add_floats(mf_srv_buf *b, const float *v, int32_t n) {
+    char num[32];
+    bool ok = add_str(b, "[");
+    for (int32_t i = 0; ok && i < n; i++) {
+        snprintf(num, sizeof num, i ? ",%.9g" : "%.9g", (double)v[i]);
+        ok = add_str(b, num);
+    }
+    return ok && add_str(b, "]");
+}
+
+/* OpenAI's base64 form: the vector's float32s, little-endian, base64 with padding. */
+static bool add_base64(mf_srv_buf *b, const float *v, int32_t n) {
+    static const char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const size_t nb = sizeof(float) * (size_t)n;
+    unsigned char *p = malloc(nb);
+    char *out = malloc((nb + 2) / 3 * 4 + 3);
+    bool ok = p && out;
+    if (ok) {
+        for (int32_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, &v[i], 4);
+            for (int s = 0; s < 4; s++) p[4 * (size_t)i + (size_t)s] = (unsigned char)(u >> (8 * s));
+        }
+        size_t o = 0;
+        out[o++] = '"';
+        for (size_t i = 0; i < nb; i += 3) {
+            uint32_t t = (uint32_t)p[i] << 16 | (i + 1 < nb ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < nb ? p[i + 2] : 0);
+            out[o++] = k[t >> 18 & 63];
+            out[o++] = k[t >> 12 & 63];
+            out[o++] = i + 1 < nb ? k[t >> 6 & 63] : '=';
+            out[o++] = i + 2 < nb ? k[t & 63] : '=';
+        }
+        out[o++] = '"';
+        ok = mf_srv_buf_add(b, out, o);
+    }
+    free(p);
+    free(out);
+    return ok;
+}
+
+static bool add_entry(mf_srv_buf *b, const mf_srv_embed_req *r, int32_t i, const float *v, int32_t n) {
+    char head[64];
+    if (r->oai) snprintf(head, sizeof head, "%s{\"object\":\"embedding\",\"index\":%d,\"embedding\":", i ? "," : "", i);
+    else snprintf(head, sizeof head, "%s{\"index\":%d,\"embedding\":[", i ? "," : "", i); /* native: [[...]] */
+    bool ok = add_str(b, head) && (r->base64 ? add_base64(b, v, n) : add_floats(b, v, n));
+    return ok && add_str(b, r->oai ? "}" : "]}");
+}
+
+static bool add_tail(mf_srv_buf *b, const mf_srv_embed_req *r, const char *model_name) {
+    if (!r->oai) return add_str(b, "]");
+    cJSON *name = cJSON_CreateString(model_name);
+    char *nj = name ? cJSON_PrintUnformatted(name) : NULL;
+    char usage[128];
+    snprintf(usage, sizeof usage, ",\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d}}", r->n_tokens, r->n_tokens);
+    bool ok = nj && add_str(b, "],\"model\":") && add_str(b, nj) && add_str(b, usage);
+    cJSON_free(nj);
+    cJSON_Delete(name);
+    return ok;
+}
+
+int mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
+                     const char *model_name, bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e) {
+    *body = NULL;
+    mf_model_info info;
+    mf_model_get_info(mf_context_model(ctx), &info);
+    float *v = malloc(sizeof(float) * (size_t)info.n_embd);
+    mf_srv_buf b = {0};
+    bool ok = v && add_str(&b, r->oai ? "{\"object\":\"list\",\"data\":[" : "[");
+    int status = ok ? 200 : 500;
+    for (int32_t i = 0; ok && i < r->n; i++) {
+        if (cancelled && cancelled(user)) {
+            status = 499;
+            break;
+        }
+        mf_error err = {0};
+        int rc = mf_embed(ctx, seq, r->ids[i], r->n_ids[i], pooling, v, &err);
+        if (rc) {
+            status = rc == MF_E_NOMEM ? 500 : rc == MF_E_FORMAT ? 500 : 400;
+            mf_srv_fail(e, status, status == 400 ? "invalid_request_error" : "server_error", r->oai ? "input" : "",
+                        "input %d: %s", i, err.msg);
+            ok = false;
+            break;
+        }
+        mf_embed_normalize(v, info.n_embd, r->normalize);
+        ok = add_entry(&b, r, i, v, info.n_embd);
+    }
+    if (status == 200 && !(ok && add_tail(&b, r, model_name) && mf_srv_buf_add(&b, "", 1))) status = 500;
+    free(v);
+    if (status == 500 && !e->msg[0]) mf_srv_fail(e, 500, "server_error", "", "out of memory building the answer");
+    if (status != 200) {
+        mf_srv_buf_free(&b);
+        return status;
+    }
+    *body = b.s;
+    return 200;
+}

@@ -1,0 +1,42 @@
+/* server/embed: embeddings on a server started with --embeddings (docs/EMBEDDINGS.md).  POST /v1/embeddings
+ * answers in OpenAI's shape; /embedding and /embeddings in llama-server's native one.  The HTTP thread parses
+ * and tokenizes (mf_srv_embed_parse); the engine thread, which owns the context, embeds every input
+ * (mf_srv_embed_run). */
+#ifndef MF_SERVER_EMBED_H
+#define MF_SERVER_EMBED_H
+
+#include "server/request.h"
+
+#include "minfer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum { MF_SRV_EMBED_MAX_INPUTS = 2048 }; /* OpenAI's limit per request */
+
+typedef struct {
+    mf_token **ids; /* the inputs' tokens */
+    int32_t *n_ids;
+    int32_t n;
+    int32_t n_tokens; /* all of them: usage.prompt_tokens */
+    bool oai;         /* OpenAI's answer shape, else llama-server's native [{"index", "embedding": [[...]]}] */
+    bool base64;      /* encoding_format "base64": each vector as the base64 of its little-endian float32s */
+    int normalize;    /* embd_normalize (mf_embed_normalize); OpenAI's route: always 2 */
+} mf_srv_embed_req;
+
+/* Parses body (OpenAI: input, model, encoding_format, dimensions, user; native: content or input,
+ * embd_normalize) and tokenizes every text with the model.  An input is a string, an array of strings, an
+ * array of token ids or an array of such arrays.  Refused with 400 naming the field: an empty input or
+ * text, a token id outside the vocabulary, more than MF_SRV_EMBED_MAX_INPUTS inputs, an input longer than
+ * n_ctx tokens, dimensions other than n_embd, an unknown encoding_format. */
+int mf_srv_embed_parse(const mf_model *model, int32_t n_ctx, bool oai, const char *body, size_t len,
+                       mf_srv_embed_req *out, mf_srv_err *e);
+void mf_srv_embed_req_free(mf_srv_embed_req *r);
+
+/* Engine thread: embeds every input on sequence seq of the embeddings context with pooling, then writes the
+ * answer (*body, malloc'd).  cancelled (may be NULL) is asked between inputs; when it answers true, returns
+ * 499 without a body.  Returns the HTTP status; an error fills *e. */
+int mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
+                     const char *model_name, bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e);
+
+#endif
