@@ -321,6 +321,22 @@ static int compile_constraint(mf_server *s, mf_srv_job *j, mf_srv_err *e) {
     return 0;
 }
 
+/* Queues a generate or embed job; false after answering 503 (queue full: Retry-After; shutting down), the job
+ * then let go. */
+static bool queue_job(mf_server *s, mf_srv_job *j, mf_srv_answer *a) {
+    int rc = mf_srv_queue_push(&s->q, j);
+    if (rc == 1) {
+        mf_srv_answer_error(a, 503, "unavailable_error", "",
+                            "the server is busy: %d requests are already waiting for a slot (--max-queue %d); "
+                            "retry later", s->o.max_queue, s->o.max_queue);
+        a->hdr_name = "Retry-After", a->hdr_value = "1";
+    } else if (rc) {
+        mf_srv_answer_error(a, 503, "unavailable_error", "", "server shutting down");
+    }
+    if (rc) mf_srv_job_unref(j);
+    return rc == 0;
+}
+
 static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t len, int fd, mf_srv_answer *a,
                        mf_srv_job **stream_job) {
     if (!need_model(s, a)) return;
@@ -355,19 +371,7 @@ static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t 
     j->model_name = s->model_name;
     j->created = (int64_t)time(NULL);
     j->slot = j->req.id_slot;
-    int rc = mf_srv_queue_push(&s->q, j);
-    if (rc) {
-        if (rc == 1) {
-            mf_srv_answer_error(a, 503, "unavailable_error", "",
-                                "the server is busy: %d requests are already waiting for a slot (--max-queue %d); "
-                                "retry later", s->o.max_queue, s->o.max_queue);
-            a->hdr_name = "Retry-After", a->hdr_value = "1";
-        } else {
-            mf_srv_answer_error(a, 503, "unavailable_error", "", "server shutting down");
-        }
-        mf_srv_job_unref(j);
-        return;
-    }
+    if (!queue_job(s, j, a)) return;
     if (!mf_srv_wait_job(j, fd, j->req.stream)) { /* the client went away; the engine frees the slot */
         mf_srv_job_unref(j);
         a->status = 0;
@@ -402,19 +406,7 @@ static void h_embed(mf_server *s, bool oai, const char *body, size_t len, int fd
         return;
     }
     snprintf(j->id, sizeof j->id, "embd-%llu", (unsigned long long)atomic_fetch_add(&s->next_id, 1));
-    int rc = mf_srv_queue_push(&s->q, j);
-    if (rc) {
-        if (rc == 1) {
-            mf_srv_answer_error(a, 503, "unavailable_error", "",
-                                "the server is busy: %d requests are already waiting (--max-queue %d); retry later",
-                                s->o.max_queue, s->o.max_queue);
-            a->hdr_name = "Retry-After", a->hdr_value = "1";
-        } else {
-            mf_srv_answer_error(a, 503, "unavailable_error", "", "server shutting down");
-        }
-        mf_srv_job_unref(j);
-        return;
-    }
+    if (!queue_job(s, j, a)) return;
     if (!mf_srv_wait_job(j, fd, false)) a->status = 0; /* the client went away; the engine stops between inputs */
     else {
         a->status = j->status, a->ctype = "application/json", a->body = j->body, a->len = j->body_len;

@@ -48,6 +48,19 @@ py() {
     done <<<"$out"
     [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "client.py $*" "exit $rc: $out"
 }
+# sdk [MODE]: the openai npm client's checks against PORT (openai_client.mjs PORT MODE), counting its lines
+sdk() {
+    if [ ! -d tests/server/node_modules/openai ]; then
+        bad "openai client $*" "tests/server/node_modules/openai is missing: run scripts/setup.sh (npm ci --prefix tests/server)"
+        return
+    fi
+    local out rc
+    out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" "$@" 2>&1); rc=$?
+    while IFS= read -r line; do
+        case "$line" in PASS\ *) ok "${line#PASS }" ;; FAIL\ *) bad "${line#FAIL }" "" ;; esac
+    done <<<"$out"
+    [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "openai client $*" "exit $rc: $out"
+}
 
 rm -rf "$TMP/serve-slots" && mkdir -p "$TMP/serve-slots"
 if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; then
@@ -60,15 +73,7 @@ if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; t
     py slots
     py tools_template
     py structured
-    if [ -d tests/server/node_modules/openai ]; then
-        out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" 2>&1); rc=$?
-        while IFS= read -r line; do
-            case "$line" in PASS\ *) ok "${line#PASS }" ;; FAIL\ *) bad "${line#FAIL }" "" ;; esac
-        done <<<"$out"
-        [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "openai client" "exit $rc: $out"
-    else
-        bad "openai client" "tests/server/node_modules/openai is missing: run scripts/setup.sh (npm ci --prefix tests/server)"
-    fi
+    sdk
     stop_server
 fi
 
@@ -80,13 +85,7 @@ if "$GEN" --arch qwen3 --type q8_0 -q --script 198,40129,13,151657,4913,606,3252
     M_SAVE=$M M=$MT
     if start_server tools -np 2 -c 1024; then
         py tools
-        if [ -d tests/server/node_modules/openai ]; then
-            out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" tools 2>&1); rc=$?
-            while IFS= read -r line; do
-                case "$line" in PASS\ *) ok "${line#PASS }" ;; FAIL\ *) bad "${line#FAIL }" "" ;; esac
-            done <<<"$out"
-            [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "openai client (tools)" "exit $rc: $out"
-        fi
+        sdk tools
         stop_server
     fi
     M=$M_SAVE
@@ -100,13 +99,7 @@ if "$GEN" --arch qwen3 --type q8_0 --pooling last --add-eos --seed 8 -q -o "$ME"
         grep -q 'embeddings, last pooling (the model' "$LOG" && ok "embed: the ready line names the pooling" ||
             bad "embed ready line" "$(cat "$LOG")"
         py embed
-        if [ -d tests/server/node_modules/openai ]; then
-            out=$(cd tests/server && timeout 300 node openai_client.mjs "$PORT" embed 2>&1); rc=$?
-            while IFS= read -r line; do
-                case "$line" in PASS\ *) ok "${line#PASS }" ;; FAIL\ *) bad "${line#FAIL }" "" ;; esac
-            done <<<"$out"
-            [ "$rc" -eq 0 ] || [[ "$out" == *FAIL* ]] || bad "openai client (embed)" "exit $rc: $out"
-        fi
+        sdk embed
         stop_server
     fi
     M=$M_SAVE

@@ -571,6 +571,23 @@ static void check_ids(const struct llama_vocab *v, const llama_token *ids, int n
 
 // ---------------------------------------------------------------------------------------------- commands
 
+// One batch of toks on sequence 0, positions 0..n-1, output on every row (all) or the last, decoded (dies on
+// failure).
+static struct llama_batch decode_all(struct llama_context *ctx, const llama_token *toks, int n, bool all) {
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    for (int i = 0; i < n; i++) {
+        b.token[i] = toks[i];
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = all || i == n - 1;
+    }
+    b.n_tokens = n;
+    int rc = llama_decode(ctx, b);
+    if (rc != 0) die("llama_decode failed (%d) for %d tokens", rc, n);
+    return b;
+}
+
 static int cmd_info(const options *o) {
     struct llama_model *m = load_model(o, o->vocab_only);
     const struct llama_vocab *v = llama_model_get_vocab(m);
@@ -646,17 +663,7 @@ static int cmd_embed(const options *o) {
     struct llama_context *ctx = llama_init_from_model(m, cp);
     if (!ctx) die("failed to create an embeddings context for %d tokens; try --verbose", n);
     threadpool_t tp = attach_threadpool(ctx, o->threads);
-    struct llama_batch b = llama_batch_init(n, 0, 1);
-    for (int i = 0; i < n; i++) {
-        b.token[i] = toks[i];
-        b.pos[i] = i;
-        b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = 0;
-        b.logits[i] = 1;
-    }
-    b.n_tokens = n;
-    int rc = llama_decode(ctx, b);
-    if (rc != 0) die("llama_decode failed (%d) for %d tokens", rc, n);
+    struct llama_batch b = decode_all(ctx, toks, n, true);
     const float *e = llama_get_embeddings_seq(ctx, 0);
     if (!e) die("no pooled embedding (pooling type %d; none is not pooled)", (int)llama_pooling_type(ctx));
     int ne = llama_model_n_embd(m);
@@ -733,17 +740,7 @@ static int cmd_eval(const options *o) {
     struct llama_context *ctx = new_context(m, o, (uint32_t)n, (uint32_t)n, ub, kv_type(o->kv, GGML_TYPE_F32),
                                             fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED));
     threadpool_t tp = attach_threadpool(ctx, o->threads);
-    struct llama_batch b = llama_batch_init(n, 0, 1);
-    for (int i = 0; i < n; i++) {
-        b.token[i] = toks[i];
-        b.pos[i] = i;
-        b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = 0;
-        b.logits[i] = 1;
-    }
-    b.n_tokens = n;
-    int rc = llama_decode(ctx, b);
-    if (rc != 0) die("llama_decode failed (%d) for %d tokens", rc, n);
+    struct llama_batch b = decode_all(ctx, toks, n, true);
     FILE *dump = NULL;
     if (o->dump_logits && !(dump = fopen(o->dump_logits, "wb"))) die("cannot write %s", o->dump_logits);
     int *ids = xmalloc(sizeof(int) * (size_t)(k + 1));
@@ -786,17 +783,7 @@ static int cmd_greedy(const options *o) {
                                             kv_type(o->kv, GGML_TYPE_F32),
                                             fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED));
     threadpool_t tp = attach_threadpool(ctx, o->threads);
-    struct llama_batch b = llama_batch_init(n, 0, 1);
-    for (int i = 0; i < n; i++) {
-        b.token[i] = prompt[i];
-        b.pos[i] = i;
-        b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = 0;
-        b.logits[i] = i == n - 1;
-    }
-    b.n_tokens = n;
-    int rc = llama_decode(ctx, b);
-    if (rc != 0) die("llama_decode(prompt of %d tokens) failed (%d)", n, rc);
+    struct llama_batch b = decode_all(ctx, prompt, n, false);
     llama_token *gen = xmalloc(sizeof(*gen) * (size_t)(n_gen + 1));
     int *ids = xmalloc(sizeof(int) * (size_t)(k + 2));
     float *vals = xmalloc(sizeof(float) * (size_t)(k + 2));
@@ -824,7 +811,7 @@ static int cmd_greedy(const options *o) {
         b.seq_id[0][0] = 0;
         b.logits[0] = 1;
         b.n_tokens = 1;
-        rc = llama_decode(ctx, b);
+        int rc = llama_decode(ctx, b);
         if (rc != 0) die("llama_decode(step %d) failed (%d)", s, rc);
     }
     fclose(sf);
