@@ -251,6 +251,13 @@ int mf_embed_pooling(const mf_model *model, mf_pooling asked, mf_pooling *out, b
  * Tokenize with add_special = true: a model whose tokenizer appends EOS (add_eos_token) expects it. */
 int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, mf_pooling pooling,
              float *out, mf_error *err);
+/* Several texts' embeddings, out[i * n_embd ..] for text i (raw, as mf_embed): texts are packed whole into one
+ * forward while they fit a ubatch and the free cells, text k of a pack on sequence seq0 + k (those must be
+ * empty); a text longer than a ubatch runs alone through mf_embed.  Rows never depend on their batch, so every
+ * vector is bitwise the one mf_embed gives the text alone - only the number of forwards changes.  On failure
+ * (naming the text) the sequences are left empty; vectors of texts before it are written. */
+int mf_embed_batch(mf_context *ctx, mf_seq_id seq0, const mf_token *const *tokens, const int32_t *n_tokens,
+                   int32_t n_texts, mf_pooling pooling, float *out, mf_error *err);
 /* llama.cpp's embd_normalize, in place: -1 none, 0 max-abs (scaled to the int16 range), 1 taxicab, 2
  * Euclidean (the OpenAI endpoint's), p > 2 the p-norm.  A zero vector stays zero. */
 void mf_embed_normalize(float *v, int32_t n, int norm);

@@ -251,6 +251,53 @@ static void test_two_sequences_in_one_batch_equal_alone(void) {
     mf_context_free(ctx);
 }
 
+static int32_t forwards(const mf_context *ctx) {
+    mf_context_stats st;
+    mf_context_get_stats(ctx, &st);
+    return st.graph_builds + st.graph_reuses;
+}
+
+/* Texts packed several to a forward (n_ubatch 16: texts of 1, 5, 3, 12, 7 tokens pack, a 30-token one runs alone
+ * in two forwards) give bitwise the vector each gives alone, for every pooling, in fewer forwards. */
+static void test_packed_texts_equal_each_alone(void) {
+    mf_context *ctx = new_ctx(model, 64, 16, true);
+    REQUIRE(ctx, "context");
+    enum { N = 6 };
+    mf_token t30[30];
+    for (int i = 0; i < 30; i++) t30[i] = k_text[i % N_TEXT];
+    const mf_token *texts[N] = {k_text, k_text + 2, k_text + 5, k_text, t30, k_text + 4};
+    const int32_t lens[N] = {1, 5, 3, 12, 30, 7};
+    float *packed = malloc(sizeof(float) * (size_t)n_embd * N), *alone = malloc(sizeof(float) * (size_t)n_embd);
+    const mf_pooling ps[] = {MF_POOLING_MEAN, MF_POOLING_CLS, MF_POOLING_LAST};
+    mf_error err = {0};
+    for (size_t p = 0; p < sizeof ps / sizeof ps[0]; p++) {
+        int32_t f0 = forwards(ctx);
+        REQUIRE_OK(mf_embed_batch(ctx, 0, texts, lens, N, ps[p], packed, &err), "%s", err.msg);
+        int32_t f_packed = forwards(ctx) - f0;
+        CHECK(mf_kv_cells_used(ctx) == 0, "pooling %d: cells left %d", ps[p], mf_kv_cells_used(ctx));
+        f0 = forwards(ctx);
+        for (int i = 0; i < N; i++) {
+            REQUIRE_OK(mf_embed(ctx, 0, texts[i], lens[i], ps[p], alone, &err), "%s", err.msg);
+            CHECK(!memcmp(alone, packed + (size_t)i * (size_t)n_embd, sizeof(float) * (size_t)n_embd),
+                  "pooling %d: text %d (%d tokens) packed differs from alone", ps[p], i, lens[i]);
+        }
+        int32_t f_alone = forwards(ctx) - f0;
+        /* packs: {1, 5, 3} {12} [30: 2 forwards] {7} = 5 forwards; alone: 1 + 1 + 1 + 1 + 2 + 1 = 7 */
+        CHECK(f_packed == 5 && f_alone == 7, "pooling %d: %d forwards packed, %d alone", ps[p], f_packed, f_alone);
+    }
+    /* a busy sequence among the pack's is refused before anything runs */
+    mf_batch b;
+    REQUIRE_OK(mf_batch_init(&b, 1, &err), "%s", err.msg);
+    mf_batch_add(&b, k_text[0], 0, 2, true);
+    REQUIRE_OK(mf_decode(ctx, &b, &err), "%s", err.msg);
+    int rc = mf_embed_batch(ctx, 0, texts, lens, N, MF_POOLING_LAST, packed, &err);
+    CHECK(rc == MF_E_INVAL && strstr(err.msg, "sequence 2 already holds tokens"), "rc %d: %s", rc, err.msg);
+    mf_batch_free(&b);
+    free(packed);
+    free(alone);
+    mf_context_free(ctx);
+}
+
 static void test_embed_leaves_its_sequence_empty(void) {
     mf_context *ctx = new_ctx(model, 16, 512, true);
     REQUIRE(ctx, "context");
@@ -339,6 +386,7 @@ int main(void) {
     n_embd = info.n_embd;
     RUN(test_embedding_independent_of_forward_split);
     RUN(test_two_sequences_in_one_batch_equal_alone);
+    RUN(test_packed_texts_equal_each_alone);
     RUN(test_embed_leaves_its_sequence_empty);
     RUN(test_what_cannot_be_honoured_is_refused);
     mf_model_free(model);

@@ -1,6 +1,7 @@
 /* minfer embed: texts -> pooled, normalised embeddings (llama.cpp's llama-embedding, with its flag spellings:
  * --pooling, --embd-normalize, --embd-separator, --embd-output-format). */
 #include "cli/cli.h"
+#include "core/core.h" /* mf_time_now */
 
 #include "minfer.h"
 
@@ -28,14 +29,17 @@ static void usage(FILE *f) {
             "      --embd-normalize N  -1 none, 0 max-abs (int16 range), 1 taxicab, 2 Euclidean (default,\n"
             "                        what OpenAI's endpoint returns), N > 2 the p-norm\n"
             "      --embd-output-format F  json (default) or array ([[...], ...], the vectors only)\n"
-            "  -c, --ctx-size N      context size (default: the longest text's tokens); --n-ctx N is the same\n"
+            "  -c, --ctx-size N      context size (default: the longest text, or a ubatch when the texts fill one);\n"
+            "                        --n-ctx N is the same\n"
             "  -ub, --ubatch-size N  tokens per forward (default 512)\n"
             "  -t, --threads N       CPU threads, also for the repack at load (default: online CPUs, at most 16)\n"
             MF_ARG_CACHE_HELP
             MF_ARG_GPU_HELP
             "  -h, --help            this help\n"
             "\n"
-            "Every option is given at most once.  stdout is the JSON only; an empty text is refused (exit 2)\n"
+            "Every option is given at most once.  stdout is the JSON only; stderr ends with the timing line\n"
+            "(\"embed: N texts, T tokens in F forwards, S s (R tokens/s)\": short texts share forwards, a ubatch\n"
+            "of tokens each, with the vectors they get alone).  An empty text is refused (exit 2)\n"
             "and a model whose hidden states come out NaN or infinite is refused (exit 1) before anything is\n"
             "printed.\n");
 }
@@ -212,7 +216,11 @@ int mf_cmd_embed(int argc, char **argv) {
         longest = n_ids[i] > longest ? n_ids[i] : longest;
     }
     mf_context_params cp = mf_context_default_params();
-    cp.n_ctx = o.n_ctx ? (int32_t)o.n_ctx : longest;
+    /* room for the longest text, and for a ubatch of short ones packed together */
+    long sum = 0;
+    for (int i = 0; i < n_texts; i++) sum += n_ids[i];
+    const long ub = o.n_ubatch ? o.n_ubatch : 512, pack = sum < ub ? sum : ub;
+    cp.n_ctx = o.n_ctx ? (int32_t)o.n_ctx : (int32_t)(longest > pack ? longest : pack);
     cp.n_ubatch = (int32_t)o.n_ubatch;
     cp.n_threads = (int32_t)o.n_threads;
     cp.type_k = type_k;
@@ -223,12 +231,18 @@ int mf_cmd_embed(int argc, char **argv) {
     mf_model_get_info(model, &info);
     if (!(vec = malloc(sizeof(float) * (size_t)info.n_embd * (size_t)n_texts))) goto nomem;
     long total = 0;
+    /* short texts share forwards (a ubatch of tokens each); every vector is the one the text gets alone */
+    const double t0 = mf_time_now();
+    if (mf_embed_batch(ctx, 0, (const mf_token *const *)ids, n_ids, n_texts, pooling, vec, &err)) goto fail;
+    const double dt = mf_time_now() - t0;
     for (int i = 0; i < n_texts; i++) {
-        float *v = vec + (size_t)i * (size_t)info.n_embd;
-        if (mf_embed(ctx, 0, ids[i], n_ids[i], pooling, v, &err)) goto fail;
-        mf_embed_normalize(v, info.n_embd, (int)o.norm);
+        mf_embed_normalize(vec + (size_t)i * (size_t)info.n_embd, info.n_embd, (int)o.norm);
         total += n_ids[i];
     }
+    mf_context_stats st;
+    mf_context_get_stats(ctx, &st);
+    fprintf(stderr, "embed: %d texts, %ld tokens in %d forwards, %.3f s (%.1f tokens/s)\n", n_texts, total,
+            st.graph_builds + st.graph_reuses, dt, dt > 0 ? (double)total / dt : 0.0);
     printf(json ? "{\"object\": \"list\", \"data\": [" : "[");
     for (int i = 0; i < n_texts; i++) {
         if (json) printf("%s{\"object\": \"embedding\", \"index\": %d, \"embedding\": ", i ? ", " : "", i);

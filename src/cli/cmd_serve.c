@@ -48,7 +48,7 @@ static void usage(FILE *f) {
             "      --alias NAME         model name in answers and /v1/models (default: the file name)\n"
             "      --embeddings         serve embeddings, not generation (also --embedding, llama-server's\n"
             "                           spellings); the default context is one slot's share (-np does not\n"
-            "                           multiply it: inputs are embedded one at a time)\n"
+            "                           multiply it: requests are embedded one after another)\n"
             "      --pooling P          with --embeddings: model (default: the file's pooling_type, last when it\n"
             "                           names none), mean, cls or last\n"
             "  -h, --help               this help\n"

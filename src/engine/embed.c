@@ -103,6 +103,90 @@ int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_t
     return 0;
 }
 
+/* How many texts from `from` fit one forward whole: at most a ubatch of tokens and the free cells. */
+static int32_t pack_size(const mf_context *ctx, const int32_t *n_tokens, int32_t from, int32_t n_texts) {
+    const int32_t room = MF_MIN(ctx->n_ubatch, ctx->n_ctx - mf_kv_cells_used(ctx));
+    int32_t k = 0, used = 0;
+    while (from + k < n_texts && used + n_tokens[from + k] <= room) used += n_tokens[from + k++];
+    return k;
+}
+
+/* Pools text k of a decoded pack (its rows start at batch row r0) into out. */
+static void pool_rows(const mf_context *ctx, int32_t r0, int32_t n, mf_pooling pool, double *acc, float *out) {
+    const int32_t ne = ctx->out_width;
+    if (pool != MF_POOLING_MEAN) {
+        memcpy(out, mf_get_embeddings(ctx, pool == MF_POOLING_CLS ? r0 : r0 + n - 1), sizeof(float) * (size_t)ne);
+        return;
+    }
+    memset(acc, 0, sizeof *acc * (size_t)ne);
+    for (int32_t i = 0; i < n; i++) { /* position order, in double: mf_embed's sum */
+        const float *row = mf_get_embeddings(ctx, r0 + i);
+        for (int32_t k = 0; k < ne; k++) acc[k] += row[k];
+    }
+    for (int32_t k = 0; k < ne; k++) out[k] = (float)(acc[k] / n);
+}
+
+/* One forward over texts [from, from + k), text j on sequence seq0 + j - from. */
+static int embed_pack(mf_context *ctx, mf_seq_id seq0, const mf_token *const *tokens, const int32_t *n_tokens,
+                      int32_t from, int32_t k, mf_pooling pool, mf_batch *b, double *acc, float *out, mf_error *err) {
+    const int32_t ne = ctx->out_width;
+    mf_batch_clear(b);
+    for (int32_t j = 0; j < k; j++) {
+        const int32_t n = n_tokens[from + j];
+        for (int32_t p = 0; p < n; p++)
+            mf_batch_add(b, tokens[from + j][p], p, seq0 + j,
+                         pool == MF_POOLING_MEAN || (pool == MF_POOLING_CLS && p == 0) ||
+                             (pool == MF_POOLING_LAST && p == n - 1));
+    }
+    int rc = mf_decode(ctx, b, err);
+    for (int32_t j = 0, r0 = 0; !rc && j < k; r0 += n_tokens[from + j++])
+        pool_rows(ctx, r0, n_tokens[from + j], pool, acc, out + (size_t)(from + j) * (size_t)ne);
+    for (int32_t j = 0; j < k; j++) mf_seq_rm(ctx, seq0 + j, -1, -1);
+    return rc;
+}
+
+int mf_embed_batch(mf_context *ctx, mf_seq_id seq0, const mf_token *const *tokens, const int32_t *n_tokens,
+                   int32_t n_texts, mf_pooling pooling, float *out, mf_error *err) {
+    if (!ctx->embeddings || seq0 < 0 || n_texts <= 0)
+        return mf_err(err, MF_E_INVAL, "embedding: %s",
+                      !ctx->embeddings ? "the context computes logits; make it with embeddings = true"
+                      : seq0 < 0       ? "sequence id must be >= 0"
+                                       : "no texts");
+    mf_pooling pool;
+    bool from_file;
+    int rc = mf_embed_pooling(ctx->model, pooling, &pool, &from_file, err);
+    if (rc) return rc;
+    if (pool == MF_POOLING_NONE) return mf_embed(ctx, seq0, tokens[0], n_tokens[0], pooling, out, err); /* its refusal */
+    const int32_t ne = ctx->out_width;
+    for (int32_t i = 0; i < n_texts; i++)
+        if (n_tokens[i] <= 0) return mf_err(err, MF_E_INVAL, "embedding: text %d has no tokens", i);
+    for (int32_t j = 0; j < MF_MIN(n_texts, ctx->n_ubatch); j++) /* a pack has at most a ubatch of texts */
+        if (mf_seq_pos_max(ctx, seq0 + j) >= 0)
+            return mf_err(err, MF_E_INVAL, "embedding: sequence %d already holds tokens (a pack of texts uses "
+                          "sequences %d..%d)", seq0 + j, seq0, seq0 + MF_MIN(n_texts, ctx->n_ubatch) - 1);
+    double *acc = malloc(sizeof *acc * (size_t)ne);
+    mf_batch b;
+    if (!acc) return mf_err(err, MF_E_NOMEM, "embedding: out of memory");
+    if ((rc = mf_batch_init(&b, ctx->n_ubatch, err))) {
+        free(acc);
+        return rc;
+    }
+    for (int32_t i = 0; i < n_texts && !rc;) {
+        const int32_t k = pack_size(ctx, n_tokens, i, n_texts);
+        if (k == 0) { /* longer than a ubatch (or than the free cells: mf_embed says which) */
+            rc = mf_embed(ctx, seq0, tokens[i], n_tokens[i], pool, out + (size_t)i * (size_t)ne, err);
+            i++;
+            continue;
+        }
+        rc = embed_pack(ctx, seq0, tokens, n_tokens, i, k, pool, &b, acc, out, err);
+        if (rc) rc = mf_err_prefix(err, rc, "embedding texts %d..%d (%s pooling)", i, i + k - 1, pooling_name(pool));
+        i += k;
+    }
+    mf_batch_free(&b);
+    free(acc);
+    return rc;
+}
+
 void mf_embed_normalize(float *v, int32_t n, int norm) {
     double sum = 0;
     if (norm < 0) return;

@@ -209,26 +209,33 @@ int mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const m
     *body = NULL;
     mf_model_info info;
     mf_model_get_info(mf_context_model(ctx), &info);
-    float *v = malloc(sizeof(float) * (size_t)info.n_embd);
+    const int32_t group = MF_SRV_EMBED_GROUP;
+    float *v = malloc(sizeof(float) * (size_t)info.n_embd * (size_t)(r->n < group ? r->n : group));
     mf_srv_buf b = {0};
     bool ok = v && add_str(&b, r->oai ? "{\"object\":\"list\",\"data\":[" : "[");
     int status = ok ? 200 : 500;
-    for (int32_t i = 0; ok && i < r->n; i++) {
+    /* a group of inputs at a time, packed into shared forwards (mf_embed_batch: each vector is the input's
+     * alone); a client that went away is noticed between groups */
+    for (int32_t g0 = 0; ok && g0 < r->n; g0 += group) {
         if (cancelled && cancelled(user)) {
             status = 499;
             break;
         }
+        const int32_t k = r->n - g0 < group ? r->n - g0 : group;
         mf_error err = {0};
-        int rc = mf_embed(ctx, seq, r->ids[i], r->n_ids[i], pooling, v, &err);
+        int rc = mf_embed_batch(ctx, seq, (const mf_token *const *)r->ids + g0, r->n_ids + g0, k, pooling, v, &err);
         if (rc) {
             status = rc == MF_E_NOMEM ? 500 : rc == MF_E_FORMAT ? 500 : 400;
             mf_srv_fail(e, status, status == 400 ? "invalid_request_error" : "server_error", r->oai ? "input" : "",
-                        "input %d: %s", i, err.msg);
+                        "inputs %d..%d: %s", g0, g0 + k - 1, err.msg);
             ok = false;
             break;
         }
-        mf_embed_normalize(v, info.n_embd, r->normalize);
-        ok = add_entry(&b, r, i, v, info.n_embd);
+        for (int32_t i = 0; ok && i < k; i++) {
+            float *vi = v + (size_t)i * (size_t)info.n_embd;
+            mf_embed_normalize(vi, info.n_embd, r->normalize);
+            ok = add_entry(&b, r, g0 + i, vi, info.n_embd);
+        }
     }
     if (status == 200 && !(ok && add_tail(&b, r, model_name) && mf_srv_buf_add(&b, "", 1))) status = 500;
     free(v);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 enum { MF_SRV_EMBED_MAX_INPUTS = 2048 }; /* OpenAI's limit per request */
+enum { MF_SRV_EMBED_GROUP = 64 };        /* inputs per mf_embed_batch call: cancellation is checked between */
 
 typedef struct {
     mf_token **ids; /* the inputs' tokens */
@@ -33,9 +34,10 @@ int mf_srv_embed_parse(const mf_model *model, int32_t n_ctx, bool oai, const cha
                        mf_srv_embed_req *out, mf_srv_err *e);
 void mf_srv_embed_req_free(mf_srv_embed_req *r);
 
-/* Engine thread: embeds every input on sequence seq of the embeddings context with pooling, then writes the
- * answer (*body, malloc'd).  cancelled (may be NULL) is asked between inputs; when it answers true, returns
- * 499 without a body.  Returns the HTTP status; an error fills *e. */
+/* Engine thread: embeds every input with pooling (mf_embed_batch from sequence seq on, MF_SRV_EMBED_GROUP
+ * inputs a call, short ones sharing forwards), then writes the answer (*body, malloc'd).  cancelled (may be
+ * NULL) is asked between groups; when it answers true, returns 499 without a body.  Returns the HTTP status;
+ * an error fills *e. */
 int mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
                      const char *model_name, bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e);
 

@@ -268,6 +268,8 @@ static const char *USAGE =
     "  embed          (--tokens '[ids]' | --text T) [--pooling model|mean|cls|last] [--threads 2] [--kv f16]\n"
     "                 [--fa off] [--ubatch U]  (embeddings = true, one sequence; the raw pooled vector,\n"
     "                 llama_get_embeddings_seq; --text is tokenized with add_special and special tokens parsed)\n"
+    "  embed-bench    --in texts.json [-t 2] [-b 512] [-ub B] [-r 3] [--kv f16]  (llama-embedding's packing: texts\n"
+    "                 whole into batches of -b tokens, one sequence each; compute time and tokens/s)\n"
     "  batched        [--np 4] [-t 2] [-p 32] [-n 128] [-r 3] [--kv f16] [--fa auto]  (np sequences in one context,\n"
     "                 decoded together, greedy: llama-batched-bench's S_TG; bench/serve's yardstick)\n"
     "  common         [--verbose] [--cpu-variant haswell|skylakex|icelake|...]\n"
@@ -680,6 +682,106 @@ static int cmd_embed(const options *o) {
     llama_free(ctx);
     llama_model_free(m);
     free(toks);
+    return 0;
+}
+
+// Embedding throughput, llama-embedding's way: the texts (a JSON array of strings, tokenized with add_special)
+// packed whole into batches of at most -b tokens (-ub the same unless given), text k of a batch on sequence k,
+// one llama_decode per batch, every text's pooled vector read (llama_get_embeddings_seq), the memory cleared
+// between batches.  -r R timed runs after one untimed; JSON {"texts","tokens","batches","runs":[s...],
+// "median_s","tokens_per_s"} (compute only: the load and the tokenization are outside the timing).
+static int cmd_embed_bench(const options *o) {
+    if (!o->in) die("embed-bench wants --in texts.json");
+    size_t flen;
+    char *src = read_file(o->in, &flen);
+    jparser jp = {src, src, src + flen, o->in};
+    int n = 0, cap = 64, total = 0, longest = 0;
+    llama_token **ids = xmalloc(sizeof(*ids) * (size_t)cap);
+    int *lens = xmalloc(sizeof(*lens) * (size_t)cap);
+    struct llama_model *m = load_model(o, false);
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    jexpect(&jp, '[');
+    for (bool first = true; jarray_next(&jp, first); first = false) {
+        if (n == cap) {
+            cap *= 2;
+            ids = xrealloc(ids, sizeof(*ids) * (size_t)cap);
+            lens = xrealloc(lens, sizeof(*lens) * (size_t)cap);
+        }
+        size_t len;
+        char *t = jstring(&jp, &len);
+        ids[n] = tokenize(v, t, len, true, true, &lens[n]);
+        total += lens[n];
+        longest = lens[n] > longest ? lens[n] : longest;
+        free(t);
+        n++;
+    }
+    const int nb = o->n_batch > 0 ? o->n_batch : 512, nub = o->n_ubatch > 0 ? o->n_ubatch : nb;
+    if (longest > nb) die("a text has %d tokens, more than -b %d", longest, nb);
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)nb;
+    cp.n_batch = (uint32_t)nb;
+    cp.n_ubatch = (uint32_t)nub;
+    cp.n_seq_max = (uint32_t)(n < 256 ? n : 256);
+    cp.n_threads = cp.n_threads_batch = o->threads;
+    cp.type_k = cp.type_v = kv_type(o->kv, GGML_TYPE_F16);
+    cp.flash_attn_type = fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED);
+    cp.embeddings = true;
+    cp.no_perf = true;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    if (!ctx) die("failed to create an embeddings context; try --verbose");
+    threadpool_t tp = attach_threadpool(ctx, o->threads);
+    struct llama_batch b = llama_batch_init(nb, 0, 1);
+    int reps = o->reps_given ? o->reps : 3, batches = 0;
+    double *runs = xmalloc(sizeof(double) * (size_t)(reps + 1)), sink = 0;
+    for (int r = 0; r <= reps; r++) {
+        uint64_t t0 = now_ns();
+        batches = 0;
+        for (int i = 0; i < n;) {
+            b.n_tokens = 0;
+            int k = 0;
+            while (i + k < n && b.n_tokens + lens[i + k] <= nb && k < (int)cp.n_seq_max) {
+                for (int p = 0; p < lens[i + k]; p++) {
+                    int row = b.n_tokens++;
+                    b.token[row] = ids[i + k][p];
+                    b.pos[row] = p;
+                    b.n_seq_id[row] = 1;
+                    b.seq_id[row][0] = k;
+                    b.logits[row] = 1;
+                }
+                k++;
+            }
+            int rc = llama_decode(ctx, b);
+            if (rc != 0) die("llama_decode failed (%d) for a batch of %d texts", rc, k);
+            for (int s = 0; s < k; s++) {
+                const float *e = llama_get_embeddings_seq(ctx, s);
+                if (!e) die("no pooled embedding for sequence %d", s);
+                sink += e[0];
+            }
+            llama_memory_clear(llama_get_memory(ctx), true);
+            batches++;
+            i += k;
+        }
+        if (r) runs[r - 1] = (double)(now_ns() - t0) * 1e-9; /* the first run warms up */
+    }
+    double med = 0;
+    for (int r = 0; r < reps; r++) { /* median by counting */
+        int below = 0, eq = 0;
+        for (int q = 0; q < reps; q++) below += runs[q] < runs[r], eq += runs[q] == runs[r];
+        if (below <= reps / 2 && below + eq > reps / 2) med = runs[r];
+    }
+    printf("{\"texts\":%d,\"tokens\":%d,\"batches\":%d,\"threads\":%d,\"runs\":[", n, total, batches, o->threads);
+    for (int r = 0; r < reps; r++) printf(r ? ",%.4f" : "%.4f", runs[r]);
+    printf("],\"median_s\":%.4f,\"tokens_per_s\":%.1f,\"cpu_backend\":\"%s\",\"check\":%g}\n", med,
+           med > 0 ? total / med : 0, cpu_variant_name(), sink);
+    llama_batch_free(b);
+    detach_threadpool(ctx, &tp);
+    llama_free(ctx);
+    llama_model_free(m);
+    for (int i = 0; i < n; i++) free(ids[i]);
+    free(ids);
+    free(lens);
+    free(runs);
+    free(src);
     return 0;
 }
 
@@ -1285,7 +1387,7 @@ int main(int argc, char **argv) {
         int (*fn)(const options *);
     } cmds[] = {{"info", cmd_info},     {"tokenize", cmd_tokenize}, {"tokenize-batch", cmd_tokenize_batch},
                 {"eval", cmd_eval},     {"greedy", cmd_greedy},     {"bench", cmd_bench},       {"batched", cmd_batched},
-                {"speculative", cmd_speculative}, {"embed", cmd_embed}};
+                {"speculative", cmd_speculative}, {"embed", cmd_embed}, {"embed-bench", cmd_embed_bench}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(o.cmd, cmds[i].name)) continue;
         backend_setup(&o);
