@@ -241,6 +241,10 @@ typedef enum {
     MF_POOLING_LAST = 3,
 } mf_pooling;
 
+/* llama.cpp's pooling names: "model" (MF_POOLING_MODEL), "none", "mean", "cls", "last"; "rank" for the file
+ * value 4, "unknown" otherwise.  mf_pooling_parse takes the same names (not rank); false for any other. */
+const char *mf_pooling_name(int32_t pooling);
+bool mf_pooling_parse(const char *name, mf_pooling *out);
 /* The pooling mf_embed applies for `asked` on this model (resolves MF_POOLING_MODEL); *from_file is set to
  * whether the file named it.  Refused (MF_E_UNSUPPORTED, naming the value) when the file asks for rank
  * (a reranker's head) or a value llama.cpp does not define. */

@@ -111,23 +111,16 @@ static int parse(int argc, char **argv, embed_args *o, mf_arg_seen *seen, mf_arg
 }
 
 static bool pooling_of(const char *s, mf_pooling *out) {
-    static const struct {
-        const char *name;
-        mf_pooling p;
-    } k[] = {{"model", MF_POOLING_MODEL}, {"mean", MF_POOLING_MEAN}, {"cls", MF_POOLING_CLS},
-             {"last", MF_POOLING_LAST}, {"none", MF_POOLING_NONE}};
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (!strcmp(s, k[i].name)) {
-            if (k[i].p == MF_POOLING_NONE) {
-                fprintf(stderr, "Error: --pooling none gives one vector per token; minfer embed prints one per "
-                                "text (use mean, cls, last or model)\n");
-                return false;
-            }
-            *out = k[i].p;
-            return true;
-        }
-    fprintf(stderr, "Error: --pooling '%s' is not one of model, mean, cls, last\n", s);
-    return false;
+    if (!mf_pooling_parse(s, out)) {
+        fprintf(stderr, "Error: --pooling '%s' is not one of model, mean, cls, last\n", s);
+        return false;
+    }
+    if (*out == MF_POOLING_NONE) {
+        fprintf(stderr, "Error: --pooling none gives one vector per token; minfer embed prints one per "
+                        "text (use mean, cls, last or model)\n");
+        return false;
+    }
+    return true;
 }
 
 /* a JSON string (the model path): quotes, backslashes and control bytes escaped */

@@ -157,15 +157,12 @@ int mf_cmd_serve(int argc, char **argv) {
         return 2;
     }
     if (pooling) {
-        static const char *const names[] = {"model", "none", "mean", "cls", "last"};
-        int k = 0;
-        while (k < 5 && strcmp(pooling, names[k])) k++;
-        if (k == 5 || k == 1) {
+        const bool known = mf_pooling_parse(pooling, &o.pooling);
+        if (!known || o.pooling == MF_POOLING_NONE) {
             fprintf(stderr, "Error: --pooling '%s' is not one of model, mean, cls, last%s\n", pooling,
-                    k == 1 ? " (none gives one vector per token, which /v1/embeddings cannot answer)" : "");
+                    known ? " (none gives one vector per token, which /v1/embeddings cannot answer)" : "");
             return 2;
         }
-        o.pooling = (mf_pooling)(k - 1);
     }
     if (pooling && !o.embeddings) {
         fprintf(stderr, "Error: --pooling applies to --embeddings; add --embeddings or drop --pooling\n");

@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *pooling_name(int32_t p) {
+const char *mf_pooling_name(int32_t p) {
     switch (p) {
+    case MF_POOLING_MODEL: return "model";
     case MF_POOLING_NONE: return "none";
     case MF_POOLING_MEAN: return "mean";
     case MF_POOLING_CLS: return "cls";
@@ -17,6 +18,20 @@ static const char *pooling_name(int32_t p) {
     case 4: return "rank";
     default: return "unknown";
     }
+}
+
+bool mf_pooling_parse(const char *name, mf_pooling *out) {
+    for (int32_t p = MF_POOLING_MODEL; p <= MF_POOLING_LAST; p++)
+        if (!strcmp(name, mf_pooling_name(p))) {
+            *out = (mf_pooling)p;
+            return true;
+        }
+    return false;
+}
+
+/* Whether the row at position p of an n-token text is one the pooling reads. */
+static bool pooled_row(mf_pooling pool, int32_t p, int32_t n) {
+    return pool == MF_POOLING_MEAN || (pool == MF_POOLING_CLS && p == 0) || (pool == MF_POOLING_LAST && p == n - 1);
 }
 
 int mf_embed_pooling(const mf_model *model, mf_pooling asked, mf_pooling *out, bool *from_file, mf_error *err) {
@@ -88,9 +103,7 @@ int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_t
         mf_batch_clear(&b);
         for (int32_t i = 0; i < n; i++) {
             const int32_t p = p0 + i;
-            bool want = pool == MF_POOLING_MEAN || (pool == MF_POOLING_CLS && p == 0) ||
-                        (pool == MF_POOLING_LAST && p == n_tokens - 1);
-            mf_batch_add(&b, tokens[p], p, seq, want);
+            mf_batch_add(&b, tokens[p], p, seq, pooled_row(pool, p, n_tokens));
         }
         if (!(rc = mf_decode(ctx, &b, err))) take_rows(ctx, &b, pool, acc, out);
     }
@@ -99,7 +112,7 @@ int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_t
     mf_batch_free(&b);
     free(acc);
     mf_seq_rm(ctx, seq, -1, -1);
-    if (rc) return mf_err_prefix(err, rc, "embedding %d tokens (%s pooling)", n_tokens, pooling_name(pool));
+    if (rc) return mf_err_prefix(err, rc, "embedding %d tokens (%s pooling)", n_tokens, mf_pooling_name(pool));
     return 0;
 }
 
@@ -134,9 +147,7 @@ static int embed_pack(mf_context *ctx, mf_seq_id seq0, const mf_token *const *to
     for (int32_t j = 0; j < k; j++) {
         const int32_t n = n_tokens[from + j];
         for (int32_t p = 0; p < n; p++)
-            mf_batch_add(b, tokens[from + j][p], p, seq0 + j,
-                         pool == MF_POOLING_MEAN || (pool == MF_POOLING_CLS && p == 0) ||
-                             (pool == MF_POOLING_LAST && p == n - 1));
+            mf_batch_add(b, tokens[from + j][p], p, seq0 + j, pooled_row(pool, p, n));
     }
     int rc = mf_decode(ctx, b, err);
     for (int32_t j = 0, r0 = 0; !rc && j < k; r0 += n_tokens[from + j++])
@@ -179,7 +190,7 @@ int mf_embed_batch(mf_context *ctx, mf_seq_id seq0, const mf_token *const *token
             continue;
         }
         rc = embed_pack(ctx, seq0, tokens, n_tokens, i, k, pool, &b, acc, out, err);
-        if (rc) rc = mf_err_prefix(err, rc, "embedding texts %d..%d (%s pooling)", i, i + k - 1, pooling_name(pool));
+        if (rc) rc = mf_err_prefix(err, rc, "embedding texts %d..%d (%s pooling)", i, i + k - 1, mf_pooling_name(pool));
         i += k;
     }
     mf_batch_free(&b);

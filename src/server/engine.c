@@ -871,8 +871,7 @@ static int load(mf_srv_engine *e, mf_error *err) {
                       "the model's pooling_type is none (one vector per token), which /v1/embeddings cannot answer; "
                       "choose one with --pooling mean|cls|last");
     if (s->o.embeddings) {
-        static const char *const names[] = {"none", "mean", "cls", "last"};
-        snprintf(s->pooling_desc, sizeof s->pooling_desc, "embeddings, %s pooling (%s)", names[e->pooling],
+        snprintf(s->pooling_desc, sizeof s->pooling_desc, "embeddings, %s pooling (%s)", mf_pooling_name(e->pooling),
                  from_file ? "the model's" : s->o.pooling == MF_POOLING_MODEL ? "the file names none: last" : "--pooling");
     }
     if ((rc = mf_context_new(s->model, &cp, &e->ctx, err))) return rc;
