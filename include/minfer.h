@@ -90,7 +90,8 @@ typedef struct {
     int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
     float rope_freq_base, rms_eps;
     bool tied_output, qkv_bias, qk_norm;
-    int32_t pooling;   /* the file's <arch>.pooling_type (an mf_pooling value; 4 = rank), -1 when absent */
+    int32_t pooling;   /* the file's <arch>.pooling_type (an mf_pooling value), -1 when absent */
+    int32_t n_cls_out; /* a reranker's classifier head: its outputs (labels), 0 without a head */
     mf_token bos, eos; /* -1 when the model names none */
     int32_t n_eog;     /* end-of-generation ids (eos, eot, <|im_end|>, <|endoftext|>, ...) */
     const mf_token *eog;
@@ -104,6 +105,9 @@ typedef struct {
 } mf_model_info;
 
 void mf_model_get_info(const mf_model *model, mf_model_info *info);
+/* A reranker's label i (<arch>.classifier.output_labels: "yes", "no" for Qwen3-Reranker); NULL when the file
+ * names no labels or i is out of range. */
+const char *mf_model_cls_label(const mf_model *model, int32_t i);
 bool mf_model_is_eog(const mf_model *model, mf_token token);
 
 /* ---------------- tokenizer (the model's own vocabulary) ---------------- */
@@ -173,6 +177,10 @@ typedef struct {
      * normalised hidden states, n_embd floats (mf_get_embeddings), and the LM head never runs.
      * mf_get_logits answers NULL and generators refuse the context.  See mf_embed. */
     bool embeddings;
+    /* With embeddings: a reranker's context (llama.cpp's pooling rank).  The output rows go on through the
+     * model's classifier head (cls.output), n_cls_out raw scores each; mf_embed pools them with
+     * MF_POOLING_RANK only.  Refused for a model without the head. */
+    bool classifier;
 } mf_context_params;
 
 mf_context_params mf_context_default_params(void);
@@ -239,23 +247,36 @@ typedef enum {
     MF_POOLING_MEAN = 1,
     MF_POOLING_CLS = 2, /* the first token's row */
     MF_POOLING_LAST = 3,
+    /* A reranker's score (llama.cpp's rank, qwen3 only): the last token's row through the classifier head,
+     * softmaxed over its labels - Qwen3-Reranker's [p(yes), p(no)].  Needs a classifier context. */
+    MF_POOLING_RANK = 4,
 } mf_pooling;
 
-/* llama.cpp's pooling names: "model" (MF_POOLING_MODEL), "none", "mean", "cls", "last"; "rank" for the file
- * value 4, "unknown" otherwise.  mf_pooling_parse takes the same names (not rank); false for any other. */
+/* llama.cpp's pooling names: "model" (MF_POOLING_MODEL), "none", "mean", "cls", "last", "rank"; "unknown"
+ * otherwise.  mf_pooling_parse takes the same names; false for any other. */
 const char *mf_pooling_name(int32_t pooling);
 bool mf_pooling_parse(const char *name, mf_pooling *out);
 /* The pooling mf_embed applies for `asked` on this model (resolves MF_POOLING_MODEL); *from_file is set to
- * whether the file named it.  Refused (MF_E_UNSUPPORTED, naming the value) when the file asks for rank
- * (a reranker's head) or a value llama.cpp does not define. */
+ * whether the file named it.  Refused (MF_E_UNSUPPORTED, naming the value and the way out): a value llama.cpp
+ * does not define; rank on a model without a classifier head, or on a qwen2 file (llama.cpp would score its
+ * first token, which a causal model's reranker does not read). */
 int mf_embed_pooling(const mf_model *model, mf_pooling asked, mf_pooling *out, bool *from_file, mf_error *err);
+/* Floats per pooled vector of this embeddings context: n_embd, or n_cls_out in a classifier context. */
+int32_t mf_embed_size(const mf_context *ctx);
+/* A reranker's input for one (query, document) pair, as llama-server builds it: the file's
+ * tokenizer.chat_template.rerank with {query} and {document} replaced, tokenized with special tokens parsed
+ * and none added; a file without that template gets [BOS] query [EOS] document [EOS], each special token
+ * only where the tokenizer adds it.  *out malloc'd. */
+int mf_rerank_tokenize(const mf_model *model, const char *query, size_t query_len, const char *doc, size_t doc_len,
+                       mf_token **out, int32_t *n_out, mf_error *err);
 /* One text's embedding: decodes tokens on sequence seq of an embeddings context (seq must be empty; ubatch
- * by ubatch, output rows only where the pooling reads them), pools the rows into out[0..n_embd) (raw:
- * mean in double, then rounded to float) and removes the sequence's cells again, on success or failure.
+ * by ubatch, output rows only where the pooling reads them), pools the rows into out[0..mf_embed_size) (raw:
+ * mean in double, then rounded to float; rank: the scores softmaxed) and removes the sequence's cells again,
+ * on success or failure.
  * Tokenize with add_special = true: a model whose tokenizer appends EOS (add_eos_token) expects it. */
 int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, mf_pooling pooling,
              float *out, mf_error *err);
-/* Several texts' embeddings, out[i * n_embd ..] for text i (raw, as mf_embed): texts are packed whole into one
+/* Several texts' embeddings, out[i * mf_embed_size ..] for text i (raw, as mf_embed): texts are packed whole into one
  * forward while they fit a ubatch and the free cells, text k of a pack on sequence seq0 + k (those must be
  * empty); a text longer than a ubatch runs alone through mf_embed.  Rows never depend on their batch, so every
  * vector is bitwise the one mf_embed gives the text alone - only the number of forwards changes.  On failure

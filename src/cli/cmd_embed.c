@@ -1,5 +1,6 @@
 /* minfer embed: texts -> pooled, normalised embeddings (llama.cpp's llama-embedding, with its flag spellings:
- * --pooling, --embd-normalize, --embd-separator, --embd-output-format). */
+ * --pooling, --embd-normalize, --embd-separator, --embd-output-format), or a reranker's scores of
+ * query/document pairs (--pooling rank, --cls-separator). */
 #include "cli/cli.h"
 #include "core/core.h" /* mf_time_now */
 
@@ -25,9 +26,11 @@ static void usage(FILE *f) {
             "      --tokens JSON     one text given as token ids, e.g. '[9707, 11, 1879]'\n"
             "      --embd-separator S  what separates texts (default: a newline)\n"
             "      --pooling P       model (default: the file's pooling_type; last when it names none), mean,\n"
-            "                        cls (the first token) or last; none is refused (one vector per token)\n"
+            "                        cls (the first token), last, or rank (a reranker's: see below); none is\n"
+            "                        refused (one vector per token)\n"
             "      --embd-normalize N  -1 none, 0 max-abs (int16 range), 1 taxicab, 2 Euclidean (default,\n"
-            "                        what OpenAI's endpoint returns), N > 2 the p-norm\n"
+            "                        what OpenAI's endpoint returns), N > 2 the p-norm; rank: -1 only\n"
+            "      --cls-separator S  rank: what separates a text's query from its document (default: a tab)\n"
             "      --embd-output-format F  json (default) or array ([[...], ...], the vectors only)\n"
             "  -c, --ctx-size N      context size (default: the longest text, or a ubatch when the texts fill one);\n"
             "                        --n-ctx N is the same\n"
@@ -36,6 +39,11 @@ static void usage(FILE *f) {
             MF_ARG_CACHE_HELP
             MF_ARG_GPU_HELP
             "  -h, --help            this help\n"
+            "\n"
+            "Reranking (--pooling rank, the default of a reranker such as Qwen3-Reranker): each text is\n"
+            "\"QUERY<tab>DOCUMENT\", filled into the model's rerank prompt as llama-server does, and its vector\n"
+            "is the probabilities of the model's labels (\"labels\" in the JSON; Qwen3-Reranker: yes, no), the\n"
+            "first of which is llama-server's relevance_score.\n"
             "\n"
             "Every option is given at most once.  stdout is the JSON only; stderr ends with the timing line\n"
             "(\"embed: N texts, T tokens in F forwards, S s (R tokens/s)\": short texts share forwards, a ubatch\n"
@@ -62,8 +70,9 @@ static int split(char *all, const char *sep, char ***out) {
 }
 
 typedef struct {
-    const char *model_path, *prompt, *file, *tokens_json, *sep, *format, *pooling;
+    const char *model_path, *prompt, *file, *tokens_json, *sep, *format, *pooling, *cls_sep;
     long norm, n_ctx, n_ubatch, n_threads;
+    bool norm_given;
 } embed_args;
 
 static int parse(int argc, char **argv, embed_args *o, mf_arg_seen *seen, mf_arg_cache *cache, mf_arg_gpu *gpu) {
@@ -73,7 +82,7 @@ static int parse(int argc, char **argv, embed_args *o, mf_arg_seen *seen, mf_arg
         {"--embd-separator", "", "--embd-separator"}, {"--embd-output-format", "", "--embd-output-format"},
         {"--pooling", "", "--pooling"},          {"--embd-normalize", "", "--embd-normalize"},
         {"-c", "--ctx-size", "-c/--ctx-size/--n-ctx"}, {"-ub", "--ubatch-size", "-ub/--ubatch-size"},
-        {"-t", "--threads", "-t/--threads"},
+        {"-t", "--threads", "-t/--threads"},    {"--cls-separator", "", "--cls-separator"},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -101,10 +110,11 @@ static int parse(int argc, char **argv, embed_args *o, mf_arg_seen *seen, mf_arg
         case 4: o->sep = v; break;
         case 5: o->format = v; break;
         case 6: o->pooling = v; break;
-        case 7: if (!mf_arg_int(a, v, -1, 64, &o->norm)) return 2; break;
+        case 7: if (!mf_arg_int(a, v, -1, 64, &o->norm)) return 2; o->norm_given = true; break;
         case 8: if (!mf_arg_int(a, v, 0, 1 << 24, &o->n_ctx)) return 2; break;
         case 9: if (!mf_arg_int(a, v, 1, 1 << 20, &o->n_ubatch)) return 2; break;
-        default: if (!mf_arg_int(a, v, 1, 1024, &o->n_threads)) return 2; break;
+        case 10: if (!mf_arg_int(a, v, 1, 1024, &o->n_threads)) return 2; break;
+        default: o->cls_sep = v; break;
         }
     }
     return -1; /* go on */
@@ -112,7 +122,7 @@ static int parse(int argc, char **argv, embed_args *o, mf_arg_seen *seen, mf_arg
 
 static bool pooling_of(const char *s, mf_pooling *out) {
     if (!mf_pooling_parse(s, out)) {
-        fprintf(stderr, "Error: --pooling '%s' is not one of model, mean, cls, last\n", s);
+        fprintf(stderr, "Error: --pooling '%s' is not one of model, mean, cls, last, rank\n", s);
         return false;
     }
     if (*out == MF_POOLING_NONE) {
@@ -139,6 +149,51 @@ static void print_vec(const float *v, int32_t n) {
     putchar('[');
     for (int32_t i = 0; i < n; i++) printf(i ? ", %.9g" : "%.9g", v[i]);
     putchar(']');
+}
+
+/* --pooling rank's flags: scores are probabilities (no normalisation), pairs only with rank. */
+static bool rank_flags_ok(const embed_args *o, bool rank, bool from_file) {
+    if (!rank && o->cls_sep) {
+        fprintf(stderr, "Error: --cls-separator splits a reranker's query/document pairs; the pooling here is "
+                        "not rank (--pooling rank needs a reranker)\n");
+        return false;
+    }
+    if (rank && o->norm_given && o->norm != -1) {
+        fprintf(stderr, "Error: --embd-normalize %ld: a reranker's scores (rank pooling%s) are probabilities "
+                        "and are printed as they are; drop the flag or give -1\n",
+                o->norm, from_file ? ", the model's own" : "");
+        return false;
+    }
+    return true;
+}
+
+/* Text i of a reranker: "QUERY<sep>DOCUMENT" into the model's rerank prompt (exit status on failure). */
+static int tokenize_pair(mf_model *model, const char *text, const char *sep, int i, mf_token **ids, int32_t *n,
+                         mf_error *err) {
+    const char *cut = *sep ? strstr(text, sep) : NULL;
+    if (!cut) {
+        fprintf(stderr, "Error: text %d has no --cls-separator ('%s'): a reranker scores \"QUERY%sDOCUMENT\"\n",
+                i, strcmp(sep, "\t") ? sep : "\\t", strcmp(sep, "\t") ? sep : "\\t");
+        return 2;
+    }
+    const char *doc = cut + strlen(sep);
+    if (mf_rerank_tokenize(model, text, (size_t)(cut - text), doc, strlen(doc), ids, n, err)) {
+        fprintf(stderr, "Error: %s\n", err->msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* "labels": the classifier's, the index where the file names none */
+static void print_labels(const mf_model *model, int32_t n) {
+    printf("], \"labels\": [");
+    for (int32_t i = 0; i < n; i++) {
+        const char *l = mf_model_cls_label(model, i);
+        char idx[16];
+        snprintf(idx, sizeof idx, "%d", i);
+        printf(i ? ", " : "");
+        print_str(l ? l : idx);
+    }
 }
 
 int mf_cmd_embed(int argc, char **argv) {
@@ -199,8 +254,24 @@ int mf_cmd_embed(int argc, char **argv) {
     mp.n_threads = (int32_t)o.n_threads;
     if (mf_model_load(o.model_path, &mp, &model, &err)) goto fail;
     if (!mf_arg_gpu_report(&gpu, model)) goto out;
+    mf_pooling resolved;
+    bool from_file;
+    if (mf_embed_pooling(model, pooling, &resolved, &from_file, &err)) goto fail;
+    const bool rank = resolved == MF_POOLING_RANK;
+    if (!rank_flags_ok(&o, rank, from_file)) {
+        ret = 2;
+        goto out;
+    }
     for (int i = 0; i < n_texts; i++) {
-        if (texts && mf_tokenize(model, texts[i], strlen(texts[i]), true, true, &ids[i], &n_ids[i], &err)) goto fail;
+        if (texts && rank) {
+            const int r = tokenize_pair(model, texts[i], o.cls_sep ? o.cls_sep : "\t", i, &ids[i], &n_ids[i], &err);
+            if (r) {
+                ret = r;
+                goto out;
+            }
+        } else if (texts && mf_tokenize(model, texts[i], strlen(texts[i]), true, true, &ids[i], &n_ids[i], &err)) {
+            goto fail;
+        }
         if (n_ids[i] == 0 || (texts && !*texts[i])) { /* an empty text embeds only BOS/EOS: not what was meant */
             fprintf(stderr, "Error: text %d is empty (no tokens to embed)\n", i);
             ret = 2;
@@ -219,17 +290,17 @@ int mf_cmd_embed(int argc, char **argv) {
     cp.type_k = type_k;
     cp.type_v = type_v;
     cp.embeddings = true;
+    cp.classifier = rank;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
-    mf_model_info info;
-    mf_model_get_info(model, &info);
-    if (!(vec = malloc(sizeof(float) * (size_t)info.n_embd * (size_t)n_texts))) goto nomem;
+    const int32_t dim = mf_embed_size(ctx);
+    if (!(vec = malloc(sizeof(float) * (size_t)dim * (size_t)n_texts))) goto nomem;
     long total = 0;
     /* short texts share forwards (a ubatch of tokens each); every vector is the one the text gets alone */
     const double t0 = mf_time_now();
     if (mf_embed_batch(ctx, 0, (const mf_token *const *)ids, n_ids, n_texts, pooling, vec, &err)) goto fail;
     const double dt = mf_time_now() - t0;
     for (int i = 0; i < n_texts; i++) {
-        mf_embed_normalize(vec + (size_t)i * (size_t)info.n_embd, info.n_embd, (int)o.norm);
+        if (!rank) mf_embed_normalize(vec + (size_t)i * (size_t)dim, dim, (int)o.norm);
         total += n_ids[i];
     }
     mf_context_stats st;
@@ -240,9 +311,10 @@ int mf_cmd_embed(int argc, char **argv) {
     for (int i = 0; i < n_texts; i++) {
         if (json) printf("%s{\"object\": \"embedding\", \"index\": %d, \"embedding\": ", i ? ", " : "", i);
         else if (i) printf(", ");
-        print_vec(vec + (size_t)i * (size_t)info.n_embd, info.n_embd);
+        print_vec(vec + (size_t)i * (size_t)dim, dim);
         if (json) putchar('}');
     }
+    if (json && rank) print_labels(model, dim);
     if (json) {
         printf("], \"model\": ");
         print_str(o.model_path);

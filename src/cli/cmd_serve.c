@@ -16,7 +16,9 @@ static void usage(FILE *f) {
             "/apply-template, /slots/{id}?action=save|restore|erase; GET /health, /metrics, /v1/models, /props,\n"
             "/slots.  /health answers 503 until the model is loaded.  With --embeddings the server computes\n"
             "embeddings instead: POST /v1/embeddings (OpenAI) and /embedding, /embeddings (llama-server's shape;\n"
-            "docs/EMBEDDINGS.md), and the generation routes answer 501.  Reranking, /infill, /v1/responses,\n"
+            "docs/EMBEDDINGS.md), and the generation routes answer 501.  With --rerank (a reranker such as\n"
+            "Qwen3-Reranker) it scores documents against a query: POST /v1/rerank, /rerank, /v1/reranking,\n"
+            "/reranking (llama-server's Jina/Cohere shape; TEI's with \"texts\").  /infill, /v1/responses,\n"
             "/v1/messages and /lora-adapters are not served: 501 with what they are.\n"
             "Chat requests take OpenAI's tools (tool_choice auto, none, required or a named function): Qwen's\n"
             "<tool_call> blocks come back as message.tool_calls, streamed and not.  Structured output:\n"
@@ -50,7 +52,10 @@ static void usage(FILE *f) {
             "                           spellings); the default context is one slot's share (-np does not\n"
             "                           multiply it: requests are embedded one after another)\n"
             "      --pooling P          with --embeddings: model (default: the file's pooling_type, last when it\n"
-            "                           names none), mean, cls or last\n"
+            "                           names none), mean, cls, last or rank (a reranker's: as --rerank)\n"
+            "      --rerank             serve a reranker's scores (also --reranking; --embeddings --pooling rank):\n"
+            "                           the model needs a classifier head (cls.output), as Qwen3-Reranker's GGUF\n"
+            "                           files have; --embeddings on such a file ranks too (its pooling is rank)\n"
             "  -h, --help               this help\n"
             "\n"
             "SIGINT/SIGTERM: new requests get 503 'server shutting down', in-flight ones may finish within\n"
@@ -74,6 +79,7 @@ static char *read_key_file(const char *path) {
 int mf_cmd_serve(int argc, char **argv) {
     mf_server_opts o = mf_server_default_opts();
     const char *key_file = NULL, *pooling = NULL;
+    bool rerank = false;
     mf_arg_seen seen = {0};
     mf_arg_cache cache = MF_ARG_CACHE_INIT;
     mf_arg_draft dr;
@@ -132,6 +138,9 @@ int mf_cmd_serve(int argc, char **argv) {
         } else if (IS("--embeddings", "--embedding")) {
             MF_ARG_ONCE("--embeddings/--embedding");
             o.embeddings = true;
+        } else if (IS("--rerank", "--reranking")) {
+            MF_ARG_ONCE("--rerank/--reranking");
+            rerank = true;
         } else if (IS("--pooling", "--pooling")) {
             MF_ARG_VAL("--pooling");
             pooling = v;
@@ -159,17 +168,24 @@ int mf_cmd_serve(int argc, char **argv) {
     if (pooling) {
         const bool known = mf_pooling_parse(pooling, &o.pooling);
         if (!known || o.pooling == MF_POOLING_NONE) {
-            fprintf(stderr, "Error: --pooling '%s' is not one of model, mean, cls, last%s\n", pooling,
+            fprintf(stderr, "Error: --pooling '%s' is not one of model, mean, cls, last, rank%s\n", pooling,
                     known ? " (none gives one vector per token, which /v1/embeddings cannot answer)" : "");
             return 2;
         }
     }
-    if (pooling && !o.embeddings) {
+    if (rerank && pooling && o.pooling != MF_POOLING_RANK) {
+        fprintf(stderr, "Error: --rerank scores with rank pooling, and --pooling %s asks for another; drop one\n",
+                pooling);
+        return 2;
+    }
+    if (pooling && !o.embeddings && !rerank) {
         fprintf(stderr, "Error: --pooling applies to --embeddings; add --embeddings or drop --pooling\n");
         return 2;
     }
+    if (rerank) o.embeddings = o.rerank = true, o.pooling = MF_POOLING_RANK; /* llama-server's --rerank */
     if (o.embeddings && o.draft_path) {
-        fprintf(stderr, "Error: --embeddings generates no tokens, so a draft model has nothing to do; drop -md\n");
+        fprintf(stderr, "Error: %s generates no tokens, so a draft model has nothing to do; drop -md\n",
+                rerank ? "--rerank" : "--embeddings");
         return 2;
     }
     if (o.api_key && key_file) {

@@ -100,6 +100,7 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->qkv_bias = hp->qkv_bias;
     info->qk_norm = hp->qk_norm;
     info->pooling = hp->pooling;
+    info->n_cls_out = hp->n_cls_out;
     info->bos = m->bos;
     info->eos = m->eos;
     info->n_eog = m->n_eog;
@@ -110,6 +111,10 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->gpu_io = m->io_backend == MF_BACKEND_ID_CUDA;
     info->gpu_bytes = m->n_gpu_layers || info->gpu_io ? m->gpu_bytes : 0;
     info->offload_report = m->offload_report;
+}
+
+const char *mf_model_cls_label(const mf_model *m, int32_t i) {
+    return i >= 0 && i < m->n_cls_labels ? m->cls_labels[i] : NULL;
 }
 
 bool mf_model_is_eog(const mf_model *model, mf_token token) {
@@ -175,8 +180,16 @@ int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_conte
     c->n_threads = p.n_threads;
     c->type_k = p.type_k;
     c->type_v = p.type_v;
+    if (p.classifier && (!p.embeddings || !model->cls_out)) {
+        free(c);
+        return mf_err(err, MF_E_INVAL, "a classifier context %s",
+                      !p.embeddings ? "is an embeddings context: set embeddings = true too"
+                                    : "needs the model's classifier head (cls.output.weight), and this file has "
+                                      "none: it is not a reranker");
+    }
     c->embeddings = p.embeddings;
-    c->out_width = p.embeddings ? (int32_t)model->hp.n_embd : (int32_t)model->hp.n_vocab;
+    c->classifier = p.classifier;
+    c->out_width = p.classifier ? hp->n_cls_out : p.embeddings ? hp->n_embd : hp->n_vocab;
     int rc = 0;
     /* attention reads one head's slice of a row: a block-quantized row must not split a head */
     for (int i = 0; i < 2; i++) {
@@ -305,6 +318,7 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
         .v_cache = ctx->v_ptr,
         .spans = mf_kv_spans(ctx->kv),
         .embeddings = ctx->embeddings,
+        .classifier = ctx->classifier,
     };
     mf_graph_io io;
     int rc = mf_model_build(ctx->model, &bp, g, &io, err);

@@ -51,7 +51,7 @@ int mf_batch_add(mf_batch *b, mf_token token, mf_pos pos, mf_seq_id seq, bool wa
 /* The graph for nt rows with no output rows and the ids of its inputs and logits (kept with it in the
  * cache, so a reuse costs no search). */
 static int get_graph(mf_context *ctx, int32_t nt, int32_t no, mf_graph **out, mf_graph_io *io, mf_error *err) {
-    mf_graph_key key = {.n_tokens = nt, .n_outputs = no, .flags = ctx->embeddings ? 1u : 0u};
+    mf_graph_key key = {.n_tokens = nt, .n_outputs = no, .flags = (ctx->embeddings ? 1u : 0u) | (ctx->classifier ? 2u : 0u)};
     mf_graph *g = mf_graph_cache_get(ctx->cache, &key, io);
     if (g) {
         ctx->reuses++;
@@ -98,7 +98,7 @@ static int32_t first_non_finite(const float *row, int32_t n) {
 static int decode_chunk(mf_context *ctx, const mf_batch *b, int32_t r0, int32_t nt, int32_t *n_out_done,
                         mf_error *err) {
     const int32_t n_vocab = ctx->out_width; /* n_embd in an embeddings context */
-    const char *what = ctx->embeddings ? "embeddings" : "logits";
+    const char *what = ctx->classifier ? "classifier scores" : ctx->embeddings ? "embeddings" : "logits";
     int32_t no = 0;
     for (int32_t i = 0; i < nt; i++) no += b->logits[r0 + i] != 0;
     /* A chunk nobody wants logits from still has to fill the KV cache: compute its last row and drop it,

@@ -1,7 +1,7 @@
 /* Embeddings: one text's hidden states pooled into a vector (llama.cpp's embeddings = true with a pooling
- * type), over an embeddings context whose forward stops at the output norm (model/qwen.c).  Pooling reads
- * only the rows it needs - the first (cls), the last (last) or all (mean) - so a long text's other rows
- * never leave the graph. */
+ * type), over an embeddings context whose forward stops at the output norm (model/qwen.c), or, for a
+ * reranker, at its classifier head.  Pooling reads only the rows it needs - the first (cls), the last (last,
+ * rank) or all (mean) - so a long text's other rows never leave the graph. */
 #include "engine/engine_impl.h"
 
 #include <math.h>
@@ -15,13 +15,13 @@ const char *mf_pooling_name(int32_t p) {
     case MF_POOLING_MEAN: return "mean";
     case MF_POOLING_CLS: return "cls";
     case MF_POOLING_LAST: return "last";
-    case 4: return "rank";
+    case MF_POOLING_RANK: return "rank";
     default: return "unknown";
     }
 }
 
 bool mf_pooling_parse(const char *name, mf_pooling *out) {
-    for (int32_t p = MF_POOLING_MODEL; p <= MF_POOLING_LAST; p++)
+    for (int32_t p = MF_POOLING_MODEL; p <= MF_POOLING_RANK; p++)
         if (!strcmp(name, mf_pooling_name(p))) {
             *out = (mf_pooling)p;
             return true;
@@ -29,25 +29,60 @@ bool mf_pooling_parse(const char *name, mf_pooling *out) {
     return false;
 }
 
-/* Whether the row at position p of an n-token text is one the pooling reads. */
+/* Whether the row at position p of an n-token text is one the pooling reads (rank: the last, as llama.cpp's
+ * qwen3 rerankers). */
 static bool pooled_row(mf_pooling pool, int32_t p, int32_t n) {
-    return pool == MF_POOLING_MEAN || (pool == MF_POOLING_CLS && p == 0) || (pool == MF_POOLING_LAST && p == n - 1);
+    return pool == MF_POOLING_MEAN || (pool == MF_POOLING_CLS && p == 0) ||
+           ((pool == MF_POOLING_LAST || pool == MF_POOLING_RANK) && p == n - 1);
 }
+
+/* The classifier's scores into probabilities over its labels, as ggml_soft_max: exp(x - max) in float,
+ * summed in double, scaled by the float reciprocal.  llama.cpp does this for qwen3 rerankers only. */
+static void softmax(float *v, int32_t n) {
+    float mx = v[0];
+    for (int32_t i = 1; i < n; i++) mx = v[i] > mx ? v[i] : mx;
+    double sum = 0;
+    for (int32_t i = 0; i < n; i++) {
+        v[i] = expf(v[i] - mx);
+        sum += v[i];
+    }
+    const float scale = (float)(1.0 / sum);
+    for (int32_t i = 0; i < n; i++) v[i] *= scale;
+}
+
+/* One pooled row out of the decode: a reranker's scores become probabilities. */
+static void take_row(const mf_context *ctx, const float *row, float *out) {
+    memcpy(out, row, sizeof(float) * (size_t)ctx->out_width);
+    if (ctx->classifier) softmax(out, ctx->out_width);
+}
+
+int32_t mf_embed_size(const mf_context *ctx) { return ctx->embeddings ? ctx->out_width : 0; }
 
 int mf_embed_pooling(const mf_model *model, mf_pooling asked, mf_pooling *out, bool *from_file, mf_error *err) {
     const int32_t file = model->hp.pooling;
     *from_file = asked == MF_POOLING_MODEL && file >= 0;
     int32_t p = asked;
     if (asked == MF_POOLING_MODEL) p = file >= 0 ? file : MF_POOLING_LAST;
-    if (p == 4)
+    if (p < MF_POOLING_NONE || p > MF_POOLING_RANK)
         return mf_err(err, MF_E_UNSUPPORTED,
-                      "the model's %s.pooling_type is 4 (rank: a reranker's classification head), which minfer "
-                      "does not run; choose a pooling (--pooling mean|cls|last) to embed with this model",
-                      model->hp.arch_name);
-    if (p < MF_POOLING_NONE || p > MF_POOLING_LAST)
-        return mf_err(err, MF_E_UNSUPPORTED,
-                      "pooling type %d is not one of none (0), mean (1), cls (2), last (3)%s", p,
+                      "pooling type %d is not one of none (0), mean (1), cls (2), last (3), rank (4)%s", p,
                       asked == MF_POOLING_MODEL ? " (the model file's pooling_type); choose one with --pooling" : "");
+    if (p == MF_POOLING_RANK && !model->cls_out)
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "rank pooling%s needs a reranker's classifier head (cls.output.weight), and this file has "
+                      "none; embed with --pooling mean|cls|last instead",
+                      *from_file ? " (the file's pooling_type)" : "");
+    if (p == MF_POOLING_RANK && (model->cls_out_b || mf_gguf_find_tensor(model->gguf, "cls.weight")))
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "the file's classifier head has %s, which llama.cpp's qwen3 reranker does not read; minfer "
+                      "refuses to rank with it rather than guess whether it applies",
+                      model->cls_out_b ? "a bias (cls.output.bias)" : "a dense layer (cls.weight: a BERT-style head)");
+    if (p == MF_POOLING_RANK && model->hp.arch != MF_ARCH_QWEN3)
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "rank pooling is defined for qwen3 rerankers (the last token through the head, softmaxed); "
+                      "this file is %s, for which llama.cpp would score the first token, which a causal model's "
+                      "reranker never reads",
+                      model->hp.arch_name);
     *out = (mf_pooling)p;
     return 0;
 }
@@ -61,8 +96,20 @@ static void take_rows(const mf_context *ctx, const mf_batch *b, mf_pooling pool,
         if (pool == MF_POOLING_MEAN)
             for (int32_t k = 0; k < ne; k++) acc[k] += row[k];
         else
-            memcpy(out, row, sizeof(float) * (size_t)ne);
+            take_row(ctx, row, out);
     }
+}
+
+/* Rank pooling and a classifier context go together: the head is in the context's graph. */
+static int check_classifier(const mf_context *ctx, mf_pooling pool, mf_error *err) {
+    if ((pool == MF_POOLING_RANK) == ctx->classifier) return 0;
+    return mf_err(err, MF_E_INVAL,
+                  ctx->classifier ? "embedding: this context ends with the classifier head (a reranker's), so its "
+                                    "rows are scores; pool them with rank, or make a context without classifier "
+                                    "for %s pooling"
+                                  : "embedding: %s pooling needs the classifier head in the graph; make the "
+                                    "context with classifier = true (minfer serve --rerank)",
+                  mf_pooling_name(pool));
 }
 
 int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, mf_pooling pooling,
@@ -82,6 +129,7 @@ int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_t
                       "embedding: pooling none gives one vector per token, not one per text; %s (read the rows "
                       "with mf_get_embeddings, or pool with mean, cls or last)",
                       from_file ? "the model file asks for none" : "none was asked");
+    if ((rc = check_classifier(ctx, pool, err))) return rc;
     if (mf_seq_pos_max(ctx, seq) >= 0)
         return mf_err(err, MF_E_INVAL, "embedding: sequence %d already holds tokens (up to position %d)", seq,
                       mf_seq_pos_max(ctx, seq));
@@ -128,7 +176,7 @@ static int32_t pack_size(const mf_context *ctx, const int32_t *n_tokens, int32_t
 static void pool_rows(const mf_context *ctx, int32_t r0, int32_t n, mf_pooling pool, double *acc, float *out) {
     const int32_t ne = ctx->out_width;
     if (pool != MF_POOLING_MEAN) {
-        memcpy(out, mf_get_embeddings(ctx, pool == MF_POOLING_CLS ? r0 : r0 + n - 1), sizeof(float) * (size_t)ne);
+        take_row(ctx, mf_get_embeddings(ctx, pool == MF_POOLING_CLS ? r0 : r0 + n - 1), out);
         return;
     }
     memset(acc, 0, sizeof *acc * (size_t)ne);
@@ -168,6 +216,7 @@ int mf_embed_batch(mf_context *ctx, mf_seq_id seq0, const mf_token *const *token
     int rc = mf_embed_pooling(ctx->model, pooling, &pool, &from_file, err);
     if (rc) return rc;
     if (pool == MF_POOLING_NONE) return mf_embed(ctx, seq0, tokens[0], n_tokens[0], pooling, out, err); /* its refusal */
+    if ((rc = check_classifier(ctx, pool, err))) return rc;
     const int32_t ne = ctx->out_width;
     for (int32_t i = 0; i < n_texts; i++)
         if (n_tokens[i] <= 0) return mf_err(err, MF_E_INVAL, "embedding: text %d has no tokens", i);

@@ -26,7 +26,8 @@ struct mf_context {
     /* logits of the last decode: rows in batch order of the rows that asked; in an embeddings context
      * (mf_context_params.embeddings) the rows are n_embd hidden states instead */
     bool embeddings;
-    int32_t out_width; /* floats per output row: n_vocab, or n_embd for embeddings */
+    bool classifier;   /* embeddings through the classifier head: n_cls_out scores per row */
+    int32_t out_width; /* floats per output row: n_vocab, n_embd for embeddings, n_cls_out for a classifier */
     float *logits;
     size_t logits_cap; /* floats */
     int32_t *out_row;  /* per batch row: index into logits or -1 */

@@ -87,6 +87,46 @@ static int check_block_count(const mf_model *m, mf_error *err) {
                   hp->arch_name, hp->n_layer, (long long)hp->n_layer * 9, (long long)mf_gguf_n_tensors(m->gguf));
 }
 
+static char *str_copy(mf_str s) {
+    char *c = malloc(s.len + 1);
+    if (c) memcpy(c, s.ptr, s.len), c[s.len] = 0;
+    return c;
+}
+
+/* A reranker's head: cls.output.weight [n_embd, n_labels], as llama.cpp's qwen3 loader binds it (its converter
+ * writes the lm_head rows of "yes" and "no" there).  A bias is bound only to be refused by rank pooling
+ * (llama.cpp's qwen3 never reads one).  Labels without the head are a file llama.cpp loads too: it just cannot
+ * rank. */
+static int bind_classifier(mf_model *m, mf_error *err) {
+    mf_hparams *hp = &m->hp;
+    char key[96];
+    snprintf(key, sizeof key, "%s.classifier.output_labels", hp->arch_name);
+    int rc;
+    if (mf_gguf_find_key(m->gguf, key) >= 0) {
+        uint64_t n = 0;
+        mf_str *v = NULL;
+        if ((rc = mf_gguf_get_str_array(m->gguf, key, &v, &n, err))) return rc;
+        if (n == 0 || n > 4096) {
+            free(v);
+            return mf_err(err, MF_E_FORMAT, "%s has %llu labels; a classifier has 1 to 4096", key,
+                          (unsigned long long)n);
+        }
+        m->cls_labels = calloc((size_t)n, sizeof *m->cls_labels);
+        for (uint64_t i = 0; m->cls_labels && i < n; i++, m->n_cls_labels++)
+            if (!(m->cls_labels[i] = str_copy(v[i]))) break;
+        free(v);
+        if ((uint64_t)m->n_cls_labels != n) return mf_err(err, MF_E_NOMEM, "out of memory for %s", key);
+    }
+    const int32_t n_cls = m->n_cls_labels ? m->n_cls_labels : 1;
+    if ((rc = bind(m->gguf, "cls.output.weight", false, 2, hp->n_embd, n_cls, &m->cls_out, err)) ||
+        (rc = bind(m->gguf, "cls.output.bias", false, 1, n_cls, 1, &m->cls_out_b, err)))
+        return rc;
+    if (m->cls_out_b && !m->cls_out)
+        return mf_err(err, MF_E_FORMAT, "the file has cls.output.bias but no cls.output.weight");
+    hp->n_cls_out = m->cls_out ? n_cls : 0;
+    return 0;
+}
+
 /* Every weight, bound in place with its shape and type checked; progress per layer. */
 static int bind_weights(mf_model *m, const mf_model_open_params *p, mf_error *err) {
     mf_hparams *hp = &m->hp;
@@ -99,6 +139,7 @@ static int bind_weights(mf_model *m, const mf_model_open_params *p, mf_error *er
         m->output = m->tok_embd; /* tied embeddings */
         hp->tied_output = true;
     }
+    if ((rc = bind_classifier(m, err))) return rc;
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return mf_err(err, MF_E_NOMEM, "out of memory for %d layers", hp->n_layer);
     for (int il = 0; il < hp->n_layer; il++) {
@@ -222,7 +263,8 @@ static int plan_offload(mf_model *m, const mf_model_open_params *p, uint16_t **l
         .unavailable = unavailable,
         .n_layer = nl,
         .block_bytes = bytes,
-        .io_bytes = m->tok_embd->nbytes + m->output_norm->nbytes + (m->hp.tied_output ? 0 : m->output->nbytes),
+        .io_bytes = m->tok_embd->nbytes + m->output_norm->nbytes + (m->hp.tied_output ? 0 : m->output->nbytes) +
+                    (m->cls_out ? m->cls_out->nbytes : 0) + (m->cls_out_b ? m->cls_out_b->nbytes : 0),
         .mem_override_mib = p->gpu_mem_mib,
     };
     in.mem.outcome = MF_MEM_UNKNOWN;
@@ -296,6 +338,9 @@ static int place_layers(mf_model *m, const mf_model_open_params *p, mf_error *er
             return rc;
         if (m->hp.tied_output) m->output = m->tok_embd;
         else if ((rc = place_tensor(m, b, &m->output, "the LM head", err))) return rc;
+        if ((m->cls_out && (rc = place_tensor(m, b, &m->cls_out, "the classifier head", err))) ||
+            (m->cls_out_b && (rc = place_tensor(m, b, &m->cls_out_b, "the classifier head", err))))
+            return rc;
     }
     m->gpu_bytes = m->placed_bytes;
     mf_log(MF_LOG_INFO, "placed %d of %d layers%s off the CPU (%d tensors, %.1f MiB through their backends' hooks)",
@@ -315,6 +360,8 @@ void mf_model_close(mf_model *m) {
     free(m->copies);
     mf_aligned_free(m->repack_buf);
     free(m->layers);
+    for (int32_t i = 0; i < m->n_cls_labels; i++) free(m->cls_labels[i]);
+    free(m->cls_labels);
     mf_gguf_close(m->gguf);
     free(m);
 }

@@ -23,6 +23,9 @@ typedef struct {
     float rms_eps, rope_freq_base, rope_freq_scale;
     bool qkv_bias, qk_norm, tied_output;
     int32_t pooling; /* <arch>.pooling_type (llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last, 4 rank); -1 absent */
+    /* A reranker's classifier head (llama.cpp's cls.output, n_cls_out rows): the count of
+     * <arch>.classifier.output_labels, 1 when the file names none (llama.cpp's default); 0 without the head. */
+    int32_t n_cls_out;
 } mf_hparams;
 
 typedef struct {
@@ -37,6 +40,9 @@ struct mf_model {
     mf_gguf *gguf;
     mf_hparams hp;
     const mf_gguf_tensor *tok_embd, *output_norm, *output;
+    const mf_gguf_tensor *cls_out, *cls_out_b; /* a reranker's head (cls.output.weight; .bias: refused), or NULL */
+    char **cls_labels;                         /* <arch>.classifier.output_labels (n_cls_labels copies) */
+    int32_t n_cls_labels;
     mf_layer_w *layers;
     int32_t bos, eos;        /* -1 when the file names none */
     int32_t eog[MF_MAX_EOG]; /* end of generation: eos, eot, eom, then the tokens llama.cpp knows by text */
@@ -108,6 +114,7 @@ typedef struct {
     void **k_cache, **v_cache; /* per layer region pointers (EXTERNAL data) */
     int32_t *spans;            /* the KV store's spans buffer (kv.h), rebound before every forward */
     bool embeddings;           /* the output is result_norm (n_embd per row, llama.cpp's t_embd): no LM head */
+    bool classifier;           /* with embeddings: then the classifier head (cls.output): n_cls_out per row */
 } mf_build_params;
 
 /* Builds into g and returns the ids of its inputs and logits in *io. */

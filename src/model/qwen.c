@@ -3,7 +3,7 @@
  *   [hadamard q, k / v: a quantized K / V cache, as llama.cpp's build_attn] -> kv_store -> attention
  *   [-> hadamard] -> attn_output -> +residual -> ffn_norm -> swiglu(gate, up) -> down -> +residual
  *   -> output_norm -> output (an embeddings graph stops at output_norm: llama.cpp's t_embd, which its pooling
- *   reads).
+ *   reads; a reranker's ends with the classifier head cls.output instead of the LM head).
  * Like llama.cpp, the rows that want logits are selected (GET_ROWS) after the last layer's attention, so
  * the last FFN and the LM head run only on output rows.  Every op is row-independent, so the selection
  * changes no value. */
@@ -14,12 +14,16 @@
 #include <math.h>
 #include <stdio.h>
 
-static int32_t W(mf_graph *g, const mf_gguf_tensor *t, int layer) {
+static int32_t weight(mf_graph *g, const mf_gguf_tensor *t, int nd, int layer) {
     int64_t ne[MF_MAX_DIMS] = {t->ne[0], t->ne[1], 1, 1};
-    int nd = t->ne[1] == 1 ? 1 : 2;
     int32_t id = mf_g_weight(g, "", t->type, nd, ne, t->data);
     mf_g_name(g, id, "%.*s", (int)MF_MIN(t->name.len, 63), t->name.ptr);
     return mf_g_layer(g, id, layer);
+}
+
+/* a norm weight or bias (one row) is a vector; everything else a matrix */
+static int32_t W(mf_graph *g, const mf_gguf_tensor *t, int layer) {
+    return weight(g, t, t->ne[1] == 1 ? 1 : 2, layer);
 }
 
 /* rms_norm(x) * w, named like llama.cpp's build_norm callback */
@@ -127,7 +131,14 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
         x = named(g, mf_g_add(g, down, ffn_inp), il, "l_out");
     }
     int32_t cur = norm(g, x, m->output_norm, eps, -1, "result_norm");
-    int32_t logits = p->embeddings ? cur : mf_g_name(g, mf_g_matmul(g, W(g, m->output, -1), cur), "result_output");
+    int32_t logits;
+    if (!p->embeddings) {
+        logits = mf_g_name(g, mf_g_matmul(g, W(g, m->output, -1), cur), "result_output");
+    } else if (p->classifier) { /* llama.cpp's rank pooling head, on the rows the pooling reads */
+        logits = mf_g_name(g, mf_g_matmul(g, weight(g, m->cls_out, 2, -1), cur), "result_cls"); /* 1 label: 1 row */
+    } else {
+        logits = cur;
+    }
     mf_g_set_output(g, logits);
     io->logits = logits;
     int rc = mf_graph_error(g, err);

@@ -43,6 +43,8 @@ static int one_input(const mf_model *model, int32_t n_vocab, const cJSON *v, con
     if (cJSON_IsString(v)) {
         if (!*v->valuestring)
             return mf_srv_fail(e, 400, "invalid_request_error", field, "'%s[%d]' is an empty string", field, i);
+        if (!mf_srv_utf8_valid(v->valuestring, strlen(v->valuestring))) /* a \ud800 escape decodes to a surrogate */
+            return mf_srv_fail(e, 400, "invalid_request_error", field, "'%s[%d]' is not valid UTF-8", field, i);
         mf_error err = {0};
         if (mf_tokenize(model, v->valuestring, strlen(v->valuestring), true, true, &r->ids[i], &r->n_ids[i], &err))
             return mf_srv_fail(e, 400, "invalid_request_error", field, "'%s[%d]': %s", field, i, err.msg);

@@ -549,6 +549,28 @@ static void embed_job(mf_srv_engine *e, mf_srv_job *j) {
            j->embed.n_tokens, status);
 }
 
+/* A reranking request, whole, between two steps, as an embeddings request. */
+static void rerank_job(mf_srv_engine *e, mf_srv_job *j) {
+    mf_server *s = e->s;
+    mf_srv_metrics_observe(s->m, MF_SRV_H_QUEUE_WAIT, mf_time_now() - j->t_arrival);
+    mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_ADMITTED, 1);
+    mf_srv_err err = {0};
+    char *body = NULL;
+    const mf_srv_embed_req *in = &j->rerank.in;
+    int status = mf_srv_rerank_run(e->ctx, 0, &j->rerank, s->model_name, job_cancelled, j, &body, &err);
+    if (status == 499) {
+        mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
+        mf_srv_job_finish(j, 499, NULL);
+    } else if (status != 200) {
+        mf_srv_job_fail(j, status, err.type, "%s", err.msg);
+    } else {
+        mf_srv_metrics_add(s->m, MF_SRV_C_PROMPT_TOKENS, (uint64_t)in->n_tokens);
+        mf_srv_metrics_add(s->m, MF_SRV_C_PREFILLED_TOKENS, (uint64_t)in->n_tokens);
+        mf_srv_job_finish(j, 200, body);
+    }
+    mf_log(MF_LOG_INFO, "[server] %s: %d documents, %d tokens ranked (status %d)", j->id, in->n, in->n_tokens, status);
+}
+
 /* Admits queued jobs while slots are free; returns after the first that must wait. */
 static void admit(mf_srv_engine *e) {
     mf_server *s = e->s;
@@ -557,6 +579,7 @@ static void admit(mf_srv_engine *e) {
         if (!j) return;
         if (j->kind == MF_JOB_SLOTS) answer_slots(e, j);
         else if (j->kind == MF_JOB_EMBED) embed_job(e, j);
+        else if (j->kind == MF_JOB_RERANK) rerank_job(e, j);
         else if (j->kind != MF_JOB_GENERATE) slot_action(e, j);
         else if (mf_srv_job_is_cancelled(j)) {
             mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
@@ -871,8 +894,14 @@ static int load(mf_srv_engine *e, mf_error *err) {
                       "the model's pooling_type is none (one vector per token), which /v1/embeddings cannot answer; "
                       "choose one with --pooling mean|cls|last");
     if (s->o.embeddings) {
-        snprintf(s->pooling_desc, sizeof s->pooling_desc, "embeddings, %s pooling (%s)", mf_pooling_name(e->pooling),
-                 from_file ? "the model's" : s->o.pooling == MF_POOLING_MODEL ? "the file names none: last" : "--pooling");
+        /* rank pooling (--rerank, or a reranker's own): the classifier head ends the graph, /v1/rerank is served */
+        s->ranking = cp.classifier = e->pooling == MF_POOLING_RANK;
+        snprintf(s->pooling_desc, sizeof s->pooling_desc, "%s, %s pooling (%s)", s->ranking ? "reranking" : "embeddings",
+                 mf_pooling_name(e->pooling),
+                 from_file                          ? "the model's"
+                 : s->o.pooling == MF_POOLING_MODEL ? "the file names none: last"
+                 : s->o.rerank                      ? "--rerank"
+                                                    : "--pooling");
     }
     if ((rc = mf_context_new(s->model, &cp, &e->ctx, err))) return rc;
     s->n_ctx = mf_context_n_ctx(e->ctx);

@@ -56,6 +56,7 @@ void mf_srv_job_unref(mf_srv_job *j) {
     mf_srv_req_free(&j->req);
     mf_grammar_free(j->grammar);
     mf_srv_embed_req_free(&j->embed);
+    mf_srv_rerank_req_free(&j->rerank);
     free(j->prompt);
     free(j->out);
     free(j->body);
@@ -140,10 +141,15 @@ void mf_srv_queue_destroy(mf_srv_queue *q) {
     pthread_cond_destroy(&q->cv);
 }
 
+/* the jobs --max-queue bounds: requests for the model (control jobs are not counted) */
+static bool waits_for_slot(const mf_srv_job *j) {
+    return j->kind == MF_JOB_GENERATE || j->kind == MF_JOB_EMBED || j->kind == MF_JOB_RERANK;
+}
+
 int mf_srv_queue_push(mf_srv_queue *q, mf_srv_job *j) {
     pthread_mutex_lock(&q->mu);
     int rc = 0;
-    bool gen = (j->kind == MF_JOB_GENERATE || j->kind == MF_JOB_EMBED);
+    bool gen = waits_for_slot(j);
     if (q->closed) rc = 2;
     else if ((gen && q->n_generate >= q->max_generate) || q->n >= q->cap) rc = 1;
     else {
@@ -175,7 +181,7 @@ mf_srv_job *mf_srv_queue_pop(mf_srv_queue *q, int timeout_ms) {
         j = q->items[q->head];
         q->head = (q->head + 1) % q->cap;
         q->n--;
-        q->n_generate -= (j->kind == MF_JOB_GENERATE || j->kind == MF_JOB_EMBED);
+        q->n_generate -= waits_for_slot(j);
     }
     pthread_mutex_unlock(&q->mu);
     return j;
@@ -186,7 +192,7 @@ void mf_srv_queue_unpop(mf_srv_queue *q, mf_srv_job *j) {
     q->head = (q->head + q->cap - 1) % q->cap;
     q->items[q->head] = j;
     q->n++;
-    q->n_generate += (j->kind == MF_JOB_GENERATE || j->kind == MF_JOB_EMBED);
+    q->n_generate += waits_for_slot(j);
     pthread_mutex_unlock(&q->mu);
 }
 

@@ -10,6 +10,7 @@
 #define MF_SERVER_JOB_H
 
 #include "server/embed.h"
+#include "server/rerank.h"
 #include "server/request.h"
 
 #include <pthread.h>
@@ -23,6 +24,7 @@ typedef enum {
     MF_JOB_SLOT_RESTORE, /* ... restore */
     MF_JOB_SLOT_ERASE,   /* ... erase */
     MF_JOB_EMBED,        /* POST /v1/embeddings, /embedding(s) on a --embeddings server */
+    MF_JOB_RERANK,       /* POST /v1/rerank and its aliases on a --rerank server */
 } mf_job_kind;
 
 typedef struct mf_srv_job {
@@ -39,6 +41,7 @@ typedef struct mf_srv_job {
     mf_grammar *grammar; /* the request's constraint compiled (NULL: none); every choice's generator follows it */
     bool think_first;    /* the grammar holds after a <think> ... </think> block the model may open with */
     mf_srv_embed_req embed; /* MF_JOB_EMBED: the inputs, tokenized */
+    mf_srv_rerank_req rerank; /* MF_JOB_RERANK: the pairs, tokenized */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -78,7 +81,7 @@ typedef struct {
     pthread_cond_t cv;
     mf_srv_job **items;
     int cap, head, n;
-    int n_generate;   /* generate and embed jobs waiting (what --max-queue bounds) */
+    int n_generate;   /* generate, embed and rerank jobs waiting (what --max-queue bounds) */
     int max_generate; /* --max-queue */
     bool closed;      /* shutting down: no new jobs */
 } mf_srv_queue;

@@ -415,6 +415,31 @@ static void h_embed(mf_server *s, bool oai, const char *body, size_t len, int fd
     mf_srv_job_unref(j);
 }
 
+/* POST /v1/rerank and its aliases: each document paired with the query into the model's rerank prompt here,
+ * scored by the engine thread. */
+static void h_rerank(mf_server *s, const char *body, size_t len, int fd, mf_srv_answer *a) {
+    mf_srv_job *j = mf_srv_job_new(MF_JOB_RERANK);
+    if (!j) {
+        mf_srv_answer_error(a, 500, "server_error", "", "out of memory");
+        return;
+    }
+    j->t_arrival = mf_time_now();
+    mf_srv_err e;
+    if (mf_srv_rerank_parse(s->model, s->n_ctx, body, len, &j->rerank, &e)) {
+        answer_err(a, &e);
+        mf_srv_job_unref(j);
+        return;
+    }
+    snprintf(j->id, sizeof j->id, "rerank-%llu", (unsigned long long)atomic_fetch_add(&s->next_id, 1));
+    if (!queue_job(s, j, a)) return;
+    if (!mf_srv_wait_job(j, fd, false)) a->status = 0; /* the client went away; the engine stops between groups */
+    else {
+        a->status = j->status, a->ctype = "application/json", a->body = j->body, a->len = j->body_len;
+        j->body = NULL;
+    }
+    mf_srv_job_unref(j);
+}
+
 /* GET /slots and POST /slots/{id}?action=...: jobs for the engine (it owns the KV cells). */
 static void h_slots(mf_server *s, const char *method, const char *url, const char *action, const char *body, size_t len,
                     int fd, mf_srv_answer *a) {
@@ -492,7 +517,7 @@ typedef struct {
 
 enum {
     R_HEALTH, R_METRICS, R_MODELS, R_PROPS, R_TOKENIZE, R_DETOKENIZE, R_TEMPLATE, R_CHAT, R_CMPL, R_NATIVE, R_SLOTS,
-    R_EMBED_OAI, R_EMBED_NATIVE
+    R_EMBED_OAI, R_EMBED_NATIVE, R_RERANK
 };
 
 static const route k_routes[] = {
@@ -514,6 +539,10 @@ static const route k_routes[] = {
     {"/v1/embeddings", "POST", "/v1/embeddings", R_EMBED_OAI},
     {"/embeddings", "POST", "/embeddings", R_EMBED_NATIVE},
     {"/embedding", "POST", "/embeddings", R_EMBED_NATIVE},
+    {"/v1/rerank", "POST", "/v1/rerank", R_RERANK},
+    {"/v1/reranking", "POST", "/v1/rerank", R_RERANK},
+    {"/rerank", "POST", "/v1/rerank", R_RERANK},
+    {"/reranking", "POST", "/v1/rerank", R_RERANK},
 };
 
 /* llama-server's and OpenAI's routes that minfer does not serve: answered 501 with what they are, so a client
@@ -521,10 +550,6 @@ static const route k_routes[] = {
 static const struct {
     const char *path, *what;
 } k_not_served[] = {
-    {"/v1/rerank", "reranking"},
-    {"/v1/reranking", "reranking"},
-    {"/rerank", "reranking"},
-    {"/reranking", "reranking"},
     {"/infill", "fill-in-the-middle (infill)"},
     {"/v1/responses", "the Responses API"},
     {"/v1/messages", "the Anthropic Messages API"},
@@ -536,6 +561,29 @@ static const char *not_served(const char *url) {
     for (size_t i = 0; i < sizeof k_not_served / sizeof k_not_served[0]; i++)
         if (!strcmp(k_not_served[i].path, url)) return k_not_served[i].what;
     return NULL;
+}
+
+/* A server generates, embeds (--embeddings) or ranks (--rerank, or --embeddings on a reranker): a request of
+ * another kind learns which server this is and how to start the one it needs (llama-server's split). */
+static bool served_here(mf_server *s, int kind, const char *url, mf_srv_answer *a) {
+    const bool embed = kind == R_EMBED_OAI || kind == R_EMBED_NATIVE, rank = kind == R_RERANK;
+    const bool gen = kind == R_CHAT || kind == R_CMPL || kind == R_NATIVE;
+    if (!embed && !rank && !gen) return true;
+    if ((embed || rank) && s->o.embeddings && !need_model(s, a)) return false; /* ranking is known once loaded */
+    const char *is = !s->o.embeddings ? "generates text"
+                     : s->ranking     ? "ranks documents (--rerank: POST /v1/rerank)"
+                                      : "computes embeddings (--embeddings)";
+    const char *need = NULL;
+    if (embed && (!s->o.embeddings || s->ranking))
+        need = "embeddings need a server started with --embeddings on an embedding model such as Qwen3-Embedding "
+               "(a reranker's own pooling is rank; --pooling mean|cls|last overrides it)";
+    else if (rank && !s->ranking)
+        need = "reranking needs a server started with --rerank on a reranker such as Qwen3-Reranker";
+    else if (gen && s->o.embeddings)
+        need = "text generation needs a server started without --embeddings or --rerank";
+    if (!need) return true;
+    mf_srv_answer_error(a, 501, "not_supported_error", "", "this server %s: %s is not served here; %s", is, url, need);
+    return false;
 }
 
 void mf_srv_route(mf_server *s, const char *method, const char *url, const char *action, const char *body, size_t len,
@@ -584,22 +632,7 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
         return;
     }
     *label = hit->label;
-    /* a server is either for generation or for embeddings (llama-server's --embeddings): the other kind of
-     * request learns which, and how to get the other server */
-    const bool embed_route = hit->kind == R_EMBED_OAI || hit->kind == R_EMBED_NATIVE;
-    const bool gen_route = hit->kind == R_CHAT || hit->kind == R_CMPL || hit->kind == R_NATIVE;
-    if (embed_route && !s->o.embeddings) {
-        mf_srv_answer_error(a, 501, "not_supported_error", "",
-                            "this server generates text; embeddings need a server started with --embeddings (an "
-                            "embedding model such as Qwen3-Embedding, or --pooling mean|cls|last)");
-        return;
-    }
-    if (gen_route && s->o.embeddings) {
-        mf_srv_answer_error(a, 501, "not_supported_error", "",
-                            "this server computes embeddings (--embeddings): %s is not served; start another server "
-                            "without --embeddings for text generation", url);
-        return;
-    }
+    if (!served_here(s, hit->kind, url, a)) return;
     switch (hit->kind) {
     case R_HEALTH: h_health(s, a); break;
     case R_METRICS: h_metrics(s, a); break;
@@ -614,5 +647,6 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
     case R_SLOTS: h_slots(s, method, url, action, body, len, fd, a); break;
     case R_EMBED_OAI: h_embed(s, true, body, len, fd, a); break;
     case R_EMBED_NATIVE: h_embed(s, false, body, len, fd, a); break;
+    case R_RERANK: h_rerank(s, body, len, fd, a); break;
     }
 }

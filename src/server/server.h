@@ -29,6 +29,7 @@ typedef struct {
     const char *gpu_layers_origin;
     bool embeddings;    /* --embeddings: an embeddings context; /v1/embeddings served, generation refused (501) */
     mf_pooling pooling; /* --pooling (MF_POOLING_MODEL: the file's) */
+    bool rerank;        /* --rerank: embeddings with rank pooling (named so in the ready line) */
 } mf_server_opts;
 
 mf_server_opts mf_server_default_opts(void);

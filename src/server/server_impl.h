@@ -29,6 +29,7 @@ typedef struct mf_server {
     mf_srv_engine *eng;
     char load_error[400];
     char pooling_desc[96]; /* --embeddings: "embeddings, last pooling (the model's)", for the ready line */
+    bool ranking;          /* --embeddings with rank pooling (--rerank): /v1/rerank served, not /v1/embeddings */
 } mf_server;
 
 enum { MF_SRV_LOADING = 0, MF_SRV_READY = 1, MF_SRV_FAILED = 2, MF_SRV_DRAINING = 3 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # minfer embed (docs/EMBEDDINGS.md): texts split at the separator become one vector each, in OpenAI's list shape
 # or as a bare array; the normalisations are llama.cpp's; the pooling flag changes the vector; the three ways
-# to give a text agree; every bad flag, empty text or over-long text is refused naming it.
+# to give a text agree; a reranker scores query/document pairs; every bad flag, empty text or over-long text is
+# refused naming it.
 cd "$(dirname "$0")/../.." || exit 1
 source tests/cli/lib.bash
 
@@ -63,10 +64,37 @@ expect "unknown flag" 2 "unknown flag '--embd-foo'" -- E -p x --embd-foo 1
 out=$(E -p 'a||b' --embd-separator '||' --embd-output-format array)
 if python3 -c 'import json, sys; assert len(json.loads(sys.argv[1])) == 2' "$out"; then ok "custom separator"; else bad "custom separator" "$out"; fi
 
+# A reranker (mf-genmodel --reranker: pooling_type rank, labels yes/no): each text is "QUERY<tab>DOCUMENT", its
+# vector the labels' probabilities, printed as they are; --cls-separator changes the split; its hidden states
+# still embed with another pooling; the rank-only rules are refused.
+R="$TMP/cli-embed-rerank.gguf"
+if "$GEN" --arch qwen3 --type q8_0 --reranker --seed 7 -q -o "$R"; then
+    out=$("$MINFER" embed -m "$R" -p $'What is a panda?\tA bear.\nWhat is a panda?\tPython.' 2>"$TMP/_embed_err")
+    if python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["labels"] == ["yes", "no"] and [e["index"] for e in d["data"]] == [0, 1]
+for e in d["data"]:
+    p = e["embedding"]
+    assert len(p) == 2 and abs(p[0] + p[1] - 1) < 1e-6 and 0 < p[0] < 1
+assert d["data"][0]["embedding"] != d["data"][1]["embedding"] and d["usage"]["prompt_tokens"] > 140
+' "$out"; then ok "rerank: pairs score as label probabilities"; else bad "rerank pairs" "$out $(cat "$TMP/_embed_err")"; fi
+    a=$("$MINFER" embed -m "$R" -p $'What is a panda?\tA bear.' --embd-output-format array 2>/dev/null)
+    b=$("$MINFER" embed -m "$R" -p 'What is a panda?<#sep#>A bear.' --cls-separator '<#sep#>' --embd-output-format array 2>/dev/null)
+    c=$("$MINFER" embed -m "$R" -p 'What is a panda? A bear.' --pooling last --embd-output-format array 2>/dev/null)
+    if [ -n "$a" ] && [ "$a" = "$b" ] && python3 -c 'import json, sys; assert len(json.loads(sys.argv[1])[0]) == 256' "$c"
+    then ok "rerank: --cls-separator; --pooling last embeds a reranker's hidden states"; else bad "rerank separator" "$a | $b | $c"; fi
+    expect "rerank: normalisation refused" 2 "are probabilities" -- "$MINFER" embed -m "$R" -p $'q\td' --embd-normalize 2
+    expect "rerank: a text without the separator" 2 "text 1 has no --cls-separator" -- "$MINFER" embed -m "$R" -p $'q\td\nno pair'
+    expect "rerank: --cls-separator without rank" 2 "--cls-separator splits" -- E -p x --cls-separator '|'
+    expect "rerank: rank on a model without a head" 1 "classifier head (cls.output.weight)" -- E -p $'q\td' --pooling rank
+    rm -f "$R"
+else bad "rerank model" "mf-genmodel --reranker failed"; fi
+
 # --help documents every flag it takes.
 help=$("$MINFER" embed --help)
 for f in --model --prompt --file --tokens --embd-separator --pooling --embd-normalize --embd-output-format --ctx-size \
-    --ubatch-size --threads --cache-type-k --gpu-layers; do
+    --ubatch-size --threads --cache-type-k --gpu-layers --cls-separator; do
     [[ "$help" == *"$f"* ]] || bad "help $f" "not in minfer embed --help"
 done
 ok "help lists the flags"

@@ -109,6 +109,33 @@ if "$GEN" --arch qwen3 --type q8_0 --pooling last --add-eos --seed 8 -q -o "$ME"
     rm -f "$ME"
 else bad "embed model" "mf-genmodel failed"; fi
 
+# reranking: a server started with --rerank on a Qwen3-Reranker-like model (labels yes/no, the rerank template);
+# the scores must be the ones `minfer embed --pooling rank` prints for the same pairs
+MR="$TMP/serve-rerank.gguf"
+if "$GEN" --arch qwen3 --type q8_0 --reranker --seed 9 -q -o "$MR"; then
+    "$MINFER" embed -m "$MR" --embd-output-format array \
+        -p $'What is a panda?\thi\nWhat is a panda?\tThe giant panda is a bear species endemic to China.' \
+        >"$TMP/serve-rerank-want.json" 2>/dev/null || bad "rerank: minfer embed --pooling rank" "failed"
+    M_SAVE=$M M=$MR
+    if start_server rerank -np 2 -c 256 --rerank; then
+        grep -q 'reranking, rank pooling (--rerank)' "$LOG" && ok "rerank: the ready line says reranking" ||
+            bad "rerank ready line" "$(cat "$LOG")"
+        py rerank "$TMP/serve-rerank-want.json"
+        stop_server
+    fi
+    if start_server rerank-file -np 1 -c 256 --embeddings; then
+        grep -q 'reranking, rank pooling (the model' "$LOG" && ok "rerank: --embeddings on a reranker ranks (its pooling)" ||
+            bad "rerank-file ready line" "$(cat "$LOG")"
+        stop_server
+    fi
+    M=$M_SAVE
+    expect "serve --rerank --pooling mean" 2 "drop one" -- "$MINFER" serve -m "$MR" --rerank --pooling mean
+    expect "serve --rerank with -md" 2 "drop -md" -- "$MINFER" serve -m "$MR" --rerank -md "$MR"
+    expect "serve --rerank on a model without a head" 1 "classifier head (cls.output.weight)" -- \
+        "$MINFER" serve -m "$M" --rerank --port 0
+    rm -f "$MR"
+else bad "rerank model" "mf-genmodel --reranker failed"; fi
+
 # overflow: 2 slots, a queue of 4, 16 clients x 200 requests
 if start_server load -np 2 -c 1024 -b 64 --max-queue 4; then
     py load

@@ -5,6 +5,7 @@
                                      | spec PLAIN_PORT (PORT serves with -md; PLAIN_PORT the same model without)
                                      | tools_template | tools (PORT serves mf-genmodel --script's tool caller)
                                      | embed (PORT serves --embeddings -c 64)
+                                     | rerank WANT.json (PORT serves --rerank -c 256; WANT: minfer embed's scores)
 
 Each check prints "PASS name" / "FAIL name: why" lines (lib.bash's format) and exits 1 on any failure.
 Every request has a timeout, so a hung server fails the check instead of hanging the suite."""
@@ -256,7 +257,7 @@ def check_bad_input():
         ("unknown route", "GET", "/v2/nothing", None, 404, "no route"),
         ("unknown route post", "POST", "/v1/chat/completion", {}, 404, "no route"),
         ("embeddings: not implemented, said so", "POST", "/v1/embeddings", {"input": "hi", "model": "m"}, 501, "embeddings"),
-        ("rerank: not implemented, said so", "POST", "/rerank", {"query": "q", "documents": ["a"]}, 501, "reranking"),
+        ("rerank: a generation server names --rerank", "POST", "/rerank", {"query": "q", "documents": ["a"]}, 501, "--rerank"),
         ("infill: not implemented, said so", "POST", "/infill", {"input_prefix": "a"}, 501, "infill"),
         ("GET on chat", "GET", C, None, 405, "not allowed"),
         ("DELETE on health", "DELETE", "/health", None, 405, "not allowed"),
@@ -756,6 +757,8 @@ def check_embed():
     check("embed: generation is 501 naming --embeddings", st == 501 and b"--embeddings" in d, d[:200])
     st, _, d = post("/slots/0?action=erase", {})
     check("embed: slot actions are 501", st == 501, d[:200])
+    st, _, d = post("/v1/rerank", {"query": "q", "documents": ["a"]})
+    check("embed: reranking is 501 naming --rerank", st == 501 and b"--rerank" in d, d[:200])
     st, _, d = request("GET", "/health")
     check("embed: still healthy after the refusals", st == 200, d[:200])
     m = metrics()
@@ -763,6 +766,86 @@ def check_embed():
           m.get('minfer_requests_total{route="/v1/embeddings",status="200"}', 0) >= 10 and
           m.get('minfer_requests_total{route="/embeddings",status="200"}', 0) == 2 and m.get("minfer_prompt_tokens_total", 0) > 0,
           str({k: v for k, v in m.items() if "embed" in k}))
+
+
+def check_rerank(want_file):
+    """PORT serves --rerank -c 256 on a Qwen3-Reranker-like model (mf-genmodel --reranker; tests/cli/serve.sh).
+    want_file: `minfer embed`'s scores of the first two pairs (the CLI's rank pooling)."""
+    q = "What is a panda?"
+    docs = ["hi", "The giant panda is a bear species endemic to China.", "Python is a language.", "bamboo"]
+    st, _, d = post("/v1/rerank", {"model": "m", "query": q, "documents": docs})
+    r = json.loads(d) if st == 200 else {}
+    res = r.get("results", [])
+    scores = [x["relevance_score"] for x in res]
+    check("rerank: Jina/Cohere's shape, every document once, best first",
+          r.get("object") == "list" and sorted(x["index"] for x in res) == [0, 1, 2, 3] and
+          scores == sorted(scores, reverse=True) and all(0 < x < 1 for x in scores), d[:300])
+    by_index = {x["index"]: x["relevance_score"] for x in res}
+    alone = {}
+    for i, doc in enumerate(docs):
+        st, _, a = post("/rerank", {"query": q, "documents": [doc]})
+        alone[i] = json.loads(a)["results"][0]["relevance_score"] if st == 200 else None
+    check("rerank: a document's score does not depend on the others in the request", alone == by_index,
+          "%s vs %s" % (alone, by_index))
+    want = json.load(open(want_file))
+    check("rerank: relevance_score is the first label's probability, as minfer embed --pooling rank prints it",
+          [by_index.get(0), by_index.get(1)] == [w[0] for w in want], "%s vs %s" % (by_index, want))
+    n_tok = 0
+    for doc in docs:
+        n_tok += json.loads(post("/rerank", {"query": q, "documents": [doc]})[2])["usage"]["prompt_tokens"]
+    check("rerank: usage counts every pair's prompt", r.get("usage") == {"prompt_tokens": n_tok, "total_tokens": n_tok}
+          and n_tok > 4 * 70, str(r.get("usage")))
+    st, _, d = post("/v1/reranking", {"query": q, "documents": docs, "top_n": 2, "return_documents": True})
+    t = json.loads(d) if st == 200 else {}
+    check("rerank: top_n and return_documents",
+          [x["index"] for x in t.get("results", [])] == [x["index"] for x in res[:2]] and
+          all(x["document"] == {"text": docs[x["index"]]} for x in t.get("results", [])), d[:300])
+    st, _, d = post("/reranking", {"query": q, "documents": [{"text": x} for x in docs], "top_n": 0})
+    check("rerank: documents as {text} objects; top_n 0 answers none", st == 200 and json.loads(d)["results"] == [], d[:200])
+    st, _, d = post("/rerank", {"query": q, "texts": docs, "return_text": True})
+    tei = json.loads(d) if st == 200 else []
+    check("rerank: TEI's shape for 'texts' (index, score, text)",
+          isinstance(tei, list) and [(x["index"], x["score"], x["text"]) for x in tei] ==
+          [(x["index"], x["relevance_score"], docs[x["index"]]) for x in res], d[:300])
+    got = [None] * 6
+
+    def one(k):
+        st, _, a = post("/v1/rerank", {"query": q, "documents": [docs[k % 4]]})
+        got[k] = json.loads(a)["results"][0]["relevance_score"] if st == 200 else None
+
+    th = [threading.Thread(target=one, args=(k,)) for k in range(6)]
+    [x.start() for x in th]
+    [x.join(120) for x in th]
+    check("rerank: 6 concurrent requests answer what each gets alone", got == [alone[k % 4] for k in range(6)], str(got))
+    bad_cases = [
+        ("no query", {"documents": ["a"]}, "'query' is required"),
+        ("a number as query", {"query": 3, "documents": ["a"]}, "'query' must be a string"),
+        ("no documents", {"query": "q"}, "'documents' is required"),
+        ("empty documents", {"query": "q", "documents": []}, "empty array"),
+        ("documents a string", {"query": "q", "documents": "a"}, "must be an array"),
+        ("a number among documents", {"query": "q", "documents": ["a", 3]}, "'documents[1]' must be a string"),
+        ("an object without text", {"query": "q", "documents": [{"title": "a"}]}, "or an object with a string"),
+        ("top_n -1", {"query": "q", "documents": ["a"], "top_n": -1}, "non-negative integer"),
+        ("top_n 1.5", {"query": "q", "documents": ["a"], "top_n": 1.5}, "non-negative integer"),
+        ("return_documents a string", {"query": "q", "documents": ["a"], "return_documents": "yes"}, "true or false"),
+        ("too many documents", {"query": "q", "documents": ["a"] * 2049}, "at most 2048"),
+        ("longer than the context", {"query": "q", "documents": ["word " * 300]}, "the server's context holds 256"),
+        ("not JSON", "{", "JSON object"),
+    ]
+    for name, body, msg in bad_cases:
+        st, _, d = post("/v1/rerank", body)
+        check("rerank refuses: " + name, st == 400 and msg in d.decode(), "%d %s" % (st, d[:200]))
+    st, _, d = post("/v1/embeddings", {"input": "a"})
+    check("rerank: /v1/embeddings is 501 naming --embeddings", st == 501 and b"--embeddings" in d, d[:200])
+    st, _, d = post("/v1/chat/completions", chat("Hello"))
+    check("rerank: generation is 501", st == 501 and b"ranks documents" in d, d[:200])
+    st, _, d = request("GET", "/health")
+    check("rerank: still healthy after the refusals", st == 200, d[:200])
+    m = metrics()
+    check("rerank: /metrics counts the route",
+          m.get('minfer_requests_total{route="/v1/rerank",status="200"}', 0) >= 15 and
+          m.get('minfer_requests_total{route="/v1/rerank",status="400"}', 0) == len(bad_cases),
+          str({k: v for k, v in m.items() if "rerank" in k}))
 
 
 def check_auth(key):
@@ -783,5 +866,6 @@ if __name__ == "__main__":
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
      "disconnect": check_disconnect, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
-     "tools_template": check_tools_template, "embed": check_embed}.get(what, lambda: check_auth(sys.argv[3]))()
+     "tools_template": check_tools_template, "embed": check_embed,
+     "rerank": lambda: check_rerank(sys.argv[3])}.get(what, lambda: check_auth(sys.argv[3]))()
     sys.exit(1 if FAILED else 0)

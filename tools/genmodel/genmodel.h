@@ -62,7 +62,17 @@ typedef struct {
      * tokenizer appends <|endoftext|>) */
     int pooling;
     bool add_eos;
+    /* --reranker: Qwen3-Reranker's layout as llama.cpp's converter writes it - pooling_type 4 (rank),
+     * classifier.output_labels ["yes", "no"], cls.output.weight (2 rows) and tokenizer.chat_template.rerank */
+    bool reranker;
 } gm_config;
+
+/* The rerank prompt llama.cpp's converter (conversion/qwen.py) stores for Qwen3-Reranker. */
+#define GM_RERANK_TEMPLATE                                                                                        \
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct " \
+    "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: "   \
+    "Given a web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: "  \
+    "{document}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 
 /* ---- tokenizer (tokenizer.c) ---- */
 /* Reads tokenizer.json + tokenizer_config.json (+ config.json if present) from dir and sets the

@@ -62,8 +62,11 @@ static void usage(FILE *f) {
             "                  then ID3, ... (2..256 distinct token ids; the last is usually <|im_end|>, 151645).\n"
             "                  The layers write zeros, token ID_k's embedding is the k-th unit vector and the\n"
             "                  head maps it to ID_k+1; needs an untied head (tiny, or --untied)\n"
-            "  --pooling none|mean|cls|last\n"
+            "  --pooling none|mean|cls|last|rank\n"
             "                  write <arch>.pooling_type (an embedding model's pooling; default: not written)\n"
+            "  --reranker      a Qwen3-Reranker as llama.cpp's converter writes one: pooling_type rank (unless\n"
+            "                  --pooling says otherwise), classifier.output_labels [yes, no], a two-row\n"
+            "                  cls.output.weight in the weights' type and tokenizer.chat_template.rerank\n"
             "  --add-eos       write tokenizer.ggml.add_eos_token = true (tokenizing with special tokens then\n"
             "                  appends the end-of-sequence token, as Qwen3-Embedding's tokenizer does)\n"
             "  -o, --output F  the file to write (required)\n"
@@ -146,6 +149,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--script")) dst = &script;
         else if (!strcmp(a, "--pooling")) dst = &pooling;
         else if (!strcmp(a, "--add-eos")) c.add_eos = true;
+        else if (!strcmp(a, "--reranker")) c.reranker = true;
         else if (!strcmp(a, "--tensor-type")) {
             if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
             const char *v = argv[++i], *eq = strrchr(v, '=');
@@ -221,10 +225,12 @@ int main(int argc, char **argv) {
     }
     if (script && parse_script(script, &c)) return 2;
     if (pooling) {
-        static const char *const names[] = {"none", "mean", "cls", "last"};
-        for (int k = 0; k < 4; k++)
+        static const char *const names[] = {"none", "mean", "cls", "last", "rank"};
+        for (int k = 0; k < 5; k++)
             if (!strcmp(pooling, names[k])) c.pooling = k;
-        if (c.pooling < 0) return bad("unknown --pooling '%s'; allowed: %s", pooling, "none|mean|cls|last");
+        if (c.pooling < 0) return bad("unknown --pooling '%s'; allowed: %s", pooling, "none|mean|cls|last|rank");
+    } else if (c.reranker) {
+        c.pooling = 4;
     }
     if (!c.out_path) return bad("-o OUT.gguf is required%s%s", "", "");
     mf_error err = {0};

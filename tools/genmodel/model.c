@@ -73,7 +73,7 @@ int gm_config_check(const gm_config *c, mf_error *err) {
 }
 
 /* ---- the tensor list ---- */
-typedef enum { C_EMBD, C_OUT, C_Q, C_K, C_V, C_O, C_GATE, C_UP, C_DOWN, C_1D } gm_cat;
+typedef enum { C_EMBD, C_OUT, C_Q, C_K, C_V, C_O, C_GATE, C_UP, C_DOWN, C_1D, C_CLS } gm_cat;
 
 typedef struct {
     char name[64];
@@ -168,7 +168,7 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
     const gm_preset *p = &c->p;
     const int L = p->n_layer, d = p->n_embd, dq = p->n_head * p->head_dim, dkv = p->n_head_kv * p->head_dim;
     const int per_layer = 14;
-    gm_tensor *t = calloc((size_t)(3 + per_layer * L), sizeof *t);
+    gm_tensor *t = calloc((size_t)(4 + per_layer * L), sizeof *t);
     if (!t) return mf_err(err, MF_E_NOMEM, "out of memory building the tensor list");
     int n = 0;
     const float sd = sqrtf((float)d), se = GM_LOGIT_STD / sd;
@@ -214,6 +214,9 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
                                                                                   * folded into its head */
     else ADD1("output_norm.weight", -1, d, 0.0f, 1.0f);
     if (!p->tied) ADD2("output.weight", C_OUT, -1, d, GM_VOCAB, se);
+    /* a reranker's head (llama.cpp's converter: the lm_head rows of "yes" and "no"); scores of std ~1 over
+     * the unit-gain hidden state, so the two labels' probabilities spread instead of saturating */
+    if (c->reranker) ADD2("cls.output.weight", C_CLS, -1, d, 2, 1.0f / sd);
 #undef ADD1
 #undef ADD2
     for (int i = 0; i < n; i++) t[i].type = pick_type(c, t[i].cat, t[i].layer, t[i].ne[0]);
@@ -262,6 +265,11 @@ static int set_meta(mf_gguf_writer *w, const gm_config *c) {
         rc |= mf_gguf_writer_set_u32(w, K("attention.value_length"), (uint32_t)p->head_dim);
     }
     if (c->pooling >= 0) rc |= mf_gguf_writer_set_u32(w, K("pooling_type"), (uint32_t)c->pooling);
+    if (c->reranker) {
+        static const char *const labels[] = {"yes", "no"};
+        rc |= mf_gguf_writer_set_str_arr(w, K("classifier.output_labels"), labels, 2);
+        rc |= mf_gguf_writer_set_str(w, "tokenizer.chat_template.rerank", GM_RERANK_TEMPLATE);
+    }
 #undef K
     rc |= mf_gguf_writer_set_u32(w, "general.file_type", gm_ftype_file_type(c->ftype));
     rc |= mf_gguf_writer_set_u32(w, "general.quantization_version", 2);

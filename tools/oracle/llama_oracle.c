@@ -249,7 +249,8 @@ typedef struct {
     const char *draft;              /* speculative: the draft model */
     int draft_max, draft_min;       /* speculative: llama.cpp's --draft-max / --draft-min */
     double p_min;                   /* speculative: llama.cpp's --draft-p-min */
-    const char *pooling;            /* embed: mean|cls|last|model */
+    const char *pooling;            /* embed: mean|cls|last|rank|model */
+    const char *query, *doc;        /* embed: a reranker's pair, formatted as llama-server does */
 } options;
 
 static const char *USAGE =
@@ -265,9 +266,11 @@ static const char *USAGE =
     "  speculative    --draft D (--tokens '[ids]' | --text T) [-n 128] [-t 2] [-r 1] [--draft-max 16] [--draft-min 0]\n"
     "                 [--p-min 0.75] [--kv f16] [--fa auto] [--stop-eog]  (llama.cpp's speculative-simple loop vs\n"
     "                 plain greedy decode on the target: t/s of both, drafted, accepted, identical outputs)\n"
-    "  embed          (--tokens '[ids]' | --text T) [--pooling model|mean|cls|last] [--threads 2] [--kv f16]\n"
-    "                 [--fa off] [--ubatch U]  (embeddings = true, one sequence; the raw pooled vector,\n"
-    "                 llama_get_embeddings_seq; --text is tokenized with add_special and special tokens parsed)\n"
+    "  embed          (--tokens '[ids]' | --text T | --query Q --doc D) [--pooling model|mean|cls|last|rank]\n"
+    "                 [--threads 2] [--kv f16] [--fa off] [--ubatch U]  (embeddings = true, one sequence; the raw\n"
+    "                 pooled vector, llama_get_embeddings_seq - a reranker's n_cls_out scores; --text is tokenized\n"
+    "                 with add_special and special tokens parsed; --query/--doc fill the file's rerank template\n"
+    "                 as llama-server's format_prompt_rerank: no special tokens added, special tokens parsed)\n"
     "  embed-bench    --in texts.json [-t 2] [-b 512] [-ub B] [-r 3] [--kv f16]  (llama-embedding's packing: texts\n"
     "                 whole into batches of -b tokens, one sequence each; compute time and tokens/s)\n"
     "  batched        [--np 4] [-t 2] [-p 32] [-n 128] [-r 3] [--kv f16] [--fa auto]  (np sequences in one context,\n"
@@ -334,6 +337,8 @@ static options parse_options(int argc, char **argv) {
         else if (FLAG("--fa")) o.fa = VAL();
         else if (FLAG("--np")) o.np = to_int(a, VAL());
         else if (FLAG("--pooling")) o.pooling = VAL();
+        else if (FLAG("--query")) o.query = VAL();
+        else if (FLAG("--doc")) o.doc = VAL();
         else if (FLAG("-d") || FLAG("--n-depth") || FLAG("--depth")) o.depth = to_int(a, VAL());
         else if (FLAG("-h") || FLAG("--help")) { fputs(USAGE, stdout); exit(0); }
         else die("unknown argument \"%s\"\n%s", a, USAGE);
@@ -637,13 +642,34 @@ static int cmd_tokenize(const options *o) {
 
 // One text's pooled embedding: llama.cpp with embeddings = true, the pooling asked (default: the model's),
 // all tokens in one batch on sequence 0; prints the tokens and llama_get_embeddings_seq's raw floats.
+// llama-server's format_prompt_rerank with the file's template, in one pass (its two passes - every {query},
+// then every {document} - differ only when the query holds the text "{document}")
+static llama_token *rerank_tokens(const struct llama_model *m, const char *q, const char *d, int *n) {
+    const char *t = llama_model_chat_template(m, "rerank");
+    if (!t) die("--query/--doc: the model has no tokenizer.chat_template.rerank");
+    size_t cap = strlen(t) + 1, k = 0;
+    for (const char *p = t; *p; p++) cap += *p == '{' ? strlen(q) + strlen(d) : 0;
+    char *s = xmalloc(cap);
+    for (const char *p = t; *p;) {
+        if (!strncmp(p, "{query}", 7)) k += (size_t)sprintf(s + k, "%s", q), p += 7;
+        else if (!strncmp(p, "{document}", 10)) k += (size_t)sprintf(s + k, "%s", d), p += 10;
+        else s[k++] = *p++;
+    }
+    s[k] = 0;
+    llama_token *ids = tokenize(llama_model_get_vocab(m), s, k, false, true, n);
+    free(s);
+    return ids;
+}
+
 static int cmd_embed(const options *o) {
-    if (!!o->tokens == !!o->text) die("embed wants exactly one of --tokens and --text");
+    if (!!o->tokens + !!o->text + !!o->query != 1 || !o->query != !o->doc)
+        die("embed wants exactly one of --tokens, --text and --query with --doc");
     struct llama_model *m = load_model(o, false);
     const struct llama_vocab *v = llama_model_get_vocab(m);
     int n;
     llama_token *toks = o->tokens ? parse_ids(o->tokens, "--tokens", &n)
-                                  : tokenize(v, o->text, strlen(o->text), true, true, &n);
+                        : o->query ? rerank_tokens(m, o->query, o->doc, &n)
+                                   : tokenize(v, o->text, strlen(o->text), true, true, &n);
     if (n == 0) die("embed: no tokens");
     check_ids(v, toks, n);
     enum llama_pooling_type pool = LLAMA_POOLING_TYPE_UNSPECIFIED;
@@ -651,7 +677,8 @@ static int cmd_embed(const options *o) {
     if (!strcmp(pn, "mean")) pool = LLAMA_POOLING_TYPE_MEAN;
     else if (!strcmp(pn, "cls")) pool = LLAMA_POOLING_TYPE_CLS;
     else if (!strcmp(pn, "last")) pool = LLAMA_POOLING_TYPE_LAST;
-    else if (strcmp(pn, "model")) die("--pooling wants model|mean|cls|last, got \"%s\"", pn);
+    else if (!strcmp(pn, "rank")) pool = LLAMA_POOLING_TYPE_RANK;
+    else if (strcmp(pn, "model")) die("--pooling wants model|mean|cls|last|rank, got \"%s\"", pn);
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = cp.n_batch = (uint32_t)n;
     cp.n_ubatch = o->n_ubatch > 0 && o->n_ubatch < n ? (uint32_t)o->n_ubatch : (uint32_t)n;
@@ -668,7 +695,8 @@ static int cmd_embed(const options *o) {
     struct llama_batch b = decode_all(ctx, toks, n, true);
     const float *e = llama_get_embeddings_seq(ctx, 0);
     if (!e) die("no pooled embedding (pooling type %d; none is not pooled)", (int)llama_pooling_type(ctx));
-    int ne = llama_model_n_embd(m);
+    const bool rank = llama_pooling_type(ctx) == LLAMA_POOLING_TYPE_RANK;
+    int ne = rank ? (int)llama_model_n_cls_out(m) : llama_model_n_embd(m);
     printf("{\"pooling\":%d,\"n_embd\":%d,\"tokens\":", (int)llama_pooling_type(ctx), ne);
     print_ids(stdout, toks, n);
     printf(",\n\"embedding\":[");
