@@ -152,6 +152,10 @@ $(BUILD)/fuzz/fuzz_args $(BUILD)/fuzz-replay/fuzz_args: $(BUILD)/obj/src/cli/arg
 $(BUILD)/fuzz/fuzz_tok $(BUILD)/fuzz-replay/fuzz_tok: $(BUILD)/obj/tools/genmodel/tokenizer.o
 $(BUILD)/fuzz/fuzz_tok $(BUILD)/fuzz-replay/fuzz_tok: CFLAGS += -Itools/genmodel \
     -DMF_FUZZ_TOKENIZER_DIR='"$(CURDIR)/tokenizers/qwen3"'
+# the embedding / rerank parsers' harness makes its model with the generator's library (all but its main)
+$(BUILD)/fuzz/fuzz_embed $(BUILD)/fuzz-replay/fuzz_embed: $(filter-out %/main.o,$(GEN_OBJ))
+$(BUILD)/fuzz/fuzz_embed $(BUILD)/fuzz-replay/fuzz_embed: CFLAGS += -Itools/genmodel \
+    -DMF_FUZZ_TOKENIZER_DIR='"$(CURDIR)/tokenizers/qwen3"'
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB)
 	@mkdir -p $(dir $@)

@@ -335,6 +335,23 @@ def request_seeds():
     }
 
 
+def embed_seeds():
+    """Byte 0: the route (% 3: 0 /v1/embeddings, 1 /embedding, 2 /v1/rerank) and from bit 2 on the context
+    (16 + 8 * (byte >> 2) tokens); the rest is the body."""
+    big, rank = 0xFC, 0xFB  # /v1/embeddings and /v1/rerank with a context of 520 / 512: room for a rerank prompt
+    return {
+        "oai-strings": bytes([big]) + b'{"input":["Hello world","x"],"model":"m","encoding_format":"base64"}',
+        "oai-ids": bytes([0x06]) + b'{"input":[[9707,1879],[11]],"dimensions":256}',
+        "native-content": bytes([0x0A]) + b'{"content":"one text","embd_normalize":-1}',
+        "oai-bad-surrogate": bytes([big]) + b'{"input":"a\\ud800b"}',
+        "rerank-jina": bytes([rank]) + b'{"query":"What is a panda?","documents":["hi",{"text":"a bear"}],'
+                                            b'"top_n":1,"return_documents":true}',
+        "rerank-tei": bytes([rank]) + b'{"query":"q","texts":["a","b","c"],"return_text":true}',
+        "rerank-short-ctx": bytes([0x02]) + b'{"query":"q","documents":["d"]}',
+        "rerank-bad": bytes([rank]) + b'{"query":"q","documents":[{"title":"x"}],"top_n":-1}',
+    }
+
+
 def grammar_seeds():
     """Byte 0: bit 0 = a JSON Schema (else GBNF), the rest where the text is cut; grammar NUL text."""
     return {
@@ -357,7 +374,7 @@ def grammar_seeds():
 def main():
     for name, seeds in (("gguf", gguf_seeds()), ("tok", tok_seeds()), ("chat", chat_seeds()),
                         ("args", args_seeds()), ("session", session_seeds()), ("request", request_seeds()),
-                        ("grammar", grammar_seeds())):
+                        ("grammar", grammar_seeds()), ("embed", embed_seeds())):
         d = os.path.join(CORPUS, name)
         os.makedirs(d, exist_ok=True)
         for fname, data in seeds.items():
