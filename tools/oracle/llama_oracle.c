@@ -272,6 +272,7 @@ static const char *USAGE =
     "                 with add_special and special tokens parsed; --query/--doc fill the file's rerank template\n"
     "                 as llama-server's format_prompt_rerank: no special tokens added, special tokens parsed)\n"
     "  embed-bench    --in texts.json [-t 2] [-b 512] [-ub B] [-r 3] [--kv f16]  (llama-embedding's packing: texts\n"
+    "                 (strings, or a reranker's [query, document] pairs: the rerank template filled),\n"
     "                 whole into batches of -b tokens, one sequence each; compute time and tokens/s)\n"
     "  batched        [--np 4] [-t 2] [-p 32] [-n 128] [-r 3] [--kv f16] [--fa auto]  (np sequences in one context,\n"
     "                 decoded together, greedy: llama-batched-bench's S_TG; bench/serve's yardstick)\n"
@@ -713,7 +714,8 @@ static int cmd_embed(const options *o) {
     return 0;
 }
 
-// Embedding throughput, llama-embedding's way: the texts (a JSON array of strings, tokenized with add_special)
+// Embedding throughput, llama-embedding's way: the texts (a JSON array of strings, tokenized with add_special;
+// or of [query, document] pairs for a reranker, formatted as llama-server does, rerank_tokens)
 // packed whole into batches of at most -b tokens (-ub the same unless given), text k of a batch on sequence k,
 // one llama_decode per batch, every text's pooled vector read (llama_get_embeddings_seq), the memory cleared
 // between batches.  -r R timed runs after one untimed; JSON {"texts","tokens","batches","runs":[s...],
@@ -736,11 +738,23 @@ static int cmd_embed_bench(const options *o) {
             lens = xrealloc(lens, sizeof(*lens) * (size_t)cap);
         }
         size_t len;
-        char *t = jstring(&jp, &len);
-        ids[n] = tokenize(v, t, len, true, true, &lens[n]);
+        jskip(&jp);
+        if (jp.p < jp.end && *jp.p == '[') { /* a reranker's [query, document]: llama-server's prompt */
+            jexpect(&jp, '[');
+            char *q = jstring(&jp, &len);
+            jexpect(&jp, ',');
+            char *d = jstring(&jp, &len);
+            jexpect(&jp, ']');
+            ids[n] = rerank_tokens(m, q, d, &lens[n]);
+            free(q);
+            free(d);
+        } else {
+            char *t = jstring(&jp, &len);
+            ids[n] = tokenize(v, t, len, true, true, &lens[n]);
+            free(t);
+        }
         total += lens[n];
         longest = lens[n] > longest ? lens[n] : longest;
-        free(t);
         n++;
     }
     const int nb = o->n_batch > 0 ? o->n_batch : 512, nub = o->n_ubatch > 0 ? o->n_ubatch : nb;
