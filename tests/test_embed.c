@@ -17,6 +17,7 @@
  *             case above the tight tol that is not listed fails.  */
 #include "engine/engine_impl.h"
 #include "harness.h"
+#include "support/golden_model.h"
 #include "minfer.h"
 
 #include <cjson/cJSON.h>
@@ -37,22 +38,6 @@ static mf_context *new_ctx(mf_model *m, int32_t n_ctx, int32_t n_ubatch, bool em
     mf_error err = {0};
     if (mf_context_new(m, &cp, &ctx, &err)) printf("  context: %s\n", err.msg);
     return ctx;
-}
-
-static bool gen_model(const char *args, const char *path) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s -q -o %s %s", mf_test_genmodel(), path, args);
-    return system(cmd) == 0;
-}
-
-static bool sha_is(const char *path, const char *want) {
-    char cmd[1100], got[128] = {0};
-    snprintf(cmd, sizeof cmd, "sha256sum %s", path);
-    FILE *p = popen(cmd, "r");
-    if (!p) return false;
-    if (!fgets(got, sizeof got, p)) got[0] = 0;
-    pclose(p);
-    return !strncmp(got, want, 64);
 }
 
 /* The reviewed outlier cases (see the classes above): golden, text index, pooling, |d| measured. */
@@ -94,25 +79,13 @@ static void run_golden(const char *file) {
     cJSON *j = cJSON_Parse(text);
     free(text);
     REQUIRE(j, "%s is not JSON", path);
-    const char *name = cJSON_GetObjectItem(j, "name")->valuestring;
-    const cJSON *args = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "generator"), "args");
-    char argv[512] = "";
-    bool f16 = false;
-    for (int i = 0; i < cJSON_GetArraySize(args); i++) {
-        const char *a = cJSON_GetArrayItem(args, i)->valuestring;
-        strncat(argv, " ", sizeof argv - strlen(argv) - 1);
-        strncat(argv, a, sizeof argv - strlen(argv) - 1);
-        if (i && !strcmp(cJSON_GetArrayItem(args, i - 1)->valuestring, "--type")) f16 = !strcmp(a, "f16");
-    }
+    const char *name = cJSON_GetObjectItem(j, "name")->valuestring, *type;
     snprintf(gguf, sizeof gguf, "%s/embed-%s.gguf", mf_test_tmpdir(), name);
-    REQUIRE(gen_model(argv, gguf), "%s: the generator failed", name);
-    if (!sha_is(gguf, cJSON_GetObjectItem(j, "sha256")->valuestring)) {
-        CHECK(0, "%s: the generator drifted (sha256 differs; re-record with tools/oracle/make_embed_goldens.sh)",
-              name);
-        remove(gguf);
+    if (mf_golden_model(j, gguf, "tools/oracle/make_embed_goldens.sh", &type)) {
         cJSON_Delete(j);
         return;
     }
+    const bool f16 = !strcmp(type, "f16");
     mf_model *m = NULL;
     mf_error err = {0};
     REQUIRE_OK(mf_model_load(gguf, NULL, &m, &err), "%s: %s", name, err.msg);
@@ -376,7 +349,7 @@ int main(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/embed-qwen3.gguf", mf_test_tmpdir());
     mf_error err = {0};
-    if (!gen_model("--arch qwen3 --type q8_0 --pooling last --add-eos --seed 5", path) ||
+    if (!mf_golden_gen("--arch qwen3 --type q8_0 --pooling last --add-eos --seed 5", path) ||
         mf_model_load(path, NULL, &model, &err)) {
         printf("FAIL: the test model: %s\n", err.msg);
         return mf_test_done() | 1;

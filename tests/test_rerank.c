@@ -15,6 +15,7 @@
  *             3, 4, 5, 8 tokens within 1.4e-6 of llama.cpp's hidden state, 6, 20, 77 tokens 0.020-0.029 off);
  *             the four short prompts given as ids (3-6 tokens) do not, and there the scores agree bitwise. */
 #include "harness.h"
+#include "support/golden_model.h"
 #include "minfer.h"
 
 #include <cjson/cJSON.h>
@@ -36,29 +37,13 @@ static mf_context *new_ctx(mf_model *m, int32_t n_ctx, int32_t n_ubatch, bool cl
     return ctx;
 }
 
-static bool gen_model(const char *args, const char *path) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s -q -o %s %s", mf_test_genmodel(), path, args);
-    return system(cmd) == 0;
-}
-
 static mf_model *load(const char *args, const char *name) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.gguf", mf_test_tmpdir(), name);
     mf_model *m = NULL;
     mf_error err = {0};
-    if (!gen_model(args, path) || mf_model_load(path, NULL, &m, &err)) printf("  %s: %s\n", name, err.msg);
+    if (!mf_golden_gen(args, path) || mf_model_load(path, NULL, &m, &err)) printf("  %s: %s\n", name, err.msg);
     return m;
-}
-
-static bool sha_is(const char *path, const char *want) {
-    char cmd[1100], got[128] = {0};
-    snprintf(cmd, sizeof cmd, "sha256sum %s", path);
-    FILE *p = popen(cmd, "r");
-    if (!p) return false;
-    if (!fgets(got, sizeof got, p)) got[0] = 0;
-    pclose(p);
-    return !strncmp(got, want, 64);
 }
 
 /* The reviewed outlier pairs (see the classes above): golden, pair index, |d| measured. */
@@ -136,25 +121,13 @@ static void run_golden(const char *file) {
     cJSON *j = cJSON_Parse(text);
     free(text);
     REQUIRE(j, "%s is not JSON", path);
-    const char *name = cJSON_GetObjectItem(j, "name")->valuestring;
-    const cJSON *args = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "generator"), "args");
-    char argv[512] = "";
-    bool f32 = false;
-    for (int i = 0; i < cJSON_GetArraySize(args); i++) {
-        const char *a = cJSON_GetArrayItem(args, i)->valuestring;
-        strncat(argv, " ", sizeof argv - strlen(argv) - 1);
-        strncat(argv, a, sizeof argv - strlen(argv) - 1);
-        if (i && !strcmp(cJSON_GetArrayItem(args, i - 1)->valuestring, "--type")) f32 = !strcmp(a, "f32");
-    }
+    const char *name = cJSON_GetObjectItem(j, "name")->valuestring, *type;
     snprintf(gguf, sizeof gguf, "%s/rerank-%s.gguf", mf_test_tmpdir(), name);
-    REQUIRE(gen_model(argv, gguf), "%s: the generator failed", name);
-    if (!sha_is(gguf, cJSON_GetObjectItem(j, "sha256")->valuestring)) {
-        CHECK(0, "%s: the generator drifted (sha256 differs; re-record with tools/oracle/make_rerank_goldens.sh)",
-              name);
-        remove(gguf);
+    if (mf_golden_model(j, gguf, "tools/oracle/make_rerank_goldens.sh", &type)) {
         cJSON_Delete(j);
         return;
     }
+    const bool f32 = !strcmp(type, "f32");
     mf_model *m = NULL;
     mf_error err = {0};
     REQUIRE_OK(mf_model_load(gguf, NULL, &m, &err), "%s: %s", name, err.msg);

@@ -526,38 +526,18 @@ static void slot_action(mf_srv_engine *e, mf_srv_job *j);
 
 static bool job_cancelled(void *j) { return mf_srv_job_is_cancelled(j); }
 
-/* An embeddings request, whole, between two steps: on a --embeddings server nothing else runs, and every
+/* An embeddings or reranking request, whole, between two steps: on such a server nothing else runs, and every
  * sequence is free (mf_embed leaves its sequence empty again). */
-static void embed_job(mf_srv_engine *e, mf_srv_job *j) {
+static void pooled_job(mf_srv_engine *e, mf_srv_job *j) {
     mf_server *s = e->s;
     mf_srv_metrics_observe(s->m, MF_SRV_H_QUEUE_WAIT, mf_time_now() - j->t_arrival);
     mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_ADMITTED, 1);
     mf_srv_err err = {0};
     char *body = NULL;
-    int status = mf_srv_embed_run(e->ctx, 0, e->pooling, &j->embed, s->model_name, job_cancelled, j, &body, &err);
-    if (status == 499) {
-        mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
-        mf_srv_job_finish(j, 499, NULL);
-    } else if (status != 200) {
-        mf_srv_job_fail(j, status, err.type, "%s", err.msg);
-    } else {
-        mf_srv_metrics_add(s->m, MF_SRV_C_PROMPT_TOKENS, (uint64_t)j->embed.n_tokens);
-        mf_srv_metrics_add(s->m, MF_SRV_C_PREFILLED_TOKENS, (uint64_t)j->embed.n_tokens);
-        mf_srv_job_finish(j, 200, body);
-    }
-    mf_log(MF_LOG_INFO, "[server] %s: %d inputs, %d tokens embedded (status %d)", j->id, j->embed.n,
-           j->embed.n_tokens, status);
-}
-
-/* A reranking request, whole, between two steps, as an embeddings request. */
-static void rerank_job(mf_srv_engine *e, mf_srv_job *j) {
-    mf_server *s = e->s;
-    mf_srv_metrics_observe(s->m, MF_SRV_H_QUEUE_WAIT, mf_time_now() - j->t_arrival);
-    mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_ADMITTED, 1);
-    mf_srv_err err = {0};
-    char *body = NULL;
-    const mf_srv_embed_req *in = &j->rerank.in;
-    int status = mf_srv_rerank_run(e->ctx, 0, &j->rerank, s->model_name, job_cancelled, j, &body, &err);
+    const bool rank = j->kind == MF_JOB_RERANK;
+    const mf_srv_embed_req *in = rank ? &j->rerank.in : &j->embed;
+    int status = rank ? mf_srv_rerank_run(e->ctx, 0, &j->rerank, s->model_name, job_cancelled, j, &body, &err)
+                      : mf_srv_embed_run(e->ctx, 0, e->pooling, &j->embed, s->model_name, job_cancelled, j, &body, &err);
     if (status == 499) {
         mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
         mf_srv_job_finish(j, 499, NULL);
@@ -568,7 +548,8 @@ static void rerank_job(mf_srv_engine *e, mf_srv_job *j) {
         mf_srv_metrics_add(s->m, MF_SRV_C_PREFILLED_TOKENS, (uint64_t)in->n_tokens);
         mf_srv_job_finish(j, 200, body);
     }
-    mf_log(MF_LOG_INFO, "[server] %s: %d documents, %d tokens ranked (status %d)", j->id, in->n, in->n_tokens, status);
+    mf_log(MF_LOG_INFO, "[server] %s: %d %s, %d tokens %s (status %d)", j->id, in->n, rank ? "documents" : "inputs",
+           in->n_tokens, rank ? "ranked" : "embedded", status);
 }
 
 /* Admits queued jobs while slots are free; returns after the first that must wait. */
@@ -578,8 +559,7 @@ static void admit(mf_srv_engine *e) {
         mf_srv_job *j = mf_srv_queue_pop(&s->q, 0);
         if (!j) return;
         if (j->kind == MF_JOB_SLOTS) answer_slots(e, j);
-        else if (j->kind == MF_JOB_EMBED) embed_job(e, j);
-        else if (j->kind == MF_JOB_RERANK) rerank_job(e, j);
+        else if (j->kind == MF_JOB_EMBED || j->kind == MF_JOB_RERANK) pooled_job(e, j);
         else if (j->kind != MF_JOB_GENERATE) slot_action(e, j);
         else if (mf_srv_job_is_cancelled(j)) {
             mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
