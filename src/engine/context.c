@@ -172,6 +172,12 @@ int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_conte
     if (p.n_threads == 0) p.n_threads = default_threads();
     if (share) p.n_threads = share->n_threads; /* one pool: the two never run at the same time */
     if (p.n_ubatch == 0) p.n_ubatch = 512;
+    if (p.classifier && (!p.embeddings || !model->cls_out)) {
+        return mf_err(err, MF_E_INVAL, "a classifier context %s",
+                      !p.embeddings ? "is an embeddings context: set embeddings = true too"
+                                    : "needs the model's classifier head (cls.output.weight), and this file has "
+                                      "none: it is not a reranker");
+    }
     mf_context *c = calloc(1, sizeof *c);
     if (!c) return mf_err(err, MF_E_NOMEM, "out of memory");
     c->model = model;
@@ -180,13 +186,6 @@ int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_conte
     c->n_threads = p.n_threads;
     c->type_k = p.type_k;
     c->type_v = p.type_v;
-    if (p.classifier && (!p.embeddings || !model->cls_out)) {
-        free(c);
-        return mf_err(err, MF_E_INVAL, "a classifier context %s",
-                      !p.embeddings ? "is an embeddings context: set embeddings = true too"
-                                    : "needs the model's classifier head (cls.output.weight), and this file has "
-                                      "none: it is not a reranker");
-    }
     c->embeddings = p.embeddings;
     c->classifier = p.classifier;
     c->out_width = p.classifier ? hp->n_cls_out : p.embeddings ? hp->n_embd : hp->n_vocab;

@@ -11,18 +11,6 @@
 
 #define RERANK_TEMPLATE_KEY "tokenizer.chat_template.rerank"
 
-static int ids_push(mf_tok_ids *o, int32_t id, mf_error *err) {
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 64;
-        int32_t *p = realloc(o->ids, cap * sizeof *p);
-        if (!p) return mf_err(err, MF_E_NOMEM, "out of memory");
-        o->ids = p;
-        o->cap = cap;
-    }
-    o->ids[o->n++] = id;
-    return 0;
-}
-
 /* The template with every {query} and {document} replaced, in one pass: a query that contains the text
  * "{document}" stays as written (llama.cpp replaces the queries first, then every "{document}" of the result,
  * the query's too). */
@@ -54,11 +42,11 @@ static int join_plain(const mf_tok *t, const char *q, size_t ql, const char *d, 
                       mf_error *err) {
     const bool bos = mf_tok_add_bos(t) && mf_tok_bos(t) >= 0, eos = mf_tok_add_eos(t) && mf_tok_eos(t) >= 0;
     int rc = 0;
-    if (bos) rc = ids_push(o, mf_tok_bos(t), err);
+    if (bos) rc = mf_tok_ids_push(o, mf_tok_bos(t), err);
     if (!rc) rc = mf_tok_encode(t, q, ql, 0, o, err);
-    if (!rc && eos) rc = ids_push(o, mf_tok_eos(t), err);
+    if (!rc && eos) rc = mf_tok_ids_push(o, mf_tok_eos(t), err);
     if (!rc) rc = mf_tok_encode(t, d, dl, 0, o, err);
-    if (!rc && eos) rc = ids_push(o, mf_tok_eos(t), err);
+    if (!rc && eos) rc = mf_tok_ids_push(o, mf_tok_eos(t), err);
     return rc;
 }
 

@@ -126,16 +126,23 @@ static int parse_fields(const mf_model *model, int32_t n_ctx, bool oai, const cJ
     return 0;
 }
 
+cJSON *mf_srv_embed_body(const char *body, size_t len, mf_srv_err *e) {
+    if (!mf_srv_utf8_valid(body, len)) {
+        mf_srv_fail(e, 400, "invalid_request_error", "", "the request body is not valid UTF-8");
+        return NULL;
+    }
+    cJSON *o = memchr(body, 0, len) ? NULL : cJSON_ParseWithLength(body, len);
+    if (cJSON_IsObject(o)) return o;
+    cJSON_Delete(o);
+    mf_srv_fail(e, 400, "invalid_request_error", "", "the request body must be a JSON object");
+    return NULL;
+}
+
 int mf_srv_embed_parse(const mf_model *model, int32_t n_ctx, bool oai, const char *body, size_t len,
                        mf_srv_embed_req *out, mf_srv_err *e) {
     memset(out, 0, sizeof *out);
-    if (!mf_srv_utf8_valid(body, len))
-        return mf_srv_fail(e, 400, "invalid_request_error", "", "the request body is not valid UTF-8");
-    cJSON *o = memchr(body, 0, len) ? NULL : cJSON_ParseWithLength(body, len);
-    if (!cJSON_IsObject(o)) {
-        cJSON_Delete(o);
-        return mf_srv_fail(e, 400, "invalid_request_error", "", "the request body must be a JSON object");
-    }
+    cJSON *o = mf_srv_embed_body(body, len, e);
+    if (!o) return -1;
     int rc = parse_fields(model, n_ctx, oai, o, out, e);
     cJSON_Delete(o);
     if (rc) mf_srv_embed_req_free(out);
@@ -194,31 +201,31 @@ static bool add_entry(mf_srv_buf *b, const mf_srv_embed_req *r, int32_t i, const
     return ok && add_str(b, r->oai ? "}" : "]}");
 }
 
-static bool add_tail(mf_srv_buf *b, const mf_srv_embed_req *r, const char *model_name) {
-    if (!r->oai) return add_str(b, "]");
-    cJSON *name = cJSON_CreateString(model_name);
-    char *nj = name ? cJSON_PrintUnformatted(name) : NULL;
-    char usage[128];
-    snprintf(usage, sizeof usage, ",\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d}}", r->n_tokens, r->n_tokens);
-    bool ok = nj && add_str(b, "],\"model\":") && add_str(b, nj) && add_str(b, usage);
-    cJSON_free(nj);
-    cJSON_Delete(name);
+bool mf_srv_buf_add_json_str(mf_srv_buf *b, const char *s) {
+    cJSON *j = cJSON_CreateString(s);
+    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+    bool ok = t && add_str(b, t);
+    cJSON_free(t);
+    cJSON_Delete(j);
     return ok;
 }
 
-int mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
-                     const char *model_name, bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e) {
-    *body = NULL;
-    mf_model_info info;
-    mf_model_get_info(mf_context_model(ctx), &info);
-    const int32_t group = MF_SRV_EMBED_GROUP;
-    float *v = malloc(sizeof(float) * (size_t)info.n_embd * (size_t)(r->n < group ? r->n : group));
-    mf_srv_buf b = {0};
-    bool ok = v && add_str(&b, r->oai ? "{\"object\":\"list\",\"data\":[" : "[");
-    int status = ok ? 200 : 500;
-    /* a group of inputs at a time, packed into shared forwards (mf_embed_batch: each vector is the input's
-     * alone); a client that went away is noticed between groups */
-    for (int32_t g0 = 0; ok && g0 < r->n; g0 += group) {
+static bool add_tail(mf_srv_buf *b, const mf_srv_embed_req *r, const char *model_name) {
+    if (!r->oai) return add_str(b, "]");
+    char usage[128];
+    snprintf(usage, sizeof usage, ",\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d}}", r->n_tokens, r->n_tokens);
+    return add_str(b, "],\"model\":") && mf_srv_buf_add_json_str(b, model_name) && add_str(b, usage);
+}
+
+int mf_srv_embed_groups(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
+                        const char *what, const char *param, bool (*cancelled)(void *), void *user,
+                        mf_srv_embed_take take, void *arg, mf_srv_err *e) {
+    const int32_t group = MF_SRV_EMBED_GROUP, dim = mf_embed_size(ctx);
+    float *v = malloc(sizeof(float) * (size_t)dim * (size_t)(r->n < group ? r->n : group));
+    int status = v ? 200 : 500;
+    /* a group at a time, packed into shared forwards (mf_embed_batch: each vector is the input's alone); a
+     * client that went away is noticed between groups */
+    for (int32_t g0 = 0; status == 200 && g0 < r->n; g0 += group) {
         if (cancelled && cancelled(user)) {
             status = 499;
             break;
@@ -227,25 +234,54 @@ int mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const m
         mf_error err = {0};
         int rc = mf_embed_batch(ctx, seq, (const mf_token *const *)r->ids + g0, r->n_ids + g0, k, pooling, v, &err);
         if (rc) {
-            status = rc == MF_E_NOMEM ? 500 : rc == MF_E_FORMAT ? 500 : 400;
-            mf_srv_fail(e, status, status == 400 ? "invalid_request_error" : "server_error", r->oai ? "input" : "",
-                        "inputs %d..%d: %s", g0, g0 + k - 1, err.msg);
-            ok = false;
-            break;
-        }
-        for (int32_t i = 0; ok && i < k; i++) {
-            float *vi = v + (size_t)i * (size_t)info.n_embd;
-            mf_embed_normalize(vi, info.n_embd, r->normalize);
-            ok = add_entry(&b, r, g0 + i, vi, info.n_embd);
+            status = rc == MF_E_NOMEM || rc == MF_E_FORMAT ? 500 : 400;
+            mf_srv_fail(e, status, status == 400 ? "invalid_request_error" : "server_error", param, "%s %d..%d: %s",
+                        what, g0, g0 + k - 1, err.msg);
+        } else if (!take(arg, g0, k, v, dim)) {
+            status = 500;
         }
     }
-    if (status == 200 && !(ok && add_tail(&b, r, model_name) && mf_srv_buf_add(&b, "", 1))) status = 500;
     free(v);
+    return status;
+}
+
+int mf_srv_embed_answer(int status, mf_srv_buf *b, char **body, mf_srv_err *e) {
+    *body = NULL;
+    if (status == 200 && !mf_srv_buf_add(b, "", 1)) status = 500;
     if (status == 500 && !e->msg[0]) mf_srv_fail(e, 500, "server_error", "", "out of memory building the answer");
     if (status != 200) {
-        mf_srv_buf_free(&b);
+        mf_srv_buf_free(b);
         return status;
     }
-    *body = b.s;
+    *body = b->s;
     return 200;
+}
+
+typedef struct {
+    mf_srv_buf *b;
+    const mf_srv_embed_req *r;
+} embed_out;
+
+/* A group's vectors, normalised, into the answer. */
+static bool write_group(void *arg, int32_t g0, int32_t k, float *v, int32_t dim) {
+    const embed_out *o = arg;
+    bool ok = true;
+    for (int32_t i = 0; ok && i < k; i++) {
+        float *vi = v + (size_t)i * (size_t)dim;
+        mf_embed_normalize(vi, dim, o->r->normalize);
+        ok = add_entry(o->b, o->r, g0 + i, vi, dim);
+    }
+    return ok;
+}
+
+int mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
+                     const char *model_name, bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e) {
+    mf_srv_buf b = {0};
+    embed_out o = {&b, r};
+    int status = add_str(&b, r->oai ? "{\"object\":\"list\",\"data\":[" : "[") ? 200 : 500;
+    if (status == 200)
+        status = mf_srv_embed_groups(ctx, seq, pooling, r, "inputs", r->oai ? "input" : "", cancelled, user,
+                                     write_group, &o, e);
+    if (status == 200 && !add_tail(&b, r, model_name)) status = 500;
+    return mf_srv_embed_answer(status, &b, body, e);
 }

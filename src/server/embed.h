@@ -6,6 +6,7 @@
 #define MF_SERVER_EMBED_H
 
 #include "server/request.h"
+#include "server/think.h" /* mf_srv_buf */
 
 #include "minfer.h"
 
@@ -33,6 +34,26 @@ typedef struct {
 int mf_srv_embed_parse(const mf_model *model, int32_t n_ctx, bool oai, const char *body, size_t len,
                        mf_srv_embed_req *out, mf_srv_err *e);
 void mf_srv_embed_req_free(mf_srv_embed_req *r);
+
+struct cJSON;
+/* The start of both parsers: the body must be UTF-8 without a NUL byte and a JSON object.  The object
+ * (cJSON_Delete it), or NULL after a 400 in *e. */
+struct cJSON *mf_srv_embed_body(const char *body, size_t len, mf_srv_err *e);
+
+/* Takes a group's vectors: inputs first .. first + k - 1, dim floats each (writable); false is out of memory. */
+typedef bool (*mf_srv_embed_take)(void *arg, int32_t first, int32_t k, float *v, int32_t dim);
+/* Engine thread: r's inputs through mf_embed_batch with pooling from sequence seq on, MF_SRV_EMBED_GROUP at a
+ * time (short ones sharing forwards), each group handed to take.  cancelled (may be NULL) is asked between
+ * groups.  Returns 200, 499 when cancelled answered true, or the error's status with *e filled ("WHAT a..b:
+ * why", naming param). */
+int mf_srv_embed_groups(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
+                        const char *what, const char *param, bool (*cancelled)(void *), void *user,
+                        mf_srv_embed_take take, void *arg, mf_srv_err *e);
+/* Ends an answer built in b: on 200 b's text NUL-terminated into *body (malloc'd) and 200; otherwise b is
+ * freed and the status returned (a 500 without a message says out of memory). */
+int mf_srv_embed_answer(int status, mf_srv_buf *b, char **body, mf_srv_err *e);
+/* s as a JSON string literal appended to b; false: out of memory. */
+bool mf_srv_buf_add_json_str(mf_srv_buf *b, const char *s);
 
 /* Engine thread: embeds every input with pooling (mf_embed_batch from sequence seq on, MF_SRV_EMBED_GROUP
  * inputs a call, short ones sharing forwards), then writes the answer (*body, malloc'd).  cancelled (may be

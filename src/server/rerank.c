@@ -93,13 +93,8 @@ static int parse_fields(const mf_model *model, int32_t n_ctx, const cJSON *o, mf
 int mf_srv_rerank_parse(const mf_model *model, int32_t n_ctx, const char *body, size_t len, mf_srv_rerank_req *out,
                         mf_srv_err *e) {
     memset(out, 0, sizeof *out);
-    if (!mf_srv_utf8_valid(body, len))
-        return mf_srv_fail(e, 400, "invalid_request_error", "", "the request body is not valid UTF-8");
-    cJSON *o = memchr(body, 0, len) ? NULL : cJSON_ParseWithLength(body, len);
-    if (!cJSON_IsObject(o)) {
-        cJSON_Delete(o);
-        return mf_srv_fail(e, 400, "invalid_request_error", "", "the request body must be a JSON object");
-    }
+    cJSON *o = mf_srv_embed_body(body, len, e);
+    if (!o) return -1;
     int rc = parse_fields(model, n_ctx, o, out, e);
     cJSON_Delete(o);
     if (rc) mf_srv_rerank_req_free(out);
@@ -122,22 +117,13 @@ static int by_score(const void *a, const void *b) {
 
 static bool add_str(mf_srv_buf *b, const char *s) { return mf_srv_buf_add(b, s, strlen(s)); }
 
-static bool add_json_str(mf_srv_buf *b, const char *s) {
-    cJSON *j = cJSON_CreateString(s);
-    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
-    bool ok = t && add_str(b, t);
-    cJSON_free(t);
-    cJSON_Delete(j);
-    return ok;
-}
-
 static bool add_result(mf_srv_buf *b, const mf_srv_rerank_req *r, int32_t k, const ranked *x) {
     char head[96];
     snprintf(head, sizeof head, "%s{\"index\":%d,\"%s\":%.9g", k ? "," : "", x->index,
              r->tei ? "score" : "relevance_score", (double)x->score);
     bool ok = add_str(b, head);
     if (ok && r->return_docs)
-        ok = add_str(b, r->tei ? ",\"text\":" : ",\"document\":{\"text\":") && add_json_str(b, r->docs[x->index]) &&
+        ok = add_str(b, r->tei ? ",\"text\":" : ",\"document\":{\"text\":") && mf_srv_buf_add_json_str(b, r->docs[x->index]) &&
              (r->tei || add_str(b, "}"));
     return ok && add_str(b, "}");
 }
@@ -149,48 +135,27 @@ static bool write_answer(mf_srv_buf *b, const mf_srv_rerank_req *r, const ranked
     char usage[128];
     snprintf(usage, sizeof usage, ",\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d}}", r->in.n_tokens,
              r->in.n_tokens);
-    return ok && add_str(b, "],\"model\":") && add_json_str(b, model_name) && add_str(b, usage);
+    return ok && add_str(b, "],\"model\":") && mf_srv_buf_add_json_str(b, model_name) && add_str(b, usage);
+}
+
+/* A group's scores: the first label's probability (llama-server's relevance_score) of each pair. */
+static bool take_scores(void *arg, int32_t g0, int32_t k, float *v, int32_t dim) {
+    ranked *res = arg;
+    for (int32_t i = 0; i < k; i++) res[g0 + i] = (ranked){g0 + i, v[(size_t)i * (size_t)dim]};
+    return true;
 }
 
 int mf_srv_rerank_run(mf_context *ctx, mf_seq_id seq, const mf_srv_rerank_req *r, const char *model_name,
                       bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e) {
-    *body = NULL;
-    const int32_t group = MF_SRV_EMBED_GROUP, dim = mf_embed_size(ctx);
-    const mf_srv_embed_req *in = &r->in;
-    float *v = malloc(sizeof(float) * (size_t)dim * (size_t)(in->n < group ? in->n : group));
-    ranked *res = malloc(sizeof *res * (size_t)in->n);
-    int status = v && res ? 200 : 500;
-    /* a group of pairs at a time, packed into shared forwards (each score is the pair's alone); a client
-     * that went away is noticed between groups */
-    for (int32_t g0 = 0; status == 200 && g0 < in->n; g0 += group) {
-        if (cancelled && cancelled(user)) {
-            status = 499;
-            break;
-        }
-        const int32_t k = in->n - g0 < group ? in->n - g0 : group;
-        mf_error err = {0};
-        int rc = mf_embed_batch(ctx, seq, (const mf_token *const *)in->ids + g0, in->n_ids + g0, k, MF_POOLING_RANK,
-                                v, &err);
-        if (rc) {
-            status = rc == MF_E_NOMEM || rc == MF_E_FORMAT ? 500 : 400;
-            mf_srv_fail(e, status, status == 400 ? "invalid_request_error" : "server_error", "",
-                        "documents %d..%d: %s", g0, g0 + k - 1, err.msg);
-            break;
-        }
-        for (int32_t i = 0; i < k; i++) res[g0 + i] = (ranked){g0 + i, v[(size_t)i * (size_t)dim]};
-    }
+    ranked *res = malloc(sizeof *res * (size_t)r->in.n);
+    int status = res ? mf_srv_embed_groups(ctx, seq, MF_POOLING_RANK, &r->in, "documents", "", cancelled, user,
+                                           take_scores, res, e)
+                     : 500;
     mf_srv_buf b = {0};
     if (status == 200) {
-        qsort(res, (size_t)in->n, sizeof *res, by_score);
-        if (!write_answer(&b, r, res, model_name) || !mf_srv_buf_add(&b, "", 1)) status = 500;
+        qsort(res, (size_t)r->in.n, sizeof *res, by_score);
+        if (!write_answer(&b, r, res, model_name)) status = 500;
     }
-    free(v);
     free(res);
-    if (status == 500 && !e->msg[0]) mf_srv_fail(e, 500, "server_error", "", "out of memory building the answer");
-    if (status != 200) {
-        mf_srv_buf_free(&b);
-        return status;
-    }
-    *body = b.s;
-    return 200;
+    return mf_srv_embed_answer(status, &b, body, e);
 }

@@ -24,7 +24,7 @@ typedef struct {
     pcre2_match_data *md;
 } scratch;
 
-static int ids_push(mf_tok_ids *o, int32_t id, mf_error *err) {
+int mf_tok_ids_push(mf_tok_ids *o, int32_t id, mf_error *err) {
     if (o->n == o->cap) {
         size_t nc = o->cap ? o->cap * 2 : 64;
         int32_t *p = realloc(o->ids, nc * sizeof *p);
@@ -99,7 +99,7 @@ static void try_pair(const mf_tok *t, scratch *s, int32_t l) {
 }
 
 static int bpe_word(const mf_tok *t, scratch *s, const unsigned char *w, size_t n, mf_tok_ids *out, mf_error *err) {
-    if (n == 1) return ids_push(out, t->byte_tok[w[0]], err);
+    if (n == 1) return mf_tok_ids_push(out, t->byte_tok[w[0]], err);
     if (n > s->cap_syms) {
         sym *p = realloc(s->syms, n * sizeof *p);
         cand *h = realloc(s->heap, 3 * n * sizeof *h); /* n-1 initial pairs + <= 2 per merge */
@@ -133,7 +133,7 @@ static int bpe_word(const mf_tok *t, scratch *s, const unsigned char *w, size_t 
         try_pair(t, s, c.left);
     }
     for (int32_t i = 0; i >= 0; i = s->syms[i].next) {
-        int rc = ids_push(out, s->syms[i].id, err);
+        int rc = mf_tok_ids_push(out, s->syms[i].id, err);
         if (rc) return rc;
     }
     return 0;
@@ -197,7 +197,7 @@ int mf_tok_encode(const mf_tok *t, const char *text, size_t len, unsigned flags,
     int rc = 0;
     scratch s;
     memset(&s, 0, sizeof s);
-    if ((flags & MF_TOK_ADD_BOS) && t->add_bos && (rc = ids_push(out, t->bos, err))) return rc;
+    if ((flags & MF_TOK_ADD_BOS) && t->add_bos && (rc = mf_tok_ids_push(out, t->bos, err))) return rc;
     const bool parse_special = flags & MF_TOK_PARSE_SPECIAL;
     size_t seg = 0, pos = 0;
     while (pos < len) {
@@ -217,12 +217,12 @@ int mf_tok_encode(const mf_tok *t, const char *text, size_t len, unsigned flags,
             continue;
         }
         if ((rc = encode_segment(t, &s, text + seg, pos - seg, out, err))) goto done;
-        if ((rc = ids_push(out, hit, err))) goto done;
+        if ((rc = mf_tok_ids_push(out, hit, err))) goto done;
         pos += t->text_len[hit];
         seg = pos;
     }
     rc = encode_segment(t, &s, text + seg, len - seg, out, err);
-    if (!rc && (flags & MF_TOK_ADD_BOS) && t->add_eos) rc = ids_push(out, t->eos, err); /* llama.cpp: after all */
+    if (!rc && (flags & MF_TOK_ADD_BOS) && t->add_eos) rc = mf_tok_ids_push(out, t->eos, err); /* llama.cpp: after all */
 done:
     free(s.syms);
     free(s.heap);

@@ -83,6 +83,8 @@ typedef struct {
 
 int mf_tok_encode(const mf_tok *t, const char *text, size_t len, unsigned flags, mf_tok_ids *out,
                   mf_error *err);
+/* Appends one id (MF_E_NOMEM naming the count when the list cannot grow). */
+int mf_tok_ids_push(mf_tok_ids *o, int32_t id, mf_error *err);
 
 /* --- decoding --- */
 enum {
