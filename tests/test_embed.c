@@ -72,19 +72,11 @@ static mf_pooling pooling_named(const char *s) {
 /* One golden file: regenerate its model (sha256 checked), then every case: the tokens of the text, then the
  * raw pooled vector within the case's class. */
 static void run_golden(const char *file) {
-    char path[1024], gguf[1024];
-    snprintf(path, sizeof path, "tests/golden/embed/%s", file);
-    char *text = mf_test_slurp(path, NULL);
-    REQUIRE(text, "cannot read %s", path);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    REQUIRE(j, "%s is not JSON", path);
-    const char *name = cJSON_GetObjectItem(j, "name")->valuestring, *type;
-    snprintf(gguf, sizeof gguf, "%s/embed-%s.gguf", mf_test_tmpdir(), name);
-    if (mf_golden_model(j, gguf, "tools/oracle/make_embed_goldens.sh", &type)) {
-        cJSON_Delete(j);
-        return;
-    }
+    char gguf[1024];
+    const char *type;
+    cJSON *j = mf_golden_open("embed", file, "tools/oracle/make_embed_goldens.sh", gguf, sizeof gguf, &type);
+    if (!j) return;
+    const char *name = cJSON_GetObjectItem(j, "name")->valuestring;
     const bool f16 = !strcmp(type, "f16");
     mf_model *m = NULL;
     mf_error err = {0};

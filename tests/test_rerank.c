@@ -114,19 +114,11 @@ static void check_pair(mf_model *m, mf_context *ctx, const char *name, bool f32,
 
 /* One golden file: regenerate its model (sha256 checked), then every pair. */
 static void run_golden(const char *file) {
-    char path[1024], gguf[1024];
-    snprintf(path, sizeof path, "tests/golden/rerank/%s", file);
-    char *text = mf_test_slurp(path, NULL);
-    REQUIRE(text, "cannot read %s", path);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    REQUIRE(j, "%s is not JSON", path);
-    const char *name = cJSON_GetObjectItem(j, "name")->valuestring, *type;
-    snprintf(gguf, sizeof gguf, "%s/rerank-%s.gguf", mf_test_tmpdir(), name);
-    if (mf_golden_model(j, gguf, "tools/oracle/make_rerank_goldens.sh", &type)) {
-        cJSON_Delete(j);
-        return;
-    }
+    char gguf[1024];
+    const char *type;
+    cJSON *j = mf_golden_open("rerank", file, "tools/oracle/make_rerank_goldens.sh", gguf, sizeof gguf, &type);
+    if (!j) return;
+    const char *name = cJSON_GetObjectItem(j, "name")->valuestring;
     const bool f32 = !strcmp(type, "f32");
     mf_model *m = NULL;
     mf_error err = {0};

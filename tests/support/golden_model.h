@@ -55,4 +55,25 @@ static inline int mf_golden_model(const cJSON *doc, const char *gguf, const char
     return 0;
 }
 
+/* Reads tests/golden/<kind>/<file> and writes its model to <tmp>/<kind>-<name>.gguf (gguf, cap bytes) with
+ * mf_golden_model.  The document (cJSON_Delete it), or NULL after a failed CHECK. */
+static inline cJSON *mf_golden_open(const char *kind, const char *file, const char *recorder, char *gguf, size_t cap,
+                                    const char **type) {
+    char path[1024];
+    snprintf(path, sizeof path, "tests/golden/%s/%s", kind, file);
+    char *text = mf_test_slurp(path, NULL);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!j) {
+        CHECK(0, "cannot read %s as JSON", path);
+        return NULL;
+    }
+    snprintf(gguf, cap, "%s/%s-%s.gguf", mf_test_tmpdir(), kind, cJSON_GetObjectItem(j, "name")->valuestring);
+    if (mf_golden_model(j, gguf, recorder, type)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
 #endif
