@@ -389,48 +389,27 @@ static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t 
     mf_srv_job_unref(j);
 }
 
-/* POST /v1/embeddings (OpenAI's shape) and /embedding, /embeddings (llama-server's): parsed and tokenized here,
- * embedded by the engine thread. */
-static void h_embed(mf_server *s, bool oai, const char *body, size_t len, int fd, mf_srv_answer *a) {
+/* POST /v1/embeddings (OpenAI's shape), /embedding, /embeddings (llama-server's) and /v1/rerank with its aliases:
+ * parsed and tokenized here (a reranker's pairs into its rerank prompt), run by the engine thread a group of
+ * inputs at a time. */
+static void h_pooled(mf_server *s, mf_job_kind kind, bool oai, const char *body, size_t len, int fd, mf_srv_answer *a) {
     if (!need_model(s, a)) return;
-    mf_srv_job *j = mf_srv_job_new(MF_JOB_EMBED);
+    mf_srv_job *j = mf_srv_job_new(kind);
     if (!j) {
         mf_srv_answer_error(a, 500, "server_error", "", "out of memory");
         return;
     }
     j->t_arrival = mf_time_now();
     mf_srv_err e;
-    if (mf_srv_embed_parse(s->model, s->n_ctx, oai, body, len, &j->embed, &e)) {
+    const bool rank = kind == MF_JOB_RERANK;
+    if (rank ? mf_srv_rerank_parse(s->model, s->n_ctx, body, len, &j->rerank, &e)
+             : mf_srv_embed_parse(s->model, s->n_ctx, oai, body, len, &j->embed, &e)) {
         answer_err(a, &e);
         mf_srv_job_unref(j);
         return;
     }
-    snprintf(j->id, sizeof j->id, "embd-%llu", (unsigned long long)atomic_fetch_add(&s->next_id, 1));
-    if (!queue_job(s, j, a)) return;
-    if (!mf_srv_wait_job(j, fd, false)) a->status = 0; /* the client went away; the engine stops between inputs */
-    else {
-        a->status = j->status, a->ctype = "application/json", a->body = j->body, a->len = j->body_len;
-        j->body = NULL;
-    }
-    mf_srv_job_unref(j);
-}
-
-/* POST /v1/rerank and its aliases: each document paired with the query into the model's rerank prompt here,
- * scored by the engine thread. */
-static void h_rerank(mf_server *s, const char *body, size_t len, int fd, mf_srv_answer *a) {
-    mf_srv_job *j = mf_srv_job_new(MF_JOB_RERANK);
-    if (!j) {
-        mf_srv_answer_error(a, 500, "server_error", "", "out of memory");
-        return;
-    }
-    j->t_arrival = mf_time_now();
-    mf_srv_err e;
-    if (mf_srv_rerank_parse(s->model, s->n_ctx, body, len, &j->rerank, &e)) {
-        answer_err(a, &e);
-        mf_srv_job_unref(j);
-        return;
-    }
-    snprintf(j->id, sizeof j->id, "rerank-%llu", (unsigned long long)atomic_fetch_add(&s->next_id, 1));
+    snprintf(j->id, sizeof j->id, "%s-%llu", rank ? "rerank" : "embd",
+             (unsigned long long)atomic_fetch_add(&s->next_id, 1));
     if (!queue_job(s, j, a)) return;
     if (!mf_srv_wait_job(j, fd, false)) a->status = 0; /* the client went away; the engine stops between groups */
     else {
@@ -645,8 +624,8 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
     case R_CMPL: h_generate(s, MF_SRV_COMPLETION, body, len, fd, a, stream_job); break;
     case R_NATIVE: h_generate(s, MF_SRV_NATIVE, body, len, fd, a, stream_job); break;
     case R_SLOTS: h_slots(s, method, url, action, body, len, fd, a); break;
-    case R_EMBED_OAI: h_embed(s, true, body, len, fd, a); break;
-    case R_EMBED_NATIVE: h_embed(s, false, body, len, fd, a); break;
-    case R_RERANK: h_rerank(s, body, len, fd, a); break;
+    case R_EMBED_OAI: h_pooled(s, MF_JOB_EMBED, true, body, len, fd, a); break;
+    case R_EMBED_NATIVE: h_pooled(s, MF_JOB_EMBED, false, body, len, fd, a); break;
+    case R_RERANK: h_pooled(s, MF_JOB_RERANK, false, body, len, fd, a); break;
     }
 }
