@@ -283,6 +283,14 @@ int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_t
  * (naming the text) the sequences are left empty; vectors of texts before it are written. */
 int mf_embed_batch(mf_context *ctx, mf_seq_id seq0, const mf_token *const *tokens, const int32_t *n_tokens,
                    int32_t n_texts, mf_pooling pooling, float *out, mf_error *err);
+/* Whether this model's vectors may be shortened to their first `dims` floats (Matryoshka truncation, OpenAI's
+ * `dimensions`; the caller keeps v[0..dims) of the raw pooled vector and normalises that).  dims == n_embd is
+ * always fine; a shorter one only where the model was trained for it: the Qwen3-Embedding family (a qwen3 file
+ * whose own pooling_type is last, pooled last), or where the caller vouches for it (trained: --matryoshka).
+ * Refused, naming the values and the way out: MF_E_RANGE outside 1..n_embd; MF_E_UNSUPPORTED for rank pooling
+ * (a reranker's scores) and for a model not known to be trained for it (truncating another model's vectors
+ * degrades them without saying so). */
+int mf_embed_dims_check(const mf_model *model, mf_pooling pooling, int32_t dims, bool trained, mf_error *err);
 /* llama.cpp's embd_normalize, in place: -1 none, 0 max-abs (scaled to the int16 range), 1 taxicab, 2
  * Euclidean (the OpenAI endpoint's), p > 2 the p-norm.  A zero vector stays zero. */
 void mf_embed_normalize(float *v, int32_t n, int norm);

@@ -316,6 +316,35 @@ static void test_what_cannot_be_honoured_is_refused(void) {
     free(v);
 }
 
+/* 'dimensions' (Matryoshka truncation) is honoured where the model was trained for it: the Qwen3-Embedding
+ * family (qwen3, its own pooling last, pooled last), or a caller who vouches; elsewhere it is refused, since
+ * the shortened vectors of another model are quietly worse. */
+static void test_matryoshka_only_where_trained(void) {
+    mf_error err = {0};
+    int rc = mf_embed_dims_check(model, MF_POOLING_MODEL, 64, false, &err);
+    CHECK(rc == 0, "Qwen3-Embedding-like file, 64 of %d: rc %d %s", n_embd, rc, err.msg);
+    rc = mf_embed_dims_check(model, MF_POOLING_MEAN, 64, false, &err);
+    CHECK(rc == MF_E_UNSUPPORTED && strstr(err.msg, "pooled mean") && strstr(err.msg, "--matryoshka"),
+          "mean pooling: rc %d %s", rc, err.msg);
+    CHECK(mf_embed_dims_check(model, MF_POOLING_MEAN, 64, true, &err) == 0, "vouched for: %s", err.msg);
+    CHECK(mf_embed_dims_check(model, MF_POOLING_MEAN, n_embd, false, &err) == 0, "all of them: %s", err.msg);
+    rc = mf_embed_dims_check(model, MF_POOLING_LAST, n_embd + 1, true, &err);
+    CHECK(rc == MF_E_RANGE && strstr(err.msg, "outside 1..256"), "too many: rc %d %s", rc, err.msg);
+    rc = mf_embed_dims_check(model, MF_POOLING_LAST, 0, true, &err);
+    CHECK(rc == MF_E_RANGE, "zero: rc %d %s", rc, err.msg);
+    /* the same shapes written as a generative file (no pooling_type) or as qwen2 are not known to be trained */
+    const int32_t file_pooling = model->hp.pooling;
+    model->hp.pooling = -1;
+    rc = mf_embed_dims_check(model, MF_POOLING_LAST, 64, false, &err);
+    CHECK(rc == MF_E_UNSUPPORTED && strstr(err.msg, "pooling_type absent"), "no pooling_type: rc %d %s", rc, err.msg);
+    model->hp.pooling = file_pooling;
+    const mf_arch arch = model->hp.arch;
+    model->hp.arch = MF_ARCH_QWEN2;
+    rc = mf_embed_dims_check(model, MF_POOLING_LAST, 64, false, &err);
+    CHECK(rc == MF_E_UNSUPPORTED, "qwen2: rc %d %s", rc, err.msg);
+    model->hp.arch = arch;
+}
+
 static void test_normalize_is_llama_cpps(void) {
     float v[4] = {3, -4, 0, 0};
     mf_embed_normalize(v, 4, 2);
@@ -354,6 +383,7 @@ int main(void) {
     RUN(test_packed_texts_equal_each_alone);
     RUN(test_embed_leaves_its_sequence_empty);
     RUN(test_what_cannot_be_honoured_is_refused);
+    RUN(test_matryoshka_only_where_trained);
     mf_model_free(model);
     remove(path);
     return mf_test_done();

@@ -30,6 +30,10 @@ static void usage(FILE *f) {
             "                        refused (one vector per token)\n"
             "      --embd-normalize N  -1 none, 0 max-abs (int16 range), 1 taxicab, 2 Euclidean (default,\n"
             "                        what OpenAI's endpoint returns), N > 2 the p-norm; rank: -1 only\n"
+            "      --dimensions N    keep each vector's first N floats, then normalise (Matryoshka truncation,\n"
+            "                        OpenAI's 'dimensions'): the Qwen3-Embedding family is trained for it; any\n"
+            "                        other model is refused unless --matryoshka vouches for it\n"
+            "      --matryoshka      the model was trained for Matryoshka truncation (allows --dimensions)\n"
             "      --cls-separator S  rank: what separates a text's query from its document (default: a tab)\n"
             "      --embd-output-format F  json (default) or array ([[...], ...], the vectors only)\n"
             "  -c, --ctx-size N      context size (default: the longest text, or a ubatch when the texts fill one);\n"
@@ -71,8 +75,8 @@ static int split(char *all, const char *sep, char ***out) {
 
 typedef struct {
     const char *model_path, *prompt, *file, *tokens_json, *sep, *format, *pooling, *cls_sep;
-    long norm, n_ctx, n_ubatch, n_threads;
-    bool norm_given;
+    long norm, n_ctx, n_ubatch, n_threads, dims;
+    bool norm_given, matryoshka;
 } embed_args;
 
 static int parse(int argc, char **argv, embed_args *o, mf_arg_seen *seen, mf_arg_cache *cache, mf_arg_gpu *gpu) {
@@ -83,6 +87,7 @@ static int parse(int argc, char **argv, embed_args *o, mf_arg_seen *seen, mf_arg
         {"--pooling", "", "--pooling"},          {"--embd-normalize", "", "--embd-normalize"},
         {"-c", "--ctx-size", "-c/--ctx-size/--n-ctx"}, {"-ub", "--ubatch-size", "-ub/--ubatch-size"},
         {"-t", "--threads", "-t/--threads"},    {"--cls-separator", "", "--cls-separator"},
+        {"--dimensions", "", "--dimensions"},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -93,6 +98,11 @@ static int parse(int argc, char **argv, embed_args *o, mf_arg_seen *seen, mf_arg
         const int f = mf_arg_engine_flag(argc, argv, &i, seen, cache, gpu, NULL);
         if (f < 0) return 2;
         if (f > 0) continue;
+        if (!strcmp(a, "--matryoshka")) {
+            if (!mf_arg_once(seen, "--matryoshka", NULL)) return 2;
+            o->matryoshka = true;
+            continue;
+        }
         int k = -1;
         for (int j = 0; j < (int)(sizeof names / sizeof names[0]) && k < 0; j++)
             if (!strcmp(a, names[j][0]) || (*names[j][1] && !strcmp(a, names[j][1]))) k = j;
@@ -114,7 +124,8 @@ static int parse(int argc, char **argv, embed_args *o, mf_arg_seen *seen, mf_arg
         case 8: if (!mf_arg_int(a, v, 0, 1 << 24, &o->n_ctx)) return 2; break;
         case 9: if (!mf_arg_int(a, v, 1, 1 << 20, &o->n_ubatch)) return 2; break;
         case 10: if (!mf_arg_int(a, v, 1, 1024, &o->n_threads)) return 2; break;
-        default: o->cls_sep = v; break;
+        case 11: o->cls_sep = v; break;
+        default: if (!mf_arg_int(a, v, 1, 1 << 20, &o->dims)) return 2; break;
         }
     }
     return -1; /* go on */
@@ -262,6 +273,15 @@ int mf_cmd_embed(int argc, char **argv) {
         ret = 2;
         goto out;
     }
+    if (o.matryoshka && !o.dims) {
+        fprintf(stderr, "Error: --matryoshka vouches for --dimensions, which is not given\n");
+        ret = 2;
+        goto out;
+    }
+    if (o.dims && mf_embed_dims_check(model, pooling, (int32_t)o.dims, o.matryoshka, &err)) {
+        fprintf(stderr, "Error: --%s\n", err.msg);
+        goto out; /* exit 1: what this model cannot do */
+    }
     for (int i = 0; i < n_texts; i++) {
         if (texts && rank) {
             const int r = tokenize_pair(model, texts[i], o.cls_sep ? o.cls_sep : "\t", i, &ids[i], &n_ids[i], &err);
@@ -292,7 +312,7 @@ int mf_cmd_embed(int argc, char **argv) {
     cp.embeddings = true;
     cp.classifier = rank;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
-    const int32_t dim = mf_embed_size(ctx);
+    const int32_t dim = mf_embed_size(ctx), n_out = o.dims ? (int32_t)o.dims : dim; /* Matryoshka: the first */
     if (!(vec = malloc(sizeof(float) * (size_t)dim * (size_t)n_texts))) goto nomem;
     long total = 0;
     /* short texts share forwards (a ubatch of tokens each); every vector is the one the text gets alone */
@@ -300,7 +320,7 @@ int mf_cmd_embed(int argc, char **argv) {
     if (mf_embed_batch(ctx, 0, (const mf_token *const *)ids, n_ids, n_texts, pooling, vec, &err)) goto fail;
     const double dt = mf_time_now() - t0;
     for (int i = 0; i < n_texts; i++) {
-        if (!rank) mf_embed_normalize(vec + (size_t)i * (size_t)dim, dim, (int)o.norm);
+        if (!rank) mf_embed_normalize(vec + (size_t)i * (size_t)dim, n_out, (int)o.norm);
         total += n_ids[i];
     }
     mf_context_stats st;
@@ -311,7 +331,7 @@ int mf_cmd_embed(int argc, char **argv) {
     for (int i = 0; i < n_texts; i++) {
         if (json) printf("%s{\"object\": \"embedding\", \"index\": %d, \"embedding\": ", i ? ", " : "", i);
         else if (i) printf(", ");
-        print_vec(vec + (size_t)i * (size_t)dim, dim);
+        print_vec(vec + (size_t)i * (size_t)dim, n_out);
         if (json) putchar('}');
     }
     if (json && rank) print_labels(model, dim);

@@ -56,6 +56,9 @@ static void usage(FILE *f) {
             "      --rerank             serve a reranker's scores (also --reranking; --embeddings --pooling rank):\n"
             "                           the model needs a classifier head (cls.output), as Qwen3-Reranker's GGUF\n"
             "                           files have; --embeddings on such a file ranks too (its pooling is rank)\n"
+            "      --matryoshka         with --embeddings: the model was trained for Matryoshka truncation, so\n"
+            "                           'dimensions' below its embedding size is honoured (the Qwen3-Embedding\n"
+            "                           family is known to be and needs no flag; others are refused without it)\n"
             "  -h, --help               this help\n"
             "\n"
             "SIGINT/SIGTERM: new requests get 503 'server shutting down', in-flight ones may finish within\n"
@@ -141,6 +144,9 @@ int mf_cmd_serve(int argc, char **argv) {
         } else if (IS("--rerank", "--reranking")) {
             MF_ARG_ONCE("--rerank/--reranking");
             rerank = true;
+        } else if (IS("--matryoshka", "--matryoshka")) {
+            MF_ARG_ONCE("--matryoshka");
+            o.matryoshka = true;
         } else if (IS("--pooling", "--pooling")) {
             MF_ARG_VAL("--pooling");
             pooling = v;
@@ -180,6 +186,11 @@ int mf_cmd_serve(int argc, char **argv) {
     }
     if (pooling && !o.embeddings && !rerank) {
         fprintf(stderr, "Error: --pooling applies to --embeddings; add --embeddings or drop --pooling\n");
+        return 2;
+    }
+    if (o.matryoshka && (!o.embeddings || rerank)) {
+        fprintf(stderr, "Error: --matryoshka lets /v1/embeddings shorten vectors ('dimensions'); it needs "
+                        "--embeddings%s\n", rerank ? ", and --rerank scores rather than embeds" : "");
         return 2;
     }
     if (rerank) o.embeddings = o.rerank = true, o.pooling = MF_POOLING_RANK; /* llama-server's --rerank */

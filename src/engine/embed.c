@@ -247,6 +247,31 @@ int mf_embed_batch(mf_context *ctx, mf_seq_id seq0, const mf_token *const *token
     return rc;
 }
 
+int mf_embed_dims_check(const mf_model *model, mf_pooling pooling, int32_t dims, bool trained, mf_error *err) {
+    const int32_t n_embd = model->hp.n_embd;
+    mf_pooling pool;
+    bool from_file;
+    int rc = mf_embed_pooling(model, pooling, &pool, &from_file, err);
+    if (rc) return rc;
+    if (pool == MF_POOLING_RANK)
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "dimensions %d: a reranker's vector is its labels' probabilities, which are not shortened; "
+                      "drop dimensions", dims);
+    if (dims < 1 || dims > n_embd)
+        return mf_err(err, MF_E_RANGE, "dimensions %d is outside 1..%d (the model's embedding size)", dims, n_embd);
+    /* Qwen3-Embedding (its model card: output dimensions 32..n_embd) was trained for truncation of its
+     * last-token vector; nothing in a GGUF says so of any other model */
+    const bool known = model->hp.arch == MF_ARCH_QWEN3 && model->hp.pooling == MF_POOLING_LAST &&
+                       pool == MF_POOLING_LAST;
+    if (dims == n_embd || known || trained) return 0;
+    return mf_err(err, MF_E_UNSUPPORTED,
+                  "dimensions %d shortens the vectors (Matryoshka truncation), which only a model trained for it "
+                  "survives; this one (%s, pooling_type %s, pooled %s) is not known to be (the Qwen3-Embedding "
+                  "family is): ask for %d or leave dimensions out, or vouch for the model with --matryoshka",
+                  dims, model->hp.arch_name, model->hp.pooling >= 0 ? mf_pooling_name(model->hp.pooling) : "absent",
+                  mf_pooling_name(pool), n_embd);
+}
+
 void mf_embed_normalize(float *v, int32_t n, int norm) {
     double sum = 0;
     if (norm < 0) return;

@@ -83,8 +83,24 @@ static int inputs(const mf_model *model, const cJSON *in, const char *field, mf_
     return 0;
 }
 
-static int parse_fields(const mf_model *model, int32_t n_ctx, bool oai, const cJSON *o, mf_srv_embed_req *r,
-                        mf_srv_err *e) {
+/* 'dimensions': null, n_embd, or fewer where the model was trained to be shortened (0 in r->dims: all). */
+static int dimensions(const mf_model *model, const mf_srv_embed_limits *lim, const cJSON *dim, mf_srv_embed_req *r,
+                      mf_srv_err *e) {
+    if (!dim || cJSON_IsNull(dim)) return 0;
+    if (!cJSON_IsNumber(dim) || dim->valuedouble != floor(dim->valuedouble) || dim->valuedouble < 1 ||
+        dim->valuedouble > 1 << 20)
+        return mf_srv_fail(e, 400, "invalid_request_error", "dimensions", "'dimensions' must be a positive integer");
+    mf_error err = {0};
+    const int32_t d = (int32_t)dim->valuedouble;
+    if (mf_embed_dims_check(model, lim->pooling, d, lim->matryoshka, &err))
+        return mf_srv_fail(e, 400, "invalid_request_error", "dimensions", "'dimensions': %s", err.msg);
+    r->dims = d;
+    return 0;
+}
+
+static int parse_fields(const mf_model *model, const mf_srv_embed_limits *lim, bool oai, const cJSON *o,
+                        mf_srv_embed_req *r, mf_srv_err *e) {
+    const int32_t n_ctx = lim->n_ctx;
     mf_model_info info;
     mf_model_get_info(model, &info);
     r->oai = oai;
@@ -100,11 +116,7 @@ static int parse_fields(const mf_model *model, int32_t n_ctx, bool oai, const cJ
                                "'encoding_format' must be \"float\" or \"base64\"");
         r->base64 = !strcmp(fmt->valuestring, "base64");
     }
-    const cJSON *dim = cJSON_GetObjectItemCaseSensitive(o, "dimensions");
-    if (dim && !cJSON_IsNull(dim) && !(cJSON_IsNumber(dim) && dim->valuedouble == info.n_embd))
-        return mf_srv_fail(e, 400, "invalid_request_error", "dimensions",
-                           "'dimensions' must be the model's embedding size %d (minfer does not shorten vectors)",
-                           info.n_embd);
+    if (dimensions(model, lim, cJSON_GetObjectItemCaseSensitive(o, "dimensions"), r, e)) return -1;
     const cJSON *nrm = cJSON_GetObjectItemCaseSensitive(o, "embd_normalize");
     if (nrm && !cJSON_IsNull(nrm)) {
         if (oai || !cJSON_IsNumber(nrm) || nrm->valuedouble != floor(nrm->valuedouble) || nrm->valuedouble < -1 ||
@@ -138,12 +150,12 @@ cJSON *mf_srv_embed_body(const char *body, size_t len, mf_srv_err *e) {
     return NULL;
 }
 
-int mf_srv_embed_parse(const mf_model *model, int32_t n_ctx, bool oai, const char *body, size_t len,
-                       mf_srv_embed_req *out, mf_srv_err *e) {
+int mf_srv_embed_parse(const mf_model *model, const mf_srv_embed_limits *lim, bool oai, const char *body,
+                       size_t len, mf_srv_embed_req *out, mf_srv_err *e) {
     memset(out, 0, sizeof *out);
     cJSON *o = mf_srv_embed_body(body, len, e);
     if (!o) return -1;
-    int rc = parse_fields(model, n_ctx, oai, o, out, e);
+    int rc = parse_fields(model, lim, oai, o, out, e);
     cJSON_Delete(o);
     if (rc) mf_srv_embed_req_free(out);
     return rc;
@@ -262,14 +274,15 @@ typedef struct {
     const mf_srv_embed_req *r;
 } embed_out;
 
-/* A group's vectors, normalised, into the answer. */
+/* A group's vectors, shortened to 'dimensions' before they are normalised (Matryoshka), into the answer. */
 static bool write_group(void *arg, int32_t g0, int32_t k, float *v, int32_t dim) {
     const embed_out *o = arg;
+    const int32_t n = o->r->dims ? o->r->dims : dim;
     bool ok = true;
     for (int32_t i = 0; ok && i < k; i++) {
         float *vi = v + (size_t)i * (size_t)dim;
-        mf_embed_normalize(vi, dim, o->r->normalize);
-        ok = add_entry(o->b, o->r, g0 + i, vi, dim);
+        mf_embed_normalize(vi, n, o->r->normalize);
+        ok = add_entry(o->b, o->r, g0 + i, vi, n);
     }
     return ok;
 }

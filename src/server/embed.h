@@ -24,15 +24,23 @@ typedef struct {
     bool oai;         /* OpenAI's answer shape, else llama-server's native [{"index", "embedding": [[...]]}] */
     bool base64;      /* encoding_format "base64": each vector as the base64 of its little-endian float32s */
     int normalize;    /* embd_normalize (mf_embed_normalize); OpenAI's route: always 2 */
+    int32_t dims;     /* 'dimensions': the vectors' first dims floats, normalised (0: all of them) */
 } mf_srv_embed_req;
 
+/* What a request is checked against: the server's context, pooling and --matryoshka. */
+typedef struct {
+    int32_t n_ctx;
+    mf_pooling pooling;
+    bool matryoshka;
+} mf_srv_embed_limits;
+
 /* Parses body (OpenAI: input, model, encoding_format, dimensions, user; native: content or input,
- * embd_normalize) and tokenizes every text with the model.  An input is a string, an array of strings, an
- * array of token ids or an array of such arrays.  Refused with 400 naming the field: an empty input or
- * text, a token id outside the vocabulary, more than MF_SRV_EMBED_MAX_INPUTS inputs, an input longer than
- * n_ctx tokens, dimensions other than n_embd, an unknown encoding_format. */
-int mf_srv_embed_parse(const mf_model *model, int32_t n_ctx, bool oai, const char *body, size_t len,
-                       mf_srv_embed_req *out, mf_srv_err *e);
+ * embd_normalize, dimensions) and tokenizes every text with the model.  An input is a string, an array of
+ * strings, an array of token ids or an array of such arrays.  Refused with 400 naming the field: an empty
+ * input or text, a token id outside the vocabulary, more than MF_SRV_EMBED_MAX_INPUTS inputs, an input longer
+ * than n_ctx tokens, dimensions mf_embed_dims_check refuses, an unknown encoding_format. */
+int mf_srv_embed_parse(const mf_model *model, const mf_srv_embed_limits *lim, bool oai, const char *body,
+                       size_t len, mf_srv_embed_req *out, mf_srv_err *e);
 void mf_srv_embed_req_free(mf_srv_embed_req *r);
 
 struct cJSON;

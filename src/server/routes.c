@@ -402,8 +402,9 @@ static void h_pooled(mf_server *s, mf_job_kind kind, bool oai, const char *body,
     j->t_arrival = mf_time_now();
     mf_srv_err e;
     const bool rank = kind == MF_JOB_RERANK;
+    const mf_srv_embed_limits lim = {s->n_ctx, s->o.pooling, s->o.matryoshka};
     if (rank ? mf_srv_rerank_parse(s->model, s->n_ctx, body, len, &j->rerank, &e)
-             : mf_srv_embed_parse(s->model, s->n_ctx, oai, body, len, &j->embed, &e)) {
+             : mf_srv_embed_parse(s->model, &lim, oai, body, len, &j->embed, &e)) {
         answer_err(a, &e);
         mf_srv_job_unref(j);
         return;

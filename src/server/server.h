@@ -30,6 +30,7 @@ typedef struct {
     bool embeddings;    /* --embeddings: an embeddings context; /v1/embeddings served, generation refused (501) */
     mf_pooling pooling; /* --pooling (MF_POOLING_MODEL: the file's) */
     bool rerank;        /* --rerank: embeddings with rank pooling (named so in the ready line) */
+    bool matryoshka;    /* --matryoshka: 'dimensions' below n_embd on any model (mf_embed_dims_check) */
 } mf_server_opts;
 
 mf_server_opts mf_server_default_opts(void);

@@ -48,6 +48,20 @@ assert max(abs(x) for x in m) == 32760
 mean=$(E -p 'Hello world' --pooling mean --embd-output-format array) last=$(E -p 'Hello world' --pooling last --embd-output-format array)
 if [ -n "$mean" ] && [ "$mean" != "$last" ] && [ "$last" = "$a" ]; then ok "pooling flag"; else bad "pooling flag" "$mean"; fi
 
+# Matryoshka truncation (--dimensions, on this Qwen3-Embedding-like file): the raw vector's first 64 floats,
+# then normalised; elsewhere only with --matryoshka.
+d64=$(E -p 'Hello world' --dimensions 64 --embd-output-format array)
+m64=$(E -p 'Hello world' --pooling mean --dimensions 64 --matryoshka --embd-output-format array)
+if python3 -c '
+import json, math, sys
+r, d, mean = (json.loads(s)[0] for s in sys.argv[1:4])
+s = math.sqrt(sum(x * x for x in r[:64]))
+assert len(d) == 64 and len(mean) == 64 and max(abs(x / s - y) for x, y in zip(r, d)) < 1e-6
+' "$raw" "$d64" "$m64"; then ok "--dimensions: the first floats, normalised"; else bad "--dimensions" "$d64"; fi
+expect "dimensions on mean pooling" 1 "not known to be (the Qwen3-Embedding family is)" -- E -p x --pooling mean --dimensions 64
+expect "dimensions too large" 1 "--dimensions 257 is outside 1..256" -- E -p x --dimensions 257
+expect "matryoshka without dimensions" 2 "--matryoshka vouches for --dimensions" -- E -p x --matryoshka
+
 # Refusals: exit 2 for the command line, exit 1 for what the model cannot do.
 expect "pooling none refused" 2 "--pooling none gives one vector per token" -- E -p x --pooling none
 expect "pooling unknown" 2 "--pooling 'avg' is not one of model, mean, cls, last" -- E -p x --pooling avg
@@ -87,6 +101,8 @@ assert d["data"][0]["embedding"] != d["data"][1]["embedding"] and d["usage"]["pr
     expect "rerank: normalisation refused" 2 "are probabilities" -- "$MINFER" embed -m "$R" -p $'q\td' --embd-normalize 2
     expect "rerank: a text without the separator" 2 "text 1 has no --cls-separator" -- "$MINFER" embed -m "$R" -p $'q\td\nno pair'
     expect "rerank: --cls-separator without rank" 2 "--cls-separator splits" -- E -p x --cls-separator '|'
+    expect "rerank: no dimensions for scores" 1 "labels' probabilities, which are not shortened" -- \
+        "$MINFER" embed -m "$R" -p $'q\td' --dimensions 1
     expect "rerank: rank on a model without a head" 1 "classifier head (cls.output.weight)" -- E -p $'q\td' --pooling rank
     rm -f "$R"
 else bad "rerank model" "mf-genmodel --reranker failed"; fi
@@ -94,7 +110,7 @@ else bad "rerank model" "mf-genmodel --reranker failed"; fi
 # --help documents every flag it takes.
 help=$("$MINFER" embed --help)
 for f in --model --prompt --file --tokens --embd-separator --pooling --embd-normalize --embd-output-format --ctx-size \
-    --ubatch-size --threads --cache-type-k --gpu-layers --cls-separator; do
+    --ubatch-size --threads --cache-type-k --gpu-layers --cls-separator --dimensions --matryoshka; do
     [[ "$help" == *"$f"* ]] || bad "help $f" "not in minfer embed --help"
 done
 ok "help lists the flags"

@@ -106,6 +106,7 @@ if "$GEN" --arch qwen3 --type q8_0 --pooling last --add-eos --seed 8 -q -o "$ME"
     expect "serve --pooling without --embeddings" 2 "--pooling applies to --embeddings" -- "$MINFER" serve -m "$ME" --pooling mean
     expect "serve --pooling none" 2 "none gives one vector per token" -- "$MINFER" serve -m "$ME" --embeddings --pooling none
     expect "serve --embeddings with -md" 2 "drop -md" -- "$MINFER" serve -m "$ME" --embeddings -md "$ME"
+    expect "serve --matryoshka without --embeddings" 2 "it needs --embeddings" -- "$MINFER" serve -m "$ME" --matryoshka
     rm -f "$ME"
 else bad "embed model" "mf-genmodel failed"; fi
 

@@ -34,7 +34,7 @@
 #endif
 
 static mf_model *g_model;
-static int32_t g_n_vocab;
+static int32_t g_n_vocab, g_n_embd;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
@@ -66,7 +66,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     }
     mf_model_info info;
     mf_model_get_info(g_model, &info);
-    g_n_vocab = info.n_vocab;
+    g_n_vocab = info.n_vocab, g_n_embd = info.n_embd;
     return 0;
 }
 
@@ -95,13 +95,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mf_srv_err e = {0};
     if (route < 2) {
         mf_srv_embed_req r;
-        if (mf_srv_embed_parse(g_model, n_ctx, route == 0, body, len, &r, &e)) {
+        /* the model's own pooling is rank (no 'dimensions' but null); last with --matryoshka takes any 1..n_embd */
+        const bool mrl = (data[0] & 2) != 0;
+        const mf_srv_embed_limits lim = {n_ctx, mrl ? MF_POOLING_LAST : MF_POOLING_MODEL, mrl};
+        if (mf_srv_embed_parse(g_model, &lim, route == 0, body, len, &r, &e)) {
             check_refusal(&e);
             FAIL_IF(r.ids || r.n_ids);
             return 0;
         }
         check_inputs(&r, n_ctx);
         FAIL_IF(r.normalize < -1 || r.normalize > 64 || (route == 0 && r.normalize != 2));
+        FAIL_IF(r.dims < 0 || r.dims > g_n_embd || (!mrl && r.dims));
         mf_srv_embed_req_free(&r);
         return 0;
     }

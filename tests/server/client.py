@@ -720,6 +720,15 @@ def check_embed():
     s = math.sqrt(sum(x * x for x in rv))
     check("embed: /embedding's native shape, raw with embd_normalize -1",
           st == 200 and n[0]["index"] == 0 and max(abs(x / s - y) for x, y in zip(rv, vecs[0])) < 1e-6 and s > 1.5, str(n)[:200])
+    # Matryoshka: this file is Qwen3-Embedding-like (qwen3, pooling last), so 'dimensions' keeps the raw
+    # vector's first floats and normalises them
+    st, d64 = embed({"input": texts[0], "dimensions": 64})
+    d64 = d64["data"][0]["embedding"] if st == 200 else []
+    s64 = math.sqrt(sum(x * x for x in rv[:64]))
+    check("embed: dimensions 64 is the first 64 floats, normalised",
+          len(d64) == 64 and max(abs(x / s64 - y) for x, y in zip(rv, d64)) < 1e-6, str(d64)[:200])
+    st, n = embed({"content": texts[0], "dimensions": 32, "embd_normalize": -1}, "/embedding")
+    check("embed: dimensions on /embedding", st == 200 and n[0]["embedding"][0] == rv[:32], str(n)[:200])
     st, n = embed({"input": texts[0]}, "/embeddings")
     check("embed: /embeddings takes input, L2 by default", st == 200 and n[0]["embedding"][0] == vecs[0], str(n)[:200])
     # concurrent clients: every answer is the one it gets alone
@@ -741,7 +750,9 @@ def check_embed():
         ("non-integer token", {"input": [1.5]}, 400, "integers"),
         ("a number among strings", {"input": ["a", 3]}, 400, "must be a string or an array of token ids"),
         ("an object", {"input": {"a": 1}}, 400, "'input' is required: a string"),
-        ("dimensions", {"input": "a", "dimensions": 12}, 400, "embedding size 256"),
+        ("dimensions above n_embd", {"input": "a", "dimensions": 257}, 400, "dimensions 257 is outside 1..256"),
+        ("dimensions 0", {"input": "a", "dimensions": 0}, 400, "'dimensions' must be a positive integer"),
+        ("dimensions as a string", {"input": "a", "dimensions": "64"}, 400, "'dimensions' must be a positive integer"),
         ("encoding_format", {"input": "a", "encoding_format": "int8"}, 400, "'encoding_format' must be"),
         ("embd_normalize on the OpenAI route", {"input": "a", "embd_normalize": 1}, 400, "belongs to /embedding"),
         ("too many inputs", {"input": ["a"] * 2049}, 400, "at most 2048"),
@@ -764,7 +775,7 @@ def check_embed():
     m = metrics()
     check("embed: /metrics counts the route and the tokens",
           m.get('minfer_requests_total{route="/v1/embeddings",status="200"}', 0) >= 10 and
-          m.get('minfer_requests_total{route="/embeddings",status="200"}', 0) == 2 and m.get("minfer_prompt_tokens_total", 0) > 0,
+          m.get('minfer_requests_total{route="/embeddings",status="200"}', 0) == 3 and m.get("minfer_prompt_tokens_total", 0) > 0,
           str({k: v for k, v in m.items() if "embed" in k}))
 
 

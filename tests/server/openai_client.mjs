@@ -30,6 +30,9 @@ if (process.argv[3] === "embed") {
   check("embeddings.create: base64 and float give the same floats",
     f.data.every((d, i) => d.embedding.length === 256 && d.embedding.every((x, k) => Math.fround(x) === b.data[i].embedding[k])),
     JSON.stringify(f.data[0].embedding.slice(0, 4)) + " vs " + JSON.stringify(b.data[0].embedding.slice(0, 4)));
+  const d = await client.embeddings.create({ model: "any", input, dimensions: 64 });
+  check("embeddings.create: dimensions 64 (Matryoshka) shortens the unit vectors",
+    d.data.every((e) => e.embedding.length === 64 && Math.abs(norm(e.embedding) - 1) < 1e-5), JSON.stringify(d).slice(0, 300));
   try {
     await client.embeddings.create({ model: "any", input: "" });
     check("embeddings.create: an empty input is a 400", false, "no error");
