@@ -17,6 +17,7 @@
  *             case above the tight tol that is not listed fails.  */
 #include "engine/engine_impl.h"
 #include "harness.h"
+#include "server/embed.h"
 #include "support/golden_model.h"
 #include "minfer.h"
 
@@ -263,6 +264,65 @@ static void test_packed_texts_equal_each_alone(void) {
     mf_context_free(ctx);
 }
 
+static bool gone(void *user) { return user != NULL; }
+
+/* One request of the server's embeddings route, OpenAI's shape, over the given texts. */
+static mf_srv_pooled request(mf_srv_embed_req *r, mf_token **ids, int32_t *lens, int32_t n, bool cancelled) {
+    *r = (mf_srv_embed_req){.ids = ids, .n_ids = lens, .n = n, .oai = true, .normalize = 2};
+    for (int32_t i = 0; i < n; i++) r->n_tokens += lens[i];
+    return (mf_srv_pooled){.req = r, .cancelled = gone, .user = cancelled ? r : NULL};
+}
+
+/* Requests queued together on a server run together (mf_srv_embed_run over several): each answer is byte for
+ * byte the one its request gets alone, in fewer forwards; a request whose input cannot be embedded fails
+ * alone, and a cancelled one drops out, neither touching the others' answers. */
+static void test_server_requests_run_together_answer_as_alone(void) {
+    mf_context *ctx = new_ctx(model, 64, 64, true);
+    REQUIRE(ctx, "context");
+    mf_token *t = (mf_token *)k_text, long_text[70];
+    for (int i = 0; i < 70; i++) long_text[i] = k_text[i % N_TEXT];
+    mf_token *a_ids[2] = {t, t + 2}, *b_ids[1] = {t + 5}, *c_ids[1] = {t}, *d_ids[1] = {long_text};
+    int32_t a_n[2] = {3, 5}, b_n[1] = {5}, c_n[1] = {N_TEXT}, d_n[1] = {70};
+    mf_srv_embed_req ra, rb, rc, rd;
+    mf_srv_pooled alone[3] = {request(&ra, a_ids, a_n, 2, false), request(&rb, b_ids, b_n, 1, false),
+                              request(&rc, c_ids, c_n, 1, false)};
+    int32_t f0 = forwards(ctx);
+    for (int i = 0; i < 3; i++) {
+        mf_srv_embed_run(ctx, 0, MF_POOLING_LAST, &alone[i], 1, "m");
+        REQUIRE(alone[i].status == 200 && alone[i].body, "request %d alone: %d %s", i, alone[i].status, alone[i].err.msg);
+    }
+    const int32_t f_alone = forwards(ctx) - f0;
+    mf_srv_pooled together[3] = {request(&ra, a_ids, a_n, 2, false), request(&rb, b_ids, b_n, 1, false),
+                                 request(&rc, c_ids, c_n, 1, false)};
+    f0 = forwards(ctx);
+    mf_srv_embed_run(ctx, 0, MF_POOLING_LAST, together, 3, "m");
+    const int32_t f_together = forwards(ctx) - f0;
+    for (int i = 0; i < 3; i++)
+        CHECK(together[i].status == 200 && together[i].body && !strcmp(together[i].body, alone[i].body),
+              "request %d together: status %d, answer %s", i, together[i].status,
+              together[i].body && strcmp(together[i].body, alone[i].body) ? "differs" : "same or none");
+    CHECK(f_alone == 3 && f_together == 1, "%d forwards alone, %d together (25 tokens fit one ubatch)", f_alone,
+          f_together);
+    /* D's 70 tokens exceed the 64-cell context; E's client went away */
+    mf_srv_embed_req re;
+    mf_srv_pooled mixed[4] = {request(&ra, a_ids, a_n, 2, false), request(&rd, d_ids, d_n, 1, false),
+                              request(&re, b_ids, b_n, 1, true), request(&rc, c_ids, c_n, 1, false)};
+    mf_srv_embed_run(ctx, 0, MF_POOLING_LAST, mixed, 4, "m");
+    CHECK(mixed[0].status == 200 && mixed[0].body && !strcmp(mixed[0].body, alone[0].body), "A beside a failure: %d",
+          mixed[0].status);
+    CHECK(mixed[1].status == 400 && !mixed[1].body && strstr(mixed[1].err.msg, "inputs 0..0"), "D: %d %s",
+          mixed[1].status, mixed[1].err.msg);
+    CHECK(mixed[2].status == 499 && !mixed[2].body, "E, cancelled: %d", mixed[2].status);
+    CHECK(mixed[3].status == 200 && mixed[3].body && !strcmp(mixed[3].body, alone[2].body), "C beside a failure: %d",
+          mixed[3].status);
+    CHECK(mf_kv_cells_used(ctx) == 0, "cells left: %d", mf_kv_cells_used(ctx));
+    for (int i = 0; i < 4; i++) {
+        if (i < 3) free(alone[i].body), free(together[i].body);
+        free(mixed[i].body);
+    }
+    mf_context_free(ctx);
+}
+
 static void test_embed_leaves_its_sequence_empty(void) {
     mf_context *ctx = new_ctx(model, 16, 512, true);
     REQUIRE(ctx, "context");
@@ -384,6 +444,7 @@ int main(void) {
     RUN(test_embed_leaves_its_sequence_empty);
     RUN(test_what_cannot_be_honoured_is_refused);
     RUN(test_matryoshka_only_where_trained);
+    RUN(test_server_requests_run_together_answer_as_alone);
     mf_model_free(model);
     remove(path);
     return mf_test_done();

@@ -50,7 +50,7 @@ static void usage(FILE *f) {
             "      --alias NAME         model name in answers and /v1/models (default: the file name)\n"
             "      --embeddings         serve embeddings, not generation (also --embedding, llama-server's\n"
             "                           spellings); the default context is one slot's share (-np does not\n"
-            "                           multiply it: requests are embedded one after another)\n"
+            "                           multiply it: queued requests are embedded together, 64 inputs a run)\n"
             "      --pooling P          with --embeddings: model (default: the file's pooling_type, last when it\n"
             "                           names none), mean, cls, last or rank (a reranker's: as --rerank)\n"
             "      --rerank             serve a reranker's scores (also --reranking; --embeddings --pooling rank):\n"

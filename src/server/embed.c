@@ -229,32 +229,66 @@ static bool add_tail(mf_srv_buf *b, const mf_srv_embed_req *r, const char *model
     return add_str(b, "],\"model\":") && mf_srv_buf_add_json_str(b, model_name) && add_str(b, usage);
 }
 
-int mf_srv_embed_groups(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
-                        const char *what, const char *param, bool (*cancelled)(void *), void *user,
-                        mf_srv_embed_take take, void *arg, mf_srv_err *e) {
-    const int32_t group = MF_SRV_EMBED_GROUP, dim = mf_embed_size(ctx);
-    float *v = malloc(sizeof(float) * (size_t)dim * (size_t)(r->n < group ? r->n : group));
-    int status = v ? 200 : 500;
-    /* a group at a time, packed into shared forwards (mf_embed_batch: each vector is the input's alone); a
-     * client that went away is noticed between groups */
-    for (int32_t g0 = 0; status == 200 && g0 < r->n; g0 += group) {
-        if (cancelled && cancelled(user)) {
-            status = 499;
-            break;
+/* A failed call's verdict on part q's inputs a..b. */
+static void fail_part(mf_srv_pooled *q, int rc, const char *what, const char *param, int32_t a, int32_t b,
+                      const char *why) {
+    q->status = rc == MF_E_NOMEM || rc == MF_E_FORMAT ? 500 : 400;
+    if (!param) param = q->req->oai ? "input" : "";
+    mf_srv_fail(&q->err, q->status, q->status == 400 ? "invalid_request_error" : "server_error", param,
+                "%s %d..%d: %s", what, a, b, why);
+}
+
+/* Hands the group's vectors (v, in group order) to each part's run; when the shared call failed (rc), each
+ * part of a group of several runs again alone, so that only the request with the bad input fails. */
+static void deliver(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, mf_srv_pooled *p, const int *owner,
+                    const int32_t *local, const mf_token *const *ids, const int32_t *lens, int32_t k, int rc,
+                    const mf_error *err, float *v, int32_t dim, const char *what, const char *param) {
+    const bool mixed = owner[0] != owner[k - 1];
+    for (int32_t s = 0, t; s < k; s = t) {
+        mf_srv_pooled *q = &p[owner[s]];
+        for (t = s; t < k && owner[t] == owner[s]; t++) {}
+        float *vs = v + (size_t)s * (size_t)dim;
+        int rq = rc;
+        mf_error eq = *err;
+        if (rc && mixed) rq = mf_embed_batch(ctx, seq, ids + s, lens + s, t - s, pooling, vs, &eq);
+        if (rq) fail_part(q, rq, what, param, local[s], local[t - 1], eq.msg);
+        else if (!q->take(q->arg, local[s], t - s, vs, dim)) q->status = 500;
+    }
+}
+
+void mf_srv_embed_groups(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, mf_srv_pooled *p, int n,
+                         const char *what, const char *param) {
+    enum { G = MF_SRV_EMBED_GROUP };
+    const int32_t dim = mf_embed_size(ctx);
+    float *v = malloc(sizeof(float) * (size_t)dim * G);
+    const mf_token *ids[G];
+    int32_t lens[G], local[G];
+    int owner[G];
+    int pi = 0;
+    int32_t ii = 0; /* the next input: p[pi]'s input ii */
+    for (;;) {
+        /* a client that went away is noticed between groups; its inputs are dropped from the rest */
+        for (int q = 0; q < n; q++)
+            if (p[q].status == 200 && p[q].cancelled && p[q].cancelled(p[q].user)) p[q].status = 499;
+        int32_t k = 0;
+        while (k < G && pi < n) {
+            if (p[pi].status != 200 || ii >= p[pi].req->n) {
+                pi++, ii = 0;
+                continue;
+            }
+            ids[k] = p[pi].req->ids[ii], lens[k] = p[pi].req->n_ids[ii], owner[k] = pi, local[k] = ii++;
+            k++;
         }
-        const int32_t k = r->n - g0 < group ? r->n - g0 : group;
+        if (k == 0) break;
+        if (!v) {
+            for (int32_t s = 0; s < k; s++) p[owner[s]].status = 500;
+            continue;
+        }
         mf_error err = {0};
-        int rc = mf_embed_batch(ctx, seq, (const mf_token *const *)r->ids + g0, r->n_ids + g0, k, pooling, v, &err);
-        if (rc) {
-            status = rc == MF_E_NOMEM || rc == MF_E_FORMAT ? 500 : 400;
-            mf_srv_fail(e, status, status == 400 ? "invalid_request_error" : "server_error", param, "%s %d..%d: %s",
-                        what, g0, g0 + k - 1, err.msg);
-        } else if (!take(arg, g0, k, v, dim)) {
-            status = 500;
-        }
+        const int rc = mf_embed_batch(ctx, seq, ids, lens, k, pooling, v, &err);
+        deliver(ctx, seq, pooling, p, owner, local, ids, lens, k, rc, &err, v, dim, what, param);
     }
     free(v);
-    return status;
 }
 
 int mf_srv_embed_answer(int status, mf_srv_buf *b, char **body, mf_srv_err *e) {
@@ -287,14 +321,21 @@ static bool write_group(void *arg, int32_t g0, int32_t k, float *v, int32_t dim)
     return ok;
 }
 
-int mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
-                     const char *model_name, bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e) {
-    mf_srv_buf b = {0};
-    embed_out o = {&b, r};
-    int status = add_str(&b, r->oai ? "{\"object\":\"list\",\"data\":[" : "[") ? 200 : 500;
-    if (status == 200)
-        status = mf_srv_embed_groups(ctx, seq, pooling, r, "inputs", r->oai ? "input" : "", cancelled, user,
-                                     write_group, &o, e);
-    if (status == 200 && !add_tail(&b, r, model_name)) status = 500;
-    return mf_srv_embed_answer(status, &b, body, e);
+void mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, mf_srv_pooled *p, int n,
+                      const char *model_name) {
+    mf_srv_buf *b = calloc((size_t)n, sizeof *b);
+    embed_out *o = calloc((size_t)n, sizeof *o);
+    for (int i = 0; i < n; i++) {
+        p[i].status = b && o && add_str(&b[i], p[i].req->oai ? "{\"object\":\"list\",\"data\":[" : "[") ? 200 : 500;
+        if (o) o[i] = (embed_out){&b[i], p[i].req};
+        p[i].take = write_group, p[i].arg = o ? &o[i] : NULL;
+    }
+    mf_srv_embed_groups(ctx, seq, pooling, p, n, "inputs", NULL);
+    for (int i = 0; i < n; i++) {
+        if (p[i].status == 200 && !add_tail(&b[i], p[i].req, model_name)) p[i].status = 500;
+        if (b) p[i].status = mf_srv_embed_answer(p[i].status, &b[i], &p[i].body, &p[i].err);
+        else mf_srv_fail(&p[i].err, 500, "server_error", "", "out of memory");
+    }
+    free(b);
+    free(o);
 }

@@ -50,24 +50,37 @@ struct cJSON *mf_srv_embed_body(const char *body, size_t len, mf_srv_err *e);
 
 /* Takes a group's vectors: inputs first .. first + k - 1, dim floats each (writable); false is out of memory. */
 typedef bool (*mf_srv_embed_take)(void *arg, int32_t first, int32_t k, float *v, int32_t dim);
-/* Engine thread: r's inputs through mf_embed_batch with pooling from sequence seq on, MF_SRV_EMBED_GROUP at a
- * time (short ones sharing forwards), each group handed to take.  cancelled (may be NULL) is asked between
- * groups.  Returns 200, 499 when cancelled answered true, or the error's status with *e filled ("WHAT a..b:
- * why", naming param). */
-int mf_srv_embed_groups(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
-                        const char *what, const char *param, bool (*cancelled)(void *), void *user,
-                        mf_srv_embed_take take, void *arg, mf_srv_err *e);
+
+/* One request of a shared run: several queued requests are embedded together, their inputs packed into the
+ * same forwards (each vector is still bitwise the input's alone: mf_embed_batch). */
+typedef struct {
+    const mf_srv_embed_req *req;  /* in: the inputs */
+    bool (*cancelled)(void *);    /* in: asked between groups (may be NULL) */
+    void *user;
+    mf_srv_embed_take take;       /* in: where the vectors go, in input order */
+    void *arg;
+    int status;                   /* out: 200, 499 (cancelled), or an error's status with err filled */
+    mf_srv_err err;
+    char *body;                   /* out: the answer on 200 (malloc'd), from mf_srv_embed_run / _rerank_run */
+} mf_srv_pooled;
+
+/* Engine thread: the inputs of parts p[0..n) in order through mf_embed_batch with pooling from sequence seq on,
+ * MF_SRV_EMBED_GROUP inputs a call whichever request they belong to; each part's run of a group is handed to
+ * its take.  A part that is cancelled, or whose take fails, drops out; a group that fails is run again one
+ * request at a time, so an error is only its own request's ("WHAT a..b: why", naming param; NULL: "input" on
+ * OpenAI's route).  Sets every p[i].status (callers start them at 200). */
+void mf_srv_embed_groups(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, mf_srv_pooled *p, int n,
+                         const char *what, const char *param);
 /* Ends an answer built in b: on 200 b's text NUL-terminated into *body (malloc'd) and 200; otherwise b is
  * freed and the status returned (a 500 without a message says out of memory). */
 int mf_srv_embed_answer(int status, mf_srv_buf *b, char **body, mf_srv_err *e);
 /* s as a JSON string literal appended to b; false: out of memory. */
 bool mf_srv_buf_add_json_str(mf_srv_buf *b, const char *s);
 
-/* Engine thread: embeds every input with pooling (mf_embed_batch from sequence seq on, MF_SRV_EMBED_GROUP
- * inputs a call, short ones sharing forwards), then writes the answer (*body, malloc'd).  cancelled (may be
- * NULL) is asked between groups; when it answers true, returns 499 without a body.  Returns the HTTP status;
- * an error fills *e. */
-int mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, const mf_srv_embed_req *r,
-                     const char *model_name, bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e);
+/* Engine thread: embeds every input of the n requests p[i].req with pooling (mf_srv_embed_groups: packed
+ * across requests), then writes each answer (p[i].body).  Sets p[i].status: 200, 499 without a body (cancelled),
+ * or an error's status with p[i].err.  p[i].take and arg are its own. */
+void mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, mf_srv_pooled *p, int n,
+                      const char *model_name);
 
 #endif

@@ -526,30 +526,64 @@ static void slot_action(mf_srv_engine *e, mf_srv_job *j);
 
 static bool job_cancelled(void *j) { return mf_srv_job_is_cancelled(j); }
 
-/* An embeddings or reranking request, whole, between two steps: on such a server nothing else runs, and every
- * sequence is free (mf_embed leaves its sequence empty again). */
-static void pooled_job(mf_srv_engine *e, mf_srv_job *j) {
-    mf_server *s = e->s;
-    mf_srv_metrics_observe(s->m, MF_SRV_H_QUEUE_WAIT, mf_time_now() - j->t_arrival);
-    mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_ADMITTED, 1);
-    mf_srv_err err = {0};
-    char *body = NULL;
-    const bool rank = j->kind == MF_JOB_RERANK;
-    const mf_srv_embed_req *in = rank ? &j->rerank.in : &j->embed;
-    int status = rank ? mf_srv_rerank_run(e->ctx, 0, &j->rerank, s->model_name, job_cancelled, j, &body, &err)
-                      : mf_srv_embed_run(e->ctx, 0, e->pooling, &j->embed, s->model_name, job_cancelled, j, &body, &err);
-    if (status == 499) {
-        mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
-        mf_srv_job_finish(j, 499, NULL);
-    } else if (status != 200) {
-        mf_srv_job_fail(j, status, err.type, "%s", err.msg);
-    } else {
-        mf_srv_metrics_add(s->m, MF_SRV_C_PROMPT_TOKENS, (uint64_t)in->n_tokens);
-        mf_srv_metrics_add(s->m, MF_SRV_C_PREFILLED_TOKENS, (uint64_t)in->n_tokens);
-        mf_srv_job_finish(j, 200, body);
+/* The queued requests of first's kind that follow it, while their inputs and first's fit one group
+ * (MF_SRV_EMBED_GROUP): many small requests then share forwards instead of running one after another. */
+static int gather_pooled(mf_srv_engine *e, mf_srv_job *first, mf_srv_job **jobs) {
+    const mf_srv_embed_req *in = first->kind == MF_JOB_RERANK ? &first->rerank.in : &first->embed;
+    int32_t n_in = in->n;
+    int n = 0;
+    jobs[n++] = first;
+    while (n < MF_SRV_EMBED_GROUP) {
+        mf_srv_job *j = mf_srv_queue_pop(&e->s->q, 0);
+        if (!j) break;
+        in = j->kind == MF_JOB_RERANK ? &j->rerank.in : &j->embed;
+        if (j->kind != first->kind || n_in + in->n > MF_SRV_EMBED_GROUP) {
+            mf_srv_queue_unpop(&e->s->q, j); /* the queue's reference again */
+            break;
+        }
+        n_in += in->n;
+        jobs[n++] = j;
     }
-    mf_log(MF_LOG_INFO, "[server] %s: %d %s, %d tokens %s (status %d)", j->id, in->n, rank ? "documents" : "inputs",
-           in->n_tokens, rank ? "ranked" : "embedded", status);
+    return n;
+}
+
+/* Embeddings or reranking requests, whole, between two steps: on such a server nothing else runs, and every
+ * sequence is free (mf_embed leaves its sequence empty again).  first and the requests queued behind it that
+ * fit one group run together (each vector bitwise its input's alone). */
+static void pooled_jobs(mf_srv_engine *e, mf_srv_job *first) {
+    mf_server *s = e->s;
+    mf_srv_job *jobs[MF_SRV_EMBED_GROUP];
+    mf_srv_pooled p[MF_SRV_EMBED_GROUP];
+    const mf_srv_rerank_req *rr[MF_SRV_EMBED_GROUP];
+    const int n = gather_pooled(e, first, jobs);
+    const bool rank = first->kind == MF_JOB_RERANK;
+    for (int i = 0; i < n; i++) {
+        mf_srv_metrics_observe(s->m, MF_SRV_H_QUEUE_WAIT, mf_time_now() - jobs[i]->t_arrival);
+        mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_ADMITTED, 1);
+        p[i] = (mf_srv_pooled){.req = &jobs[i]->embed, .cancelled = job_cancelled, .user = jobs[i]};
+        rr[i] = &jobs[i]->rerank;
+    }
+    if (rank) mf_srv_rerank_run(e->ctx, 0, rr, p, n, s->model_name);
+    else mf_srv_embed_run(e->ctx, 0, e->pooling, p, n, s->model_name);
+    for (int i = 0; i < n; i++) {
+        mf_srv_job *j = jobs[i];
+        const mf_srv_embed_req *in = rank ? &j->rerank.in : &j->embed;
+        if (p[i].status == 499) {
+            mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);
+            mf_srv_job_finish(j, 499, NULL);
+        } else if (p[i].status != 200) {
+            mf_srv_job_fail(j, p[i].status, p[i].err.type, "%s", p[i].err.msg);
+        } else {
+            mf_srv_metrics_add(s->m, MF_SRV_C_PROMPT_TOKENS, (uint64_t)in->n_tokens);
+            mf_srv_metrics_add(s->m, MF_SRV_C_PREFILLED_TOKENS, (uint64_t)in->n_tokens);
+            mf_srv_job_finish(j, 200, p[i].body);
+        }
+        char with[48] = "";
+        if (n > 1) snprintf(with, sizeof with, ", %d requests together", n);
+        mf_log(MF_LOG_INFO, "[server] %s: %d %s, %d tokens %s (status %d%s)", j->id, in->n,
+               rank ? "documents" : "inputs", in->n_tokens, rank ? "ranked" : "embedded", p[i].status, with);
+        if (i) mf_srv_job_unref(j); /* the ones gather_pooled popped; admit drops first's */
+    }
 }
 
 /* Admits queued jobs while slots are free; returns after the first that must wait. */
@@ -559,7 +593,7 @@ static void admit(mf_srv_engine *e) {
         mf_srv_job *j = mf_srv_queue_pop(&s->q, 0);
         if (!j) return;
         if (j->kind == MF_JOB_SLOTS) answer_slots(e, j);
-        else if (j->kind == MF_JOB_EMBED || j->kind == MF_JOB_RERANK) pooled_job(e, j);
+        else if (j->kind == MF_JOB_EMBED || j->kind == MF_JOB_RERANK) pooled_jobs(e, j);
         else if (j->kind != MF_JOB_GENERATE) slot_action(e, j);
         else if (mf_srv_job_is_cancelled(j)) {
             mf_srv_metrics_add(s->m, MF_SRV_C_CLIENT_GONE, 1);

@@ -145,17 +145,22 @@ static bool take_scores(void *arg, int32_t g0, int32_t k, float *v, int32_t dim)
     return true;
 }
 
-int mf_srv_rerank_run(mf_context *ctx, mf_seq_id seq, const mf_srv_rerank_req *r, const char *model_name,
-                      bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e) {
-    ranked *res = malloc(sizeof *res * (size_t)r->in.n);
-    int status = res ? mf_srv_embed_groups(ctx, seq, MF_POOLING_RANK, &r->in, "documents", "", cancelled, user,
-                                           take_scores, res, e)
-                     : 500;
-    mf_srv_buf b = {0};
-    if (status == 200) {
-        qsort(res, (size_t)r->in.n, sizeof *res, by_score);
-        if (!write_answer(&b, r, res, model_name)) status = 500;
+void mf_srv_rerank_run(mf_context *ctx, mf_seq_id seq, const mf_srv_rerank_req *const *r, mf_srv_pooled *p, int n,
+                       const char *model_name) {
+    for (int i = 0; i < n; i++) {
+        ranked *res = malloc(sizeof *res * (size_t)r[i]->in.n);
+        p[i].req = &r[i]->in, p[i].take = take_scores, p[i].arg = res, p[i].status = res ? 200 : 500;
     }
-    free(res);
-    return mf_srv_embed_answer(status, &b, body, e);
+    mf_srv_embed_groups(ctx, seq, MF_POOLING_RANK, p, n, "documents", "");
+    for (int i = 0; i < n; i++) {
+        ranked *res = p[i].arg;
+        mf_srv_buf b = {0};
+        if (p[i].status == 200) {
+            qsort(res, (size_t)r[i]->in.n, sizeof *res, by_score);
+            if (!write_answer(&b, r[i], res, model_name)) p[i].status = 500;
+        }
+        free(res);
+        p[i].arg = NULL;
+        p[i].status = mf_srv_embed_answer(p[i].status, &b, &p[i].body, &p[i].err);
+    }
 }

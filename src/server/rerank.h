@@ -25,11 +25,11 @@ int mf_srv_rerank_parse(const mf_model *model, int32_t n_ctx, const char *body, 
                         mf_srv_err *e);
 void mf_srv_rerank_req_free(mf_srv_rerank_req *r);
 
-/* Engine thread: scores every pair (mf_embed_batch with rank pooling from sequence seq on, in groups of
- * MF_SRV_EMBED_GROUP; a pair's score is its first label's probability, llama-server's relevance_score), then
- * writes the answer sorted by score (ties: the lower index first), the best top_n.  cancelled (may be NULL) is
- * asked between groups (499 without a body).  Returns the HTTP status; an error fills *e. */
-int mf_srv_rerank_run(mf_context *ctx, mf_seq_id seq, const mf_srv_rerank_req *r, const char *model_name,
-                      bool (*cancelled)(void *), void *user, char **body, mf_srv_err *e);
+/* Engine thread: scores every pair of the n requests r[i] (mf_srv_embed_groups with rank pooling from sequence
+ * seq on: packed across requests; a pair's score is its first label's probability, llama-server's
+ * relevance_score), then writes each answer into p[i].body, sorted by score (ties: the lower index first), the
+ * best top_n.  p[i].cancelled/user are the caller's; p[i].status is set as mf_srv_embed_run sets it. */
+void mf_srv_rerank_run(mf_context *ctx, mf_seq_id seq, const mf_srv_rerank_req *const *r, mf_srv_pooled *p, int n,
+                       const char *model_name);
 
 #endif
