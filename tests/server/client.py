@@ -764,19 +764,24 @@ def check_embed():
         check("embed refuses: " + name, st == want and msg in d.decode(), "%d %s" % (st, d[:200]))
     st, _, d = post("/embedding", {"content": "a", "embd_normalize": 0.5})
     check("embed refuses: embd_normalize 0.5", st == 400 and b"-1..64" in d, d[:200])
-    st, _, d = post("/v1/chat/completions", chat("Hello"))
-    check("embed: generation is 501 naming --embeddings", st == 501 and b"--embeddings" in d, d[:200])
-    st, _, d = post("/slots/0?action=erase", {})
-    check("embed: slot actions are 501", st == 501, d[:200])
-    st, _, d = post("/v1/rerank", {"query": "q", "documents": ["a"]})
-    check("embed: reranking is 501 naming --rerank", st == 501 and b"--rerank" in d, d[:200])
-    st, _, d = request("GET", "/health")
-    check("embed: still healthy after the refusals", st == 200, d[:200])
+    not_served_here("embed", [("generation is 501 naming --embeddings", "/v1/chat/completions", chat("Hello"), b"--embeddings"),
+                              ("slot actions are 501", "/slots/0?action=erase", {}, b""),
+                              ("reranking is 501 naming --rerank", "/v1/rerank", {"query": "q", "documents": ["a"]}, b"--rerank")])
     m = metrics()
     check("embed: /metrics counts the route and the tokens",
           m.get('minfer_requests_total{route="/v1/embeddings",status="200"}', 0) >= 10 and
           m.get('minfer_requests_total{route="/embeddings",status="200"}', 0) == 3 and m.get("minfer_prompt_tokens_total", 0) > 0,
           str({k: v for k, v in m.items() if "embed" in k}))
+
+
+def not_served_here(kind, probes):
+    """Each (name, path, body, needle): the route is another server kind's, so 501 naming needle; the server
+    stays healthy afterwards."""
+    for name, path, body, needle in probes:
+        st, _, d = post(path, body)
+        check(kind + ": " + name, st == 501 and needle in d, d[:200])
+    st, _, d = request("GET", "/health")
+    check(kind + ": still healthy after the refusals", st == 200, d[:200])
 
 
 def check_rerank(want_file):
@@ -846,12 +851,8 @@ def check_rerank(want_file):
     for name, body, msg in bad_cases:
         st, _, d = post("/v1/rerank", body)
         check("rerank refuses: " + name, st == 400 and msg in d.decode(), "%d %s" % (st, d[:200]))
-    st, _, d = post("/v1/embeddings", {"input": "a"})
-    check("rerank: /v1/embeddings is 501 naming --embeddings", st == 501 and b"--embeddings" in d, d[:200])
-    st, _, d = post("/v1/chat/completions", chat("Hello"))
-    check("rerank: generation is 501", st == 501 and b"ranks documents" in d, d[:200])
-    st, _, d = request("GET", "/health")
-    check("rerank: still healthy after the refusals", st == 200, d[:200])
+    not_served_here("rerank", [("/v1/embeddings is 501 naming --embeddings", "/v1/embeddings", {"input": "a"}, b"--embeddings"),
+                               ("generation is 501", "/v1/chat/completions", chat("Hello"), b"ranks documents")])
     m = metrics()
     check("rerank: /metrics counts the route",
           m.get('minfer_requests_total{route="/v1/rerank",status="200"}', 0) >= 15 and

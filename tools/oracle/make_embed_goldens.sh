@@ -12,14 +12,9 @@
 # Usage: tools/oracle/make_embed_goldens.sh      Env: BUILD (default build; where mf-genmodel is), WORK
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-BUILD=${BUILD:-build}
-GEN="$BUILD/mf-genmodel"
-ORACLE=tools/oracle/bin/llama_oracle
-OUT=tests/golden/embed
-WORK=${WORK:-$BUILD/embed-work}
-[ -x "$GEN" ] || { echo "make_embed_goldens: $GEN not built (make BUILD=$BUILD)" >&2; exit 1; }
-[ -x "$ORACLE" ] || { echo "make_embed_goldens: $ORACLE not built (tools/oracle/build.sh llama_oracle)" >&2; exit 1; }
-mkdir -p "$OUT" "$WORK"
+# shellcheck source=tools/oracle/golden_lib.bash
+source tools/oracle/golden_lib.bash
+golden_setup make_embed_goldens embed
 
 TEXTS=("The quick brown fox jumps over the lazy dog." "Embeddings: 東京 is a city; naïve café, 3.14 <|im_start|> end")
 # name | generator args
@@ -29,11 +24,7 @@ MODELS=(
 )
 for entry in "${MODELS[@]}"; do
   name=${entry%%|*} args=${entry#*|}
-  model="$WORK/$name.gguf"
-  # shellcheck disable=SC2086
-  "$GEN" -q -o "$model" $args
-  sha=$(sha256sum "$model" | cut -c1-64)
-  commit=$("$ORACLE" info --model "$model" --vocab-only --cpu-variant haswell 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["llama_cpp_commit"])')
+  golden_model "$name" "$args"
   cases=()
   for text in "${TEXTS[@]}"; do
     for pool in model mean cls last; do
@@ -41,17 +32,7 @@ for entry in "${MODELS[@]}"; do
         "$text" "$pool" "$("$ORACLE" embed --model "$model" --text "$text" --pooling "$pool" --cpu-variant haswell --threads 2 2>/dev/null)")")
     done
   done
-  printf '%s\n' "${cases[@]}" | python3 -c '
-import json, sys
-name, args, sha, commit = sys.argv[1:5]
-cases = [json.loads(l) for l in sys.stdin if l.strip()]
-doc = {"name": name, "generator": {"args": args.split()}, "sha256": sha,
-       "oracle": {"tool": "llama_oracle embed", "commit": commit, "cpu_variant": "haswell", "kv": "f16",
-                  "flash_attn": "off", "ubatch": "all tokens"},
-       "cases": cases}
-json.dump(doc, open(sys.argv[5], "w"), ensure_ascii=False, indent=None, separators=(",", ":"))
-open(sys.argv[5], "a").write("\n")
-' "$name" "$args" "$sha" "$commit" "$OUT/$name.json"
+  printf '%s\n' "${cases[@]}" | golden_write "$name" "$args" "llama_oracle embed" "$OUT/$name.json"
   echo "make_embed_goldens: $OUT/$name.json (${#cases[@]} cases)"
   rm -f "$model"
 done

@@ -12,14 +12,9 @@
 # Usage: tools/oracle/make_rerank_goldens.sh      Env: BUILD (default build; where mf-genmodel is), WORK
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-BUILD=${BUILD:-build}
-GEN="$BUILD/mf-genmodel"
-ORACLE=tools/oracle/bin/llama_oracle
-OUT=tests/golden/rerank
-WORK=${WORK:-$BUILD/rerank-work}
-[ -x "$GEN" ] || { echo "make_rerank_goldens: $GEN not built (make BUILD=$BUILD)" >&2; exit 1; }
-[ -x "$ORACLE" ] || { echo "make_rerank_goldens: $ORACLE not built (tools/oracle/build.sh llama_oracle)" >&2; exit 1; }
-mkdir -p "$OUT" "$WORK"
+# shellcheck source=tools/oracle/golden_lib.bash
+source tools/oracle/golden_lib.bash
+golden_setup make_rerank_goldens rerank
 
 # query | document
 PAIRS=(
@@ -38,33 +33,18 @@ MODELS=(
 )
 for entry in "${MODELS[@]}"; do
   name=${entry%%|*} args=${entry#*|}
-  model="$WORK/$name.gguf"
-  # shellcheck disable=SC2086
-  "$GEN" -q -o "$model" $args
-  sha=$(sha256sum "$model" | cut -c1-64)
-  commit=$("$ORACLE" info --model "$model" --vocab-only --cpu-variant haswell 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["llama_cpp_commit"])')
+  golden_model "$name" "$args"
   cases=()
   for pair in "${PAIRS[@]}"; do
     q=${pair%%|*} d=${pair#*|}
-    cases+=("$(python3 -c 'import json,sys; r=json.loads(sys.argv[3]); print(json.dumps({"query": sys.argv[1], "document": sys.argv[2], "llama_pooling": r["pooling"], "tokens": r["tokens"], "scores": r["embedding"]}, ensure_ascii=False))' \
+    cases+=("$(python3 -c 'import json,sys; r=json.loads(sys.argv[3]); assert r["pooling"] == 4, "llama.cpp did not rank"; print(json.dumps({"query": sys.argv[1], "document": sys.argv[2], "llama_pooling": r["pooling"], "tokens": r["tokens"], "scores": r["embedding"]}, ensure_ascii=False))' \
       "$q" "$d" "$("$ORACLE" embed --model "$model" --query "$q" --doc "$d" --cpu-variant haswell --threads 2 2>/dev/null)")")
   done
   for ids in "${TOKEN_CASES[@]}"; do
-    cases+=("$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(json.dumps({"llama_pooling": r["pooling"], "tokens": r["tokens"], "scores": r["embedding"]}))' \
+    cases+=("$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["pooling"] == 4, "llama.cpp did not rank"; print(json.dumps({"llama_pooling": r["pooling"], "tokens": r["tokens"], "scores": r["embedding"]}))' \
       "$("$ORACLE" embed --model "$model" --tokens "$ids" --cpu-variant haswell --threads 2 2>/dev/null)")")
   done
-  printf '%s\n' "${cases[@]}" | python3 -c '
-import json, sys
-name, args, sha, commit = sys.argv[1:5]
-cases = [json.loads(l) for l in sys.stdin if l.strip()]
-assert all(c["llama_pooling"] == 4 for c in cases), "llama.cpp did not rank"
-doc = {"name": name, "generator": {"args": args.split()}, "sha256": sha,
-       "oracle": {"tool": "llama_oracle embed --query --doc", "commit": commit, "cpu_variant": "haswell", "kv": "f16",
-                  "flash_attn": "off", "ubatch": "all tokens"},
-       "cases": cases}
-json.dump(doc, open(sys.argv[5], "w"), ensure_ascii=False, indent=None, separators=(",", ":"))
-open(sys.argv[5], "a").write("\n")
-' "$name" "$args" "$sha" "$commit" "$OUT/$name.json"
+  printf '%s\n' "${cases[@]}" | golden_write "$name" "$args" "llama_oracle embed --query --doc" "$OUT/$name.json"
   echo "make_rerank_goldens: $OUT/$name.json (${#cases[@]} cases)"
   rm -f "$model"
 done
