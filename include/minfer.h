@@ -276,6 +276,10 @@ int mf_rerank_tokenize(const mf_model *model, const char *query, size_t query_le
  * Tokenize with add_special = true: a model whose tokenizer appends EOS (add_eos_token) expects it. */
 int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, mf_pooling pooling,
              float *out, mf_error *err);
+/* Pooling none (llama.cpp's): every token's hidden state, out[p * n_embd ..] for position p (n_tokens * n_embd
+ * floats, raw), decoded as mf_embed decodes (seq empty, emptied again).  Not in a classifier context. */
+int mf_embed_tokens(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, float *out,
+                    mf_error *err);
 /* Several texts' embeddings, out[i * mf_embed_size ..] for text i (raw, as mf_embed): texts are packed whole into one
  * forward while they fit a ubatch and the free cells, text k of a pack on sequence seq0 + k (those must be
  * empty); a text longer than a ubatch runs alone through mf_embed.  Rows never depend on their batch, so every

@@ -264,6 +264,40 @@ static void test_packed_texts_equal_each_alone(void) {
     mf_context_free(ctx);
 }
 
+/* Pooling none's rows are the ones every pooling reads: the first is cls, the last is last, and their mean
+ * (in double, position order) is mean, bitwise; a ubatch smaller than the text changes nothing. */
+static void test_token_rows_are_what_the_poolings_read(void) {
+    mf_context *ctx = new_ctx(model, 32, 512, true), *small = new_ctx(model, 32, 5, true);
+    REQUIRE(ctx && small, "contexts");
+    const int32_t n = N_TEXT;
+    float *rows = malloc(sizeof(float) * (size_t)n_embd * (size_t)n), *rows5 = malloc(sizeof(float) * (size_t)n_embd * (size_t)n);
+    float *v = malloc(sizeof(float) * (size_t)n_embd), *mean = malloc(sizeof(float) * (size_t)n_embd);
+    mf_error err = {0};
+    REQUIRE_OK(mf_embed_tokens(ctx, 0, k_text, n, rows, &err), "%s", err.msg);
+    REQUIRE_OK(mf_embed_tokens(small, 0, k_text, n, rows5, &err), "%s", err.msg);
+    CHECK(!memcmp(rows, rows5, sizeof(float) * (size_t)n_embd * (size_t)n), "ubatch 5 changed the rows");
+    CHECK(mf_kv_cells_used(ctx) == 0, "cells left: %d", mf_kv_cells_used(ctx));
+    REQUIRE_OK(mf_embed(ctx, 0, k_text, n, MF_POOLING_CLS, v, &err), "%s", err.msg);
+    CHECK(!memcmp(v, rows, sizeof(float) * (size_t)n_embd), "row 0 is not cls");
+    REQUIRE_OK(mf_embed(ctx, 0, k_text, n, MF_POOLING_LAST, v, &err), "%s", err.msg);
+    CHECK(!memcmp(v, rows + (size_t)(n - 1) * (size_t)n_embd, sizeof(float) * (size_t)n_embd), "the last row is not last");
+    REQUIRE_OK(mf_embed(ctx, 0, k_text, n, MF_POOLING_MEAN, v, &err), "%s", err.msg);
+    for (int32_t k = 0; k < n_embd; k++) {
+        double s = 0;
+        for (int32_t p = 0; p < n; p++) s += rows[(size_t)p * (size_t)n_embd + (size_t)k];
+        mean[k] = (float)(s / n);
+    }
+    CHECK(!memcmp(v, mean, sizeof(float) * (size_t)n_embd), "the rows' mean is not mean");
+    bool differ = false;
+    for (int32_t k = 0; k < n_embd; k++) differ |= rows[k] != rows[(size_t)n_embd + (size_t)k];
+    CHECK(differ, "rows 0 and 1 are the same vector");
+    int rc = mf_embed_tokens(ctx, 0, k_text, 40, rows, &err);
+    CHECK(rc == MF_E_RANGE && strstr(err.msg, "the context 32"), "too long: rc %d %s", rc, err.msg);
+    free(rows), free(rows5), free(v), free(mean);
+    mf_context_free(ctx);
+    mf_context_free(small);
+}
+
 static bool gone(void *user) { return user != NULL; }
 
 /* One request of the server's embeddings route, OpenAI's shape, over the given texts. */
@@ -445,6 +479,7 @@ int main(void) {
     RUN(test_what_cannot_be_honoured_is_refused);
     RUN(test_matryoshka_only_where_trained);
     RUN(test_server_requests_run_together_answer_as_alone);
+    RUN(test_token_rows_are_what_the_poolings_read);
     mf_model_free(model);
     remove(path);
     return mf_test_done();

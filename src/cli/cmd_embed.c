@@ -138,7 +138,8 @@ static bool pooling_of(const char *s, mf_pooling *out) {
     }
     if (*out == MF_POOLING_NONE) {
         fprintf(stderr, "Error: --pooling none gives one vector per token; minfer embed prints one per "
-                        "text (use mean, cls, last or model)\n");
+                        "text (use mean, cls, last or model; every token's vector: minfer serve --embeddings "
+                        "--pooling none, POST /embedding)\n");
         return false;
     }
     return true;

@@ -52,7 +52,8 @@ static void usage(FILE *f) {
             "                           spellings); the default context is one slot's share (-np does not\n"
             "                           multiply it: queued requests are embedded together, 64 inputs a run)\n"
             "      --pooling P          with --embeddings: model (default: the file's pooling_type, last when it\n"
-            "                           names none), mean, cls, last or rank (a reranker's: as --rerank)\n"
+            "                           names none), mean, cls, last, rank (a reranker's: as --rerank) or none\n"
+            "                           (every token's raw vector, on /embedding only, as llama-server)\n"
             "      --rerank             serve a reranker's scores (also --reranking; --embeddings --pooling rank):\n"
             "                           the model needs a classifier head (cls.output), as Qwen3-Reranker's GGUF\n"
             "                           files have; --embeddings on such a file ranks too (its pooling is rank)\n"
@@ -173,9 +174,8 @@ int mf_cmd_serve(int argc, char **argv) {
     }
     if (pooling) {
         const bool known = mf_pooling_parse(pooling, &o.pooling);
-        if (!known || o.pooling == MF_POOLING_NONE) {
-            fprintf(stderr, "Error: --pooling '%s' is not one of model, mean, cls, last, rank%s\n", pooling,
-                    known ? " (none gives one vector per token, which /v1/embeddings cannot answer)" : "");
+        if (!known) {
+            fprintf(stderr, "Error: --pooling '%s' is not one of model, none, mean, cls, last, rank\n", pooling);
             return 2;
         }
     }

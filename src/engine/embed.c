@@ -32,7 +32,7 @@ bool mf_pooling_parse(const char *name, mf_pooling *out) {
 /* Whether the row at position p of an n-token text is one the pooling reads (rank: the last, as llama.cpp's
  * qwen3 rerankers). */
 static bool pooled_row(mf_pooling pool, int32_t p, int32_t n) {
-    return pool == MF_POOLING_MEAN || (pool == MF_POOLING_CLS && p == 0) ||
+    return pool == MF_POOLING_NONE || pool == MF_POOLING_MEAN || (pool == MF_POOLING_CLS && p == 0) ||
            ((pool == MF_POOLING_LAST || pool == MF_POOLING_RANK) && p == n - 1);
 }
 
@@ -87,13 +87,16 @@ int mf_embed_pooling(const mf_model *model, mf_pooling asked, mf_pooling *out, b
     return 0;
 }
 
-/* Adds the chunk's output rows into acc (mean) or copies the one row (cls / last). */
-static void take_rows(const mf_context *ctx, const mf_batch *b, mf_pooling pool, double *acc, float *out) {
+/* Adds the chunk's output rows into acc (mean), copies the one row (cls / last), or every row to its
+ * position's place (none: the chunk starts at position p0). */
+static void take_rows(const mf_context *ctx, const mf_batch *b, mf_pooling pool, int32_t p0, double *acc, float *out) {
     const int32_t ne = ctx->out_width;
     for (int32_t i = 0; i < b->n_tokens; i++) {
         if (!b->logits[i]) continue;
         const float *row = mf_get_embeddings(ctx, i);
-        if (pool == MF_POOLING_MEAN)
+        if (pool == MF_POOLING_NONE)
+            memcpy(out + (size_t)(p0 + i) * (size_t)ne, row, sizeof(float) * (size_t)ne);
+        else if (pool == MF_POOLING_MEAN)
             for (int32_t k = 0; k < ne; k++) acc[k] += row[k];
         else
             take_row(ctx, row, out);
@@ -112,24 +115,14 @@ static int check_classifier(const mf_context *ctx, mf_pooling pool, mf_error *er
                   mf_pooling_name(pool));
 }
 
-int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, mf_pooling pooling,
-             float *out, mf_error *err) {
+/* What every text's run needs: an embeddings context, a valid empty sequence, tokens that fit. */
+static int check_text(mf_context *ctx, mf_seq_id seq, int32_t n_tokens, mf_error *err) {
     if (!ctx->embeddings)
         return mf_err(err, MF_E_INVAL,
                       "embedding: the context computes logits; make it with embeddings = true "
                       "(minfer serve --embeddings)");
     if (seq < 0) return mf_err(err, MF_E_INVAL, "embedding: sequence id must be >= 0, got %d", seq);
     if (n_tokens <= 0) return mf_err(err, MF_E_INVAL, "embedding: the input has no tokens");
-    mf_pooling pool;
-    bool from_file;
-    int rc = mf_embed_pooling(ctx->model, pooling, &pool, &from_file, err);
-    if (rc) return rc;
-    if (pool == MF_POOLING_NONE)
-        return mf_err(err, MF_E_INVAL,
-                      "embedding: pooling none gives one vector per token, not one per text; %s (read the rows "
-                      "with mf_get_embeddings, or pool with mean, cls or last)",
-                      from_file ? "the model file asks for none" : "none was asked");
-    if ((rc = check_classifier(ctx, pool, err))) return rc;
     if (mf_seq_pos_max(ctx, seq) >= 0)
         return mf_err(err, MF_E_INVAL, "embedding: sequence %d already holds tokens (up to position %d)", seq,
                       mf_seq_pos_max(ctx, seq));
@@ -137,6 +130,13 @@ int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_t
         return mf_err(err, MF_E_RANGE,
                       "embedding: the input has %d tokens, the context %d (raise -c/--ctx-size or shorten the input)",
                       n_tokens, ctx->n_ctx);
+    return 0;
+}
+
+/* One text on its own, a ubatch at a time; the sequence is emptied again either way. */
+static int run_text(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, mf_pooling pool,
+                    float *out, mf_error *err) {
+    int rc = 0;
     const int32_t ne = ctx->out_width, chunk = ctx->n_ubatch;
     double *acc = pool == MF_POOLING_MEAN ? calloc((size_t)ne, sizeof *acc) : NULL;
     mf_batch b;
@@ -153,7 +153,7 @@ int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_t
             const int32_t p = p0 + i;
             mf_batch_add(&b, tokens[p], p, seq, pooled_row(pool, p, n_tokens));
         }
-        if (!(rc = mf_decode(ctx, &b, err))) take_rows(ctx, &b, pool, acc, out);
+        if (!(rc = mf_decode(ctx, &b, err))) take_rows(ctx, &b, pool, p0, acc, out);
     }
     if (!rc && acc)
         for (int32_t k = 0; k < ne; k++) out[k] = (float)(acc[k] / n_tokens);
@@ -162,6 +162,29 @@ int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_t
     mf_seq_rm(ctx, seq, -1, -1);
     if (rc) return mf_err_prefix(err, rc, "embedding %d tokens (%s pooling)", n_tokens, mf_pooling_name(pool));
     return 0;
+}
+
+int mf_embed(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, mf_pooling pooling,
+             float *out, mf_error *err) {
+    int rc = check_text(ctx, seq, n_tokens, err);
+    if (rc) return rc;
+    mf_pooling pool;
+    bool from_file;
+    if ((rc = mf_embed_pooling(ctx->model, pooling, &pool, &from_file, err))) return rc;
+    if (pool == MF_POOLING_NONE)
+        return mf_err(err, MF_E_INVAL,
+                      "embedding: pooling none gives one vector per token, not one per text; %s (mf_embed_tokens "
+                      "gives them, or pool with mean, cls or last)",
+                      from_file ? "the model file asks for none" : "none was asked");
+    if ((rc = check_classifier(ctx, pool, err))) return rc;
+    return run_text(ctx, seq, tokens, n_tokens, pool, out, err);
+}
+
+int mf_embed_tokens(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int32_t n_tokens, float *out,
+                    mf_error *err) {
+    int rc = check_text(ctx, seq, n_tokens, err);
+    if (!rc) rc = check_classifier(ctx, MF_POOLING_NONE, err);
+    return rc ? rc : run_text(ctx, seq, tokens, n_tokens, MF_POOLING_NONE, out, err);
 }
 
 /* How many texts from `from` fit one forward whole: at most a ubatch of tokens and the free cells. */
@@ -253,10 +276,10 @@ int mf_embed_dims_check(const mf_model *model, mf_pooling pooling, int32_t dims,
     bool from_file;
     int rc = mf_embed_pooling(model, pooling, &pool, &from_file, err);
     if (rc) return rc;
-    if (pool == MF_POOLING_RANK)
-        return mf_err(err, MF_E_UNSUPPORTED,
-                      "dimensions %d: a reranker's vector is its labels' probabilities, which are not shortened; "
-                      "drop dimensions", dims);
+    if (pool == MF_POOLING_RANK || pool == MF_POOLING_NONE)
+        return mf_err(err, MF_E_UNSUPPORTED, "dimensions %d: %s, which are not shortened; drop dimensions", dims,
+                      pool == MF_POOLING_RANK ? "a reranker's vector is its labels' probabilities"
+                                              : "pooling none gives every token's raw hidden state");
     if (dims < 1 || dims > n_embd)
         return mf_err(err, MF_E_RANGE, "dimensions %d is outside 1..%d (the model's embedding size)", dims, n_embd);
     /* Qwen3-Embedding (its model card: output dimensions 32..n_embd) was trained for truncation of its

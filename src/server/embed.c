@@ -98,6 +98,26 @@ static int dimensions(const mf_model *model, const mf_srv_embed_limits *lim, con
     return 0;
 }
 
+/* A server pooling none answers every token's raw vector, on llama-server's route only, as llama-server does. */
+static int per_token(const mf_model *model, const mf_srv_embed_limits *lim, bool oai, bool nrm_given,
+                     mf_srv_embed_req *r, mf_srv_err *e) {
+    mf_pooling pool;
+    bool from_file;
+    mf_error err = {0};
+    if (mf_embed_pooling(model, lim->pooling, &pool, &from_file, &err) || pool != MF_POOLING_NONE) return 0;
+    if (oai)
+        return mf_srv_fail(e, 400, "invalid_request_error", "",
+                           "this server pools none%s: every token gets its own vector, which OpenAI's shape cannot "
+                           "hold; POST /embedding answers them (llama-server's shape), or restart with --pooling "
+                           "mean|cls|last", from_file ? " (the model's pooling_type)" : " (--pooling none)");
+    if (nrm_given && r->normalize != -1)
+        return mf_srv_fail(e, 400, "invalid_request_error", "embd_normalize",
+                           "'embd_normalize' %d: with pooling none the per-token vectors are raw, as llama-server's; "
+                           "drop it or give -1", r->normalize);
+    r->normalize = -1, r->per_token = true;
+    return 0;
+}
+
 static int parse_fields(const mf_model *model, const mf_srv_embed_limits *lim, bool oai, const cJSON *o,
                         mf_srv_embed_req *r, mf_srv_err *e) {
     const int32_t n_ctx = lim->n_ctx;
@@ -127,6 +147,7 @@ static int parse_fields(const mf_model *model, const mf_srv_embed_limits *lim, b
                                      "2 Euclidean, p > 2 the p-norm)");
         r->normalize = (int)nrm->valuedouble;
     }
+    if (per_token(model, lim, oai, nrm && !cJSON_IsNull(nrm), r, e)) return -1;
     if (inputs(model, in, field, r, e)) return -1;
     for (int32_t i = 0; i < r->n; i++) {
         if (r->n_ids[i] > n_ctx)
@@ -321,8 +342,47 @@ static bool write_group(void *arg, int32_t g0, int32_t k, float *v, int32_t dim)
     return ok;
 }
 
+/* Pooling none: input i's rows (n_ids[i] vectors of dim floats) as one native entry, [[...], ...]. */
+static bool add_token_rows(mf_srv_buf *b, int32_t i, const float *rows, int32_t n_rows, int32_t dim) {
+    char head[48];
+    snprintf(head, sizeof head, "%s{\"index\":%d,\"embedding\":[", i ? "," : "", i);
+    bool ok = add_str(b, head);
+    for (int32_t r = 0; ok && r < n_rows; r++)
+        ok = (!r || add_str(b, ",")) && add_floats(b, rows + (size_t)r * (size_t)dim, dim);
+    return ok && add_str(b, "]}");
+}
+
+/* Pooling none: each input of each request alone through mf_embed_tokens (a client that left is noticed
+ * between inputs), into llama-server's native shape. */
+static void run_per_token(mf_context *ctx, mf_seq_id seq, mf_srv_pooled *p, int n) {
+    const int32_t dim = mf_embed_size(ctx);
+    for (int q = 0; q < n; q++) {
+        const mf_srv_embed_req *r = p[q].req;
+        mf_srv_buf b = {0};
+        p[q].status = add_str(&b, "[") ? 200 : 500;
+        for (int32_t i = 0; p[q].status == 200 && i < r->n; i++) {
+            if (p[q].cancelled && p[q].cancelled(p[q].user)) {
+                p[q].status = 499;
+                break;
+            }
+            float *rows = malloc(sizeof(float) * (size_t)dim * (size_t)r->n_ids[i]);
+            mf_error err = {0};
+            const int rc = rows ? mf_embed_tokens(ctx, seq, r->ids[i], r->n_ids[i], rows, &err) : MF_E_NOMEM;
+            if (rc) fail_part(&p[q], rc, "inputs", "", i, i, rows ? err.msg : "out of memory");
+            else if (!add_token_rows(&b, i, rows, r->n_ids[i], dim)) p[q].status = 500;
+            free(rows);
+        }
+        if (p[q].status == 200 && !add_str(&b, "]")) p[q].status = 500;
+        p[q].status = mf_srv_embed_answer(p[q].status, &b, &p[q].body, &p[q].err);
+    }
+}
+
 void mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, mf_srv_pooled *p, int n,
                       const char *model_name) {
+    if (pooling == MF_POOLING_NONE) {
+        run_per_token(ctx, seq, p, n);
+        return;
+    }
     mf_srv_buf *b = calloc((size_t)n, sizeof *b);
     embed_out *o = calloc((size_t)n, sizeof *o);
     for (int i = 0; i < n; i++) {

@@ -903,10 +903,6 @@ static int load(mf_srv_engine *e, mf_error *err) {
     cp.embeddings = s->o.embeddings;
     bool from_file = false;
     if (s->o.embeddings && (rc = mf_embed_pooling(s->model, s->o.pooling, &e->pooling, &from_file, err))) return rc;
-    if (s->o.embeddings && e->pooling == MF_POOLING_NONE)
-        return mf_err(err, MF_E_UNSUPPORTED,
-                      "the model's pooling_type is none (one vector per token), which /v1/embeddings cannot answer; "
-                      "choose one with --pooling mean|cls|last");
     if (s->o.embeddings) {
         /* rank pooling (--rerank, or a reranker's own): the classifier head ends the graph, /v1/rerank is served */
         s->ranking = cp.classifier = e->pooling == MF_POOLING_RANK;

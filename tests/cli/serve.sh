@@ -102,9 +102,19 @@ if "$GEN" --arch qwen3 --type q8_0 --pooling last --add-eos --seed 8 -q -o "$ME"
         sdk embed
         stop_server
     fi
+    # pooling none: every token's raw vector on /embedding, the first and last rows the CLI's cls and last
+    python3 -c 'import json, sys; print(json.dumps([json.loads(a)[0] for a in sys.argv[1:]]))' \
+        "$("$MINFER" embed -m "$ME" -p 'Hello world' --pooling last --embd-normalize -1 --embd-output-format array 2>/dev/null)" \
+        "$("$MINFER" embed -m "$ME" -p 'Hello world' --pooling cls --embd-normalize -1 --embd-output-format array 2>/dev/null)" \
+        >"$TMP/serve-none-want.json" || bad "none: minfer embed" "failed"
+    if start_server embed-none -np 1 -c 64 --embeddings --pooling none; then
+        grep -q 'embeddings, none pooling (--pooling' "$LOG" && ok "none: the ready line names the pooling" ||
+            bad "none ready line" "$(cat "$LOG")"
+        py embed_none "$TMP/serve-none-want.json"
+        stop_server
+    fi
     M=$M_SAVE
     expect "serve --pooling without --embeddings" 2 "--pooling applies to --embeddings" -- "$MINFER" serve -m "$ME" --pooling mean
-    expect "serve --pooling none" 2 "none gives one vector per token" -- "$MINFER" serve -m "$ME" --embeddings --pooling none
     expect "serve --embeddings with -md" 2 "drop -md" -- "$MINFER" serve -m "$ME" --embeddings -md "$ME"
     expect "serve --matryoshka without --embeddings" 2 "it needs --embeddings" -- "$MINFER" serve -m "$ME" --matryoshka
     rm -f "$ME"

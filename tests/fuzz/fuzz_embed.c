@@ -95,9 +95,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mf_srv_err e = {0};
     if (route < 2) {
         mf_srv_embed_req r;
-        /* the model's own pooling is rank (no 'dimensions' but null); last with --matryoshka takes any 1..n_embd */
-        const bool mrl = (data[0] & 2) != 0;
-        const mf_srv_embed_limits lim = {n_ctx, mrl ? MF_POOLING_LAST : MF_POOLING_MODEL, mrl};
+        /* the model's own pooling is rank (no 'dimensions' but null); last with --matryoshka takes any 1..n_embd;
+         * bit 7 without it: pooling none (per-token vectors, native route only) */
+        const bool mrl = (data[0] & 2) != 0, none = !mrl && (data[0] & 0x80);
+        const mf_srv_embed_limits lim = {n_ctx, mrl ? MF_POOLING_LAST : none ? MF_POOLING_NONE : MF_POOLING_MODEL, mrl};
         if (mf_srv_embed_parse(g_model, &lim, route == 0, body, len, &r, &e)) {
             check_refusal(&e);
             FAIL_IF(r.ids || r.n_ids);
@@ -106,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_inputs(&r, n_ctx);
         FAIL_IF(r.normalize < -1 || r.normalize > 64 || (route == 0 && r.normalize != 2));
         FAIL_IF(r.dims < 0 || r.dims > g_n_embd || (!mrl && r.dims));
+        FAIL_IF(r.per_token != none || (none && (route == 0 || r.normalize != -1)));
         mf_srv_embed_req_free(&r);
         return 0;
     }

@@ -337,7 +337,7 @@ def request_seeds():
 
 def embed_seeds():
     """Byte 0: the route (% 3: 0 /v1/embeddings, 1 /embedding, 2 /v1/rerank), bit 1 --matryoshka with last
-    pooling (else the reranker's own rank), from bit 2 on the context (16 + 8 * (byte >> 2) tokens); the rest
+    pooling (else the reranker's own rank; bit 7 then pooling none), from bit 2 on the context (16 + 8 * (byte >> 2) tokens); the rest
     is the body."""
     big, rank = 0xFC, 0xFB  # /v1/embeddings and /v1/rerank with a context of 520 / 512: room for a rerank prompt
     return {
@@ -345,6 +345,7 @@ def embed_seeds():
         "oai-ids": bytes([0x06]) + b'{"input":[[9707,1879],[11]],"dimensions":256}',
         "native-content": bytes([0x0A]) + b'{"content":"one text","embd_normalize":-1}',
         "oai-dimensions": bytes([0x06]) + b'{"input":"shorter","dimensions":32}',
+        "native-none": bytes([0x85]) + b'{"content":["per token","x"],"embd_normalize":-1}',
         "oai-bad-surrogate": bytes([big]) + b'{"input":"a\\ud800b"}',
         "rerank-jina": bytes([rank]) + b'{"query":"What is a panda?","documents":["hi",{"text":"a bear"}],'
                                             b'"top_n":1,"return_documents":true}',

@@ -784,6 +784,25 @@ def not_served_here(kind, probes):
     check(kind + ": still healthy after the refusals", st == 200, d[:200])
 
 
+def check_embed_none(want_file):
+    """PORT serves --embeddings --pooling none on the embed model (tests/cli/serve.sh).  want_file: `minfer embed
+    --embd-normalize -1`'s raw [last, cls] vectors of "Hello world" (3 tokens with the EOS)."""
+    last, cls = json.load(open(want_file))
+    st, n = embed({"content": ["Hello world", "x"]}, "/embedding")
+    rows = n[0]["embedding"] if st == 200 else []
+    check("none: /embedding answers every token's raw vector, the first cls's, the last last's",
+          st == 200 and [e["index"] for e in n] == [0, 1] and len(rows) == 3 and rows[0] == cls and rows[-1] == last and
+          len(n[1]["embedding"]) == 2 and all(len(r) == 256 for r in rows), str(n)[:300])
+    st, m = embed({"content": "Hello world", "embd_normalize": -1}, "/embeddings")
+    check("none: embd_normalize -1 is what none means", st == 200 and m[0]["embedding"] == rows, str(m)[:200])
+    for name, path, body, msg in [
+            ("OpenAI's route", "/v1/embeddings", {"input": "a"}, "POST /embedding answers them"),
+            ("embd_normalize 2", "/embedding", {"content": "a", "embd_normalize": 2}, "per-token vectors are raw"),
+            ("dimensions", "/embedding", {"content": "a", "dimensions": 8}, "not shortened")]:
+        st, _, d = post(path, body)
+        check("none refuses: " + name, st == 400 and msg in d.decode(), "%d %s" % (st, d[:200]))
+
+
 def check_rerank(want_file):
     """PORT serves --rerank -c 256 on a Qwen3-Reranker-like model (mf-genmodel --reranker; tests/cli/serve.sh).
     want_file: `minfer embed`'s scores of the first two pairs (the CLI's rank pooling)."""
@@ -878,6 +897,6 @@ if __name__ == "__main__":
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
      "disconnect": check_disconnect, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
-     "tools_template": check_tools_template, "embed": check_embed,
+     "tools_template": check_tools_template, "embed": check_embed, "embed_none": lambda: check_embed_none(sys.argv[3]),
      "rerank": lambda: check_rerank(sys.argv[3])}.get(what, lambda: check_auth(sys.argv[3]))()
     sys.exit(1 if FAILED else 0)
