@@ -287,6 +287,20 @@ static void test_what_cannot_be_ranked_is_refused(void) {
     CHECK(rc == MF_E_UNSUPPORTED && strstr(err.msg, "qwen2") && strstr(err.msg, "first token"), "qwen2: rc %d %s", rc,
           err.msg);
     mf_model_free(q2);
+    /* heads llama.cpp's qwen3 does not read: a bias, a BERT-style dense layer; the file loads, ranking is refused */
+    const char *const extra[][3] = {{"--cls-bias", "rerank-bias", "a bias (cls.output.bias)"},
+                                    {"--cls-dense", "rerank-dense", "a dense layer (cls.weight"}};
+    for (int k = 0; k < 2; k++) {
+        char args[128];
+        snprintf(args, sizeof args, "--arch qwen3 --type q8_0 --reranker %s --seed 5", extra[k][0]);
+        mf_model *m = load(args, extra[k][1]);
+        REQUIRE(m, "%s: model", extra[k][0]);
+        rc = mf_embed_pooling(m, MF_POOLING_MODEL, &p, &from_file, &err);
+        CHECK(rc == MF_E_UNSUPPORTED && strstr(err.msg, extra[k][2]), "%s: rc %d %s", extra[k][0], rc, err.msg);
+        CHECK(mf_embed_pooling(m, MF_POOLING_LAST, &p, &from_file, &err) == 0, "%s: last refused: %s", extra[k][0],
+              err.msg);
+        mf_model_free(m);
+    }
 }
 
 static void test_labels_and_info(void) {

@@ -13,7 +13,7 @@
 
 /* Runs mf-genmodel with args into path. */
 static inline bool mf_golden_gen(const char *args, const char *path) {
-    char cmd[1024];
+    char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s -q -o %s %s", mf_test_genmodel(), path, args);
     return system(cmd) == 0;
 }

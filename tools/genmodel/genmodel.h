@@ -65,6 +65,9 @@ typedef struct {
     /* --reranker: Qwen3-Reranker's layout as llama.cpp's converter writes it - pooling_type 4 (rank),
      * classifier.output_labels ["yes", "no"], cls.output.weight (2 rows) and tokenizer.chat_template.rerank */
     bool reranker;
+    /* --cls-bias / --cls-dense (with --reranker): add cls.output.bias, or a BERT-style dense layer cls.weight
+     * (n_embd x n_embd) - heads llama.cpp's qwen3 does not read, which minfer refuses to rank with */
+    bool cls_bias, cls_dense;
 } gm_config;
 
 /* The rerank prompt llama.cpp's converter (conversion/qwen.py) stores for Qwen3-Reranker. */

@@ -67,6 +67,9 @@ static void usage(FILE *f) {
             "  --reranker      a Qwen3-Reranker as llama.cpp's converter writes one: pooling_type rank (unless\n"
             "                  --pooling says otherwise), classifier.output_labels [yes, no], a two-row\n"
             "                  cls.output.weight in the weights' type and tokenizer.chat_template.rerank\n"
+            "  --cls-bias      with --reranker: also cls.output.bias (2 floats)\n"
+            "  --cls-dense     with --reranker: also cls.weight (n_embd x n_embd, a BERT-style dense layer);\n"
+            "                  heads llama.cpp's qwen3 reranker does not read (tests of minfer's refusal)\n"
             "  --add-eos       write tokenizer.ggml.add_eos_token = true (tokenizing with special tokens then\n"
             "                  appends the end-of-sequence token, as Qwen3-Embedding's tokenizer does)\n"
             "  -o, --output F  the file to write (required)\n"
@@ -150,6 +153,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--pooling")) dst = &pooling;
         else if (!strcmp(a, "--add-eos")) c.add_eos = true;
         else if (!strcmp(a, "--reranker")) c.reranker = true;
+        else if (!strcmp(a, "--cls-bias")) c.cls_bias = true;
+        else if (!strcmp(a, "--cls-dense")) c.cls_dense = true;
         else if (!strcmp(a, "--tensor-type")) {
             if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
             const char *v = argv[++i], *eq = strrchr(v, '=');
@@ -233,6 +238,7 @@ int main(int argc, char **argv) {
         c.pooling = 4;
     }
     if (!c.out_path) return bad("-o OUT.gguf is required%s%s", "", "");
+    if ((c.cls_bias || c.cls_dense) && !c.reranker) return bad("--cls-bias and --cls-dense extend --reranker's head%s%s", "", "");
     mf_error err = {0};
     if (gm_config_check(&c, &err)) return bad("%s%s", err.msg, "");
     if (gm_generate(&c, &err)) {

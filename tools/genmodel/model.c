@@ -217,6 +217,8 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
     /* a reranker's head (llama.cpp's converter: the lm_head rows of "yes" and "no"); scores of std ~1 over
      * the unit-gain hidden state, so the two labels' probabilities spread instead of saturating */
     if (c->reranker) ADD2("cls.output.weight", C_CLS, -1, d, 2, 1.0f / sd);
+    if (c->cls_bias) ADD1("cls.output.bias", -1, 2, 0.0f, 0.5f);
+    if (c->cls_dense) ADD2("cls.weight", C_CLS, -1, d, d, 1.0f / sd);
 #undef ADD1
 #undef ADD2
     for (int i = 0; i < n; i++) t[i].type = pick_type(c, t[i].cat, t[i].layer, t[i].ne[0]);
