@@ -114,7 +114,7 @@ static int per_token(const mf_model *model, const mf_srv_embed_limits *lim, bool
         return mf_srv_fail(e, 400, "invalid_request_error", "embd_normalize",
                            "'embd_normalize' %d: with pooling none the per-token vectors are raw, as llama-server's; "
                            "drop it or give -1", r->normalize);
-    r->normalize = -1, r->per_token = true;
+    r->normalize = -1;
     return 0;
 }
 

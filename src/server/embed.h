@@ -25,7 +25,6 @@ typedef struct {
     bool base64;      /* encoding_format "base64": each vector as the base64 of its little-endian float32s */
     int normalize;    /* embd_normalize (mf_embed_normalize); OpenAI's route: always 2 */
     int32_t dims;     /* 'dimensions': the vectors' first dims floats, normalised (0: all of them) */
-    bool per_token;   /* pooling none: every token's raw vector, the native shape's [[...], ...] */
 } mf_srv_embed_req;
 
 /* What a request is checked against: the server's context, pooling and --matryoshka. */
@@ -80,8 +79,9 @@ bool mf_srv_buf_add_json_str(mf_srv_buf *b, const char *s);
 
 /* Engine thread: embeds every input of the n requests p[i].req with pooling (mf_srv_embed_groups: packed
  * across requests), then writes each answer (p[i].body).  Sets p[i].status: 200, 499 without a body (cancelled),
- * or an error's status with p[i].err.  p[i].take and arg are its own.  Pooling none (requests parsed as
- * per_token): each input alone through mf_embed_tokens, every token's raw vector in the native shape. */
+ * or an error's status with p[i].err.  p[i].take and arg are its own.  Pooling none (the parser took such
+ * requests on the native route only, normalize -1): each input alone through mf_embed_tokens, every token's raw
+ * vector in the native shape. */
 void mf_srv_embed_run(mf_context *ctx, mf_seq_id seq, mf_pooling pooling, mf_srv_pooled *p, int n,
                       const char *model_name);
 

@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_inputs(&r, n_ctx);
         FAIL_IF(r.normalize < -1 || r.normalize > 64 || (route == 0 && r.normalize != 2));
         FAIL_IF(r.dims < 0 || r.dims > g_n_embd || (!mrl && r.dims));
-        FAIL_IF(r.per_token != none || (none && (route == 0 || r.normalize != -1)));
+        FAIL_IF(none && (route == 0 || r.normalize != -1));
         mf_srv_embed_req_free(&r);
         return 0;
     }
