@@ -521,6 +521,108 @@ static bool case_cont(uint32_t type) {
 
 /* ---- the decision per op: a case, or an excuse.  No default on purpose. ---- */
 typedef bool (*case_fn)(mf_op op, uint32_t type);
+/* the k largest of each row, largest first, ties to the lower index (a tie is planted in row 1) */
+static bool case_topk(uint32_t type) {
+    const int64_t n = 16, R = 5;
+    const int k = 4;
+    float X[16 * 5];
+    fill(X, n * R, 1.0f);
+    X[16 + 3] = X[16 + 9] = 2.0f; /* equal maxima: 3 before 9 */
+    mf_graph *g = mf_graph_new();
+    int64_t ne[2] = {n, R};
+    int32_t x = mf_g_input(g, "x", MF_TYPE_F32, 2, ne), o = mf_g_topk(g, x, k);
+    bool ok = place(g, o);
+    if (ok) set(g, x, X), ok = run(g);
+    const int32_t *ids = ok ? got(g, o) : NULL;
+    for (int64_t r = 0; ok && r < R; r++) {
+        bool taken[16] = {0};
+        for (int j = 0; ok && j < k; j++) {
+            int best = -1;
+            for (int i = 0; i < n; i++)
+                if (!taken[i] && (best < 0 || X[r * n + i] > X[r * n + best])) best = i;
+            taken[best] = true;
+            if (ids[r * k + j] != best) ok = failf("row %lld slot %d: %d, reference %d", (long long)r, j, ids[r * k + j], best);
+        }
+    }
+    (void)type;
+    mf_graph_free(g);
+    return ok;
+}
+
+/* out[:, j, t] = expert ids[j, t]'s matrix times x[:, j % R, t], for a shared row (R 1) and a row per slot */
+static bool case_matmul_id(uint32_t type) {
+    const int64_t K = 256, N = 4, E = 3, T = 3, k = 2;
+    const size_t rs = mf_row_size(type, K);
+    uint8_t *w = malloc(rs * N * E);
+    make_rows(type, K, N * E, w);
+    const int32_t ids[6] = {2, 0, 1, 2, 0, 1};
+    float X[256 * 2 * 3], *row = malloc(K * sizeof(float));
+    for (int i = 0; i < K * k * T; i++) X[i] = (i % 32) == 0 ? 127.0f : (float)((int)(urand() % 255) - 127);
+    const bool kquant = mf_type_get(type)->blck_size == 256;
+    bool ok = true;
+    for (int64_t R = 1; ok && R <= k; R += k - 1) {
+        mf_graph *g = mf_graph_new();
+        int64_t nw[3] = {K, N, E}, nx[3] = {K, R, T}, ni[2] = {k, T};
+        int32_t wi = mf_g_weight(g, "w", type, 3, nw, w), xi = mf_g_input(g, "x", MF_TYPE_F32, 3, nx),
+                ii = mf_g_input(g, "ids", MF_TYPE_I32, 2, ni);
+        int32_t o = mf_g_matmul_id(g, wi, xi, ii);
+        ok = place(g, o);
+        if (ok) set(g, xi, X), set(g, ii, ids), ok = run(g);
+        const float *out = ok ? got(g, o) : NULL;
+        for (int64_t t = 0; ok && t < T; t++)
+            for (int64_t j = 0; ok && j < k; j++)
+                for (int64_t n = 0; ok && n < N; n++) {
+                    if (mf_dequantize_row(type, w + rs * (size_t)(ids[t * k + j] * N + n), row, K)) {
+                        ok = failf("no reference dequantizer for %s", mf_type_name(type));
+                        break;
+                    }
+                    const float *x = X + (t * R + j % R) * K;
+                    double dot = 0, mag = 0;
+                    for (int64_t i = 0; i < K; i++) dot += (double)row[i] * x[i], mag += fabs((double)row[i] * x[i]);
+                    const double v = out[(t * k + j) * N + n], tol = (kquant ? 1e-2 : 1e-5) * mag + 1e-6;
+                    if (!(fabs(v - dot) <= tol))
+                        ok = failf("R %lld out[%lld][%lld][%lld] = %.9g, reference %.9g (tol %.3g)", (long long)R,
+                                   (long long)t, (long long)j, (long long)n, v, dot, tol);
+                }
+        mf_graph_free(g);
+    }
+    free(row), free(w);
+    return ok;
+}
+
+/* out[:, t] = sum_j y[:, j, t] * p[ids[j, t], t] / (the chosen p's sum) */
+static bool case_moe_sum(uint32_t type) {
+    const int64_t N = 8, k = 3, E = 5, T = 2;
+    float Y[8 * 3 * 2], P[5 * 2];
+    fill(Y, N * k * T, 1.0f);
+    for (int i = 0; i < E * T; i++) P[i] = 0.05f + 0.2f * (frand() + 1.0f);
+    const int32_t ids[6] = {4, 0, 2, 1, 3, 0};
+    bool ok = true;
+    for (int norm = 0; ok && norm < 2; norm++) {
+        mf_graph *g = mf_graph_new();
+        int64_t ny[3] = {N, k, T}, np[2] = {E, T}, ni[2] = {k, T};
+        int32_t y = mf_g_input(g, "y", MF_TYPE_F32, 3, ny), p = mf_g_input(g, "p", MF_TYPE_F32, 2, np),
+                ii = mf_g_input(g, "ids", MF_TYPE_I32, 2, ni);
+        int32_t o = mf_g_moe_sum(g, y, p, ii, norm);
+        ok = place(g, o);
+        if (ok) set(g, y, Y), set(g, p, P), set(g, ii, ids), ok = run(g);
+        double want[8 * 2];
+        for (int64_t t = 0; t < T; t++) {
+            double s = 0;
+            for (int64_t j = 0; j < k; j++) s += P[t * E + ids[t * k + j]];
+            for (int64_t n = 0; n < N; n++) {
+                double v = 0;
+                for (int64_t j = 0; j < k; j++) v += (double)Y[(t * k + j) * N + n] * P[t * E + ids[t * k + j]];
+                want[t * N + n] = norm ? v / s : v;
+            }
+        }
+        if (ok) ok = close_to(got(g, o), want, N * T, 1e-6, 1e-7, norm ? "moe_sum (normalized)" : "moe_sum");
+        mf_graph_free(g);
+    }
+    (void)type;
+    return ok;
+}
+
 static bool c_binary(mf_op op, uint32_t t) { return case_binary(op, t); }
 static bool c_unary(mf_op op, uint32_t t) { return case_unary(op, t); }
 static bool c_rope(mf_op op, uint32_t t) { return (void)op, case_rope(t); }
@@ -549,6 +651,9 @@ static bool c_alias(mf_op op, uint32_t t) {
     return case_alias(op, t);
 }
 static bool c_cont(mf_op op, uint32_t t) { return (void)op, case_cont(t); }
+static bool c_topk(mf_op op, uint32_t t) { return (void)op, case_topk(t); }
+static bool c_matmul_id(mf_op op, uint32_t t) { return (void)op, case_matmul_id(t); }
+static bool c_moe_sum(mf_op op, uint32_t t) { return (void)op, case_moe_sum(t); }
 
 static case_fn decision(mf_op op, const char **excuse) {
     *excuse = NULL;
@@ -573,11 +678,13 @@ static case_fn decision(mf_op op, const char **excuse) {
     case MF_OP_RESHAPE:
     case MF_OP_PERMUTE: return c_alias;
     case MF_OP_CONT: return c_cont;
+    case MF_OP_TOPK: return c_topk;
+    case MF_OP_MATMUL_ID: return c_matmul_id;
+    case MF_OP_MOE_SUM: return c_moe_sum;
     case MF_OP_COUNT: *excuse = "not an op (the count)"; return NULL;
     }
     return NULL;
 }
-
 /* The dtype universe: every id mf_type_get knows, in id order. */
 static int type_universe(uint32_t *out) {
     int n = 0;

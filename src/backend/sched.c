@@ -10,7 +10,7 @@
 static const char *nm(const mf_node *n) { return n->name[0] ? n->name : "(unnamed)"; }
 
 uint32_t mf_node_support_type(const mf_graph *g, const mf_node *n) {
-    if ((n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS) && n->src[0] >= 0)
+    if (mf_op_typed_by_src0(n->op) && n->src[0] >= 0)
         return mf_graph_node_c(g, n->src[0])->type;
     return n->type;
 }
@@ -61,7 +61,7 @@ int mf_sched_assign(mf_graph *g, const mf_backend_filter *fence, mf_error *err) 
         if (k == n_order) {
             char names[128];
             allowed_names(order, n_order, names, sizeof names);
-            bool wt = n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS;
+            bool wt = mf_op_typed_by_src0(n->op);
             return mf_err(err, MF_E_UNSUPPORTED,
                           "no allowed backend can run node '%s' (#%d, %s, %s %s); allowed backends: %s (see "
                           "docs/SUPPORT-MATRIX.md; --backend / MINFER_BACKENDS may have fenced one that can)",
@@ -119,7 +119,7 @@ int mf_sched_assign_placed(mf_graph *g, const mf_placement *p, const mf_backend_
         const mf_backend_entry *e = mf_backend_entry_get(b);
         uint32_t t = mf_node_support_type(g, n);
         if (!e->supports || !e->supports(n->op, t)) {
-            bool wt = n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS;
+            bool wt = mf_op_typed_by_src0(n->op);
             return mf_err(err, MF_E_UNSUPPORTED,
                           "node '%s' (#%d, %s, %s %s) of %s%d is placed on %s, which cannot run it (see "
                           "docs/SUPPORT-MATRIX.md); place %s on another backend",

@@ -13,7 +13,8 @@ static const char *const op_names[MF_OP_COUNT] = {
     [MF_OP_SILU] = "silu",         [MF_OP_SWIGLU] = "swiglu",     [MF_OP_SOFTMAX] = "softmax",
     [MF_OP_ROPE] = "rope",         [MF_OP_KV_STORE] = "kv_store", [MF_OP_ATTENTION] = "attention",
     [MF_OP_VIEW] = "view",         [MF_OP_RESHAPE] = "reshape",   [MF_OP_PERMUTE] = "permute",
-    [MF_OP_CONT] = "cont",         [MF_OP_HADAMARD] = "hadamard",
+    [MF_OP_CONT] = "cont",         [MF_OP_HADAMARD] = "hadamard", [MF_OP_TOPK] = "topk",
+    [MF_OP_MATMUL_ID] = "matmul_id", [MF_OP_MOE_SUM] = "moe_sum",
 };
 
 const char *mf_op_name(mf_op op) {
@@ -693,4 +694,86 @@ int32_t mf_g_layer(mf_graph *g, int32_t id, int layer) {
 
 void mf_g_set_output(mf_graph *g, int32_t id) {
     if (g && valid_id(g, id)) g->nodes[id].flags |= MF_NODE_OUTPUT;
+}
+
+/* ---- mixture of experts ---- */
+
+/* a dense 2-D i32 list [k, T] */
+static bool need_ids(mf_graph *g, mf_op op, int32_t ids, int64_t k, int64_t t) {
+    if (!need_type(g, op, "ids", ids, MF_TYPE_I32)) return false;
+    const mf_node *i = &g->nodes[ids];
+    if (mf_node_is_contiguous(i) && i->ne[0] == k && i->ne[1] == t && i->ne[2] == 1 && i->ne[3] == 1) return true;
+    char d[256];
+    describe(g, ids, d, sizeof d);
+    fail(g, op, MF_E_INVAL, "ids %s must be a dense [%lld, %lld] list", d, (long long)k, (long long)t);
+    return false;
+}
+
+int32_t mf_g_topk(mf_graph *g, int32_t x, int k) {
+    if (!srcs_ok(g, MF_OP_TOPK, 1, &x)) return MF_NODE_INVALID;
+    if (!need_rows_f32(g, MF_OP_TOPK, "input", x)) return MF_NODE_INVALID;
+    const mf_node *xn = &g->nodes[x];
+    if (k < 1 || k > xn->ne[0] || xn->ne[2] != 1 || xn->ne[3] != 1) {
+        char d[256];
+        describe(g, x, d, sizeof d);
+        return fail(g, MF_OP_TOPK, MF_E_INVAL, "k %d must be 1..ne0 of a 2-D input %s", k, d);
+    }
+    const int64_t ne[2] = {k, xn->ne[1]};
+    int32_t id;
+    mf_node *n = push(g, MF_OP_TOPK, MF_TYPE_I32, 2, ne, &id);
+    if (!n) return MF_NODE_INVALID;
+    n->src[0] = x;
+    n->iparams[0] = k;
+    return id;
+}
+
+int32_t mf_g_matmul_id(mf_graph *g, int32_t w, int32_t x, int32_t ids) {
+    const int32_t s[3] = {w, x, ids};
+    if (!srcs_ok(g, MF_OP_MATMUL_ID, 3, s)) return MF_NODE_INVALID;
+    if (!need_rows_f32(g, MF_OP_MATMUL_ID, "input", x)) return MF_NODE_INVALID;
+    const mf_node *wn = &g->nodes[w], *xn = &g->nodes[x], *in = &g->nodes[ids];
+    char a[256], b[256];
+    if (wn->ne[3] != 1 || !mf_node_is_contiguous(wn) || xn->ne[3] != 1 || wn->ne[0] != xn->ne[0] ||
+        (xn->ne[1] != 1 && xn->ne[1] != in->ne[0])) {
+        describe(g, w, a, sizeof a);
+        describe(g, x, b, sizeof b);
+        return fail(g, MF_OP_MATMUL_ID, MF_E_INVAL,
+                    "weight %s must be a dense [K, N, experts] and input %s [K, 1 or k, tokens] with the same K", a,
+                    b);
+    }
+    if (!need_ids(g, MF_OP_MATMUL_ID, ids, in->ne[0], xn->ne[2])) return MF_NODE_INVALID;
+    const int64_t ne[3] = {wn->ne[1], in->ne[0], xn->ne[2]};
+    int32_t id;
+    mf_node *n = push(g, MF_OP_MATMUL_ID, MF_TYPE_F32, 3, ne, &id);
+    if (!n) return MF_NODE_INVALID;
+    n->src[0] = w;
+    n->src[1] = x;
+    n->src[2] = ids;
+    return id;
+}
+
+int32_t mf_g_moe_sum(mf_graph *g, int32_t y, int32_t probs, int32_t ids, bool normalize) {
+    const int32_t s[3] = {y, probs, ids};
+    if (!srcs_ok(g, MF_OP_MOE_SUM, 3, s)) return MF_NODE_INVALID;
+    if (!need_rows_f32(g, MF_OP_MOE_SUM, "experts' rows", y) || !need_rows_f32(g, MF_OP_MOE_SUM, "probs", probs))
+        return MF_NODE_INVALID;
+    const mf_node *yn = &g->nodes[y], *pn = &g->nodes[probs];
+    if (!mf_node_is_contiguous(yn) || !mf_node_is_contiguous(pn) || yn->ne[3] != 1 || pn->ne[2] != 1 ||
+        pn->ne[3] != 1 || pn->ne[1] != yn->ne[2] || pn->ne[0] < yn->ne[1]) {
+        char a[256], b[256];
+        describe(g, y, a, sizeof a);
+        describe(g, probs, b, sizeof b);
+        return fail(g, MF_OP_MOE_SUM, MF_E_INVAL,
+                    "experts' rows %s must be a dense [N, k, tokens] and probs %s a dense [experts >= k, tokens]", a, b);
+    }
+    if (!need_ids(g, MF_OP_MOE_SUM, ids, yn->ne[1], yn->ne[2])) return MF_NODE_INVALID;
+    const int64_t ne[2] = {yn->ne[0], yn->ne[2]};
+    int32_t id;
+    mf_node *n = push(g, MF_OP_MOE_SUM, MF_TYPE_F32, 2, ne, &id);
+    if (!n) return MF_NODE_INVALID;
+    n->src[0] = y;
+    n->src[1] = probs;
+    n->src[2] = ids;
+    n->iparams[0] = normalize;
+    return id;
 }

@@ -54,6 +54,19 @@ typedef enum {
     MF_OP_HADAMARD,  /* src0 f32 rows; i[0] = n (a power of two dividing ne0): each chunk of n elements of a row
                         times the orthonormal Walsh-Hadamard matrix H_n / sqrt(n) (core/hadamard.h: llama.cpp's
                         attention rotation for quantized KV caches, computed as ggml-cpu's fast transform) */
+    /* A mixture-of-experts FFN (llama.cpp's build_moe_ffn) is three ops around the usual ones:
+     * probs = softmax(router . x); ids = topk(probs); y = matmul_id(down, swiglu(matmul_id(gate, x, ids),
+     * matmul_id(up, x, ids)), ids); out = moe_sum(y, probs, ids). */
+    MF_OP_TOPK,      /* src0 f32 [n, rows]; i[0] = k -> i32 [k, rows]: the indices of each row's k largest values,
+                        largest first, equal values lower index first (llama.cpp's argsort_top_k) */
+    MF_OP_MATMUL_ID, /* src0 weight [K, N, E] (E experts' matrices), src1 f32 [K, R, T] (R = 1: one row a token,
+                        shared by its experts; R = k: a row per slot), src2 i32 ids [k, T] -> f32 [N, k, T];
+                        out[:, j, t] = matrix ids[j, t] times x[:, j % R, t], each (row, weight row) the same one
+                        kernel call as MATMUL's (llama.cpp's mul_mat_id) */
+    MF_OP_MOE_SUM,   /* src0 f32 y [N, k, T], src1 f32 probs [E, T], src2 i32 ids [k, T]; i[0] = normalize ->
+                        f32 [N, T]: out[:, t] = sum over j in order of y[:, j, t] * w_j, w_j = probs[ids[j, t], t]
+                        (over max(their double sum as a float, 2^-14) when normalize): llama.cpp's get_rows,
+                        sum_rows, clamp, div, mul, then a chain of adds, rounding where it rounds */
     MF_OP_COUNT
 } mf_op;
 
@@ -90,6 +103,11 @@ typedef struct mf_node {
 static inline bool mf_op_is_leaf(mf_op op) { return op == MF_OP_INPUT || op == MF_OP_WEIGHT || op == MF_OP_EXTERNAL; }
 static inline bool mf_op_is_alias(mf_op op) { return op == MF_OP_VIEW || op == MF_OP_RESHAPE || op == MF_OP_PERMUTE; }
 static inline bool mf_op_computes(mf_op op) { return !mf_op_is_leaf(op) && !mf_op_is_alias(op); }
+/* The ops whose dtype (for the support matrix and every backend's support function) is src0's, the weight's
+ * or table's, not the node's own f32. */
+static inline bool mf_op_typed_by_src0(mf_op op) {
+    return op == MF_OP_MATMUL || op == MF_OP_GET_ROWS || op == MF_OP_MATMUL_ID;
+}
 
 typedef struct mf_graph mf_graph;
 
@@ -127,6 +145,10 @@ int32_t mf_g_view(mf_graph *g, int32_t x, int n_dims, const int64_t *ne, const s
 int32_t mf_g_reshape(mf_graph *g, int32_t x, int n_dims, const int64_t *ne);
 int32_t mf_g_permute(mf_graph *g, int32_t x, int a0, int a1, int a2, int a3);
 int32_t mf_g_cont(mf_graph *g, int32_t x);
+/* mixture of experts (MF_OP_TOPK, MF_OP_MATMUL_ID, MF_OP_MOE_SUM) */
+int32_t mf_g_topk(mf_graph *g, int32_t x, int k);
+int32_t mf_g_matmul_id(mf_graph *g, int32_t w, int32_t x, int32_t ids);
+int32_t mf_g_moe_sum(mf_graph *g, int32_t y, int32_t probs, int32_t ids, bool normalize);
 /* Name the most recent node (printf-style) and tag its layer; returns id unchanged (chainable). */
 int32_t mf_g_name(mf_graph *g, int32_t id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int32_t mf_g_layer(mf_graph *g, int32_t id, int layer);

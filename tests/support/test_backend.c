@@ -144,7 +144,7 @@ static bool executes(mf_op op) {
 static int run_node(mf_cpu *cpu, mf_graph *g, int32_t id, mf_error *err) {
     mf_node *n = mf_graph_node(g, id);
     if (!executes(n->op)) return 0;
-    uint32_t t = n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS ? mf_graph_node_c(g, n->src[0])->type : n->type;
+    uint32_t t = mf_op_typed_by_src0(n->op) ? mf_graph_node_c(g, n->src[0])->type : n->type;
     if (!mf_test_backend_supports(n->op, t))
         return mf_err(err, MF_E_UNSUPPORTED, "the test backend cannot run %s '%s' (node %d)", mf_op_name(n->op), n->name,
                       id);

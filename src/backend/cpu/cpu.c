@@ -113,6 +113,13 @@ bool mf_cpu_supports(mf_op op, uint32_t type) {
     case MF_OP_ATTENTION:
     case MF_OP_HADAMARD:
         return type == MF_TYPE_F32;
+    case MF_OP_MATMUL_ID: { /* the plain layouts' tiles, called a group of slots at a time */
+        const mf_quant_kernels *k = mf_quant_kernels_get(type);
+        return k && k->vec_dot_tile && k->from_float && !k->act_major;
+    }
+    case MF_OP_TOPK:
+    case MF_OP_MOE_SUM:
+        return type == (op == MF_OP_TOPK ? MF_TYPE_I32 : MF_TYPE_F32);
     case MF_OP_KV_STORE:
         return mf_cpu_kv_type_ok(type);
     case MF_OP_CONT:
@@ -150,6 +157,12 @@ static mf_cpu_op_fn op_fn(mf_op op) {
         return mf_cpu_op_attention;
     case MF_OP_HADAMARD:
         return mf_cpu_op_hadamard;
+    case MF_OP_TOPK:
+        return mf_cpu_op_topk;
+    case MF_OP_MATMUL_ID:
+        return mf_cpu_op_matmul_id;
+    case MF_OP_MOE_SUM:
+        return mf_cpu_op_moe_sum;
     default:
         return NULL; /* leaves and aliases: nothing to compute */
     }
@@ -341,6 +354,10 @@ static int plan_barriers(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last) 
                 conv_packed = packs;
             }
             if (priv) cpu->plan[i] |= MF_CPU_PLAN_PRIVATE;
+        } else if (n->op == MF_OP_MATMUL_ID) {
+            conv = true; /* it converts into the shared scratch, never reusing nor leaving a conversion */
+            conv_src = -1;
+            conv_priv = false;
         } else if (conv_priv) {
             conv_src = -1; /* keep private reuse to back-to-back matmuls of one input */
         }
@@ -429,18 +446,21 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
                               mf_op_name(n->op), nm(n), i, nm(sn), n->src[s]);
         }
         uint32_t t = n->type;
-        if (n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS) t = mf_graph_node_c(g, n->src[0])->type;
+        if (mf_op_typed_by_src0(n->op)) t = mf_graph_node_c(g, n->src[0])->type;
         if (!mf_cpu_supports(n->op, t))
             return mf_err(err, MF_E_UNSUPPORTED,
                           "the CPU backend cannot run %s '%s' (node %d) with %s %s; requantize the model or "
                           "run this op on another backend",
                           mf_op_name(n->op), nm(n), i,
-                          (n->op == MF_OP_MATMUL || n->op == MF_OP_GET_ROWS) ? "weight type" : "type",
+                          mf_op_typed_by_src0(n->op) ? "weight type" : "type",
                           mf_type_name(t));
         switch (n->op) {
         case MF_OP_MATMUL:
             shared = MF_MAX(shared, mf_cpu_matmul_shared_bytes(g, n));
             conv = MF_MAX(conv, mf_cpu_matmul_private_bytes(g, n));
+            break;
+        case MF_OP_MATMUL_ID:
+            shared = MF_MAX(shared, mf_cpu_matmul_id_shared_bytes(g, n));
             break;
         case MF_OP_ROPE:
             per_thread = MF_MAX(per_thread, mf_cpu_rope_thread_bytes(n));

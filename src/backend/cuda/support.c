@@ -41,6 +41,10 @@ bool mf_cuda_supports(mf_op op, uint32_t type) {
     case MF_OP_ROPE:
     case MF_OP_CONT:
     case MF_OP_HADAMARD: return type == MF_TYPE_F32;
+    /* not yet on the device: a MoE model's expert ops stay on the CPU (the scheduler splits there) */
+    case MF_OP_TOPK:
+    case MF_OP_MATMUL_ID:
+    case MF_OP_MOE_SUM: return false;
     case MF_OP_COUNT: break;
     }
     return false;
