@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mf-genmodel: tiny qwen2/qwen3 files, byte-identical for a seed, different for another seed, refusals
+# mf-genmodel: tiny qwen2/qwen3/qwen3moe files, byte-identical for a seed, different for another seed, refusals
 # naming the bad value and the allowed set.  Runs from the repo root; the tokenizer is the repository's tokenizers/qwen3.
 cd "$(dirname "$0")/../.."
 source tests/cli/lib.bash
@@ -17,6 +17,7 @@ gen_ok "tiny qwen2 q4_0 again" "$D/b.gguf" --arch qwen2 --type q4_0 --seed 7
 gen_ok "tiny qwen2 q4_0 seed 8" "$D/c.gguf" --arch qwen2 --type q4_0 --seed 8
 gen_ok "tiny qwen3 q8_0" "$D/q3.gguf" --arch qwen3 --type q8_0
 gen_ok "tiny qwen3 q4_k_m 1 layer tied" "$D/q3k.gguf" --arch qwen3 --type q4_k_m --layers 1 --tied --ctx 512
+gen_ok "tiny qwen3moe q4_k, expert ffn 128" "$D/moe.gguf" --arch qwen3moe --type q4_k --expert-ff 128
 
 if cmp -s "$D/a.gguf" "$D/b.gguf"; then ok "same seed gives identical bytes"; else bad "same seed" "a.gguf and b.gguf differ"; fi
 if ! cmp -s "$D/a.gguf" "$D/c.gguf"; then ok "another seed differs"; else bad "another seed" "seed 7 and 8 gave the same file"; fi
@@ -34,13 +35,35 @@ expect "refuses missing -o" 2 "-o OUT.gguf is required" -- "$GEN" --arch qwen3
 expect "refuses missing --arch" 2 "--arch is required" -- "$GEN" -o "$D/x.gguf"
 expect "refuses qwen2 with qwen3-0.6b shape" 2 "qwen2 needs n_head*head_dim == n_embd" -- \
     "$GEN" --arch qwen2 --preset qwen3-0.6b -o "$D/x.gguf"
+expect "refuses qwen3moe with a dense preset" 2 \
+    "--arch qwen3moe needs a mixture-of-experts preset and 'qwen3-0.6b' is dense: use --preset tiny or qwen3-30b-a3b" -- \
+    "$GEN" --arch qwen3moe --preset qwen3-0.6b -o "$D/x.gguf"
+expect "refuses the qwen3-30b-a3b preset with qwen3" 2 \
+    "--preset 'qwen3-30b-a3b' is a mixture-of-experts model: use it with --arch qwen3moe, not qwen3" -- \
+    "$GEN" --arch qwen3 --preset qwen3-30b-a3b -o "$D/x.gguf"
+expect "refuses --experts with a dense arch" 2 "--experts shapes a mixture of experts: it needs --arch qwen3moe (qwen2 is dense)" -- \
+    "$GEN" --arch qwen2 --experts 4 -o "$D/x.gguf"
+expect "refuses --experts-used above --experts" 2 "--experts-used '5' is not in 1..4 (the expert count)" -- \
+    "$GEN" --arch qwen3moe --experts 4 --experts-used 5 -o "$D/x.gguf"
+expect "refuses --experts below the preset's experts used" 2 \
+    "--experts 4 is fewer than the 8 experts per token of preset 'qwen3-30b-a3b': add --experts-used K with K in 1..4" -- \
+    "$GEN" --arch qwen3moe --preset qwen3-30b-a3b --experts 4 -o "$D/x.gguf"
+expect "refuses --expert-ff 100" 2 "--expert-ff '100' is not a multiple of 32 in 32..65536" -- \
+    "$GEN" --arch qwen3moe --expert-ff 100 -o "$D/x.gguf"
+expect "refuses the q4_k_m mix for qwen3moe" 2 "--type q4_k_m (llama.cpp's per-tensor mix) is not supported for --arch qwen3moe" -- \
+    "$GEN" --arch qwen3moe --type q4_k_m -o "$D/x.gguf"
+expect "refuses --llama-quantize for qwen3moe" 2 "--llama-quantize is not supported for --arch qwen3moe" -- \
+    "$GEN" --arch qwen3moe --type q4_0 --llama-quantize -o "$D/x.gguf"
+expect "refuses --script for qwen3moe" 2 "--script is not supported for --arch qwen3moe" -- \
+    "$GEN" --arch qwen3moe --script 1,2 -o "$D/x.gguf"
 expect "missing tokenizer dir" 1 "cannot open tokenizer file '$D/none/tokenizer.json'" -- \
     "$GEN" --arch qwen3 --tokenizer "$D/none" -o "$D/x.gguf"
 if [ ! -e "$D/x.gguf" ]; then ok "refusals leave no file"; else bad "refusals leave no file" "$D/x.gguf exists"; fi
 expect "--help documents every flag" 0 "" -- "$GEN" --help
 help=$("$GEN" --help)
 miss=""
-for f in --arch --preset --type --seed --tied --untied --tokenizer --tensor-type --llama-quantize --layers --ctx -o q3_k_m; do
+for f in --arch --preset --type --seed --tied --untied --tokenizer --tensor-type --llama-quantize --layers --ctx -o q3_k_m \
+    qwen3moe qwen3-30b-a3b --experts --experts-used --expert-ff; do
     [[ "$help" == *"$f"* ]] || miss="$miss $f"
 done
 if [ -z "$miss" ]; then ok "help lists flags"; else bad "help lists flags" "missing:$miss"; fi
@@ -61,6 +84,21 @@ if "$MINFER" info -m "$D/a.gguf" >"$D/info.txt" 2>&1; then
         grep -Eq 'context_length +u32 +512' "$D/info3k.txt"; then
         ok "minfer info: --layers/--tied/--ctx honoured"
     else bad "minfer info q4_k_m" "$(head -c 600 "$D/info3k.txt")"; fi
+    "$MINFER" info -m "$D/moe.gguf" >"$D/infomoe.txt" 2>&1
+    # token_embd + 12 per qwen3moe layer + output_norm + output; the router f32, the expert stacks 3-D (ffn_down_exps'
+    # 128-long rows are no multiple of 256: q4_K falls back to q5_0), no dense ffn
+    m="$D/infomoe.txt"
+    if grep -Eq 'general.architecture +string +"qwen3moe"' "$m" && grep -Eq '^tensors: +27$' "$m" &&
+        grep -Eq 'qwen3moe.expert_count +u32 +8$' "$m" && grep -Eq 'qwen3moe.expert_used_count +u32 +2$' "$m" &&
+        grep -Eq 'qwen3moe.expert_feed_forward_length +u32 +128$' "$m" &&
+        grep -Eq 'qwen3moe.feed_forward_length +u32 +512$' "$m" && grep -Eq 'qwen3moe.attention.key_length +u32 +64$' "$m" &&
+        grep -Eq ' blk\.1\.ffn_gate_inp\.weight +f32 +\[256, 8\] ' "$m" &&
+        grep -Eq ' blk\.1\.ffn_gate_exps\.weight +q4_K +\[256, 128, 8\] ' "$m" &&
+        grep -Eq ' blk\.1\.ffn_up_exps\.weight +q4_K +\[256, 128, 8\] ' "$m" &&
+        grep -Eq ' blk\.1\.ffn_down_exps\.weight +q5_0 +\[128, 256, 8\] ' "$m" &&
+        grep -Eq ' blk\.1\.attn_k_norm\.weight +f32 +\[64\] ' "$m" && ! grep -Eq ' blk\.[0-9]+\.ffn_(gate|up|down)\.weight' "$m"; then
+        ok "minfer info: qwen3moe keys, router and expert tensors"
+    else bad "minfer info qwen3moe" "$(grep -v tokenizer "$m" | head -c 1500)"; fi
 else
     bad "minfer info reads the generated file" "exit $?: $(head -c 600 "$D/info.txt")"
 fi

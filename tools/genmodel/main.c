@@ -1,4 +1,4 @@
-/* mf-genmodel: writes a synthetic Qwen2/Qwen3 GGUF (real tokenizer, deterministic random weights)
+/* mf-genmodel: writes a synthetic Qwen2/Qwen3/Qwen3-MoE GGUF (real tokenizer, deterministic random weights)
  * that llama.cpp and minfer both load.  See docs/GENMODEL.md. */
 #include "genmodel.h"
 #include "quant/quant.h"
@@ -11,34 +11,43 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: mf-genmodel --arch qwen2|qwen3 [options] -o OUT.gguf\n"
+            "usage: mf-genmodel --arch qwen2|qwen3|qwen3moe [options] -o OUT.gguf\n"
             "\n"
             "Writes a synthetic model with llama.cpp's tensor names, shapes and metadata, the real Qwen\n"
             "tokenizer and random weights that are a pure function of the options (byte-identical files\n"
             "for the same options on every machine).\n"
             "\n"
-            "  --arch A        qwen2 | qwen3 (required). qwen2 has q/k/v biases, qwen3 q/k norms.\n"
+            "  --arch A        qwen2 | qwen3 | qwen3moe (required). qwen2 has q/k/v biases, qwen3 q/k norms;\n"
+            "                  qwen3moe is qwen3's attention with a mixture of experts in place of the ffn\n"
+            "                  (ffn_gate_inp router, always f32, and 3-D ffn_{gate,up,down}_exps)\n"
             "  --preset P      %s (default tiny)\n"
             "                    tiny          2 layers, n_embd 256, 4 heads, 2 kv heads, head_dim 64, ffn 512,\n"
-            "                                  ctx 4096, untied output\n"
+            "                                  ctx 4096, untied output; qwen3moe: 8 experts, 2 used, expert ffn 256\n"
             "                    qwen2.5-0.5b  24 layers, 896, 14 heads, 2 kv, head_dim 64, ffn 4864, ctx 32768, tied\n"
             "                    qwen3-0.6b    28 layers, 1024, 16 heads, 8 kv, head_dim 128, ffn 3072, ctx 40960,\n"
             "                                  tied (qwen3 only: n_head*head_dim != n_embd)\n"
+            "                    qwen3-30b-a3b 48 layers, 2048, 32 heads, 4 kv, head_dim 128, ffn 6144, 128 experts,\n"
+            "                                  8 used, expert ffn 768, ctx 40960, untied (qwen3moe only)\n"
             "                  every preset: vocab 151936, rope base 1e6, rms eps 1e-6\n"
+            "  --experts N     qwen3moe: experts per layer (1..512; default the preset's)\n"
+            "  --experts-used K  qwen3moe: experts each token is routed to (1..N; default the preset's)\n"
+            "  --expert-ff F   qwen3moe: each expert's ffn width (a multiple of 32 in 32..65536; default the\n"
+            "                  preset's)\n"
             "  --type T        %s (default f16)\n"
             "                  a single type is every 2-D weight in T (llama-quantize --pure; rows that are not\n"
             "                  a multiple of 256 fall back q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, q2_k/q3_k->q4_0,\n"
             "                  iq4_xs/iq2_*/iq3_*->iq4_nl); q4_k_m is llama.cpp's Q4_K_M mix. Norms and biases are\n"
             "                  always f32. The iq2/iq3 types are nearest-grid-point quantizers (no importance matrix).\n"
-            "                  q3_k_s / q3_k_m are llama.cpp's Q3_K_S / Q3_K_M mixes.\n"
+            "                  q3_k_s / q3_k_m are llama.cpp's Q3_K_S / Q3_K_M mixes. qwen3moe takes the single\n"
+            "                  types only (its expert tensors quantized row by row; the router stays f32).\n"
             "  --llama-quantize\n"
             "                  write what llama.cpp's llama-quantize (no imatrix, not --pure) makes of the\n"
             "                  --type f16 file of the same options: its per-tensor mix for T and ggml's own\n"
             "                  quantizers, byte for byte; T one of f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k\n"
-            "                  q3_k_s q3_k_m q4_k_m iq4_nl iq4_xs iq3_s\n"
+            "                  q3_k_s q3_k_m q4_k_m iq4_nl iq4_xs iq3_s (not with qwen3moe)\n"
             "  --seed N        weight seed, unsigned 64-bit decimal (default 1)\n"
             "  --tied          no output.weight: the output reuses token_embd (default of the 0.5B/0.6B presets)\n"
-            "  --untied        a separate output.weight (default of tiny)\n"
+            "  --untied        a separate output.weight (default of tiny and qwen3-30b-a3b)\n"
             "  --tokenizer DIR folder with tokenizer.json and tokenizer_config.json (default $MF_TOKENIZER_DIR,\n"
             "                  else the repository's tokenizers/qwen3: " MF_TOKENIZER_DEFAULT ")\n"
             "  --tensor-type NAME=TYPE\n"
@@ -70,6 +79,8 @@ static void usage(FILE *f) {
             "  --cls-bias      with --reranker: also cls.output.bias (2 floats)\n"
             "  --cls-dense     with --reranker: also cls.weight (n_embd x n_embd, a BERT-style dense layer);\n"
             "                  heads llama.cpp's qwen3 reranker does not read (tests of minfer's refusal)\n"
+            "                  --lowrank, --draft, --script, --pooling, --reranker: qwen2/qwen3 only (qwen3moe\n"
+            "                  refuses them)\n"
             "  --add-eos       write tokenizer.ggml.add_eos_token = true (tokenizing with special tokens then\n"
             "                  appends the end-of-sequence token, as Qwen3-Embedding's tokenizer does)\n"
             "  -o, --output F  the file to write (required)\n"
@@ -120,12 +131,56 @@ static int parse_script(const char *s, gm_config *c) {
     return 0;
 }
 
+/* --arch qwen3moe: a preset with a MoE form, the expert options, a single --type (the mixes' expert rules are
+ * not repeated here); the dense arches: no MoE-only preset, no expert option. */
+static int moe_options(gm_config *c, const char *arch, const char *preset, const char *type, const char *experts,
+                       const char *experts_used, const char *expert_ff) {
+    uint64_t v;
+    char num[24];
+    if (c->arch != GM_ARCH_QWEN3MOE) {
+        if (c->p.moe_only)
+            return bad("--preset '%s' is a mixture-of-experts model: use it with --arch qwen3moe, not %s", preset, arch);
+        const char *o = experts ? "--experts" : experts_used ? "--experts-used" : expert_ff ? "--expert-ff" : NULL;
+        if (o) return bad("%s shapes a mixture of experts: it needs --arch qwen3moe (%s is dense)", o, arch);
+        return 0;
+    }
+    if (!c->p.n_expert)
+        return bad("--arch qwen3moe needs a mixture-of-experts preset and '%s' is dense: use --preset tiny or "
+                   "qwen3-30b-a3b (or --arch qwen3 with '%s')", preset, preset);
+    if (c->ftype == GM_T_Q4_K_M || c->ftype == GM_T_Q3_K_S || c->ftype == GM_T_Q3_K_M)
+        return bad("--type %s (llama.cpp's per-tensor mix) is not supported for --arch qwen3moe: use a single type "
+                   "(%s)", type, "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|iq2_*|iq3_*");
+    if (experts) {
+        if (!parse_u64(experts, &v) || v < 1 || v > GM_MAX_EXPERTS)
+            return bad("--experts '%s' is not in 1..%s", experts, "512");
+        c->p.n_expert = (int)v;
+    }
+    snprintf(num, sizeof num, "%d", c->p.n_expert);
+    if (experts_used) {
+        if (!parse_u64(experts_used, &v) || v < 1 || v > (uint64_t)c->p.n_expert)
+            return bad("--experts-used '%s' is not in 1..%s (the expert count)", experts_used, num);
+        c->p.n_expert_used = (int)v;
+    } else if (c->p.n_expert_used > c->p.n_expert) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "--experts %d is fewer than the %d experts per token of preset '%s': add "
+                 "--experts-used K with K in 1..%d", c->p.n_expert, c->p.n_expert_used, preset, c->p.n_expert);
+        return bad("%s%s", msg, "");
+    }
+    if (expert_ff) {
+        if (!parse_u64(expert_ff, &v) || v < 32 || v > 65536 || v % 32)
+            return bad("--expert-ff '%s' is not a multiple of 32 in 32..65536%s", expert_ff, "");
+        c->p.n_ff_exp = (int)v;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     gm_config c = {0};
     c.layer_scale = 1.0f;
     c.pooling = -1;
     const char *arch = NULL, *preset = "tiny", *type = "f16", *layers = NULL, *ctx = NULL, *seed = NULL;
     const char *lowrank = NULL, *layer_scale = NULL, *draft_layers = NULL, *script = NULL, *pooling = NULL;
+    const char *experts = NULL, *experts_used = NULL, *expert_ff = NULL;
     int tied = -1;
     c.tokenizer_dir = getenv("MF_TOKENIZER_DIR");
     if (!c.tokenizer_dir || !*c.tokenizer_dir) c.tokenizer_dir = MF_TOKENIZER_DEFAULT;
@@ -145,6 +200,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) dst = &seed;
         else if (!strcmp(a, "--tokenizer")) dst = &c.tokenizer_dir;
         else if (!strcmp(a, "--layers")) dst = &layers;
+        else if (!strcmp(a, "--experts")) dst = &experts;
+        else if (!strcmp(a, "--experts-used")) dst = &experts_used;
+        else if (!strcmp(a, "--expert-ff")) dst = &expert_ff;
         else if (!strcmp(a, "--lowrank")) dst = &lowrank;
         else if (!strcmp(a, "--layer-scale")) dst = &layer_scale;
         else if (!strcmp(a, "--draft-layers")) dst = &draft_layers;
@@ -178,14 +236,22 @@ int main(int argc, char **argv) {
             *dst = argv[++i];
         }
     }
-    if (!arch) return bad("--arch is required (qwen2|qwen3)%s%s", "", "");
+    if (!arch) return bad("--arch is required (qwen2|qwen3|qwen3moe)%s%s", "", "");
     if (!strcmp(arch, "qwen2")) c.arch = GM_ARCH_QWEN2;
     else if (!strcmp(arch, "qwen3")) c.arch = GM_ARCH_QWEN3;
-    else return bad("unknown --arch '%s'; allowed: %s", arch, "qwen2|qwen3");
+    else if (!strcmp(arch, "qwen3moe")) c.arch = GM_ARCH_QWEN3MOE;
+    else return bad("unknown --arch '%s'; allowed: %s", arch, "qwen2|qwen3|qwen3moe");
     const gm_preset *p = gm_preset_find(preset);
     if (!p) return bad("unknown --preset '%s'; allowed: %s", preset, gm_preset_names());
     c.p = *p;
     if (gm_ftype_parse(type, &c.ftype)) return bad("unknown --type '%s'; allowed: %s", type, gm_ftype_names());
+    if (moe_options(&c, arch, preset, type, experts, experts_used, expert_ff)) return 2;
+    if (c.arch == GM_ARCH_QWEN3MOE) {
+        const char *no = c.llama ? "--llama-quantize" : lowrank ? "--lowrank" : c.draft ? "--draft"
+                       : draft_layers ? "--draft-layers" : script ? "--script" : pooling ? "--pooling"
+                       : c.reranker ? "--reranker" : c.cls_bias ? "--cls-bias" : c.cls_dense ? "--cls-dense" : NULL;
+        if (no) return bad("%s is not supported for --arch qwen3moe (drop it, or use --arch qwen3)%s", no, "");
+    }
     if (c.llama && !gm_ftype_llama_ok(c.ftype))
         return bad("--llama-quantize does not reproduce --type '%s'; allowed: %s (iq2_*/iq3_xxs need an importance "
                    "matrix in llama.cpp, the q4_k/q5_k/q6_k mixes are not repeated here)",
@@ -226,7 +292,7 @@ int main(int argc, char **argv) {
             return bad("--draft-layers '%s' is not in 1..64%s", draft_layers, "");
         c.target = c.p;
         c.p = (gm_preset){"draft", (int)v, c.lowrank, 1, 1, c.lowrank, 2 * c.lowrank, c.target.n_ctx,
-                          c.target.rope_base, false};
+                          c.target.rope_base, false, 0, 0, 0, false};
     }
     if (script && parse_script(script, &c)) return 2;
     if (pooling) {

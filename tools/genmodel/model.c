@@ -14,10 +14,12 @@
 #endif
 
 static const gm_preset presets[] = {
-    /* name            layers embd heads kv  hd   ff    ctx    rope   tied */
-    {"tiny", 2, 256, 4, 2, 64, 512, 4096, 1000000.f, false},
-    {"qwen2.5-0.5b", 24, 896, 14, 2, 64, 4864, 32768, 1000000.f, true},
-    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, 1000000.f, true},
+    /* name            layers embd heads kv  hd   ff    ctx    rope   tied   experts used ff_exp moe_only
+     * (the expert columns matter to --arch qwen3moe only; 0: the preset has no MoE form) */
+    {"tiny", 2, 256, 4, 2, 64, 512, 4096, 1000000.f, false, 8, 2, 256, false},
+    {"qwen2.5-0.5b", 24, 896, 14, 2, 64, 4864, 32768, 1000000.f, true, 0, 0, 0, false},
+    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, 1000000.f, true, 0, 0, 0, false},
+    {"qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 40960, 1000000.f, false, 128, 8, 768, true},
 };
 
 const gm_preset *gm_preset_find(const char *name) {
@@ -25,8 +27,8 @@ const gm_preset *gm_preset_find(const char *name) {
         if (!strcmp(presets[i].name, name)) return &presets[i];
     return NULL;
 }
-const char *gm_preset_names(void) { return "tiny|qwen2.5-0.5b|qwen3-0.6b"; }
-const char *gm_arch_name(gm_arch a) { return a == GM_ARCH_QWEN2 ? "qwen2" : "qwen3"; }
+const char *gm_preset_names(void) { return "tiny|qwen2.5-0.5b|qwen3-0.6b|qwen3-30b-a3b"; }
+const char *gm_arch_name(gm_arch a) { return a == GM_ARCH_QWEN2 ? "qwen2" : a == GM_ARCH_QWEN3 ? "qwen3" : "qwen3moe"; }
 
 static const struct {
     const char *name;
@@ -69,18 +71,31 @@ int gm_config_check(const gm_config *c, mf_error *err) {
                       p->name, p->n_head, p->head_dim, p->n_embd);
     if (p->n_embd % 32 || p->n_ff % 32 || (p->n_head * p->head_dim) % 32)
         return mf_err(err, MF_E_INVAL, "row lengths must be multiples of 32");
+    if (c->arch == GM_ARCH_QWEN3MOE) {
+        if (p->n_expert < 1 || p->n_expert > GM_MAX_EXPERTS)
+            return mf_err(err, MF_E_INVAL, "qwen3moe needs 1..%d experts, not %d", GM_MAX_EXPERTS, p->n_expert);
+        if (p->n_expert_used < 1 || p->n_expert_used > p->n_expert)
+            return mf_err(err, MF_E_INVAL, "experts used per token %d is not in 1..%d (the expert count)",
+                          p->n_expert_used, p->n_expert);
+        if (p->n_ff_exp < 32 || p->n_ff_exp % 32)
+            return mf_err(err, MF_E_INVAL, "the expert ffn width %d is not a positive multiple of 32", p->n_ff_exp);
+    }
     return 0;
 }
 
 /* ---- the tensor list ---- */
-typedef enum { C_EMBD, C_OUT, C_Q, C_K, C_V, C_O, C_GATE, C_UP, C_DOWN, C_1D, C_CLS } gm_cat;
+/* C_ROUTER: a MoE layer's ffn_gate_inp, always f32 (llama.cpp's converter and quantizer keep it so);
+ * C_GATE_X / C_UP_X / C_DOWN_X: the 3-D expert stacks, quantized row by row like the 2-D weights */
+typedef enum {
+    C_EMBD, C_OUT, C_Q, C_K, C_V, C_O, C_GATE, C_UP, C_DOWN, C_1D, C_CLS, C_ROUTER, C_GATE_X, C_UP_X, C_DOWN_X
+} gm_cat;
 
 typedef struct {
     char name[64];
     gm_cat cat;
     int layer;
     uint32_t n_dims;
-    int64_t ne[2];
+    int64_t ne[3]; /* ne[0] the row length; ne[1] * ne[2] rows */
     uint32_t type;
     float mean, sigma;
 } gm_tensor;
@@ -150,7 +165,7 @@ bool gm_ftype_llama_ok(gm_ftype t) {
 /* --type X is llama-quantize --pure X (every 2-D weight X, with the shape fallback); q4_k_m, q3_k_s and
  * q3_k_m, and every type under --llama-quantize, follow llama_tensor_get_type's mix (llama_mix). */
 static uint32_t pick_type(const gm_config *c, gm_cat cat, int layer, int64_t ncols) {
-    if (cat == C_1D) return MF_TYPE_F32;
+    if (cat == C_1D || cat == C_ROUTER) return MF_TYPE_F32;
     uint32_t t = ftypes[c->ftype].type;
     if (!mf_type_get(t)->quantized) return t;
     if (c->llama || c->ftype == GM_T_Q4_K_M || c->ftype == GM_T_Q3_K_S || c->ftype == GM_T_Q3_K_M)
@@ -163,6 +178,9 @@ static uint32_t pick_type(const gm_config *c, gm_cat cat, int layer, int64_t nco
 #define GM_LOGIT_STD 10.0f
 #define GM_NORM_JITTER 0.1f
 #define GM_RESID 2.0f
+/* a MoE router's logits (over the ffn-normed state, |x| ~ sqrt(n_embd)) have this std: the experts' softmax
+ * probabilities are clearly distinct (tiny, 2 of 8: mean weights 0.82 / 0.18 of the two chosen) */
+#define GM_ROUTER_STD 4.0f
 
 static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error *err) {
     const gm_preset *p = &c->p;
@@ -178,13 +196,22 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
     do {                                                                                                              \
         gm_tensor *x = &t[n++];                                                                                       \
         snprintf(x->name, sizeof x->name, "%s", nm);                                                                  \
-        x->cat = c_, x->layer = l, x->n_dims = 2, x->ne[0] = n0, x->ne[1] = n1, x->mean = 0, x->sigma = s;           \
+        x->cat = c_, x->layer = l, x->n_dims = 2, x->ne[0] = n0, x->ne[1] = n1, x->ne[2] = 1, x->mean = 0,          \
+        x->sigma = s;                                                                                                 \
+    } while (0)
+#define ADD3(nm, c_, l, n0, n1, n2, s)                                                                                 \
+    do {                                                                                                              \
+        gm_tensor *x = &t[n++];                                                                                       \
+        snprintf(x->name, sizeof x->name, "%s", nm);                                                                  \
+        x->cat = c_, x->layer = l, x->n_dims = 3, x->ne[0] = n0, x->ne[1] = n1, x->ne[2] = n2, x->mean = 0,         \
+        x->sigma = s;                                                                                                 \
     } while (0)
 #define ADD1(nm, l, n0, m, s)                                                                                          \
     do {                                                                                                              \
         gm_tensor *x = &t[n++];                                                                                       \
         snprintf(x->name, sizeof x->name, "%s", nm);                                                                  \
-        x->cat = C_1D, x->layer = l, x->n_dims = 1, x->ne[0] = n0, x->ne[1] = 1, x->mean = m, x->sigma = s;          \
+        x->cat = C_1D, x->layer = l, x->n_dims = 1, x->ne[0] = n0, x->ne[1] = 1, x->ne[2] = 1, x->mean = m,          \
+        x->sigma = s;                                                                                                 \
     } while (0)
     ADD2("token_embd.weight", C_EMBD, -1, d, GM_VOCAB, se);
     char nm[64];
@@ -197,15 +224,25 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
         if (c->arch == GM_ARCH_QWEN2) ADD1(NM("attn_k.bias"), i, dkv, 0, 0.5f);
         ADD2(NM("attn_v.weight"), C_V, i, d, dkv, 1.0f / sd);
         if (c->arch == GM_ARCH_QWEN2) ADD1(NM("attn_v.bias"), i, dkv, 0, 0.1f);
-        if (c->arch == GM_ARCH_QWEN3) {
+        if (c->arch != GM_ARCH_QWEN2) {
             ADD1(NM("attn_q_norm.weight"), i, p->head_dim, 1.0f, GM_NORM_JITTER);
             ADD1(NM("attn_k_norm.weight"), i, p->head_dim, 1.0f, GM_NORM_JITTER);
         }
         ADD2(NM("attn_output.weight"), C_O, i, dq, d, resid / sqrtf((float)dq));
         ADD1(NM("ffn_norm.weight"), i, d, 1.0f, GM_NORM_JITTER);
-        ADD2(NM("ffn_gate.weight"), C_GATE, i, d, p->n_ff, 1.0f / sd);
-        ADD2(NM("ffn_up.weight"), C_UP, i, d, p->n_ff, 1.0f / sd);
-        ADD2(NM("ffn_down.weight"), C_DOWN, i, p->n_ff, d, 2.0f * resid / sqrtf((float)p->n_ff));
+        if (c->arch == GM_ARCH_QWEN3MOE) {
+            /* expert e is rows [e*ff_exp, (e+1)*ff_exp) of gate/up and [e*d, (e+1)*d) of down: each expert is
+             * initialised like the dense ffn of width ff_exp (the router's weights of the chosen sum to 1) */
+            const int ne = p->n_expert, fx = p->n_ff_exp;
+            ADD2(NM("ffn_gate_inp.weight"), C_ROUTER, i, d, ne, GM_ROUTER_STD / sd);
+            ADD3(NM("ffn_gate_exps.weight"), C_GATE_X, i, d, fx, ne, 1.0f / sd);
+            ADD3(NM("ffn_up_exps.weight"), C_UP_X, i, d, fx, ne, 1.0f / sd);
+            ADD3(NM("ffn_down_exps.weight"), C_DOWN_X, i, fx, d, ne, 2.0f * resid / sqrtf((float)fx));
+        } else {
+            ADD2(NM("ffn_gate.weight"), C_GATE, i, d, p->n_ff, 1.0f / sd);
+            ADD2(NM("ffn_up.weight"), C_UP, i, d, p->n_ff, 1.0f / sd);
+            ADD2(NM("ffn_down.weight"), C_DOWN, i, p->n_ff, d, 2.0f * resid / sqrtf((float)p->n_ff));
+        }
 #undef NM
     }
     /* Random-sign gain: with a positive one and tied embeddings the current token's own row wins by
@@ -221,12 +258,13 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
     if (c->cls_dense) ADD2("cls.weight", C_CLS, -1, d, d, 1.0f / sd);
 #undef ADD1
 #undef ADD2
+#undef ADD3
     for (int i = 0; i < n; i++) t[i].type = pick_type(c, t[i].cat, t[i].layer, t[i].ne[0]);
     for (int o = 0; o < c->n_over; o++) {
         int i = 0;
         while (i < n && strcmp(t[i].name, c->over[o].name)) i++;
         const int64_t bs = mf_type_get(c->over[o].type)->blck_size;
-        if (i == n || t[i].n_dims != 2 || t[i].ne[0] % bs) {
+        if (i == n || t[i].n_dims < 2 || t[i].ne[0] % bs) {
             const int rc = mf_err(err, MF_E_INVAL,
                                   i == n ? "--tensor-type %s=%s: this model has no tensor '%s' (names as minfer info "
                                            "lists them, e.g. blk.0.attn_k.weight)"
@@ -262,9 +300,14 @@ static int set_meta(mf_gguf_writer *w, const gm_config *c) {
     rc |= mf_gguf_writer_set_u32(w, K("attention.head_count_kv"), (uint32_t)p->n_head_kv);
     rc |= mf_gguf_writer_set_f32(w, K("rope.freq_base"), p->rope_base);
     rc |= mf_gguf_writer_set_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-6f);
-    if (c->arch == GM_ARCH_QWEN3) {
+    if (c->arch != GM_ARCH_QWEN2) {
         rc |= mf_gguf_writer_set_u32(w, K("attention.key_length"), (uint32_t)p->head_dim);
         rc |= mf_gguf_writer_set_u32(w, K("attention.value_length"), (uint32_t)p->head_dim);
+    }
+    if (c->arch == GM_ARCH_QWEN3MOE) {
+        rc |= mf_gguf_writer_set_u32(w, K("expert_count"), (uint32_t)p->n_expert);
+        rc |= mf_gguf_writer_set_u32(w, K("expert_used_count"), (uint32_t)p->n_expert_used);
+        rc |= mf_gguf_writer_set_u32(w, K("expert_feed_forward_length"), (uint32_t)p->n_ff_exp);
     }
     if (c->pooling >= 0) rc |= mf_gguf_writer_set_u32(w, K("pooling_type"), (uint32_t)c->pooling);
     if (c->reranker) {
@@ -338,7 +381,7 @@ int gm_generate(const gm_config *c, mf_error *err) {
     int count_by_type[MF_TYPE_COUNT] = {0};
     for (int i = 0; i < n; i++) {
         if ((rc = mf_gguf_writer_add_tensor(w, t[i].name, t[i].type, t[i].n_dims, t[i].ne, err))) goto done;
-        uint64_t nb = (uint64_t)mf_row_size(t[i].type, t[i].ne[0]) * (uint64_t)t[i].ne[1];
+        uint64_t nb = (uint64_t)mf_row_size(t[i].type, t[i].ne[0]) * (uint64_t)(t[i].ne[1] * t[i].ne[2]);
         max_bytes = nb > max_bytes ? nb : max_bytes;
         max_row = t[i].ne[0] > max_row ? t[i].ne[0] : max_row;
         total += nb;
@@ -358,7 +401,7 @@ int gm_generate(const gm_config *c, mf_error *err) {
         char hot_name[80];
         snprintf(hot_name, sizeof hot_name, "%s#hot", t[i].name);
         gm_rng_seed(&hot, c->seed, hot_name);
-        const int64_t ncol = t[i].ne[0], nrow = t[i].ne[1];
+        const int64_t ncol = t[i].ne[0], nrow = t[i].ne[1] * t[i].ne[2];
         const size_t rs = mf_row_size(t[i].type, ncol);
         const bool low = c->lowrank && (t[i].cat == C_OUT || t[i].cat == C_EMBD);
         if (low) gm_lowrank_begin(c, &lr, t[i].cat == C_OUT);
@@ -373,7 +416,7 @@ int gm_generate(const gm_config *c, mf_error *err) {
                     script_rows(c, t[i].cat == C_OUT, r0, rows, ncol, nr);
             }
             /* llama-quantize reads the F16 file: every value as the f16 the generator would have written */
-            if (c->llama && t[i].n_dims == 2)
+            if (c->llama && t[i].n_dims >= 2)
                 for (int64_t k = 0; k < ncol * nr; k++) rows[k] = mf_fp16_to_fp32(mf_fp32_to_fp16(rows[k]));
             for (int64_t k = 0; k < nr; k++) {
                 rc = (c->llama ? gm_quantize_row_ggml : gm_quantize_row)(t[i].type, rows + k * ncol,
