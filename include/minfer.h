@@ -81,12 +81,12 @@ mf_model_params mf_model_default_params(void);
 /* Maps the GGUF file; weights are used in place, except the Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q6_K/IQ4_XS matrices the CPU
  * matmul reads, which are copied once into a row-interleaved layout (their file pages are then released,
  * so resident memory does not grow; see docs/PERFORMANCE.md) unless no_repack.  Refuses an unsupported architecture
- * naming it and the supported ones (qwen2, qwen3). */
+ * naming it and the supported ones (qwen2, qwen3, qwen3moe). */
 int mf_model_load(const char *path, const mf_model_params *params, mf_model **out, mf_error *err);
 void mf_model_free(mf_model *model);
 
 typedef struct {
-    const char *arch; /* "qwen2" | "qwen3" */
+    const char *arch; /* "qwen2" | "qwen3" | "qwen3moe" */
     int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
     float rope_freq_base, rms_eps;
     bool tied_output, qkv_bias, qk_norm;
@@ -102,6 +102,8 @@ typedef struct {
     size_t gpu_bytes;      /* weight bytes on the GPU */
     /* The offload report ("offload: 20 of 24 blocks on cuda, 4 on cpu; ..."), "" when no offload was asked */
     const char *offload_report;
+    /* a mixture of experts (qwen3moe): experts, experts a token, each expert's FFN width; 0 for a dense model */
+    int32_t n_expert, n_expert_used, n_ff_exp;
 } mf_model_info;
 
 void mf_model_get_info(const mf_model *model, mf_model_info *info);

@@ -97,6 +97,14 @@ static double TOL_ABS, TOL_REL, TIGHT_ABS;
 static const char *TIGHT_CLASS;
 static bool tight; /* the golden was recorded with --no-repack */
 static uint32_t kv_type = MF_KV_TYPE_F32; /* the golden's oracle.kv (K and V); goldens without it: f32 */
+/* oracle.both_paths (the qwen3moe goldens): llama.cpp's batched and one-token paths disagree with each other at
+ * some rows of a mixture of experts (a rounding flip sends a hidden value across a quantization or routing
+ * boundary), and minfer, batch-invariant, is tight to one of them there.  Such a golden also holds each case's
+ * eval_serial (llama.cpp's eval one token at a time); a row above the tight tolerance against its own path is
+ * compared with llama.cpp's other answer for the same position (a greedy step with the batched eval of that
+ * position, an eval position with the one-token eval), and is not an outlier when that one is tight
+ * (docs/CONFORMANCE.md, "Mixture of experts"). */
+static bool both_paths;
 static bool no_attn_rot;                   /* the golden's oracle.attn_rot is false: run without the rotation */
 static void tol_for(const char *type) {
     TOL_REL = 0;
@@ -169,6 +177,7 @@ static int n_threads(void) {
 typedef struct {
     double max_diff, max_diff_decode, max_frac; /* over the rows within the class (max_frac: |d| / that tol) */
     double max_out;                             /* no-repack: largest |d| of an outlier row */
+    int other_path;                             /* both_paths: rows tight to llama.cpp's other answer only */
     int greedy_cmp, greedy_total, eval_pos, eval_skipped, class_ties, out_eval, out_greedy, out_new, out_grown;
 } measure;
 
@@ -284,6 +293,25 @@ static bool row_check(measure *ms, double d, double tol, bool decode, const char
     return true;
 }
 
+/* the worst |d| between minfer's logits l and a llama.cpp top list ([[id, logit], ...]) */
+static double worst_d(const float *l, const cJSON *top) {
+    double dw = 0;
+    for (int k = 0; k < cJSON_GetArraySize(top); k++) {
+        const cJSON *e = cJSON_GetArrayItem(top, k);
+        const double d = fabs((double)l[(int)cJSON_GetArrayItem(e, 0)->valuedouble] - cJSON_GetArrayItem(e, 1)->valuedouble);
+        if (d > dw) dw = d;
+    }
+    return dw;
+}
+
+/* both_paths: a row above the tight tolerance against its own llama.cpp path that is tight against llama.cpp's
+ * other answer for the position (alt: that answer's top list, NULL when the golden has none) */
+static bool other_path_tight(measure *ms, double d, const float *l, const cJSON *alt) {
+    if (!both_paths || !tight || d <= TIGHT_ABS || !alt || worst_d(l, alt) > TIGHT_ABS) return false;
+    ms->other_path++;
+    return true;
+}
+
 static void run_case(mf_context *ctx, const mf_model_info *info, const cJSON *c, const char *mname,
                      measure *ms) {
     const char *cname = cJSON_GetObjectItem(c, "name")->valuestring;
@@ -317,7 +345,8 @@ static void run_case(mf_context *ctx, const mf_model_info *info, const cJSON *c,
             CHECK(d <= tol, "%s/%s: greedy step %d id %d: minfer %.7f, llama.cpp %.7f (|d| %.2e > %.2e)",
                   mname, cname, s, id, lg[id], cJSON_GetArrayItem(e, 1)->valuedouble, d, tol);
         }
-        bool outlier = row_check(ms, dw, tol, true, mname, cname, "greedy step", s);
+        const cJSON *alt = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "eval"), np - 1 + s), "top");
+        bool outlier = !other_path_tight(ms, dw, lg, alt) && row_check(ms, dw, tol, true, mname, cname, "greedy step", s);
         int t = argmax(lg, info->n_vocab);
         /* a tie inside the loose class (old goldens: any step; no-repack: only an outlier step): the rest is
          * teacher-forced */
@@ -362,7 +391,8 @@ static void run_case(mf_context *ctx, const mf_model_info *info, const cJSON *c,
             CHECK(d <= tol, "%s/%s: pos %d id %d: minfer %.7f, llama.cpp %.7f (|d| %.2e > %.2e)", mname,
                   cname, i, id, l[id], want, d, tol);
         }
-        bool outlier = row_check(ms, dw, tol, false, mname, cname, "pos", i);
+        const cJSON *alt = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "eval_serial"), i), "top");
+        bool outlier = !other_path_tight(ms, dw, l, alt) && row_check(ms, dw, tol, false, mname, cname, "pos", i);
         if (l1 - l2 < gap_floor()) {
             ms->eval_skipped++;
             continue;
@@ -440,6 +470,9 @@ static bool run_layout(const cJSON *j, const char *name, const char *model, bool
                    name, TIGHT_CLASS, TIGHT_ABS, ms.max_diff, ms.max_diff_decode, 100 * ms.max_frac, ms.out_eval,
                    ms.out_greedy, ms.out_new, ms.out_grown, ms.max_out, ms.greedy_cmp, ms.greedy_total, ms.eval_pos,
                    ms.eval_skipped, ms.class_ties);
+            if (both_paths)
+                printf("  measured %-24s rows tight only to llama.cpp's other path (batched eval / one-token eval): %d\n",
+                       name, ms.other_path);
             overall.rows += ms.out_eval + ms.out_greedy;
             tight_ran = true;
         } else
@@ -523,6 +556,7 @@ static void run_golden(const char *file) {
     kv_type = !strcmp(kvs, "f16") ? MF_KV_TYPE_F16 : !strcmp(kvs, "q8_0") ? MF_KV_TYPE_Q8_0 : MF_KV_TYPE_F32;
     REQUIRE(kv_type != MF_KV_TYPE_F32 || !strcmp(kvs, "f32"), "%s: oracle.kv '%s' is not f32, f16 or q8_0", path, kvs);
     kv_tol_for(kv_type);
+    both_paths = cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "oracle"), "both_paths"));
     /* llama.cpp rotates a quantized cache's Q/K/V by a Hadamard matrix unless LLAMA_ATTN_ROT_DISABLE=1;
      * minfer runs a q8_0 golden the way it was recorded (oracle.attn_rot true: rotation on, the default;
      * false: no_attn_rot), so a golden that does not say is refused (docs/CONFORMANCE.md, "KV cache types") */

@@ -26,7 +26,7 @@
 #define T MF_BACKEND_TEST_ID
 #define NL 4
 
-static char f32_path[512], mixed_path[512], f32io_path[512];
+static char f32_path[512], mixed_path[512], f32io_path[512], moe_path[512];
 
 static bool gen(const char *args, const char *name, char *path, size_t cap) {
     snprintf(path, cap, "%s/split-%s.gguf", mf_test_tmpdir(), name);
@@ -339,6 +339,26 @@ static void offload_plan_places_blocks_and_io(void) {
     free(got);
 }
 
+/* A MoE model's experts run on the CPU only: a count of blocks on the device is refused naming why and the
+ * way out, and auto plans none and says why, rather than placing blocks whose experts the device cannot run. */
+static void offload_keeps_a_moe_model_on_the_cpu(void) {
+    mf_error err = {0};
+    mf_model *m = NULL;
+    const mf_model_open_params one = {.repack = true, .gpu_layers = 1, .gpu_backend = T};
+    int rc = mf_model_open(moe_path, &one, &m, &err);
+    CHECK(rc == MF_E_UNSUPPORTED && strstr(err.msg, "MoE model") && strstr(err.msg, "use --gpu-layers 0"),
+          "rc=%d msg: %s", rc, err.msg);
+    mf_model_close(m);
+    m = NULL;
+    const mf_model_open_params aut = {.repack = true, .gpu_layers = MF_GPU_LAYERS_AUTO, .gpu_backend = T};
+    rc = mf_model_open(moe_path, &aut, &m, &err);
+    CHECK(rc == 0, "auto: %s", err.msg);
+    if (rc == 0)
+        CHECK(m->n_gpu_layers == 0 && m->io_backend == MF_BACKEND_ID_CPU && strstr(m->offload_report, "MoE model"),
+              "auto: %d blocks, report '%s'", m->n_gpu_layers, m->offload_report);
+    mf_model_close(m);
+}
+
 int main(void) {
     mf_error err = {0};
     if (mf_test_backend_register(&err)) {
@@ -353,9 +373,18 @@ int main(void) {
         printf("FAIL mf-genmodel (build it first: make)\n");
         return 1;
     }
+    char cmd[1024];
+    snprintf(moe_path, sizeof moe_path, "%s/split-moe.gguf", mf_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s --arch qwen3moe --type f32 --seed 5 -q -o %s", mf_test_genmodel(), moe_path);
+    if (system(cmd) != 0) {
+        printf("FAIL mf-genmodel --arch qwen3moe\n");
+        return 1;
+    }
     RUN(split_runs_are_bitwise_the_cpu_run);
     RUN(placement_owns_layout_and_refuses_what_the_backend_cannot_run);
     RUN(offload_plan_places_blocks_and_io);
+    RUN(offload_keeps_a_moe_model_on_the_cpu);
+    remove(moe_path);
     remove(f32_path);
     remove(mixed_path);
     remove(f32io_path);

@@ -159,7 +159,7 @@ static const char *ftype_name(uint32_t ft) {
     }
 }
 
-/* llama.cpp's size label for qwen2 / qwen3 (models/qwen2.cpp, qwen3.cpp load_arch_hparams) */
+/* llama.cpp's size label for qwen2 / qwen3 / qwen3moe (models/qwen2.cpp, qwen3.cpp, qwen3moe.cpp load_arch_hparams) */
 static const char *size_label(const mf_model_info *mi) {
     const int L = mi->n_layer, E = mi->n_embd;
     if (!strcmp(mi->arch, "qwen2")) {
@@ -179,6 +179,11 @@ static const char *size_label(const mf_model_info *mi) {
         case 36: return E == 2560 ? "4B" : "8B";
         case 40: return "14B";
         case 64: return "32B";
+        }
+    } else if (!strcmp(mi->arch, "qwen3moe")) {
+        switch (L) {
+        case 48: return "30B.A3B";
+        case 94: return "235B.A22B";
         }
     }
     return "?B";

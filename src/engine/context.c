@@ -94,6 +94,9 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->n_head_kv = hp->n_head_kv;
     info->head_dim = hp->head_dim;
     info->n_ff = hp->n_ff;
+    info->n_expert = hp->n_expert;
+    info->n_expert_used = hp->n_expert_used;
+    info->n_ff_exp = hp->n_ff_exp;
     info->rope_freq_base = hp->rope_freq_base;
     info->rms_eps = hp->rms_eps;
     info->tied_output = hp->tied_output;

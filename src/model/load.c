@@ -45,6 +45,28 @@ static int bind(const mf_gguf *g, const char *name, bool required, int n_dims, i
     return 0;
 }
 
+/* An experts tensor [ne0, ne1, n_expert]: the experts' matrices, each a matmul weight of the CPU's plain kernels
+ * (MATMUL_ID runs them in the file's layout). */
+static int bind_experts(const mf_gguf *g, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
+                        const mf_gguf_tensor **out, mf_error *err) {
+    const mf_gguf_tensor *t = *out = mf_gguf_find_tensor(g, name);
+    if (!t) return mf_err(err, MF_E_FORMAT, "model lacks tensor '%s'", name);
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1)
+        return mf_err(err, MF_E_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld]",
+                      name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                      (long long)ne0, (long long)ne1, (long long)ne2);
+    if (!mf_backend_entry_get(MF_BACKEND_CPU)->supports(MF_OP_MATMUL_ID, t->type)) {
+        char ok[512];
+        mf_quant_runnable_types(ok, sizeof ok);
+        const mf_type_info *ti = mf_type_get(t->type);
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "tensor '%s' is %s (ggml type %u), which minfer does not run as experts; it runs %s: requantize "
+                      "the model to one of these (llama-quantize)",
+                      name, ti ? ti->name : "an unknown type", t->type, ok);
+    }
+    return 0;
+}
+
 static int bind_layer(mf_model *m, int il, mf_error *err) {
     const mf_hparams *hp = &m->hp;
     mf_layer_w *L = &m->layers[il];
@@ -66,9 +88,22 @@ static int bind_layer(mf_model *m, int il, mf_error *err) {
     B(k_norm, "attn_k_norm.weight", hp->qk_norm, 1, hp->head_dim, 1);
     B(wo, "attn_output.weight", true, 2, hp->n_embd_q, hp->n_embd);
     B(ffn_norm, "ffn_norm.weight", true, 1, hp->n_embd, 1);
-    B(ffn_gate, "ffn_gate.weight", true, 2, hp->n_embd, hp->n_ff);
-    B(ffn_up, "ffn_up.weight", true, 2, hp->n_embd, hp->n_ff);
-    B(ffn_down, "ffn_down.weight", true, 2, hp->n_ff, hp->n_embd);
+    if (hp->n_expert) {
+        B(ffn_gate_inp, "ffn_gate_inp.weight", true, 2, hp->n_embd, hp->n_expert);
+#define X(field, suffix, a, b)                                                                               \
+    do {                                                                                                     \
+        snprintf(n, sizeof n, "blk.%d.%s", il, suffix);                                                      \
+        if ((rc = bind_experts(m->gguf, n, a, b, hp->n_expert, &L->field, err))) return rc;                   \
+    } while (0)
+        X(ffn_gate_exps, "ffn_gate_exps.weight", hp->n_embd, hp->n_ff_exp);
+        X(ffn_up_exps, "ffn_up_exps.weight", hp->n_embd, hp->n_ff_exp);
+        X(ffn_down_exps, "ffn_down_exps.weight", hp->n_ff_exp, hp->n_embd);
+#undef X
+    } else {
+        B(ffn_gate, "ffn_gate.weight", true, 2, hp->n_embd, hp->n_ff);
+        B(ffn_up, "ffn_up.weight", true, 2, hp->n_embd, hp->n_ff);
+        B(ffn_down, "ffn_down.weight", true, 2, hp->n_ff, hp->n_embd);
+    }
 #undef B
     if (hp->qk_norm && (!L->q_norm || !L->k_norm))
         return mf_err(err, MF_E_FORMAT, "layer %d lacks attn_q_norm/attn_k_norm (required for %s)", il,
@@ -225,12 +260,14 @@ static int place_tensor(mf_model *m, mf_backend b, const mf_gguf_tensor **slot, 
     return 0;
 }
 
-enum { PER_LAYER = 14 };
+enum { PER_LAYER = 18 };
 
 static const mf_gguf_tensor **layer_slot(mf_layer_w *L, int i) {
-    const mf_gguf_tensor **f[PER_LAYER] = {&L->attn_norm, &L->wq,       &L->wk,     &L->wv,       &L->bq,
-                                           &L->bk,        &L->bv,       &L->q_norm, &L->k_norm,   &L->wo,
-                                           &L->ffn_norm,  &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+    const mf_gguf_tensor **f[PER_LAYER] = {&L->attn_norm,    &L->wq,           &L->wk,          &L->wv,
+                                           &L->bq,           &L->bk,           &L->bv,          &L->q_norm,
+                                           &L->k_norm,       &L->wo,           &L->ffn_norm,    &L->ffn_gate,
+                                           &L->ffn_up,       &L->ffn_down,     &L->ffn_gate_inp, &L->ffn_gate_exps,
+                                           &L->ffn_up_exps,  &L->ffn_down_exps};
     return f[i];
 }
 
@@ -252,6 +289,9 @@ static int plan_offload(mf_model *m, const mf_model_open_params *p, uint16_t **l
     const mf_backend dev = {p->gpu_backend};
     const char *unavailable = mf_backend_unavailable(dev);
     char fenced[96];
+    /* auto then plans no block there and its report says why; a count is refused with this reason */
+    if (!unavailable && m->hp.n_expert)
+        unavailable = "this is a MoE model, whose experts (matmul_id) run on the CPU only in this version";
     if (!unavailable && !mf_backend_allowed(dev)) {
         snprintf(fenced, sizeof fenced, "--backend / MINFER_BACKENDS does not allow %s", mf_backend_name(dev));
         unavailable = fenced;

@@ -135,7 +135,8 @@ static int cpu_slots(mf_model *m, bool move, const mf_gguf_tensor ***slots) {
         mf_layer_w *L = &m->layers[il];
         const mf_gguf_tensor **f[MATS_PER_LAYER] = {&L->wq,       &L->wk,     &L->wv,      &L->wo,
                                                     &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-        for (int i = 0; i < MATS_PER_LAYER; i++) slots[n++] = f[i];
+        for (int i = 0; i < MATS_PER_LAYER; i++)
+            if (*f[i]) slots[n++] = f[i]; /* a MoE layer has no dense FFN: its experts keep the file's layout */
     }
     if (m->io_backend == MF_BACKEND_ID_CPU) slots[n++] = &m->output; /* else the device's layout */
     /* the CPU owns these weights: its layout for them */

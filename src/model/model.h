@@ -11,9 +11,9 @@
 #include "kv/kv.h"
 #include "tok/tok.h"
 
-typedef enum { MF_ARCH_QWEN2 = 0, MF_ARCH_QWEN3 = 1, MF_ARCH_COUNT } mf_arch;
+typedef enum { MF_ARCH_QWEN2 = 0, MF_ARCH_QWEN3 = 1, MF_ARCH_QWEN3MOE = 2, MF_ARCH_COUNT } mf_arch;
 
-#define MF_SUPPORTED_ARCHS "qwen2, qwen3"
+#define MF_SUPPORTED_ARCHS "qwen2, qwen3, qwen3moe"
 
 typedef struct {
     mf_arch arch;
@@ -26,11 +26,15 @@ typedef struct {
     /* A reranker's classifier head (llama.cpp's cls.output, n_cls_out rows): the count of
      * <arch>.classifier.output_labels, 1 when the file names none (llama.cpp's default); 0 without the head. */
     int32_t n_cls_out;
+    /* a mixture-of-experts FFN (qwen3moe): n_expert experts of width n_ff_exp, n_expert_used a token; 0 = dense */
+    int32_t n_expert, n_expert_used, n_ff_exp;
 } mf_hparams;
 
 typedef struct {
     const mf_gguf_tensor *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *q_norm, *k_norm, *wo;
     const mf_gguf_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
+    /* MoE: the router [n_embd, n_expert] and the experts' matrices [.., .., n_expert] (dense ones NULL) */
+    const mf_gguf_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
 } mf_layer_w;
 
 #define MF_MAX_EOG 16

@@ -2,6 +2,7 @@
  *   embd -> per layer: attn_norm -> q,k,v (+bias qwen2) -> heads -> q/k norm (qwen3) -> rope NEOX ->
  *   [hadamard q, k / v: a quantized K / V cache, as llama.cpp's build_attn] -> kv_store -> attention
  *   [-> hadamard] -> attn_output -> +residual -> ffn_norm -> swiglu(gate, up) -> down -> +residual
+ *   (qwen3moe, src/models/qwen3moe.cpp: the FFN is build_moe_ffn's, see moe_ffn below)
  *   -> output_norm -> output (an embeddings graph stops at output_norm: llama.cpp's t_embd, which its pooling
  *   reads; a reranker's ends with the classifier head cls.output instead of the LM head).
  * Like llama.cpp, the rows that want logits are selected (GET_ROWS) after the last layer's attention, so
@@ -40,6 +41,32 @@ static int32_t norm(mf_graph *g, int32_t x, const mf_gguf_tensor *w, float eps, 
 static int32_t named(mf_graph *g, int32_t id, int layer, const char *name) {
     mf_g_name(g, id, "blk.%d.%s", layer, name);
     return mf_g_layer(g, id, layer);
+}
+
+/* an experts tensor [K, N, n_expert] */
+static int32_t experts(mf_graph *g, const mf_gguf_tensor *t, int layer) {
+    int64_t ne[MF_MAX_DIMS] = {t->ne[0], t->ne[1], t->ne[2], 1};
+    int32_t id = mf_g_weight(g, "", t->type, 3, ne, t->data);
+    mf_g_name(g, id, "%.*s", (int)MF_MIN(t->name.len, 63), t->name.ptr);
+    return mf_g_layer(g, id, layer);
+}
+
+/* llama.cpp's build_moe_ffn as qwen3moe calls it: softmax gating over the router's logits, the token's
+ * n_expert_used most probable experts, each a swiglu FFN, their outputs summed with the probabilities
+ * renormalized over the chosen ones */
+static int32_t moe_ffn(mf_graph *g, const mf_hparams *hp, const mf_layer_w *L, int32_t cur, int il) {
+    const mf_node *c = mf_graph_node_c(g, cur);
+    const int64_t nt = c ? c->ne[1] : 1;
+    int32_t logits = named(g, mf_g_matmul(g, W(g, L->ffn_gate_inp, il), cur), il, "ffn_moe_logits");
+    int32_t probs = named(g, mf_g_softmax(g, logits), il, "ffn_moe_probs");
+    int32_t ids = named(g, mf_g_topk(g, probs, hp->n_expert_used), il, "ffn_moe_topk");
+    int64_t ne[4] = {hp->n_embd, 1, nt, 1}; /* one input row a token, shared by its experts */
+    int32_t x = named(g, mf_g_reshape(g, cur, 3, ne), il, "ffn_moe_in");
+    int32_t up = named(g, mf_g_matmul_id(g, experts(g, L->ffn_up_exps, il), x, ids), il, "ffn_moe_up");
+    int32_t gate = named(g, mf_g_matmul_id(g, experts(g, L->ffn_gate_exps, il), x, ids), il, "ffn_moe_gate");
+    int32_t act = named(g, mf_g_swiglu(g, gate, up), il, "ffn_moe_swiglu");
+    int32_t y = named(g, mf_g_matmul_id(g, experts(g, L->ffn_down_exps, il), act, ids), il, "ffn_moe_down");
+    return named(g, mf_g_moe_sum(g, y, probs, ids, true), il, "ffn_moe_out");
 }
 
 mf_kv_rope mf_model_kv_rope(const mf_model *m) {
@@ -124,10 +151,15 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
         }
         int32_t ffn_inp = named(g, mf_g_add(g, cur, inp), il, "ffn_inp");
         cur = norm(g, ffn_inp, L->ffn_norm, eps, il, "ffn_norm");
-        int32_t gate = named(g, mf_g_matmul(g, W(g, L->ffn_gate, il), cur), il, "ffn_gate");
-        int32_t up = named(g, mf_g_matmul(g, W(g, L->ffn_up, il), cur), il, "ffn_up");
-        int32_t act = named(g, mf_g_swiglu(g, gate, up), il, "ffn_swiglu");
-        int32_t down = named(g, mf_g_matmul(g, W(g, L->ffn_down, il), act), il, "ffn_out");
+        int32_t down;
+        if (hp->n_expert) {
+            down = moe_ffn(g, hp, L, cur, il);
+        } else {
+            int32_t gate = named(g, mf_g_matmul(g, W(g, L->ffn_gate, il), cur), il, "ffn_gate");
+            int32_t up = named(g, mf_g_matmul(g, W(g, L->ffn_up, il), cur), il, "ffn_up");
+            int32_t act = named(g, mf_g_swiglu(g, gate, up), il, "ffn_swiglu");
+            down = named(g, mf_g_matmul(g, W(g, L->ffn_down, il), act), il, "ffn_out");
+        }
         x = named(g, mf_g_add(g, down, ffn_inp), il, "l_out");
     }
     int32_t cur = norm(g, x, m->output_norm, eps, -1, "result_norm");
