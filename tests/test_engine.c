@@ -149,6 +149,43 @@ static void test_two_sequences_in_one_batch_equal_alone(void) {
     g_kv = MF_KV_TYPE_F16;
 }
 
+/* A MoE model's expert stacks are moved out of the file mapping at load, where huge pages are advisable, in
+ * their own layout (load_repack.c): the logits are bitwise those of the model used in place (an f16 model, so
+ * nothing is repacked either way). */
+static void test_moved_experts_change_no_logit(void) {
+    char path[512];
+    REQUIRE(gen_model("qwen3moe", "f16", path, sizeof path), "mf-genmodel qwen3moe f16");
+    float *lg[2] = {NULL, NULL};
+    int moved[2] = {0, 0}, n_layer = 0;
+    for (int nr = 0; nr < 2; nr++) {
+        mf_error err = {0};
+        mf_model_params mp = mf_model_default_params();
+        mp.no_repack = nr;
+        eng e = {0};
+        REQUIRE_OK(mf_model_load(path, &mp, &e.m, &err), "%s", err.msg);
+        mf_context_params cp = mf_context_default_params();
+        cp.n_ctx = 64;
+        cp.n_threads = n_threads();
+        REQUIRE_OK(mf_context_new(e.m, &cp, &e.c, &err), "%s", err.msg);
+        mf_model_info info;
+        mf_model_get_info(e.m, &info);
+        e.n_vocab = info.n_vocab;
+        n_layer = info.n_layer;
+        moved[nr] = e.m->n_moved;
+        lg[nr] = malloc(sizeof(float) * (size_t)e.n_vocab);
+        REQUIRE(lg[nr] && feed(&e, P0, 0, NP0, 0, lg[nr]), "prefill");
+        if (nr == 1) CHECK(same(lg[0], lg[1], e.n_vocab, "moved vs in place"), "moved experts change the logits");
+        close_eng(&e);
+    }
+    if (mf_huge_pages_advisable())
+        CHECK(moved[0] >= 3 * n_layer && moved[1] == 0, "moved %d matrices (in place: %d) for %d MoE layers", moved[0],
+              moved[1], n_layer);
+    else
+        printf("  huge pages are not advisable here: nothing moved (%d), the identity holds trivially\n", moved[0]);
+    free(lg[0]), free(lg[1]);
+    remove(path);
+}
+
 static void chunks(const char *path) {
     eng e, u;
     REQUIRE(open_eng(path, 64, 512, &e), "open");
@@ -907,6 +944,7 @@ int main(void) {
         return mf_test_done() | 1;
     }
     RUN(test_two_sequences_in_one_batch_equal_alone);
+    RUN(test_moved_experts_change_no_logit);
     RUN(test_chunked_prefill_equals_one_forward);
     RUN(test_kv_types_store_and_footprint);
     RUN(test_attn_rot_beats_plain_q8_0_on_outlier_channels);

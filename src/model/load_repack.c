@@ -1,5 +1,8 @@
 /* Model loading, last step: copy the CPU's matmul weights out of the file mapping into one buffer of huge
- * pages, in their x8/x16 layouts where they have one (quant/repack.c), on several threads.
+ * pages, in their x8/x16 layouts where they have one (quant/repack.c), on several threads.  A MoE model's
+ * expert stacks are moved as they are (matmul_id runs the plain layouts): a decode step reads 8 of 128
+ * experts, each from pages the model may not have touched yet, and from the mapping that was a page fault per
+ * 4 KiB of every expert the first time a token chose it.
  *
  * Why the others too (F16, BF16, Q2_K, Q3_K, the IQ2/IQ3 types): decode streams every weight once per
  * token, and from the file mapping's 4 KiB pages that costs a TLB miss per 4 KiB; from 2 MiB pages it does
@@ -87,7 +90,7 @@ static repack_item *plan_items(const mf_gguf_tensor *const *from, const mf_gguf_
     repack_item *items = NULL;
     for (int i = 0; i < k; i++) {
         const mf_gguf_tensor *t = from[i];
-        const int64_t N = t->ne[1], R = to[i].type == t->type ? 1 : mf_type_get(to[i].type)->row_group;
+        const int64_t N = t->ne[1] * t->ne[2], R = to[i].type == t->type ? 1 : mf_type_get(to[i].type)->row_group;
         const int64_t rs = (int64_t)mf_row_size(t->type, t->ne[0]);
         const int64_t step = MF_MAX(R, (int64_t)ITEM_BYTES / rs / R * R);
         for (int64_t r0 = 0; r0 < N; r0 += step) {
@@ -126,15 +129,17 @@ static int run_job(repack_job *j, int n_threads, mf_error *err) {
  * layout of their own only when `move`.  Not the token embedding (GET_ROWS reads its rows in place); a tied
  * output gets its own copy for the LM head, and GET_ROWS keeps reading token_embd, so only the rows of the
  * tokens seen become resident. */
-enum { MATS_PER_LAYER = 7 }; /* the slots array holds n_layer * MATS_PER_LAYER + 1 (the LM head) */
+enum { MATS_PER_LAYER = 10 }; /* the slots array holds n_layer * MATS_PER_LAYER + 1 (the LM head) */
 
 static int cpu_slots(mf_model *m, bool move, const mf_gguf_tensor ***slots) {
     int n = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         if (m->layer_backend[il] != MF_BACKEND_ID_CPU) continue; /* another backend's weights: its layout */
         mf_layer_w *L = &m->layers[il];
-        const mf_gguf_tensor **f[MATS_PER_LAYER] = {&L->wq,       &L->wk,     &L->wv,      &L->wo,
-                                                    &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+        const mf_gguf_tensor **f[MATS_PER_LAYER] = {&L->wq,           &L->wk,          &L->wv,
+                                                    &L->wo,           &L->ffn_gate,    &L->ffn_up,
+                                                    &L->ffn_down,     &L->ffn_gate_exps, &L->ffn_up_exps,
+                                                    &L->ffn_down_exps};
         for (int i = 0; i < MATS_PER_LAYER; i++)
             if (*f[i]) slots[n++] = f[i]; /* a MoE layer has no dense FFN: its experts keep the file's layout */
     }
@@ -143,7 +148,7 @@ static int cpu_slots(mf_model *m, bool move, const mf_gguf_tensor ***slots) {
     int k = 0;
     for (int i = 0; i < n; i++) {
         const mf_gguf_tensor *t = *slots[i];
-        if (move || mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]) != t->type)
+        if (move || (t->ne[2] == 1 && mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]) != t->type))
             slots[k++] = slots[i];
     }
     return k;
@@ -175,7 +180,8 @@ int mf_model_repack(mf_model *m, int n_threads, mf_error *err) {
         const mf_gguf_tensor *t = *slots[i];
         mf_gguf_tensor *c = &m->copies[i];
         *c = *t;
-        c->type = mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]);
+        /* a MoE layer's expert stacks (3-D) are moved as they are: matmul_id reads the plain layouts */
+        c->type = t->ne[2] == 1 ? mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]) : t->type;
         c->data = (char *)m->repack_buf + off;
         from[i] = t;
         off += ((size_t)t->nbytes + 63) / 64 * 64;

@@ -138,7 +138,7 @@ def gguf_seeds():
                ("blk.0.attn_q.weight", "q4_k", [256, 1]), ("blk.0.ffn_down.weight", "q6_k", [256, 1]),
                ("blk.0.attn_k.weight", "f16", [8, 2, 1, 1]), ("blk.0.attn_v.weight", "bf16", [4, 2]),
                ("blk.0.ffn_up.weight", "q4_0", [64])]
-    # a complete 1-layer qwen3 the model loader accepts (n_embd 32, 2 heads of 16, 1 KV head, ff 64, 8 rows)
+    # a complete 1-layer qwen3 the model loader accepts (n_embd 32, 2 heads of 16, 1 KV head, ff 64, 8 tokens)
     model = [("token_embd.weight", "q8_0", [32, 8]), ("output_norm.weight", "f32", [32]),
              ("blk.0.attn_norm.weight", "f32", [32]), ("blk.0.attn_q.weight", "q8_0", [32, 32]),
              ("blk.0.attn_k.weight", "q8_0", [32, 16]), ("blk.0.attn_v.weight", "q8_0", [32, 16]),
@@ -147,9 +147,15 @@ def gguf_seeds():
              ("blk.0.ffn_gate.weight", "q8_0", [32, 64]), ("blk.0.ffn_up.weight", "q8_0", [32, 64]),
              ("blk.0.ffn_down.weight", "q8_0", [64, 32])]
     model_kvs = qwen3_kvs() + [("tokenizer.ggml.eos_token_id", U32, 3),
-                               ("tokenizer.ggml.tokens", ARR, (STR, ["a", "b", "<|endoftext|>", "<|im_end|>"]))]
+                               ("tokenizer.ggml.tokens", ARR, (STR, ["a", "b", "<|endoftext|>", "<|im_end|>", "c", "d", "e", "f"]))]
+    # the same as a qwen3moe: 4 experts of width 32, 2 a token (an f32 router, the 3-D expert stacks)
+    moe = model[:-3] + [("blk.0.ffn_gate_inp.weight", "f32", [32, 4]), ("blk.0.ffn_gate_exps.weight", "q8_0", [32, 32, 4]),
+                        ("blk.0.ffn_up_exps.weight", "q8_0", [32, 32, 4]), ("blk.0.ffn_down_exps.weight", "q8_0", [32, 32, 4])]
+    moe_kvs = [kv for kv in qwen3_kvs("qwen3moe")] + [("qwen3moe.expert_count", U32, 4), ("qwen3moe.expert_used_count", U32, 2),
+                                                      ("qwen3moe.expert_feed_forward_length", U32, 32)] + model_kvs[len(qwen3_kvs()):]
     return {
         "qwen3-model": gguf(model_kvs, model),
+        "qwen3moe-model": gguf(moe_kvs, moe),
         "empty-v3": gguf([]),
         "empty-v2": gguf([], version=2),
         "every-type": gguf(every_type),
