@@ -551,19 +551,25 @@ static bool case_topk(uint32_t type) {
 
 /* out[:, j, t] = expert ids[j, t]'s matrix times x[:, j % R, t], for a shared row (R 1) and a row per slot */
 static bool case_matmul_id(uint32_t type) {
-    const int64_t K = 256, N = 4, E = 3, T = 3, k = 2;
-    const size_t rs = mf_row_size(type, K);
-    uint8_t *w = malloc(rs * N * E);
-    make_rows(type, K, N * E, w);
+    /* an x8/x16 layout: the experts' rows made in its file type and repacked as one N * E row stack (N a whole
+     * group), checked against the file type's reference dequantizer, as case_matmul does */
+    const mf_type_info *ti = mf_type_get(type);
+    const uint32_t base = ti->row_group > 1 ? mf_repack_base(type) : type;
+    const int64_t K = 256, N = ti->row_group > 1 ? ti->row_group : 4, E = 3, T = 3, k = 2;
+    const size_t rs = mf_row_size(base, K);
+    uint8_t *w = malloc(rs * N * E), *wk = malloc(rs * N * E);
+    make_rows(base, K, N * E, w);
+    if (base == type) memcpy(wk, w, rs * N * E);
+    else if (mf_repack_as(type, base, w, wk, K, N * E)) return failf("mf_repack refused %s", mf_type_name(type));
     const int32_t ids[6] = {2, 0, 1, 2, 0, 1};
     float X[256 * 2 * 3], *row = malloc(K * sizeof(float));
     for (int i = 0; i < K * k * T; i++) X[i] = (i % 32) == 0 ? 127.0f : (float)((int)(urand() % 255) - 127);
-    const bool kquant = mf_type_get(type)->blck_size == 256;
+    const bool kquant = ti->blck_size == 256;
     bool ok = true;
     for (int64_t R = 1; ok && R <= k; R += k - 1) {
         mf_graph *g = mf_graph_new();
         int64_t nw[3] = {K, N, E}, nx[3] = {K, R, T}, ni[2] = {k, T};
-        int32_t wi = mf_g_weight(g, "w", type, 3, nw, w), xi = mf_g_input(g, "x", MF_TYPE_F32, 3, nx),
+        int32_t wi = mf_g_weight(g, "w", type, 3, nw, wk), xi = mf_g_input(g, "x", MF_TYPE_F32, 3, nx),
                 ii = mf_g_input(g, "ids", MF_TYPE_I32, 2, ni);
         int32_t o = mf_g_matmul_id(g, wi, xi, ii);
         ok = place(g, o);
@@ -572,7 +578,7 @@ static bool case_matmul_id(uint32_t type) {
         for (int64_t t = 0; ok && t < T; t++)
             for (int64_t j = 0; ok && j < k; j++)
                 for (int64_t n = 0; ok && n < N; n++) {
-                    if (mf_dequantize_row(type, w + rs * (size_t)(ids[t * k + j] * N + n), row, K)) {
+                    if (mf_dequantize_row(base, w + rs * (size_t)(ids[t * k + j] * N + n), row, K)) {
                         ok = failf("no reference dequantizer for %s", mf_type_name(type));
                         break;
                     }
@@ -586,7 +592,7 @@ static bool case_matmul_id(uint32_t type) {
                 }
         mf_graph_free(g);
     }
-    free(row), free(w);
+    free(row), free(w), free(wk);
     return ok;
 }
 

@@ -1,8 +1,8 @@
 /* Model loading, last step: copy the CPU's matmul weights out of the file mapping into one buffer of huge
  * pages, in their x8/x16 layouts where they have one (quant/repack.c), on several threads.  A MoE model's
- * expert stacks are moved as they are (matmul_id runs the plain layouts): a decode step reads 8 of 128
- * experts, each from pages the model may not have touched yet, and from the mapping that was a page fault per
- * 4 KiB of every expert the first time a token chose it.
+ * expert stacks too, expert by expert: matmul_id runs the same kernels as matmul, and a decode step reads 8 of
+ * 128 experts, each from pages the model may not have touched yet (from the mapping, a page fault per 4 KiB of
+ * every expert the first time a token chose it).
  *
  * Why the others too (F16, BF16, Q2_K, Q3_K, the IQ2/IQ3 types): decode streams every weight once per
  * token, and from the file mapping's 4 KiB pages that costs a TLB miss per 4 KiB; from 2 MiB pages it does
@@ -148,7 +148,7 @@ static int cpu_slots(mf_model *m, bool move, const mf_gguf_tensor ***slots) {
     int k = 0;
     for (int i = 0; i < n; i++) {
         const mf_gguf_tensor *t = *slots[i];
-        if (move || (t->ne[2] == 1 && mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]) != t->type))
+        if (move || mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]) != t->type)
             slots[k++] = slots[i];
     }
     return k;
@@ -180,8 +180,9 @@ int mf_model_repack(mf_model *m, int n_threads, mf_error *err) {
         const mf_gguf_tensor *t = *slots[i];
         mf_gguf_tensor *c = &m->copies[i];
         *c = *t;
-        /* a MoE layer's expert stacks (3-D) are moved as they are: matmul_id reads the plain layouts */
-        c->type = t->ne[2] == 1 ? mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]) : t->type;
+        /* an expert stack [K, N, E] is repacked as the N * E rows it is: the layout is asked for one expert's N
+         * rows, so a row group never straddles two experts and each expert is its own x8/x16 matrix */
+        c->type = mf_backend_weight_layout(MF_BACKEND_CPU, t->type, t->ne[0], t->ne[1]);
         c->data = (char *)m->repack_buf + off;
         from[i] = t;
         off += ((size_t)t->nbytes + 63) / 64 * 64;

@@ -92,7 +92,8 @@ bool mf_cpu_supports(mf_op op, uint32_t type) {
     if (!ti) return false;
     /* the x8 layouts exist only as repacked weights (matmul, and row lookups of a tied embedding); other
      * internal types (q8_0s) only inside a matmul */
-    if (ti->row_group > 1) return op == MF_OP_WEIGHT || op == MF_OP_MATMUL || op == MF_OP_GET_ROWS;
+    if (ti->row_group > 1)
+        return op == MF_OP_WEIGHT || op == MF_OP_MATMUL || op == MF_OP_GET_ROWS || op == MF_OP_MATMUL_ID;
     if (ti->internal) return false;
     if (!mf_op_computes(op)) return true; /* leaves and aliases: memory only */
     switch (op) {
@@ -113,9 +114,9 @@ bool mf_cpu_supports(mf_op op, uint32_t type) {
     case MF_OP_ATTENTION:
     case MF_OP_HADAMARD:
         return type == MF_TYPE_F32;
-    case MF_OP_MATMUL_ID: { /* the plain layouts' tiles, called a group of slots at a time */
+    case MF_OP_MATMUL_ID: { /* matmul's kernels (the x8/x16 layouts of repacked experts too) */
         const mf_quant_kernels *k = mf_quant_kernels_get(type);
-        return k && k->vec_dot_tile && k->from_float && !k->act_major;
+        return k && k->vec_dot_tile && k->from_float;
     }
     case MF_OP_TOPK:
     case MF_OP_MOE_SUM:
@@ -461,6 +462,7 @@ int mf_cpu_compute_range(mf_cpu *cpu, mf_graph *g, int32_t first, int32_t last, 
             break;
         case MF_OP_MATMUL_ID:
             shared = MF_MAX(shared, mf_cpu_matmul_id_shared_bytes(g, n));
+            per_thread = MF_MAX(per_thread, mf_cpu_matmul_id_thread_bytes(g, n));
             break;
         case MF_OP_ROPE:
             per_thread = MF_MAX(per_thread, mf_cpu_rope_thread_bytes(n));

@@ -257,5 +257,6 @@ void mf_cpu_op_topk(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 void mf_cpu_op_matmul_id(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 void mf_cpu_op_moe_sum(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth);
 size_t mf_cpu_matmul_id_shared_bytes(const mf_graph *g, const mf_node *n);
+size_t mf_cpu_matmul_id_thread_bytes(const mf_graph *g, const mf_node *n);
 
 #endif

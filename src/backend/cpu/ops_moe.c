@@ -149,12 +149,44 @@ static void group_by_expert(const mf_cpu_exec *ex, const mf_node *n, const id_la
         if (id[s] >= 0 && id[s] < L->E) L->slot[cur[id[s]]++] = (int32_t)s;
 }
 
+/* an x8/x16 (or AMX) tile stores each activation's results straight into a row: a thread's rows of one call */
+size_t mf_cpu_matmul_id_thread_bytes(const mf_graph *g, const mf_node *n) {
+    const mf_node *w = mf_graph_node_c(g, n->src[0]);
+    const mf_quant_kernels *kk = mf_quant_kernels_get(w->type);
+    return kk && kk->act_major ? sizeof(float) * (size_t)MF_MAX(1, kk->tile_a) * (size_t)w->ne[1] + 64 : 0;
+}
+
+/* The act_major tiles (x8/x16 layouts, a group of tile_w rows a call, or any number of groups with spans):
+ * weight rows [n0, n1) of the expert against na gathered rows at a time, into buf, then each row to its slot. */
+static void expert_rows_major(const id_layout *L, const mf_quant_kernels *kk, const char *wd, size_t ws, int64_t first,
+                              int64_t cnt, int64_t n0, int64_t n1, float *buf, float *out) {
+    const int ta = MF_MAX(1, kk->tile_a), tw = MF_MAX(1, kk->tile_w);
+    const size_t ldb = (size_t)(n1 - n0);
+    for (int64_t m0 = 0; m0 < cnt; m0 += ta) {
+        const int na = (int)MF_MIN((int64_t)ta, cnt - m0);
+        const uint8_t *a = L->rows + (size_t)(first + m0) * L->rs;
+        if (kk->spans)
+            kk->vec_dot_tile(L->K, buf, ldb, wd + (size_t)n0 * ws, ws, (int)(n1 - n0), a, L->rs, na);
+        else
+            for (int64_t j0 = n0; j0 < n1; j0 += tw)
+                kk->vec_dot_tile(L->K, buf + (j0 - n0), ldb, wd + (size_t)j0 * ws, ws, (int)MF_MIN((int64_t)tw, n1 - j0),
+                                 a, L->rs, na);
+        for (int j = 0; j < na; j++)
+            memcpy(out + (size_t)L->slot[first + m0 + j] * (size_t)L->N + n0, buf + (size_t)j * ldb, sizeof(float) * ldb);
+    }
+}
+
 /* weight rows [n0, n1) of expert e against every row that chose it */
 static void expert_rows(const mf_cpu_exec *ex, const mf_node *n, const id_layout *L, const mf_quant_kernels *kk,
-                        int64_t e, int64_t n0, int64_t n1) {
+                        int64_t e, int64_t n0, int64_t n1, int ith) {
     const mf_node *w = mf_graph_node_c(ex->g, n->src[0]);
     const char *wd = (const char *)w->data + (size_t)e * w->nb[2];
     const size_t ws = w->nb[1];
+    if (kk->act_major) {
+        expert_rows_major(L, kk, wd, ws, L->start[e], L->start[e + 1] - L->start[e], n0, n1,
+                          mf_cpu_thread_scratch(ex, ith), n->data);
+        return;
+    }
     const int tw = MF_MAX(1, MF_MIN(kk->tile_w, MF_TILE_MAX)), ta = MF_MAX(1, MF_MIN(kk->tile_a, MF_TILE_MAX));
     const int64_t first = L->start[e], cnt = L->start[e + 1] - first;
     float *out = n->data;
@@ -210,6 +242,6 @@ void mf_cpu_op_matmul_id(const mf_cpu_exec *ex, const mf_node *n, int ith, int n
     int32_t u;
     while ((u = atomic_fetch_add_explicit(&ex->chunks[id], 1, memory_order_relaxed)) < units) {
         const int64_t e = L.used[1 + u / per], c0 = (u % per) * ch;
-        expert_rows(ex, n, &L, kk, e, c0, MF_MIN(L.N, c0 + ch));
+        expert_rows(ex, n, &L, kk, e, c0, MF_MIN(L.N, c0 + ch), ith);
     }
 }
