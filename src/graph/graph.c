@@ -698,6 +698,15 @@ void mf_g_set_output(mf_graph *g, int32_t id) {
 
 /* ---- mixture of experts ---- */
 
+/* a new node of the given shape over n sources, or MF_NODE_INVALID (out of memory, recorded) */
+static int32_t node_of(mf_graph *g, mf_op op, uint32_t type, int nd, const int64_t *ne, int n_src, const int32_t *src) {
+    int32_t id;
+    mf_node *n = push(g, op, type, nd, ne, &id);
+    if (!n) return MF_NODE_INVALID;
+    for (int i = 0; i < n_src; i++) n->src[i] = src[i];
+    return id;
+}
+
 /* a dense 2-D i32 list [k, T] */
 static bool need_ids(mf_graph *g, mf_op op, int32_t ids, int64_t k, int64_t t) {
     if (!need_type(g, op, "ids", ids, MF_TYPE_I32)) return false;
@@ -719,11 +728,8 @@ int32_t mf_g_topk(mf_graph *g, int32_t x, int k) {
         return fail(g, MF_OP_TOPK, MF_E_INVAL, "k %d must be 1..ne0 of a 2-D input %s", k, d);
     }
     const int64_t ne[2] = {k, xn->ne[1]};
-    int32_t id;
-    mf_node *n = push(g, MF_OP_TOPK, MF_TYPE_I32, 2, ne, &id);
-    if (!n) return MF_NODE_INVALID;
-    n->src[0] = x;
-    n->iparams[0] = k;
+    int32_t id = node_of(g, MF_OP_TOPK, MF_TYPE_I32, 2, ne, 1, &x);
+    if (id >= 0) g->nodes[id].iparams[0] = k;
     return id;
 }
 
@@ -743,13 +749,7 @@ int32_t mf_g_matmul_id(mf_graph *g, int32_t w, int32_t x, int32_t ids) {
     }
     if (!need_ids(g, MF_OP_MATMUL_ID, ids, in->ne[0], xn->ne[2])) return MF_NODE_INVALID;
     const int64_t ne[3] = {wn->ne[1], in->ne[0], xn->ne[2]};
-    int32_t id;
-    mf_node *n = push(g, MF_OP_MATMUL_ID, MF_TYPE_F32, 3, ne, &id);
-    if (!n) return MF_NODE_INVALID;
-    n->src[0] = w;
-    n->src[1] = x;
-    n->src[2] = ids;
-    return id;
+    return node_of(g, MF_OP_MATMUL_ID, MF_TYPE_F32, 3, ne, 3, s);
 }
 
 int32_t mf_g_moe_sum(mf_graph *g, int32_t y, int32_t probs, int32_t ids, bool normalize) {
@@ -768,12 +768,7 @@ int32_t mf_g_moe_sum(mf_graph *g, int32_t y, int32_t probs, int32_t ids, bool no
     }
     if (!need_ids(g, MF_OP_MOE_SUM, ids, yn->ne[1], yn->ne[2])) return MF_NODE_INVALID;
     const int64_t ne[2] = {yn->ne[0], yn->ne[2]};
-    int32_t id;
-    mf_node *n = push(g, MF_OP_MOE_SUM, MF_TYPE_F32, 2, ne, &id);
-    if (!n) return MF_NODE_INVALID;
-    n->src[0] = y;
-    n->src[1] = probs;
-    n->src[2] = ids;
-    n->iparams[0] = normalize;
+    int32_t id = node_of(g, MF_OP_MOE_SUM, MF_TYPE_F32, 2, ne, 3, s);
+    if (id >= 0) g->nodes[id].iparams[0] = normalize;
     return id;
 }
