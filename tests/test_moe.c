@@ -217,6 +217,14 @@ static void test_builders_refuse_bad_shapes(void) {
     CHECK(mf_g_topk(g, xi, 5) == MF_NODE_INVALID, "k 5 of 4 accepted");
     CHECK(mf_graph_error(g, &err) && strstr(err.msg, "k 5 must be 1..ne0"), "msg: %s", err.msg);
     mf_graph_free(g);
+    /* more experts a token than moe_sum keeps */
+    g = mf_graph_new();
+    int64_t ny[3] = {4, MF_MOE_MAX_USED + 1, 1}, np[2] = {MF_MOE_MAX_USED + 1, 1}, nk[2] = {MF_MOE_MAX_USED + 1, 1};
+    int32_t yi = mf_g_input(g, "y", MF_TYPE_F32, 3, ny), pi = mf_g_input(g, "p", MF_TYPE_F32, 2, np);
+    ii = mf_g_input(g, "ids", MF_TYPE_I32, 2, nk);
+    CHECK(mf_g_moe_sum(g, yi, pi, ii, true) == MF_NODE_INVALID, "k %d accepted", MF_MOE_MAX_USED + 1);
+    CHECK(mf_graph_error(g, &err) && strstr(err.msg, "k <= 256"), "msg: %s", err.msg);
+    mf_graph_free(g);
 }
 
 int main(void) {

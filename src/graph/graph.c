@@ -759,12 +759,13 @@ int32_t mf_g_moe_sum(mf_graph *g, int32_t y, int32_t probs, int32_t ids, bool no
         return MF_NODE_INVALID;
     const mf_node *yn = &g->nodes[y], *pn = &g->nodes[probs];
     if (!mf_node_is_contiguous(yn) || !mf_node_is_contiguous(pn) || yn->ne[3] != 1 || pn->ne[2] != 1 ||
-        pn->ne[3] != 1 || pn->ne[1] != yn->ne[2] || pn->ne[0] < yn->ne[1]) {
+        pn->ne[3] != 1 || pn->ne[1] != yn->ne[2] || pn->ne[0] < yn->ne[1] || yn->ne[1] > MF_MOE_MAX_USED) {
         char a[256], b[256];
         describe(g, y, a, sizeof a);
         describe(g, probs, b, sizeof b);
         return fail(g, MF_OP_MOE_SUM, MF_E_INVAL,
-                    "experts' rows %s must be a dense [N, k, tokens] and probs %s a dense [experts >= k, tokens]", a, b);
+                    "experts' rows %s must be a dense [N, k <= %d, tokens] and probs %s a dense [experts >= k, tokens]", a,
+                    MF_MOE_MAX_USED, b);
     }
     if (!need_ids(g, MF_OP_MOE_SUM, ids, yn->ne[1], yn->ne[2])) return MF_NODE_INVALID;
     const int64_t ne[2] = {yn->ne[0], yn->ne[2]};

@@ -148,6 +148,7 @@ int32_t mf_g_cont(mf_graph *g, int32_t x);
 /* mixture of experts (MF_OP_TOPK, MF_OP_MATMUL_ID, MF_OP_MOE_SUM) */
 int32_t mf_g_topk(mf_graph *g, int32_t x, int k);
 int32_t mf_g_matmul_id(mf_graph *g, int32_t w, int32_t x, int32_t ids);
+#define MF_MOE_MAX_USED 256 /* experts a token may use (moe_sum keeps their weights on the stack) */
 int32_t mf_g_moe_sum(mf_graph *g, int32_t y, int32_t probs, int32_t ids, bool normalize);
 /* Name the most recent node (printf-style) and tag its layer; returns id unchanged (chainable). */
 int32_t mf_g_name(mf_graph *g, int32_t id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

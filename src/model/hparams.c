@@ -49,7 +49,7 @@ static int read_experts(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
         (rc = get_u32(g, an, "expert_feed_forward_length", false, (uint32_t)hp->n_ff, &hp->n_ff_exp, err)))
         return rc;
     if (hp->n_expert < 1 || hp->n_expert > 4096 || hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert ||
-        hp->n_expert_used > 256 || hp->n_ff_exp < 1)
+        hp->n_expert_used > MF_MOE_MAX_USED || hp->n_ff_exp < 1)
         return mf_err(err, MF_E_FORMAT,
                       "%s.expert_count %d, expert_used_count %d, expert_feed_forward_length %d: a MoE model needs "
                       "1..4096 experts, 1..min(experts, 256) of them a token and a positive width",

@@ -49,7 +49,7 @@ void mf_cpu_op_moe_sum(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth
     for (int64_t t = t0; t < t1; t++) {
         const int32_t *id = (const int32_t *)((const char *)ids->data + (size_t)t * ids->nb[1]);
         const float *pr = (const float *)((const char *)p->data + (size_t)t * p->nb[1]);
-        float w[256];
+        float w[MF_MOE_MAX_USED];
         double sum = 0;
         bool bad = false;
         for (int64_t j = 0; j < k; j++) {
