@@ -77,14 +77,15 @@ static int run_dense(uint32_t type, const uint8_t *w, int e, const float *x, flo
     return rc;
 }
 
-/* the experts of `base` in the layout the CPU repacks them into at load (0 when it has none here) */
+#define NO_LAYOUT UINT32_MAX /* (0 is F32's type id) */
+/* the experts of `base` in the layout the CPU repacks them into at load (NO_LAYOUT when it has none here) */
 static uint32_t repacked(uint32_t base) {
     const uint32_t t = mf_repack_type(base, K, N);
-    return t == base ? 0 : t;
+    return t == base ? NO_LAYOUT : t;
 }
 
 static void test_matmul_id_rows_are_their_experts_matmul_alone_or_batched(void) {
-    /* the plain layouts, then the x8/x16 ones the loader repacks expert stacks into (0: none on this CPU) */
+    /* the plain layouts, then the x8/x16 ones the loader repacks expert stacks into (none on some CPUs) */
     const uint32_t types[] = {MF_TYPE_Q8_0,           MF_TYPE_Q4_0,           MF_TYPE_Q4_K,           MF_TYPE_Q6_K,
                               MF_TYPE_F16,            MF_TYPE_F32,            repacked(MF_TYPE_Q8_0), repacked(MF_TYPE_Q4_0),
                               repacked(MF_TYPE_Q4_K), repacked(MF_TYPE_Q6_K)};
@@ -98,7 +99,7 @@ static void test_matmul_id_rows_are_their_experts_matmul_alone_or_batched(void) 
     int n_types = 0;
     for (size_t ti = 0; ti < MF_ARRAY_LEN(types); ti++) {
         const uint32_t type = types[ti];
-        if (!type) continue;
+        if (type == NO_LAYOUT) continue;
         n_types++;
         const uint32_t base = mf_type_get(type)->row_group > 1 ? mf_repack_base(type) : type;
         uint8_t *w = experts(base);
