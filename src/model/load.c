@@ -45,8 +45,9 @@ static int bind(const mf_gguf *g, const char *name, bool required, int n_dims, i
     return 0;
 }
 
-/* An experts tensor [ne0, ne1, n_expert]: the experts' matrices, each a matmul weight of the CPU's plain kernels
- * (MATMUL_ID runs them in the file's layout). */
+/* An experts tensor [ne0, ne1, n_expert]: the experts' matrices, each a matmul weight (load_repack.c repacks
+ * them expert by expert; MATMUL_ID runs them with matmul's kernels), so its type must be one the CPU's
+ * matmul_id takes. */
 static int bind_experts(const mf_gguf *g, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
                         const mf_gguf_tensor **out, mf_error *err) {
     const mf_gguf_tensor *t = *out = mf_gguf_find_tensor(g, name);

@@ -141,7 +141,7 @@ static int cpu_slots(mf_model *m, bool move, const mf_gguf_tensor ***slots) {
                                                     &L->ffn_down,     &L->ffn_gate_exps, &L->ffn_up_exps,
                                                     &L->ffn_down_exps};
         for (int i = 0; i < MATS_PER_LAYER; i++)
-            if (*f[i]) slots[n++] = f[i]; /* a MoE layer has no dense FFN: its experts keep the file's layout */
+            if (*f[i]) slots[n++] = f[i]; /* a dense layer has no expert stacks, a MoE layer no dense FFN */
     }
     if (m->io_backend == MF_BACKEND_ID_CPU) slots[n++] = &m->output; /* else the device's layout */
     /* the CPU owns these weights: its layout for them */
