@@ -52,8 +52,8 @@ static int read_experts(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
         hp->n_expert_used > MF_MOE_MAX_USED || hp->n_ff_exp < 1)
         return mf_err(err, MF_E_FORMAT,
                       "%s.expert_count %d, expert_used_count %d, expert_feed_forward_length %d: a MoE model needs "
-                      "1..4096 experts, 1..min(experts, 256) of them a token and a positive width",
-                      an, hp->n_expert, hp->n_expert_used, hp->n_ff_exp);
+                      "1..4096 experts, 1..min(experts, %d) of them a token and a positive width",
+                      an, hp->n_expert, hp->n_expert_used, hp->n_ff_exp, MF_MOE_MAX_USED);
     return 0;
 }
 

@@ -10,6 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every matmul weight (a 2-D one, token_embd too when the output is tied, whose rows also dequantize for the
+ * embedding lookup; a MoE layer's 3-D expert stack) needs a kernel set, which is what makes a type runnable:
+ * refuse the others here, once, naming the type, instead of at graph build.  `as` says in what role. */
+static int need_kernels(const char *name, const mf_gguf_tensor *t, const char *as, mf_error *err) {
+    if (mf_quant_kernels_get(t->type)) return 0;
+    char ok[512];
+    mf_quant_runnable_types(ok, sizeof ok);
+    const mf_type_info *ti = mf_type_get(t->type);
+    return mf_err(err, MF_E_UNSUPPORTED,
+                  "tensor '%s' is %s (ggml type %u), which minfer does not run%s; it runs %s: requantize the model to "
+                  "one of these (llama-quantize)",
+                  name, ti ? ti->name : "an unknown type", t->type, as, ok);
+}
+
 static int bind(const mf_gguf *g, const char *name, bool required, int n_dims, int64_t ne0, int64_t ne1,
                 const mf_gguf_tensor **out, mf_error *err) {
     *out = mf_gguf_find_tensor(g, name);
@@ -31,23 +45,11 @@ static int bind(const mf_gguf *g, const char *name, bool required, int n_dims, i
     if (n_dims == 1 && t->type != MF_TYPE_F32)
         return mf_err(err, MF_E_UNSUPPORTED, "tensor '%s' is %s; norm weights and biases must be f32", name,
                       ti->name);
-    /* Every 2-D weight is a matmul weight (token_embd too, when the output is tied) and its rows dequantize
-     * for the embedding lookup, so a kernel set is what makes a type runnable: refuse the others here, once,
-     * naming the type, instead of at graph build. */
-    if (n_dims == 2 && !mf_quant_kernels_get(t->type)) {
-        char ok[512];
-        mf_quant_runnable_types(ok, sizeof ok);
-        return mf_err(err, MF_E_UNSUPPORTED,
-                      "tensor '%s' is %s (ggml type %u), which minfer does not run; it runs %s: requantize the "
-                      "model to one of these (llama-quantize)",
-                      name, ti->name, t->type, ok);
-    }
-    return 0;
+    return n_dims == 2 ? need_kernels(name, t, "", err) : 0;
 }
 
 /* An experts tensor [ne0, ne1, n_expert]: the experts' matrices, each a matmul weight (load_repack.c repacks
- * them expert by expert; MATMUL_ID runs them with matmul's kernels), so its type must be one the CPU's
- * matmul_id takes. */
+ * them expert by expert; MATMUL_ID runs them with matmul's kernels). */
 static int bind_experts(const mf_gguf *g, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
                         const mf_gguf_tensor **out, mf_error *err) {
     const mf_gguf_tensor *t = *out = mf_gguf_find_tensor(g, name);
@@ -56,16 +58,7 @@ static int bind_experts(const mf_gguf *g, const char *name, int64_t ne0, int64_t
         return mf_err(err, MF_E_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld]",
                       name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
                       (long long)ne0, (long long)ne1, (long long)ne2);
-    if (!mf_backend_entry_get(MF_BACKEND_CPU)->supports(MF_OP_MATMUL_ID, t->type)) {
-        char ok[512];
-        mf_quant_runnable_types(ok, sizeof ok);
-        const mf_type_info *ti = mf_type_get(t->type);
-        return mf_err(err, MF_E_UNSUPPORTED,
-                      "tensor '%s' is %s (ggml type %u), which minfer does not run as experts; it runs %s: requantize "
-                      "the model to one of these (llama-quantize)",
-                      name, ti ? ti->name : "an unknown type", t->type, ok);
-    }
-    return 0;
+    return need_kernels(name, t, " as experts", err);
 }
 
 static int bind_layer(mf_model *m, int il, mf_error *err) {
@@ -272,6 +265,23 @@ static const mf_gguf_tensor **layer_slot(mf_layer_w *L, int i) {
     return f[i];
 }
 
+/* NULL when device b runs a MoE layer's expert ops (or the model has none), else why not, in buf */
+static const char *moe_unsupported(const mf_model *m, mf_backend b, char *buf, size_t cap) {
+    const mf_backend_entry *e = mf_backend_entry_get(b);
+    if (!m->hp.n_expert || !e) return NULL;
+    const char *op = !e->supports(MF_OP_TOPK, MF_TYPE_I32) ? "topk" : !e->supports(MF_OP_MOE_SUM, MF_TYPE_F32) ? "moe_sum" : NULL;
+    const char *of = ""; /* matmul_id: the experts' type it refused */
+    for (int32_t il = 0; !op && il < m->hp.n_layer; il++) {
+        const mf_layer_w *L = &m->layers[il];
+        const mf_gguf_tensor *s[3] = {L->ffn_gate_exps, L->ffn_up_exps, L->ffn_down_exps};
+        for (int i = 0; !op && i < 3; i++)
+            if (!e->supports(MF_OP_MATMUL_ID, s[i]->type)) op = "matmul_id of ", of = mf_type_name(s[i]->type);
+    }
+    if (!op) return NULL;
+    snprintf(buf, cap, "this is a MoE model, and %s does not run its expert op %s%s", mf_backend_name(b), op, of);
+    return buf;
+}
+
 /* The offload plan (model/offload.h) from the file's tensor sizes and the device's memory: per layer and
  * for the embeddings/output, the backend.  *layer is malloc'd. */
 static int plan_offload(mf_model *m, const mf_model_open_params *p, uint16_t **layer, uint16_t *io, mf_error *err) {
@@ -289,10 +299,10 @@ static int plan_offload(mf_model *m, const mf_model_open_params *p, uint16_t **l
         }
     const mf_backend dev = {p->gpu_backend};
     const char *unavailable = mf_backend_unavailable(dev);
-    char fenced[96];
-    /* auto then plans no block there and its report says why; a count is refused with this reason */
-    if (!unavailable && m->hp.n_expert)
-        unavailable = "this is a MoE model, whose experts (matmul_id) run on the CPU only in this version";
+    char fenced[96], moe[160];
+    /* a block placed there must run there: a MoE layer's expert ops too (asked of the device's own support
+     * function); if not, auto plans no block and its report says why, and a count is refused with the reason */
+    if (!unavailable) unavailable = moe_unsupported(m, dev, moe, sizeof moe);
     if (!unavailable && !mf_backend_allowed(dev)) {
         snprintf(fenced, sizeof fenced, "--backend / MINFER_BACKENDS does not allow %s", mf_backend_name(dev));
         unavailable = fenced;

@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 static int32_t weight(mf_graph *g, const mf_gguf_tensor *t, int nd, int layer) {
-    int64_t ne[MF_MAX_DIMS] = {t->ne[0], t->ne[1], 1, 1};
+    int64_t ne[MF_MAX_DIMS] = {t->ne[0], t->ne[1], t->ne[2], 1}; /* ne[2]: a MoE layer's experts, else 1 */
     int32_t id = mf_g_weight(g, "", t->type, nd, ne, t->data);
     mf_g_name(g, id, "%.*s", (int)MF_MIN(t->name.len, 63), t->name.ptr);
     return mf_g_layer(g, id, layer);
@@ -43,14 +43,6 @@ static int32_t named(mf_graph *g, int32_t id, int layer, const char *name) {
     return mf_g_layer(g, id, layer);
 }
 
-/* an experts tensor [K, N, n_expert] */
-static int32_t experts(mf_graph *g, const mf_gguf_tensor *t, int layer) {
-    int64_t ne[MF_MAX_DIMS] = {t->ne[0], t->ne[1], t->ne[2], 1};
-    int32_t id = mf_g_weight(g, "", t->type, 3, ne, t->data);
-    mf_g_name(g, id, "%.*s", (int)MF_MIN(t->name.len, 63), t->name.ptr);
-    return mf_g_layer(g, id, layer);
-}
-
 /* llama.cpp's build_moe_ffn as qwen3moe calls it: softmax gating over the router's logits, the token's
  * n_expert_used most probable experts, each a swiglu FFN, their outputs summed with the probabilities
  * renormalized over the chosen ones */
@@ -62,10 +54,10 @@ static int32_t moe_ffn(mf_graph *g, const mf_hparams *hp, const mf_layer_w *L, i
     int32_t ids = named(g, mf_g_topk(g, probs, hp->n_expert_used), il, "ffn_moe_topk");
     int64_t ne[4] = {hp->n_embd, 1, nt, 1}; /* one input row a token, shared by its experts */
     int32_t x = named(g, mf_g_reshape(g, cur, 3, ne), il, "ffn_moe_in");
-    int32_t up = named(g, mf_g_matmul_id(g, experts(g, L->ffn_up_exps, il), x, ids), il, "ffn_moe_up");
-    int32_t gate = named(g, mf_g_matmul_id(g, experts(g, L->ffn_gate_exps, il), x, ids), il, "ffn_moe_gate");
+    int32_t up = named(g, mf_g_matmul_id(g, weight(g, L->ffn_up_exps, 3, il), x, ids), il, "ffn_moe_up");
+    int32_t gate = named(g, mf_g_matmul_id(g, weight(g, L->ffn_gate_exps, 3, il), x, ids), il, "ffn_moe_gate");
     int32_t act = named(g, mf_g_swiglu(g, gate, up), il, "ffn_moe_swiglu");
-    int32_t y = named(g, mf_g_matmul_id(g, experts(g, L->ffn_down_exps, il), act, ids), il, "ffn_moe_down");
+    int32_t y = named(g, mf_g_matmul_id(g, weight(g, L->ffn_down_exps, 3, il), act, ids), il, "ffn_moe_down");
     return named(g, mf_g_moe_sum(g, y, probs, ids, true), il, "ffn_moe_out");
 }
 

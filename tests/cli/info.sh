@@ -87,6 +87,18 @@ if "$GEN" --arch qwen3 --type q8_0 --layers 1 -q --tensor-type blk.0.attn_k.weig
     elif [ "$(wc -l <"$TMP/_err")" -ne 1 ] || [ "$(grep -o 'Error:' "$TMP/_err" | wc -l)" -ne 1 ]; then
         bad run_refuses_iq1_s "not exactly one error line: $err"
     else ok run_refuses_iq1_s; fi
+    # the same for a MoE layer's expert stack (3-D), named in its role
+    ME="$TMP/info_iq1_s_experts.gguf"
+    if "$GEN" --arch qwen3moe --type q8_0 --layers 1 -q --tensor-type blk.0.ffn_up_exps.weight=iq1_s -o "$ME"; then
+        "$MINFER" run -m "$ME" -p hi -n 1 >/dev/null 2>"$TMP/_err"; rc=$?
+        err=$(cat "$TMP/_err")
+        want="Error: cannot load model '$ME': tensor 'blk.0.ffn_up_exps.weight' is iq1_s (ggml type 19), which minfer does not run as experts; it runs f32, f16, q4_0"
+        [ "$rc" -eq 1 ] && [[ "$err" == "$want"*"requantize the model to one of these (llama-quantize)" ]] &&
+            [ "$(wc -l <"$TMP/_err")" -eq 1 ] && ok run_refuses_iq1_s_experts || bad run_refuses_iq1_s_experts "exit $rc: $err"
+        rm -f "$ME"
+    else
+        bad run_refuses_iq1_s_experts "mf-genmodel --arch qwen3moe --tensor-type blk.0.ffn_up_exps.weight=iq1_s failed"
+    fi
     for cmd in eval bench; do
         "$MINFER" $cmd -m "$M" -p 2 >/dev/null 2>"$TMP/_err"
         [ "$(grep -c 'Error:.*is iq1_s (ggml type 19)' "$TMP/_err")" -eq 1 ] && [ "$(wc -l <"$TMP/_err")" -eq 1 ] && ok "${cmd}_refuses_once" ||
