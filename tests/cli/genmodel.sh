@@ -18,6 +18,12 @@ gen_ok "tiny qwen2 q4_0 seed 8" "$D/c.gguf" --arch qwen2 --type q4_0 --seed 8
 gen_ok "tiny qwen3 q8_0" "$D/q3.gguf" --arch qwen3 --type q8_0
 gen_ok "tiny qwen3 q4_k_m 1 layer tied" "$D/q3k.gguf" --arch qwen3 --type q4_k_m --layers 1 --tied --ctx 512
 gen_ok "tiny qwen3moe q4_k, expert ffn 128" "$D/moe.gguf" --arch qwen3moe --type q4_k --expert-ff 128
+# a long-context file's RoPE scaling keys (Qwen3's 128K GGUFs), and linear scaling on qwen3moe
+gen_ok "tiny qwen3 yarn scaling" "$D/yarn.gguf" --arch qwen3 --type q8_0 --layers 1 --ctx 131072 \
+    --rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768
+gen_ok "tiny qwen3moe linear scaling" "$D/lin.gguf" --arch qwen3moe --type q4_0 --layers 1 \
+    --rope-scaling linear --rope-scale 2.5
+gen_ok "tiny qwen2 scaling type none" "$D/none.gguf" --arch qwen2 --type q4_0 --layers 1 --rope-scaling none
 
 if cmp -s "$D/a.gguf" "$D/b.gguf"; then ok "same seed gives identical bytes"; else bad "same seed" "a.gguf and b.gguf differ"; fi
 if ! cmp -s "$D/a.gguf" "$D/c.gguf"; then ok "another seed differs"; else bad "another seed" "seed 7 and 8 gave the same file"; fi
@@ -56,6 +62,23 @@ expect "refuses --llama-quantize for qwen3moe" 2 "--llama-quantize is not suppor
     "$GEN" --arch qwen3moe --type q4_0 --llama-quantize -o "$D/x.gguf"
 expect "refuses --script for qwen3moe" 2 "--script is not supported for --arch qwen3moe" -- \
     "$GEN" --arch qwen3moe --script 1,2 -o "$D/x.gguf"
+expect "refuses --rope-scale without --rope-scaling" 2 \
+    "--rope-scale needs --rope-scaling: add --rope-scaling yarn (or linear)" -- "$GEN" --arch qwen3 --rope-scale 4 -o "$D/x.gguf"
+expect "refuses --yarn-orig-ctx without --rope-scaling" 2 \
+    "--yarn-orig-ctx needs --rope-scaling: add --rope-scaling yarn" -- "$GEN" --arch qwen3 --yarn-orig-ctx 32768 -o "$D/x.gguf"
+expect "refuses --yarn-orig-ctx with linear scaling" 2 \
+    "--yarn-orig-ctx needs --rope-scaling yarn, not 'linear'" -- \
+    "$GEN" --arch qwen3 --rope-scaling linear --rope-scale 2 --yarn-orig-ctx 32768 -o "$D/x.gguf"
+expect "refuses --rope-scaling ntk" 2 "unknown --rope-scaling 'ntk'; allowed: none|linear|yarn" -- \
+    "$GEN" --arch qwen3 --rope-scaling ntk -o "$D/x.gguf"
+for x in 0 -4 inf nan 1e39 4x; do
+    expect "refuses --rope-scale $x" 2 "--rope-scale '$x' is not a finite number above 0" -- \
+        "$GEN" --arch qwen3 --rope-scaling yarn --rope-scale "$x" -o "$D/x.gguf"
+done
+for x in 0 4294967296; do
+    expect "refuses --yarn-orig-ctx $x" 2 "--yarn-orig-ctx '$x' is not in 1..4294967295" -- \
+        "$GEN" --arch qwen3 --rope-scaling yarn --yarn-orig-ctx "$x" -o "$D/x.gguf"
+done
 expect "missing tokenizer dir" 1 "cannot open tokenizer file '$D/none/tokenizer.json'" -- \
     "$GEN" --arch qwen3 --tokenizer "$D/none" -o "$D/x.gguf"
 if [ ! -e "$D/x.gguf" ]; then ok "refusals leave no file"; else bad "refusals leave no file" "$D/x.gguf exists"; fi
@@ -63,7 +86,7 @@ expect "--help documents every flag" 0 "" -- "$GEN" --help
 help=$("$GEN" --help)
 miss=""
 for f in --arch --preset --type --seed --tied --untied --tokenizer --tensor-type --llama-quantize --layers --ctx -o q3_k_m \
-    qwen3moe qwen3-30b-a3b --experts --experts-used --expert-ff; do
+    qwen3moe qwen3-30b-a3b --experts --experts-used --expert-ff --rope-scaling --rope-scale --yarn-orig-ctx; do
     [[ "$help" == *"$f"* ]] || miss="$miss $f"
 done
 if [ -z "$miss" ]; then ok "help lists flags"; else bad "help lists flags" "missing:$miss"; fi
@@ -99,6 +122,21 @@ if "$MINFER" info -m "$D/a.gguf" >"$D/info.txt" 2>&1; then
         grep -Eq ' blk\.1\.attn_k_norm\.weight +f32 +\[64\] ' "$m" && ! grep -Eq ' blk\.[0-9]+\.ffn_(gate|up|down)\.weight' "$m"; then
         ok "minfer info: qwen3moe keys, router and expert tensors"
     else bad "minfer info qwen3moe" "$(grep -v tokenizer "$m" | head -c 1500)"; fi
+    # the scaling keys sit right after rope.freq_base; a file without the options has none of them
+    "$MINFER" info -m "$D/yarn.gguf" >"$D/infoyarn.txt" 2>&1
+    "$MINFER" info -m "$D/lin.gguf" >"$D/infolin.txt" 2>&1
+    "$MINFER" info -m "$D/none.gguf" >"$D/infonone.txt" 2>&1
+    y="$D/infoyarn.txt"
+    if grep -A3 -E 'qwen3.rope.freq_base +f32' "$y" | tr -s ' ' | tr '\n' '|' | grep -Fq \
+        'qwen3.rope.scaling.type string "yarn"| qwen3.rope.scaling.factor f32 4| qwen3.rope.scaling.original_context_length u32 32768|' &&
+        grep -Eq 'qwen3.context_length +u32 +131072$' "$y" &&
+        grep -Eq 'qwen3moe.rope.scaling.type +string +"linear"$' "$D/infolin.txt" &&
+        grep -Eq 'qwen3moe.rope.scaling.factor +f32 +2.5$' "$D/infolin.txt" &&
+        ! grep -q 'original_context_length' "$D/infolin.txt" &&
+        grep -Eq 'qwen2.rope.scaling.type +string +"none"$' "$D/infonone.txt" &&
+        [ "$(grep -c 'rope.scaling' "$D/infonone.txt")" = 1 ] && ! grep -q 'rope.scaling' "$D/info3.txt"; then
+        ok "minfer info: --rope-scaling/--rope-scale/--yarn-orig-ctx keys, none without the options"
+    else bad "minfer info rope scaling" "$(grep rope "$y" "$D/infolin.txt" "$D/infonone.txt" "$D/info3.txt")"; fi
 else
     bad "minfer info reads the generated file" "exit $?: $(head -c 600 "$D/info.txt")"
 fi

@@ -74,6 +74,13 @@ typedef struct {
     /* --cls-bias / --cls-dense (with --reranker): add cls.output.bias, or a BERT-style dense layer cls.weight
      * (n_embd x n_embd) - heads llama.cpp's qwen3 does not read, which minfer refuses to rank with */
     bool cls_bias, cls_dense;
+    /* a long-context file's RoPE scaling keys (llama.cpp's names, what Qwen3's 128K GGUFs carry):
+     * --rope-scaling writes <arch>.rope.scaling.type ("none" | "linear" | "yarn"; NULL: not written),
+     * --rope-scale .rope.scaling.factor (0: not written), --yarn-orig-ctx
+     * .rope.scaling.original_context_length (0: not written) */
+    const char *rope_scaling;
+    float rope_scale;
+    uint32_t yarn_orig_ctx;
 } gm_config;
 
 /* The rerank prompt llama.cpp's converter (conversion/qwen.py) stores for Qwen3-Reranker. */

@@ -4,6 +4,7 @@
 #include "quant/quant.h"
 
 #include <errno.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,14 @@ static void usage(FILE *f) {
             "                  valid files for minfer info and refusal tests, not models to run.\n"
             "  --layers N      override the preset's layer count (1..512)\n"
             "  --ctx N         override the preset's context_length (1..16777216)\n"
+            "  --rope-scaling none|linear|yarn\n"
+            "                  write <arch>.rope.scaling.type, a long-context file's RoPE scaling\n"
+            "                  (default: not written; Qwen3's 128K GGUFs: --rope-scaling yarn\n"
+            "                  --rope-scale 4 --yarn-orig-ctx 32768)\n"
+            "  --rope-scale F  with --rope-scaling: write <arch>.rope.scaling.factor = F (f32, finite, > 0)\n"
+            "  --yarn-orig-ctx N\n"
+            "                  with --rope-scaling yarn: write\n"
+            "                  <arch>.rope.scaling.original_context_length = N (1..4294967295)\n"
             "  --lowrank R     speculative-decoding pair (docs/GENMODEL.md): token embeddings (and an untied\n"
             "                  head) of rank R (a multiple of 32, at most n_embd), so a small draft can compute\n"
             "                  the target's next-token bigram exactly\n"
@@ -181,6 +190,7 @@ int main(int argc, char **argv) {
     const char *arch = NULL, *preset = "tiny", *type = "f16", *layers = NULL, *ctx = NULL, *seed = NULL;
     const char *lowrank = NULL, *layer_scale = NULL, *draft_layers = NULL, *script = NULL, *pooling = NULL;
     const char *experts = NULL, *experts_used = NULL, *expert_ff = NULL;
+    const char *rope_scaling = NULL, *rope_scale = NULL, *yarn_orig_ctx = NULL;
     int tied = -1;
     c.tokenizer_dir = getenv("MF_TOKENIZER_DIR");
     if (!c.tokenizer_dir || !*c.tokenizer_dir) c.tokenizer_dir = MF_TOKENIZER_DEFAULT;
@@ -229,6 +239,9 @@ int main(int argc, char **argv) {
             c.over[c.n_over++].type = ty;
         }
         else if (!strcmp(a, "--ctx")) dst = &ctx;
+        else if (!strcmp(a, "--rope-scaling")) dst = &rope_scaling;
+        else if (!strcmp(a, "--rope-scale")) dst = &rope_scale;
+        else if (!strcmp(a, "--yarn-orig-ctx")) dst = &yarn_orig_ctx;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) dst = &c.out_path;
         else return bad("unknown option '%s'%s", a, "");
         if (dst) {
@@ -267,6 +280,36 @@ int main(int argc, char **argv) {
     if (ctx) {
         if (!parse_u64(ctx, &v) || v < 1 || v > 16777216) return bad("--ctx '%s' is not in 1..16777216%s", ctx, "");
         c.p.n_ctx = (int)v;
+    }
+    if (rope_scaling) {
+        static const char *const names[] = {"none", "linear", "yarn"};
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(rope_scaling, names[k])) c.rope_scaling = names[k];
+        if (!c.rope_scaling)
+            return bad("unknown --rope-scaling '%s'; allowed: %s", rope_scaling, "none|linear|yarn");
+    }
+    if (rope_scale) {
+        if (!c.rope_scaling)
+            return bad("--rope-scale needs --rope-scaling: add --rope-scaling yarn (or linear), the "
+                       "scaling the factor belongs to%s%s", "", "");
+        char *end;
+        errno = 0;
+        double x = strtod(rope_scale, &end);
+        if (errno || end == rope_scale || *end || !(x > 0 && x <= FLT_MAX) || !((float)x > 0))
+            return bad("--rope-scale '%s' is not a finite number above 0 that fits an f32 (e.g. 4)%s",
+                       rope_scale, "");
+        c.rope_scale = (float)x;
+    }
+    if (yarn_orig_ctx) {
+        if (!c.rope_scaling)
+            return bad("--yarn-orig-ctx needs --rope-scaling: add --rope-scaling yarn (the original "
+                       "context length is YaRN's)%s%s", "", "");
+        if (strcmp(c.rope_scaling, "yarn"))
+            return bad("--yarn-orig-ctx needs --rope-scaling yarn, not '%s' (the original context length is "
+                       "YaRN's): use --rope-scaling yarn or drop --yarn-orig-ctx%s", c.rope_scaling, "");
+        if (!parse_u64(yarn_orig_ctx, &v) || v < 1 || v > UINT32_MAX)
+            return bad("--yarn-orig-ctx '%s' is not in 1..4294967295%s", yarn_orig_ctx, "");
+        c.yarn_orig_ctx = (uint32_t)v;
     }
     if (tied >= 0) c.p.tied = tied;
     if (layer_scale) {

@@ -299,6 +299,10 @@ static int set_meta(mf_gguf_writer *w, const gm_config *c) {
     rc |= mf_gguf_writer_set_u32(w, K("attention.head_count"), (uint32_t)p->n_head);
     rc |= mf_gguf_writer_set_u32(w, K("attention.head_count_kv"), (uint32_t)p->n_head_kv);
     rc |= mf_gguf_writer_set_f32(w, K("rope.freq_base"), p->rope_base);
+    if (c->rope_scaling) rc |= mf_gguf_writer_set_str(w, K("rope.scaling.type"), c->rope_scaling);
+    if (c->rope_scale > 0) rc |= mf_gguf_writer_set_f32(w, K("rope.scaling.factor"), c->rope_scale);
+    if (c->yarn_orig_ctx)
+        rc |= mf_gguf_writer_set_u32(w, K("rope.scaling.original_context_length"), c->yarn_orig_ctx);
     rc |= mf_gguf_writer_set_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-6f);
     if (c->arch != GM_ARCH_QWEN2) {
         rc |= mf_gguf_writer_set_u32(w, K("attention.key_length"), (uint32_t)p->head_dim);
