@@ -104,6 +104,11 @@ typedef struct {
     const char *offload_report;
     /* a mixture of experts (qwen3moe): experts, experts a token, each expert's FFN width; 0 for a dense model */
     int32_t n_expert, n_expert_used, n_ff_exp;
+    /* the file's rope scaling: MF_ROPE_SCALING_NONE, _LINEAR or _YARN, its rope.scaling.factor (1 without)
+     * and YaRN's original context (rope.scaling.original_context_length, else n_ctx_train) */
+    int32_t rope_scaling;
+    float rope_scale;
+    int32_t n_ctx_orig;
 } mf_model_info;
 
 void mf_model_get_info(const mf_model *model, mf_model_info *info);
@@ -164,6 +169,22 @@ int mf_chat_apply(const mf_model *model, const mf_chat_message *msgs, int32_t n_
                   bool add_generation_prompt, char **out, mf_error *err);
 
 /* ---------------- context ---------------- */
+/* mf_rope_params.scaling (the file's type by default; llama.cpp's LLAMA_ROPE_SCALING_TYPE_*) */
+enum { MF_ROPE_SCALING_FILE = 0, MF_ROPE_SCALING_NONE = 1, MF_ROPE_SCALING_LINEAR = 2, MF_ROPE_SCALING_YARN = 3 };
+
+/* Rope overrides (llama.cpp's --rope-scaling, --rope-scale, --rope-freq-base, --rope-freq-scale, --yarn-* flags;
+ * docs/API.md).  Zero is the file's value; the YaRN tuning values are llama.cpp's defaults when negative (as
+ * mf_context_default_params sets them).  A value out of range is refused at mf_context_new. */
+typedef struct {
+    int32_t scaling;       /* MF_ROPE_SCALING_FILE (the file's <arch>.rope.scaling.type), _NONE, _LINEAR, _YARN */
+    float freq_base;       /* 0: the file's <arch>.rope.freq_base */
+    float freq_scale;      /* 0: the file's, 1 / <arch>.rope.scaling.factor (llama.cpp's --rope-scale N is 1/N) */
+    int32_t yarn_orig_ctx; /* 0: the file's rope.scaling.original_context_length, else its context_length */
+    float yarn_ext_factor; /* < 0: 1 under YaRN, else 0 (0 = interpolation alone) */
+    float yarn_beta_fast;  /* < 0: 32 */
+    float yarn_beta_slow;  /* < 0: 1 */
+} mf_rope_params;
+
 typedef struct {
     int32_t n_ctx;     /* KV cells (all sequences together); 0 = min(n_ctx_train, 4096) */
     int32_t n_threads; /* 0 = all online CPUs, at most 16 */
@@ -183,7 +204,19 @@ typedef struct {
      * model's classifier head (cls.output), n_cls_out raw scores each; mf_embed pools them with
      * MF_POOLING_RANK only.  Refused for a model without the head. */
     bool classifier;
+    mf_rope_params rope; /* the file's rope unless overridden (long contexts: YaRN) */
 } mf_context_params;
+
+/* The rope a context applies, resolved from the file and mf_context_params (what llama.cpp's context would
+ * use for the same values). */
+typedef struct {
+    int32_t scaling;       /* MF_ROPE_SCALING_NONE, _LINEAR or _YARN */
+    float freq_base, freq_scale;
+    int32_t n_ctx_orig;    /* YaRN's original context */
+    float ext_factor, attn_factor, beta_fast, beta_slow;
+    float corr_dims[2];    /* the pairs where YaRN's ramp starts and ends */
+} mf_rope_info;
+void mf_context_rope_info(const mf_context *ctx, mf_rope_info *out);
 
 mf_context_params mf_context_default_params(void);
 int mf_context_new(mf_model *model, const mf_context_params *params, mf_context **out, mf_error *err);

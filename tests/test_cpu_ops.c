@@ -8,6 +8,7 @@
 #include "quant/quant.h"
 #include "harness.h"
 #include "core/rope.h"
+#include "golden/rope/rope_cases.h"
 #include "support/spans.h"
 
 #include <math.h>
@@ -736,7 +737,8 @@ static void rope_check(int mode, int64_t hd, int n_rot) {
         mf_graph *g = mf_graph_new();
         int32_t xi = input_f32(g, "x", 3, hd, nh, nt);
         int32_t pi = input_i32(g, "pos", nt);
-        int32_t o = mf_g_rope(g, xi, pi, n_rot, mode, base, 1.0f);
+        mf_rope r = mf_rope_plain(n_rot, mode, base);
+        int32_t o = mf_g_rope(g, xi, pi, &r);
         mf_error err = {0};
         REQUIRE_OK(mf_graph_alloc(g, &err), "%s", err.msg);
         set_input(g, xi, x);
@@ -755,7 +757,8 @@ static void rope_check(int mode, int64_t hd, int n_rot) {
     int shift_differs = 0;
     for (int64_t t = 0; t < nt; t++) {
         float cs[128], row[256];
-        mf_rope_cache(cs, n_rot, (float)pos[t], 1.0f, mf_rope_theta_scale(base, n_rot));
+        const mf_rope r = mf_rope_plain(n_rot, mode, base);
+        mf_rope_cache(cs, n_rot, (float)pos[t], &r, mf_rope_theta_scale(base, n_rot), false);
         for (int64_t h = 0; h < nh; h++) {
             mf_rope_row(row, x + (t * nh + h) * hd, hd, n_rot, mode, cs);
             shift_differs += memcmp(row, first + (t * nh + h) * hd, (size_t)hd * sizeof(float)) != 0;
@@ -809,6 +812,68 @@ static void rope_check(int mode, int64_t hd, int n_rot) {
     CHECK(!pass_bad, "rope: %d unrotated dims changed", pass_bad);
     free(first);
     free(x);
+}
+
+/* The ROPE op is llama.cpp's ggml_rope_ext bit for bit, plain, linear and YaRN, at positions up to 131071:
+ * tests/golden/rope/cache.bin (tools/oracle/rope_golden.c) holds its output for heads of (1, 0) pairs, i.e.
+ * (cos, sin) times the magnitude scale.  The mf_rope each case becomes is resolved as llama.cpp's context
+ * resolves it (rope_cases.h), so the test pins the ramp, the two fmas, the scale and corr_dims. */
+static void test_rope_is_llama_cpps_bit_for_bit(void) {
+    const char *dir = getenv("MF_ROPE_GOLDEN");
+    char path[512];
+    snprintf(path, sizeof path, "%s/cache.bin", dir ? dir : "tests/golden/rope");
+    size_t total = 0;
+    for (int ci = 0; ci < RG_NCASES; ci++) total += (size_t)rg_cases[ci].n_dims * RG_NPOS;
+    float *gold = malloc(total * sizeof(float));
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f && gold, "cannot open %s (run from the repo root or set MF_ROPE_GOLDEN)", path);
+    const size_t got = fread(gold, sizeof(float), total, f);
+    const int extra = fgetc(f);
+    fclose(f);
+    REQUIRE(got == total && extra == EOF, "%s: expected %zu floats, got %zu%s", path, total, got, extra == EOF ? "" : "+");
+    size_t off = 0;
+    int bad_total = 0, yarn_pairs_in_ramp = 0;
+    for (int ci = 0; ci < RG_NCASES; ci++) {
+        const rg_case *c = &rg_cases[ci];
+        const int nd = c->n_dims;
+        mf_rope r = mf_rope_plain(nd, c->mode, c->freq_base);
+        rg_cparams(c, &r.freq_scale, &r.ext_factor, &r.attn_factor);
+        if (r.ext_factor != 0.0f) mf_rope_corr_dims(nd, c->n_ctx_orig, c->freq_base, c->beta_fast, c->beta_slow, r.corr_dims);
+        yarn_pairs_in_ramp += r.ext_factor != 0.0f && r.corr_dims[1] > r.corr_dims[0] + 1;
+        float *x = malloc((size_t)nd * RG_NPOS * sizeof(float));
+        for (int t = 0; t < RG_NPOS; t++)
+            for (int i = 0; i < nd / 2; i++) {
+                x[t * nd + (c->mode == MF_ROPE_NEOX ? i : 2 * i)] = 1.0f;
+                x[t * nd + (c->mode == MF_ROPE_NEOX ? i + nd / 2 : 2 * i + 1)] = 0.0f;
+            }
+        mf_graph *g = mf_graph_new();
+        int32_t xi = input_f32(g, "x", 3, nd, 1, RG_NPOS);
+        int32_t pi = input_i32(g, "pos", RG_NPOS);
+        int32_t o = mf_g_rope(g, xi, pi, &r);
+        mf_error err = {0};
+        REQUIRE_OK(mf_graph_alloc(g, &err), "%s", err.msg);
+        set_input(g, xi, x);
+        set_input(g, pi, rg_pos);
+        REQUIRE_OK(compute(g, 2, &err), "%s", err.msg);
+        const float *y = out_f32(g, o);
+        int bad = 0;
+        for (size_t i = 0; i < (size_t)nd * RG_NPOS; i++) bad += memcmp(&y[i], &gold[off + i], 4) != 0;
+        CHECK(bad == 0, "rope case %s: %d of %d outputs differ from llama.cpp's (MF_TEST_VERBOSE=1 shows five)",
+              c->name, bad, nd * RG_NPOS);
+        if (bad && getenv("MF_TEST_VERBOSE"))
+            for (size_t i = 0, shown = 0; i < (size_t)nd * RG_NPOS && shown < 5; i++)
+                if (memcmp(&y[i], &gold[off + i], 4))
+                    printf("    %s pos %d elem %zu: %a, llama.cpp %a\n", c->name, rg_pos[i / nd], i % nd, y[i],
+                           gold[off + i]), shown++;
+        bad_total += bad;
+        off += (size_t)nd * RG_NPOS;
+        mf_graph_free(g);
+        free(x);
+    }
+    CHECK(yarn_pairs_in_ramp >= 5, "only %d YaRN cases have a ramp wider than one pair", yarn_pairs_in_ramp);
+    printf("  %zu rope outputs over %d cases x %d positions, %d differ from llama.cpp's\n", total, RG_NCASES, RG_NPOS,
+           bad_total);
+    free(gold);
 }
 
 static void test_rope(void) {
@@ -1707,6 +1772,7 @@ int main(void) {
     RUN(test_scale_silu_swiglu_softmax);
     RUN(test_cont_of_permute);
     RUN(test_rope);
+    RUN(test_rope_is_llama_cpps_bit_for_bit);
     RUN(test_kv_store_scattered);
     RUN(test_attention_reference);
     RUN(test_attention_decode_blocking);

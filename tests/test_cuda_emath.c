@@ -268,13 +268,24 @@ static void test_rope(void) {
                     const int nd = ndims[di], ne0 = 128;
                     const float fs = pi % 2 ? 1.0f : 0.25f, ts = mf_rope_theta_scale(bases[bi], nd);
                     float cache[128], x[128], want[128], got[128];
-                    mf_rope_cache(cache, nd, (float)pos[pi], fs, ts);
+                    /* every third case a YaRN rope (factor 1/fs, original context 4096 or 32768) */
+                    mf_rope r = mf_rope_plain(nd, mode, bases[bi]);
+                    r.freq_scale = fs;
+                    if (pi % 3 == 0) {
+                        r.ext_factor = pi ? 0.5f : 1.0f;
+                        mf_rope_corr_dims(nd, pi ? 4096 : 32768, bases[bi], 32.0f, 1.0f, r.corr_dims);
+                    }
+                    const float ms = mf_rope_mscale(&r);
+                    mf_rope_cache(cache, nd, (float)pos[pi], &r, ts, false);
                     for (int i = 0; i < nd / 2; i++) {
-                        const float t = mf_hd_rope_theta((float)pos[pi], fs, ts, i);
-                        if ((bits(cosf(t)) != bits(cache[2 * i]) || bits(sinf(t)) != bits(cache[2 * i + 1])) &&
-                            bad++ < 5)
-                            CHECK(0, "angle p=%d pair %d base %g: cache (%a, %a), emath (%a, %a)", pos[pi], i,
-                                  bases[bi], cache[2 * i], cache[2 * i + 1], cosf(t), sinf(t));
+                        const float t = r.ext_factor == 0.0f ? mf_hd_rope_theta((float)pos[pi], fs, ts, i)
+                                                             : mf_hd_rope_yarn_theta((float)pos[pi], fs, ts, i,
+                                                                                     r.ext_factor, r.corr_dims[0],
+                                                                                     r.corr_dims[1]);
+                        const float c = mf_hd_mul(cosf(t), ms), s = mf_hd_mul(sinf(t), ms);
+                        if ((bits(c) != bits(cache[2 * i]) || bits(s) != bits(cache[2 * i + 1])) && bad++ < 5)
+                            CHECK(0, "angle p=%d pair %d base %g ext %g: cache (%a, %a), emath (%a, %a)", pos[pi], i,
+                                  bases[bi], (double)r.ext_factor, cache[2 * i], cache[2 * i + 1], c, s);
                     }
                     for (int i = 0; i < ne0; i++) x[i] = frand() * 3.0f;
                     mf_rope_row(want, x, ne0, nd, mode, cache);

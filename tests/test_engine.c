@@ -902,7 +902,11 @@ static void graph_params(const char *path, const char *arch, int want_norms) {
     static float cache[4096];
     void *kc[2] = {cache, cache}, *vc[2] = {cache, cache};
     REQUIRE(m->hp.n_layer == 2, "layers %d", m->hp.n_layer);
-    mf_build_params bp = {.n_tokens = 3, .n_outputs = 1, .n_cells = 8, .type_k = MF_TYPE_F32, .type_v = MF_TYPE_F32, .k_cache = kc, .v_cache = vc};
+    const mf_context_params cp = mf_context_default_params();
+    mf_rope rope;
+    REQUIRE(mf_model_rope(m, &cp.rope, &rope, NULL, &err) == 0, "%s", err.msg);
+    mf_build_params bp = {.n_tokens = 3, .n_outputs = 1, .n_cells = 8, .type_k = MF_TYPE_F32, .type_v = MF_TYPE_F32, .k_cache = kc, .v_cache = vc,
+                          .rope = &rope};
     mf_graph_io io;
     mf_graph *g = mf_graph_new();
     REQUIRE(mf_model_build(m, &bp, g, &io, &err) == 0, "%s", err.msg);
@@ -916,7 +920,8 @@ static void graph_params(const char *path, const char *arch, int want_norms) {
                   (double)n->fparams[0], (double)eps);
         } else if (n->op == MF_OP_ROPE) {
             ropes++;
-            CHECK(n->fparams[0] == base && n->fparams[1] == 1.0f && n->iparams[0] == (int32_t)hd,
+            CHECK(n->fparams[0] == base && n->fparams[1] == 1.0f && n->iparams[0] == (int32_t)hd &&
+                      n->fparams[2] == 0.0f && n->fparams[3] == 1.0f, /* no YaRN: no mix, no magnitude scale */
                   "%s node %d (%s): rope base %.9g scale %g dims %d, the file says %.9g, 1, %u", arch, i, n->name,
                   (double)n->fparams[0], (double)n->fparams[1], (int)n->iparams[0], (double)base, hd);
         } else if (n->op == MF_OP_ATTENTION) {

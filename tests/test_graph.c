@@ -74,7 +74,8 @@ static void test_builder_messages(void) {
     int32_t qq = mf_g_input(g, "q", MF_TYPE_F32, 3, qne);
     int64_t four = 4;
     int32_t pos = mf_g_input(g, "pos", MF_TYPE_I32, 1, &four);
-    mf_g_name(g, mf_g_rope(g, qq, pos, 64, MF_ROPE_NEOX, 1e6f, 1.0f), "Qcur-0");
+    const mf_rope r64 = mf_rope_plain(64, MF_ROPE_NEOX, 1e6f);
+    mf_g_name(g, mf_g_rope(g, qq, pos, &r64), "Qcur-0");
     mf_graph_error(g, &err);
     CHECK(strstr(err.msg, "rope 'Qcur-0'") && strstr(err.msg, "5 vs 4"), "message: %s", err.msg);
     mf_graph_free(g);
@@ -352,8 +353,9 @@ static void test_rope_over_reshaped_heads_runs_in_place(void) {
         int64_t two = 2;
         int32_t pos = mf_g_input(g, "pos", MF_TYPE_I32, 1, &two);
         int32_t q = mf_g_matmul(g, wi, x), k = mf_g_matmul(g, wi, x);
-        int32_t rq = mf_g_rope(g, mf_g_reshape(g, q, 3, heads), pos, 16, MF_ROPE_NEOX, 10000.0f, 1.0f);
-        int32_t rk = mf_g_rope(g, mf_g_reshape(g, k, 3, heads), pos, 16, MF_ROPE_NEOX, 10000.0f, 1.0f);
+        const mf_rope r16 = mf_rope_plain(16, MF_ROPE_NEOX, 10000.0f);
+        int32_t rq = mf_g_rope(g, mf_g_reshape(g, q, 3, heads), pos, &r16);
+        int32_t rk = mf_g_rope(g, mf_g_reshape(g, k, 3, heads), pos, &r16);
         int32_t o = mf_g_add(g, rq, rk);
         if (keep_q) o = mf_g_add(g, o, mf_g_reshape(g, q, 3, heads)); /* q is read after its rope */
         mf_g_set_output(g, o);

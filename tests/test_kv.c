@@ -271,8 +271,8 @@ static float frand(void) { /* deterministic values in [-1, 1) */
 /* rope every head of x at position p (the graph's rope, core/rope.c) */
 static void rope_at(float *y, const float *x, int32_t p, const mf_kv_rope *r) {
     float cache[HD];
-    mf_rope_cache(cache, r->n_rot, (float)p, r->freq_scale, mf_rope_theta_scale(r->freq_base, r->n_rot));
-    for (int h = 0; h < NH; h++) mf_rope_row(y + h * HD, x + h * HD, HD, r->n_rot, r->mode, cache);
+    mf_rope_cache(cache, r->rope.n_rot, (float)p, &r->rope, mf_rope_theta_scale(r->rope.freq_base, r->rope.n_rot), false);
+    for (int h = 0; h < NH; h++) mf_rope_row(y + h * HD, x + h * HD, HD, r->rope.n_rot, r->rope.mode, cache);
 }
 
 /* Rope tolerance class "rope-shift": a row roped at p then re-roped by d equals the row roped at p + d
@@ -295,8 +295,16 @@ static double shift_tol(uint32_t type, int32_t p, int32_t d) {
 }
 
 static void test_rope_row_shift_equals_rope_at_new_position(void) {
-    const mf_kv_rope ropes[2] = {{.head_dim = HD, .n_rot = HD, .mode = MF_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f},
-                                 {.head_dim = HD, .n_rot = 64, .mode = MF_ROPE_NEOX, .freq_base = 1e4f, .freq_scale = 0.5f}};
+    /* plain, linear, and YaRN (factor 4 over 32768, Qwen's 128K setting): the shift rotates by the delta
+     * without YaRN's magnitude scale (applying it again, as llama.cpp's build_rope_shift does, would grow the
+     * row by 1.139 a shift: far past the tolerance) */
+    mf_kv_rope ropes[3] = {{.head_dim = HD, .rope = mf_rope_plain(HD, MF_ROPE_NEOX, 1e6f)},
+                           {.head_dim = HD, .rope = mf_rope_plain(64, MF_ROPE_NEOX, 1e4f)},
+                           {.head_dim = HD, .rope = mf_rope_plain(HD, MF_ROPE_NEOX, 1e6f)}};
+    ropes[1].rope.freq_scale = 0.5f;
+    ropes[2].rope.freq_scale = 0.25f;
+    ropes[2].rope.ext_factor = 1.0f;
+    mf_rope_corr_dims(HD, 32768, 1e6f, 32.0f, 1.0f, ropes[2].rope.corr_dims);
     const int32_t pd[][2] = {{0, 7}, {100, -37}, {4000, 96}, {30000, -2048}, {5, 32000}, {17, -17}};
     const uint32_t types[3] = {MF_TYPE_F32, MF_TYPE_F16, MF_TYPE_Q8_0};
     float *x = malloc(sizeof(float) * NE * 4), *a = x + NE, *b = x + 2 * NE, *tmp = x + 3 * NE;
@@ -309,7 +317,7 @@ static void test_rope_row_shift_equals_rope_at_new_position(void) {
      * cache type's rounding over the head: three times the unrotated tolerance (measured max 2.1e-2 for
      * q8_0 against 1.2e-2 unrotated; a skipped back rotation or a missing forward one errs by ~1) */
     for (int rot = 0; rot <= HD; rot += HD)
-    for (int ri = 0; ri < 2; ri++)
+    for (int ri = 0; ri < 3; ri++)
         for (int ti = 0; ti < 3; ti++)
             for (size_t k = 0; k < MF_ARRAY_LEN(pd); k++) {
                 const uint32_t t = types[ti];
@@ -327,14 +335,14 @@ static void test_rope_row_shift_equals_rope_at_new_position(void) {
                 if (rot) mf_hadamard_row(a, a, NE, rot), mf_hadamard_row(b, b, NE, rot);
                 double e = 0;
                 for (int i = 0; i < NE; i++) e = MF_MAX(e, fabs((double)a[i] - b[i]));
-                const double tol = (rot ? 3 : 1) * shift_tol(t, p, d);
+                const double tol = (rot ? 3 : 1) * shift_tol(t, p, d) * mf_rope_mscale(&r.rope); /* |row| grows by it */
                 CHECK(e <= tol, "%s rope %d rot %d: p %d + d %d: max error %.3g > tolerance %.3g", mf_type_name(t), ri,
                       rot, p, d, e, tol);
                 if (getenv("MF_TEST_VERBOSE"))
                     printf("  %s n_rot %d rot %d p %d d %d: max error %.3g (tolerance %.3g)\n", mf_type_name(t),
-                           ropes[ri].n_rot, rot, p, d, e, tol);
+                           ropes[ri].rope.n_rot, rot, p, d, e, tol);
                 /* past n_rot the elements pass through */
-                if (t == MF_TYPE_F32 && ropes[ri].n_rot < HD && !rot)
+                if (t == MF_TYPE_F32 && ropes[ri].rope.n_rot < HD && !rot)
                     CHECK(a[HD - 1] == x[HD - 1], "element past n_rot changed: %g vs %g", a[HD - 1], x[HD - 1]);
             }
     /* refusals: a type without a re-rope, a rope that does not fit the row */
@@ -359,7 +367,7 @@ static void test_seq_add_moves_positions_and_ropes_k_only(void) {
     mf_kv *kv = NULL;
     mf_error err = {0};
     REQUIRE(mf_kv_new(2, NE, NE, NC, MF_TYPE_F32, MF_TYPE_F32, &kv, &err) == 0, "%s", err.msg);
-    const mf_kv_rope r = {.head_dim = HD, .n_rot = HD, .mode = MF_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
+    const mf_kv_rope r = {.head_dim = HD, .rope = mf_rope_plain(HD, MF_ROPE_NEOX, 1e6f)};
     int32_t pos[8] = {0, 1, 2, 3, 4, 5, 0, 1}, seq[8] = {0, 0, 0, 0, 0, 0, 1, 1}, cells[8];
     REQUIRE(prep(kv, 8, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
     float *k0 = malloc(sizeof(float) * NE * NC * 2 * 2), *v0 = k0 + NE * NC * 2, *want = malloc(sizeof(float) * NE);
@@ -391,7 +399,7 @@ static void test_seq_add_moves_positions_and_ropes_k_only(void) {
             const float *k = (const float *)mf_kv_k(kv, l) + c * NE, *ko = k0 + l * NE * NC + c * NE;
             if (moved) {
                 float cache[HD];
-                mf_rope_cache(cache, HD, -2.0f, 1.0f, mf_rope_theta_scale(1e6f, HD));
+                mf_rope_cache(cache, HD, -2.0f, &r.rope, mf_rope_theta_scale(1e6f, HD), true);
                 for (int h = 0; h < NH; h++) mf_rope_row(want + h * HD, ko + h * HD, HD, HD, MF_ROPE_NEOX, cache);
             } else {
                 memcpy(want, ko, sizeof(float) * NE);
@@ -425,7 +433,7 @@ static void test_seq_add_copies_shared_cells_first(void) {
     mf_kv *kv = NULL;
     mf_error err = {0};
     REQUIRE(mf_kv_new(2, 64, 64, 6, MF_TYPE_F32, MF_TYPE_F32, &kv, &err) == 0, "%s", err.msg);
-    const mf_kv_rope r = {.head_dim = 64, .n_rot = 64, .mode = MF_ROPE_NEOX, .freq_base = 1e4f, .freq_scale = 1.0f};
+    const mf_kv_rope r = {.head_dim = 64, .rope = mf_rope_plain(64, MF_ROPE_NEOX, 1e4f)};
     int32_t pos[4] = {0, 1, 2, 3}, seq[4] = {0, 0, 0, 0}, cells[4];
     REQUIRE(prep(kv, 4, pos, seq, cells, NULL, 0, &err) == 0, "%s", err.msg);
     for (int l = 0; l < 2; l++)

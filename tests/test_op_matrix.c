@@ -217,7 +217,8 @@ static bool case_rope(uint32_t type) {
     int64_t ne[3] = {HD, NH, NT}, np = NT;
     int32_t x = mf_g_input(g, "x", MF_TYPE_F32, 3, ne), p = mf_g_input(g, "pos", MF_TYPE_I32, 1, &np);
     const float base = 10000.0f;
-    int32_t o = mf_g_rope(g, x, p, HD, MF_ROPE_NEOX, base, 1.0f);
+    const mf_rope r = mf_rope_plain(HD, MF_ROPE_NEOX, base);
+    int32_t o = mf_g_rope(g, x, p, &r);
     float X[HD * NH * NT];
     int32_t P[NT] = {0, 5, 17};
     fill(X, HD * NH * NT, 1.0f);
@@ -958,34 +959,45 @@ static bool vs_elem(mf_op op, uint32_t type) {
     return ok;
 }
 
-/* ROPE over [HD, heads, 6 tokens] at positions up to 40959 (the qwen3-0.6b context), base 1e6 */
+/* ROPE over [HD, heads, 6 tokens] at positions up to 40959 (the qwen3-0.6b context), base 1e6; plain and
+ * YaRN (factor 4 over 32768, Qwen's 128K setting: the ramp, the fused angle mix and the magnitude scale) */
 typedef struct {
     int64_t hd, nh;
     const float *x;
     const int32_t *pos;
+    bool yarn;
 } vs_rp;
 static void vs_build_rope(mf_graph *g, const void *ctx, vs_io *io) {
     const vs_rp *c = ctx;
     int64_t ne[3] = {c->hd, c->nh, 6}, np = 6;
     int32_t x = mf_g_input(g, "x", MF_TYPE_F32, 3, ne), p = mf_g_input(g, "pos", MF_TYPE_I32, 1, &np);
     io->n = 2, io->id[0] = x, io->src[0] = c->x, io->id[1] = p, io->src[1] = c->pos;
-    io->out = mf_g_rope(g, x, p, (int)c->hd, MF_ROPE_NEOX, 1e6f, 1.0f);
+    mf_rope r = mf_rope_plain((int)c->hd, MF_ROPE_NEOX, 1e6f);
+    if (c->yarn) {
+        r.freq_scale = 0.25f;
+        r.ext_factor = 1.0f;
+        mf_rope_corr_dims((int)c->hd, 32768, 1e6f, 32.0f, 1.0f, r.corr_dims);
+    }
+    io->out = mf_g_rope(g, x, p, &r);
 }
 static bool vs_rope(uint32_t type) {
     (void)type;
     static const int32_t pos[6] = {0, 1, 7, 1000, 32767, 40959};
     bool ok = true;
-    for (int hd = 64; ok && hd <= 128; hd *= 2) {
+    for (int v = 0; ok && v < 4; v++) {
+        const int hd = v % 2 ? 128 : 64;
+        const bool yarn = v >= 2;
         const int64_t nh = hd == 64 ? 14 : 16;
         float *x = malloc(sizeof(float) * (size_t)(hd * nh * 6));
         fill(x, hd * nh * 6, 2.0f);
-        vs_rp c = {hd, nh, x, pos};
+        vs_rp c = {hd, nh, x, pos, yarn};
         float *cu = NULL, *cpu = NULL;
         size_t nb = 0;
         ok = vs_pair(vs_build_rope, &c, &cu, &cpu, &nb);
         /* the angle is the CPU's (ggml's rope cache: theta multiplied along by freq_base^(-2/n_dims), exact
          * float products a GPU can repeat bit for bit); sin/cos may differ by an ulp or two */
-        if (ok) ok = vs_close(cu, cpu, NULL, hd * nh * 6, 1e-5, 2e-6, hd == 64 ? "rope hd 64" : "rope hd 128");
+        static const char *const what[4] = {"rope hd 64", "rope hd 128", "rope yarn hd 64", "rope yarn hd 128"};
+        if (ok) ok = vs_close(cu, cpu, NULL, hd * nh * 6, 1.2e-5, 2e-6, what[v]); /* yarn's scale: x1.14 */
         free(cu), free(cpu), free(x);
     }
     return ok;

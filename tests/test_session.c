@@ -37,8 +37,11 @@ static void tmp_path(char *buf, size_t cap, const char *name) {
     snprintf(buf, cap, "%s/session-%s.mfs", mf_test_tmpdir(), name);
 }
 
+static const mf_rope_params *ctx_rope; /* the rope overrides new_ctx applies (NULL: the model's own) */
+
 static mf_context *new_ctx(mf_model *m, int n_ctx, uint32_t kv_type) {
     mf_context_params cp = mf_context_default_params();
+    if (ctx_rope) cp.rope = *ctx_rope;
     cp.n_ctx = n_ctx;
     cp.n_threads = 1;
     cp.type_k = cp.type_v = kv_type;
@@ -494,10 +497,10 @@ static void test_rotated_rows_are_recorded(void) {
     CHECK(refused(c32, s, 3, bad, "the header says the K rows are rotated (flags 0x3, offset 144), but they are f32",
                   MF_E_FORMAT),
           "rotated f32 rows");
-    d[144] = 1 | 8;
+    d[144] = 1 | 16;
     reseal(d, n32);
     REQUIRE(write_file(bad, d, n32), "write");
-    CHECK(refused(c32, s, 3, bad, "unknown header flags 0x9 (offset 144; this build knows 0x7)", MF_E_FORMAT),
+    CHECK(refused(c32, s, 3, bad, "unknown header flags 0x11 (offset 144; this build knows 0xf)", MF_E_FORMAT),
           "unknown flag");
     free(d);
     /* each loads where its rows are held the same way */
@@ -519,6 +522,71 @@ static void test_rotated_rows_are_recorded(void) {
     remove(rot);
     remove(plain);
     remove(bad);
+}
+
+/* K rows carry their rope: a file written under --rope-* or --yarn-* overrides records its rope's fingerprint
+ * (flag 8, offset 148) and loads only under the same rope; a file of the model's own rope keeps both clear,
+ * byte for byte what a build without overrides writes, and is refused under overrides.  Resuming under the
+ * same YaRN override continues bitwise. */
+static void test_rope_overrides_are_recorded(void) {
+    char own[600], yarn[600];
+    tmp_path(own, sizeof own, "rope-own");
+    tmp_path(yarn, sizeof yarn, "rope-yarn");
+    mf_rope_params ry = mf_context_default_params().rope, ry2;
+    ry.scaling = MF_ROPE_SCALING_YARN;
+    ry.freq_scale = 0.25f;
+    ry.yarn_orig_ctx = 32768;
+    ry2 = ry;
+    ry2.freq_scale = 0.5f;
+    size_t no = 0, ny = 0;
+    uint8_t *go = make_session(q2_path, MF_KV_TYPE_F16, own, &no);
+    ctx_rope = &ry;
+    uint8_t *gy = make_session(q2_path, MF_KV_TYPE_F16, yarn, &ny);
+    ctx_rope = NULL;
+    REQUIRE(go && gy && no == ny, "sessions written");
+    CHECK(go[144] == 1 && !go[148] && !go[149] && !go[150] && !go[151], "own rope: flags 0x%x, offset 148 %02x%02x%02x%02x",
+          go[144], go[148], go[149], go[150], go[151]);
+    CHECK(gy[144] == (1 | 8) && (gy[148] | gy[149] | gy[150] | gy[151]), "YaRN override: flags 0x%x", gy[144]);
+    mf_model *m = load_model(q2_path);
+    REQUIRE(m, "model");
+    mf_context *c_own = new_ctx(m, 64, MF_KV_TYPE_F16);
+    ctx_rope = &ry;
+    mf_context *c_y = new_ctx(m, 64, MF_KV_TYPE_F16), *c_run = new_ctx(m, 64, MF_KV_TYPE_F16);
+    ctx_rope = &ry2;
+    mf_context *c_y2 = new_ctx(m, 64, MF_KV_TYPE_F16);
+    ctx_rope = NULL;
+    mf_sampler *s = NULL;
+    mf_sampler_params sp = mf_sampler_default_params();
+    mf_error err = {0};
+    REQUIRE(c_own && c_y && c_run && c_y2 && !mf_sampler_new(&sp, n_vocab_of(m), &s, &err), "contexts");
+    CHECK(refused(c_own, s, 3, yarn, "the file's K rows carry a rope set by --rope-*/--yarn-* flags", MF_E_UNSUPPORTED) &&
+              refused(c_own, s, 3, yarn, "this run's is the model's own", MF_E_UNSUPPORTED),
+          "YaRN file, own rope");
+    CHECK(refused(c_y, s, 3, own, "the file's K rows carry the model's own rope, this run overrides it", MF_E_UNSUPPORTED),
+          "own file, YaRN run");
+    CHECK(refused(c_y2, s, 3, yarn, "this run's is another", MF_E_UNSUPPORTED), "YaRN 4 file, YaRN 2 run");
+    /* the same override: loads, and continues as the run that never stopped */
+    const int32_t nv = n_vocab_of(m);
+    float *a = malloc(sizeof(float) * (size_t)nv), *b = malloc(sizeof(float) * (size_t)nv);
+    mf_token *toks = NULL;
+    int32_t nt = 0;
+    REQUIRE(a && b, "alloc");
+    CHECK(mf_session_load(c_y, 3, yarn, &toks, &nt, s, NULL, NULL, &err) == 0 && nt == NP0, "YaRN load: %s", err.msg);
+    free(toks);
+    REQUIRE(feed(c_run, P0, NP0, 0, 0, NULL) && feed(c_run, P1, NP1, NP0, 0, a) && feed(c_y, P1, NP1, NP0, 3, b), "decode");
+    CHECK(!memcmp(a, b, sizeof(float) * (size_t)nv), "the resumed YaRN sequence's logits differ from the uninterrupted run's");
+    free(a);
+    free(b);
+    free(go);
+    free(gy);
+    mf_sampler_free(s);
+    mf_context_free(c_own);
+    mf_context_free(c_y);
+    mf_context_free(c_y2);
+    mf_context_free(c_run);
+    mf_model_free(m);
+    remove(own);
+    remove(yarn);
 }
 
 /* ---------------- hostile files ---------------- */
@@ -714,6 +782,7 @@ int main(void) {
     RUN(test_round_trip_continues_bitwise);
     RUN(test_refusals_leave_the_context_unchanged);
     RUN(test_rotated_rows_are_recorded);
+    RUN(test_rope_overrides_are_recorded);
     RUN(test_hostile_files_are_refused_never_crash);
     RUN(test_save_is_atomic_and_an_empty_sequence_round_trips);
     RUN(test_a_sharer_saves_its_shared_prefix);

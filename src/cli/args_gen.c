@@ -101,6 +101,7 @@ void mf_arg_draft_init(mf_arg_draft *d) {
 int mf_arg_engine_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_arg_cache *cache, mf_arg_gpu *gpu,
                        mf_arg_draft *dr) {
     int f = mf_arg_cache_flag(argc, argv, i, seen, cache);
+    if (!f) f = mf_arg_rope_flag(argc, argv, i, seen, &cache->rope);
     if (!f) f = mf_arg_gpu_flag(argc, argv, i, seen, gpu);
     if (!f && dr) f = mf_arg_draft_flag(argc, argv, i, seen, dr);
     return f;

@@ -79,9 +79,28 @@ int mf_arg_grammar_open(const mf_arg_grammar *g, mf_grammar **out, mf_error *err
  * (both), T one of f32, f16, q8_0.  Precedence: -ctk/-ctv, then --cache-type, then MINFER_CACHE_TYPE, then
  * f16 (llama.cpp's default).  Ids are the public MF_KV_TYPE_* ones. */
 typedef struct {
-    int k, v, both; /* a type id from the flags, -1 when not given */
+    int k, v, both;      /* a type id from the flags, -1 when not given */
+    mf_rope_params rope; /* the rope flags (mf_arg_rope_flag; mf_context_default_params' values when not given) */
 } mf_arg_cache;
-#define MF_ARG_CACHE_INIT {-1, -1, -1}
+#define MF_ARG_CACHE_INIT {-1, -1, -1, {0, 0, 0, 0, -1.0f, -1.0f, -1.0f}}
+/* Rope flags (llama.cpp's), on every command that makes a context for a model (run, chat, eval, embed, serve,
+ * specverify): --rope-scaling none|linear|yarn, --rope-scale N (the context scaling factor: freq_scale 1/N),
+ * --rope-freq-scale F (freq_scale itself; not with --rope-scale), --rope-freq-base F, --yarn-orig-ctx N,
+ * --yarn-ext-factor F (negative: the default), --yarn-beta-fast F, --yarn-beta-slow F.  1 taken, 0 not one of
+ * them, -1 refused (printed).  mf_arg_engine_flag tries them too, into cache->rope. */
+int mf_arg_rope_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_rope_params *r);
+#define MF_ARG_ROPE_HELP                                                                                         \
+    "      --rope-scaling T     rope scaling: none, linear or yarn (default: the file's rope.scaling.type).\n"      \
+    "                           Qwen's long context (128K from 32K): --rope-scaling yarn --rope-scale 4\n"     \
+    "                           --yarn-orig-ctx 32768, with -c up to 131072\n"                                   \
+    "      --rope-scale N       context scaling factor N (freq_scale 1/N; default: the file's, else 1)\n"          \
+    "      --rope-freq-scale F  freq_scale F itself (instead of --rope-scale)\n"                                  \
+    "      --rope-freq-base F   rope base frequency (default: the file's rope.freq_base)\n"                        \
+    "      --yarn-orig-ctx N    YaRN: the model's original context (default: the file's, else its context)\n"     \
+    "      --yarn-ext-factor F  YaRN: extrapolation mix (default 1 under YaRN; 0 = interpolation alone)\n"       \
+    "      --yarn-beta-fast F   YaRN: low correction dim (default 32)\n"                                         \
+    "      --yarn-beta-slow F   YaRN: high correction dim (default 1); MINFER_LOG=info prints the resolved rope\n"
+
 /* When argv[*i] is one of the flags: takes its value (each flag at most once, through seen), checks it and
  * returns 1; returns 0 when argv[*i] is not one of them; -1 after printing the refusal ("Error: -ctk q4 is
  * not a KV cache type (f32, f16, q8_0); refusing rather than silently running with f16"). */

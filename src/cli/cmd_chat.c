@@ -42,6 +42,7 @@ static void usage(FILE *f) {
             "      --n-ctx N            the same as -c\n"
             "  -t, --threads N          CPU threads, also for the repack at load (default: online CPUs, at most 16)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_ROPE_HELP
             MF_ARG_GPU_HELP
             MF_ARG_DRAFT_HELP
             "%s"
@@ -183,6 +184,7 @@ int mf_cmd_chat(int argc, char **argv) {
     cp.n_ctx = (int32_t)n_ctx;
     cp.n_threads = (int32_t)n_threads;
     cp.type_k = type_k;
+    cp.rope = cache.rope;
     cp.type_v = type_v;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
     if (mf_arg_draft_open(&dr, ctx, 1, &draft_model, &draft, &err)) goto fail;

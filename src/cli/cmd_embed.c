@@ -41,6 +41,7 @@ static void usage(FILE *f) {
             "  -ub, --ubatch-size N  tokens per forward (default 512)\n"
             "  -t, --threads N       CPU threads, also for the repack at load (default: online CPUs, at most 16)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_ROPE_HELP
             MF_ARG_GPU_HELP
             "  -h, --help            this help\n"
             "\n"
@@ -309,6 +310,7 @@ int mf_cmd_embed(int argc, char **argv) {
     cp.n_ubatch = (int32_t)o.n_ubatch;
     cp.n_threads = (int32_t)o.n_threads;
     cp.type_k = type_k;
+    cp.rope = cache.rope;
     cp.type_v = type_v;
     cp.embeddings = true;
     cp.classifier = rank;

@@ -23,6 +23,7 @@ static void usage(FILE *f) {
             "  -c, --ctx-size N      context size (default: the token count); --n-ctx N is the same\n"
             "  -t, --threads N       CPU threads, also for the repack at load (default: online CPUs, at most 16)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_ROPE_HELP
             MF_ARG_GPU_HELP
             "  -h, --help            this help\n"
             "\n"
@@ -125,6 +126,7 @@ int mf_cmd_eval(int argc, char **argv) {
     cp.n_ctx = n_ctx ? (int32_t)n_ctx : n;
     cp.n_threads = (int32_t)n_threads;
     cp.type_k = type_k;
+    cp.rope = cache.rope;
     cp.type_v = type_v;
     if (cp.n_ctx < n) {
         fprintf(stderr, "Error: %d tokens do not fit a context of %d (raise -c/--ctx-size to at least %d)\n",

@@ -35,6 +35,7 @@ static void usage(FILE *f) {
         "                           hold the prompt plus one generated token\n"
         "      --n-ctx N            the same as -c\n"
         MF_ARG_CACHE_HELP
+        MF_ARG_ROPE_HELP
         MF_ARG_GPU_HELP
         MF_ARG_DRAFT_HELP
         "%s"
@@ -242,6 +243,7 @@ int mf_cmd_run(int argc, char **argv) {
     mf_context_params cp = mf_context_default_params();
     cp.n_ctx = (int32_t)n_ctx;
     cp.type_k = type_k;
+    cp.rope = cache.rope;
     cp.type_v = type_v;
     cp.n_threads = (int32_t)n_threads;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;

@@ -34,6 +34,7 @@ static void usage(FILE *f) {
             "  -b, --batch-size N       most tokens per forward: decode rows plus prefill chunks (default 512;\n"
             "                           at least -np)\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_ROPE_HELP
             MF_ARG_GPU_HELP
             MF_ARG_DRAFT_HELP
             "                           (serve: one draft sequence per slot; answers add timings.draft_n and\n"
@@ -165,6 +166,7 @@ int mf_cmd_serve(int argc, char **argv) {
     if (!mf_arg_cache_type(&cache, &o.type_k, &o.type_v) || !mf_arg_draft_check(&dr) || !mf_arg_gpu_resolve(&gpu, &mp))
         return 2;
     o.n_gpu_layers = mp.n_gpu_layers;
+    o.rope = cache.rope;
     o.gpu_layers_origin = mp.gpu_layers_origin;
     o.draft_path = dr.path;
     o.draft = dr.p;

@@ -25,6 +25,7 @@ static void usage(FILE *f) {
             "  -c, --ctx-size N         context size (default: min(training context, 4096))\n"
             "      --ignore-eos         generate past end-of-generation tokens\n"
             MF_ARG_CACHE_HELP
+            MF_ARG_ROPE_HELP
             MF_ARG_GPU_HELP
             MF_ARG_DRAFT_HELP
             "  -h, --help               this help\n");
@@ -172,6 +173,7 @@ int mf_cmd_specverify(int argc, char **argv) {
     cp.n_ctx = (int32_t)n_ctx;
     cp.n_threads = (int32_t)n_threads;
     cp.type_k = type_k;
+    cp.rope = cache.rope;
     cp.type_v = type_v;
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
     if (n_ids >= mf_context_n_ctx(ctx)) {

@@ -114,6 +114,9 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->gpu_io = m->io_backend == MF_BACKEND_ID_CUDA;
     info->gpu_bytes = m->n_gpu_layers || info->gpu_io ? m->gpu_bytes : 0;
     info->offload_report = m->offload_report;
+    info->rope_scaling = hp->rope_scaling;
+    info->rope_scale = hp->rope_freq_scale > 0.0f ? 1.0f / hp->rope_freq_scale : 1.0f;
+    info->n_ctx_orig = hp->n_ctx_orig_yarn;
 }
 
 const char *mf_model_cls_label(const mf_model *m, int32_t i) {
@@ -130,6 +133,10 @@ mf_context_params mf_context_default_params(void) {
     /* llama.cpp's default: half the memory and bandwidth of f32 (docs/API.md) */
     p.type_k = MF_TYPE_F16;
     p.type_v = MF_TYPE_F16;
+    /* llama.cpp's "not set": YaRN's defaults (rope_scaling.c) */
+    p.rope.yarn_ext_factor = -1.0f;
+    p.rope.yarn_beta_fast = -1.0f;
+    p.rope.yarn_beta_slow = -1.0f;
     return p;
 }
 
@@ -181,9 +188,15 @@ int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_conte
                                     : "needs the model's classifier head (cls.output.weight), and this file has "
                                       "none: it is not a reranker");
     }
+    mf_rope rope;
+    mf_rope_info rope_info;
+    int rc = mf_model_rope(model, &p.rope, &rope, &rope_info, err);
+    if (rc) return rc;
     mf_context *c = calloc(1, sizeof *c);
     if (!c) return mf_err(err, MF_E_NOMEM, "out of memory");
     c->model = model;
+    c->rope = rope;
+    c->rope_info = rope_info;
     c->n_ctx = p.n_ctx;
     c->n_ubatch = p.n_ubatch;
     c->n_threads = p.n_threads;
@@ -192,7 +205,6 @@ int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_conte
     c->embeddings = p.embeddings;
     c->classifier = p.classifier;
     c->out_width = p.classifier ? hp->n_cls_out : p.embeddings ? hp->n_embd : hp->n_vocab;
-    int rc = 0;
     /* attention reads one head's slice of a row: a block-quantized row must not split a head */
     for (int i = 0; i < 2; i++) {
         const uint32_t t = i ? p.type_v : p.type_k;
@@ -286,10 +298,12 @@ int mf_seq_cp(mf_context *ctx, mf_seq_id src, mf_seq_id dst, mf_pos p0, mf_pos p
 int32_t mf_kv_cells_used(const mf_context *ctx) { return mf_kv_n_used(ctx->kv); }
 
 int mf_seq_add(mf_context *ctx, mf_seq_id seq, mf_pos p0, mf_pos p1, mf_pos delta, mf_error *err) {
-    mf_kv_rope rope = mf_model_kv_rope(ctx->model);
-    rope.rot = ctx->rot_k; /* rotated K rows: back, re-rope, forward again (llama.cpp's build_rope_shift) */
+    /* rotated K rows: back, re-rope, forward again (llama.cpp's build_rope_shift) */
+    const mf_kv_rope rope = {.head_dim = ctx->model->hp.head_dim, .rope = ctx->rope, .rot = ctx->rot_k};
     return mf_kv_seq_add(ctx->kv, seq, p0, p1, delta, &rope, err);
 }
+void mf_context_rope_info(const mf_context *ctx, mf_rope_info *out) { *out = ctx->rope_info; }
+
 mf_pos mf_seq_pos_max(const mf_context *ctx, mf_seq_id seq) {
     return mf_kv_seq_pos_max(ctx->kv, seq);
 }
@@ -321,6 +335,7 @@ int mf_engine_build_graph(mf_context *ctx, int32_t n_tokens, int32_t n_outputs, 
         .spans = mf_kv_spans(ctx->kv),
         .embeddings = ctx->embeddings,
         .classifier = ctx->classifier,
+        .rope = &ctx->rope,
     };
     mf_graph_io io;
     int rc = mf_model_build(ctx->model, &bp, g, &io, err);

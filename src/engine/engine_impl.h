@@ -22,6 +22,8 @@ struct mf_context {
     int32_t n_ctx, n_ubatch, n_threads;
     uint32_t type_k, type_v; /* KV element types */
     int32_t rot_k, rot_v;    /* attention rotation sizes (core/hadamard.h), 0 = off: only quantized types rotate */
+    mf_rope rope;            /* the rope every forward applies (mf_model_rope) ... */
+    mf_rope_info rope_info;  /* ... and how it was resolved */
     void **k_ptr, **v_ptr; /* per-layer KV regions */
     /* logits of the last decode: rows in batch order of the rows that asked; in an embeddings context
      * (mf_context_params.embeddings) the rows are n_embd hidden states instead */

@@ -164,6 +164,26 @@ static void context_fp(const mf_context *ctx, mf_session_fp *fp) {
     fp->row_v = mf_kv_row_bytes_v(ctx->kv);
     fp->rot_k = ctx->rot_k != 0;
     fp->rot_v = ctx->rot_v != 0;
+    /* the model's own rope is what a context without --rope-* or --yarn-* overrides runs (and all an older build
+     * could run); a file written under overrides says which rope its K rows carry */
+    const mf_context_params dp = mf_context_default_params();
+    mf_rope own;
+    mf_error e = {0};
+    fp->rope_fp = mf_session_rope_fp(&ctx->rope);
+    fp->rope_own = mf_model_rope(ctx->model, &dp.rope, &own, NULL, &e) == 0 && mf_session_rope_fp(&own) == fp->rope_fp;
+}
+
+uint32_t mf_session_rope_fp(const mf_rope *r) {
+    uint8_t b[32];
+    const float f[6] = {r->freq_base, r->freq_scale, r->ext_factor, r->attn_factor, r->corr_dims[0], r->corr_dims[1]};
+    wr32(b, (uint32_t)r->n_rot);
+    wr32(b + 4, (uint32_t)r->mode);
+    for (int i = 0; i < 6; i++) {
+        uint32_t u;
+        memcpy(&u, &f[i], 4);
+        wr32(b + 8 + 4 * i, u);
+    }
+    return (uint32_t)mf_xxh64(b, sizeof b, 0);
 }
 
 static void encode_header(uint8_t h[MF_SESSION_HEADER_BYTES], const mf_session_fp *fp, int32_t n_cells,
@@ -186,7 +206,8 @@ static void encode_header(uint8_t h[MF_SESSION_HEADER_BYTES], const mf_session_f
     wr32(h + 132, (uint32_t)n_tokens);
     wr64(h + 136, app_len);
     wr32(h + 144, (rng ? MF_SESSION_FLAG_RNG : 0) | (fp->rot_k ? MF_SESSION_FLAG_ROT_K : 0) |
-                      (fp->rot_v ? MF_SESSION_FLAG_ROT_V : 0));
+                      (fp->rot_v ? MF_SESSION_FLAG_ROT_V : 0) | (fp->rope_own ? 0 : MF_SESSION_FLAG_ROPE));
+    if (!fp->rope_own) wr32(h + 148, fp->rope_fp);
     for (int i = 0; rng && i < 4; i++) wr64(h + 152 + 8 * i, rng[i]);
 }
 
@@ -264,9 +285,12 @@ int mf_session_parse(const void *data, size_t size, mf_session_view *v, mf_error
             return mf_err(err, MF_E_FORMAT, "the header's %s (offset %d) is %d; it must be > 0", shape_name[i], 48 + 4 * i,
                           *shape[i]);
     }
-    if (rd32(d + 76) || rd32(d + 148))
+    const bool rope_flag = rd32(d + 144) & MF_SESSION_FLAG_ROPE;
+    if (rd32(d + 76) || (!rope_flag && rd32(d + 148)))
         return mf_err(err, MF_E_FORMAT, "reserved header bytes (offsets 76, 148) are not zero: %u, %u", rd32(d + 76),
                       rd32(d + 148));
+    fp->rope_own = !rope_flag;
+    fp->rope_fp = rope_flag ? rd32(d + 148) : 0;
     fp->tensor_hash = rd64(d + 80);
     fp->type_k = rd32(d + 88);
     fp->type_v = rd32(d + 92);
@@ -294,7 +318,7 @@ int mf_session_parse(const void *data, size_t size, mf_session_view *v, mf_error
     if (v->n_cells < 0 || v->n_tokens < 0)
         return mf_err(err, MF_E_FORMAT, "the header's counts are negative: %d cells, %d tokens", v->n_cells, v->n_tokens);
     uint32_t flags = rd32(d + 144);
-    const uint32_t known = MF_SESSION_FLAG_RNG | MF_SESSION_FLAG_ROT_K | MF_SESSION_FLAG_ROT_V;
+    const uint32_t known = MF_SESSION_FLAG_RNG | MF_SESSION_FLAG_ROT_K | MF_SESSION_FLAG_ROT_V | MF_SESSION_FLAG_ROPE;
     if (flags & ~known)
         return mf_err(err, MF_E_FORMAT, "unknown header flags 0x%x (offset 144; this build knows 0x%x)", flags, known);
     v->has_rng = flags & MF_SESSION_FLAG_RNG;
@@ -468,6 +492,17 @@ static int check_context(mf_context *ctx, mf_seq_id seq, const mf_session_view *
                       "without the attention rotation), this run rotates them: run with MINFER_ATTN_ROT_DISABLE=1 to "
                       "load it",
                       which);
+    }
+    /* K rows carry their rope: resuming them under another would be silently wrong */
+    if (f->rope_own != me.rope_own || (!f->rope_own && f->rope_fp != me.rope_fp)) {
+        if (f->rope_own)
+            return mf_err(err, MF_E_UNSUPPORTED,
+                          "the file's K rows carry the model's own rope, this run overrides it (--rope-scaling, "
+                          "--rope-scale, --rope-freq-base, --yarn-*): drop those flags to load the file");
+        return mf_err(err, MF_E_UNSUPPORTED,
+                      "the file's K rows carry a rope set by --rope-*/--yarn-* flags (fingerprint 0x%08x), this run's is "
+                      "%s (0x%08x): run with the flags the file was written with",
+                      f->rope_fp, me.rope_own ? "the model's own" : "another", me.rope_fp);
     }
     if (f->n_embd_k != me.n_embd_k || f->n_embd_v != me.n_embd_v || f->row_k != me.row_k || f->row_v != me.row_v)
         return mf_err(err, MF_E_UNSUPPORTED,

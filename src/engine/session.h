@@ -5,6 +5,7 @@
 #define MF_ENGINE_SESSION_H
 
 #include "core/core.h"
+#include "core/rope.h"
 
 #define MF_SESSION_MAGIC "MFSESS\r\n" /* 8 bytes; the CR LF catches a text-mode copy */
 #define MF_SESSION_VERSION 1u
@@ -12,6 +13,9 @@
 #define MF_SESSION_FLAG_RNG 1u
 #define MF_SESSION_FLAG_ROT_K 2u /* the K rows are held rotated (llama.cpp's attention rotation, core/hadamard.h) */
 #define MF_SESSION_FLAG_ROT_V 4u /* the V rows are */
+/* the K rows were roped otherwise than the model's own rope (--rope-* or --yarn-* overrides): offset 148 holds the
+ * fingerprint of that rope (mf_session_rope_fp); without the bit the rope is the model's own */
+#define MF_SESSION_FLAG_ROPE 8u
 
 /* What a file says about the model and the KV store it was written with. */
 typedef struct {
@@ -21,7 +25,13 @@ typedef struct {
     uint32_t type_k, type_v;
     uint64_t n_embd_k, n_embd_v, row_k, row_v;
     bool rot_k, rot_v; /* rows rotated (header flags; only quantized rows can be) */
+    bool rope_own;     /* the K rows carry the model's own rope (no MF_SESSION_FLAG_ROPE) ... */
+    uint32_t rope_fp;  /* ... else this fingerprint of the rope they carry */
 } mf_session_fp;
+
+/* The low 32 bits of XXH64 over the rope's resolved values (n_rot, mode, and the f32 bits of freq_base,
+ * freq_scale, ext_factor, attn_factor, corr_dims): two ropes that rope a K row alike have the same one. */
+uint32_t mf_session_rope_fp(const mf_rope *r);
 
 /* A parsed file: the header's values and where each section starts in the buffer.  Every extent lies in
  * the buffer, the checksum matched, positions rise strictly from >= 0, tokens are in [0, n_vocab). */

@@ -2,6 +2,7 @@
 #include "graph/graph_internal.h"
 #include "quant/quant.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,8 +448,9 @@ int32_t mf_g_swiglu(mf_graph *g, int32_t gate, int32_t up) {
     return unary_like(g, MF_OP_SWIGLU, gate, 2, s);
 }
 
-int32_t mf_g_rope(mf_graph *g, int32_t x, int32_t pos, int n_rot, int mode, float freq_base,
-                  float freq_scale) {
+int32_t mf_g_rope(mf_graph *g, int32_t x, int32_t pos, const mf_rope *r) {
+    const int n_rot = r->n_rot, mode = r->mode;
+    const float freq_base = r->freq_base, freq_scale = r->freq_scale;
     const int32_t s[2] = {x, pos};
     if (!srcs_ok(g, MF_OP_ROPE, 2, s)) return MF_NODE_INVALID;
     if (!need_rows_f32(g, MF_OP_ROPE, "input", x) || !need_type(g, MF_OP_ROPE, "positions", pos, MF_TYPE_I32))
@@ -473,6 +475,10 @@ int32_t mf_g_rope(mf_graph *g, int32_t x, int32_t pos, int n_rot, int mode, floa
     if (!(freq_base > 0.0f) || !(freq_scale > 0.0f))
         return fail(g, MF_OP_ROPE, MF_E_INVAL, "freq_base %g and freq_scale %g must be > 0",
                     (double)freq_base, (double)freq_scale);
+    if (!isfinite(r->ext_factor) || !isfinite(r->attn_factor) || !(r->attn_factor > 0.0f) ||
+        !isfinite(r->corr_dims[0]) || !isfinite(r->corr_dims[1]))
+        return fail(g, MF_OP_ROPE, MF_E_INVAL, "YaRN ext_factor %g, attn_factor %g (> 0) and corr_dims %g..%g must be finite",
+                    (double)r->ext_factor, (double)r->attn_factor, (double)r->corr_dims[0], (double)r->corr_dims[1]);
     int32_t id = unary_like(g, MF_OP_ROPE, x, 2, s);
     if (id < 0) return id;
     mf_node *n = &g->nodes[id];
@@ -480,7 +486,21 @@ int32_t mf_g_rope(mf_graph *g, int32_t x, int32_t pos, int n_rot, int mode, floa
     n->iparams[1] = mode;
     n->fparams[0] = freq_base;
     n->fparams[1] = freq_scale;
+    n->fparams[2] = r->ext_factor;
+    n->fparams[3] = r->attn_factor;
+    n->fparams[4] = r->corr_dims[0];
+    n->fparams[5] = r->corr_dims[1];
     return id;
+}
+
+mf_rope mf_node_rope(const mf_node *n) {
+    return (mf_rope){.n_rot = n->iparams[0],
+                     .mode = n->iparams[1],
+                     .freq_base = n->fparams[0],
+                     .freq_scale = n->fparams[1],
+                     .ext_factor = n->fparams[2],
+                     .attn_factor = n->fparams[3],
+                     .corr_dims = {n->fparams[4], n->fparams[5]}};
 }
 
 /* root buffer of a node: itself unless it aliases another node */

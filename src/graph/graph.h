@@ -35,7 +35,8 @@ typedef enum {
     MF_OP_SWIGLU,    /* silu(src0) * src1, same shapes */
     MF_OP_SOFTMAX,   /* softmax along ne0 */
     MF_OP_ROPE,      /* src0 f32 [hd, n_head, n_tok], src1 i32 positions [n_tok]; i[0] = n_rot,
-                        i[1] = mode (MF_ROPE_NEOX); f[0] = freq_base, f[1] = freq_scale */
+                        i[1] = mode (MF_ROPE_NEOX); f[0] = freq_base, f[1] = freq_scale,
+                        f[2] = ext_factor, f[3] = attn_factor, f[4..5] = corr_dims (YaRN; core/rope.h) */
     MF_OP_KV_STORE,  /* src0 cache (EXTERNAL [n_embd_kv, n_cells], cache type), src1 f32 rows [n_embd_kv, n_tok],
                         src2 i32 cell ids [n_tok]: cache[:, cell[t]] = convert(rows[:, t]).  The node is a view
                         of the whole cache (same shape/type), so readers depend on the store. */
@@ -83,7 +84,7 @@ typedef struct mf_node {
     size_t nb[MF_MAX_DIMS];
     int32_t src[MF_MAX_SRC]; /* node ids, -1 = unused */
     int32_t iparams[4];
-    float fparams[4];
+    float fparams[6];
     int32_t view_src; /* VIEW/RESHAPE/PERMUTE/KV_STORE: node whose memory this aliases, else -1 */
     uint64_t view_offs;
     int32_t layer;   /* transformer block index, -1 outside blocks */
@@ -136,7 +137,9 @@ int32_t mf_g_scale(mf_graph *g, int32_t x, float s);
 int32_t mf_g_silu(mf_graph *g, int32_t x);
 int32_t mf_g_swiglu(mf_graph *g, int32_t gate, int32_t up);
 int32_t mf_g_softmax(mf_graph *g, int32_t x);
-int32_t mf_g_rope(mf_graph *g, int32_t x, int32_t pos, int n_rot, int mode, float freq_base, float freq_scale);
+int32_t mf_g_rope(mf_graph *g, int32_t x, int32_t pos, const mf_rope *r);
+/* The rope a ROPE node applies (its params back as an mf_rope) */
+mf_rope mf_node_rope(const mf_node *n);
 /* x's rows rotated by H_n / sqrt(n) in chunks of n (MF_OP_HADAMARD) */
 int32_t mf_g_hadamard(mf_graph *g, int32_t x, int n);
 int32_t mf_g_kv_store(mf_graph *g, int32_t cache, int32_t rows, int32_t cells);

@@ -406,10 +406,11 @@ int mf_kv_seq_cp(mf_kv *kv, int32_t src, int32_t dst, int32_t p0, int32_t p1, mf
 
 /* the rope fits a K row of n_embd elements of this type */
 static int rope_check(uint32_t type, int64_t n_embd, const mf_kv_rope *r, mf_error *err) {
-    if (r->head_dim <= 0 || n_embd % r->head_dim || r->n_rot <= 0 || r->n_rot > r->head_dim || r->n_rot % 2 ||
-        r->n_rot > MF_KV_ROPE_MAX)
+    const int32_t n_rot = r->rope.n_rot;
+    if (r->head_dim <= 0 || n_embd % r->head_dim || n_rot <= 0 || n_rot > r->head_dim || n_rot % 2 ||
+        n_rot > MF_KV_ROPE_MAX)
         return mf_err(err, MF_E_INVAL, "rope of %d of %d head elements does not fit a K row of %lld (at most %d)",
-                      r->n_rot, r->head_dim, (long long)n_embd, MF_KV_ROPE_MAX);
+                      n_rot, r->head_dim, (long long)n_embd, MF_KV_ROPE_MAX);
     if (r->rot && (r->rot < 2 || (r->rot & (r->rot - 1)) || r->head_dim % r->rot))
         return mf_err(err, MF_E_INVAL, "a rotation of %d does not fit heads of %d (a power of two dividing it)", r->rot,
                       r->head_dim);
@@ -428,7 +429,7 @@ static void rope_row(uint32_t type, void *row, int64_t n_embd, const mf_kv_rope 
         mf_dequantize_row(type, row, tmp, n_embd);
     if (r->rot) mf_hadamard_row(tmp, tmp, n_embd, r->rot); /* back to the roped row (H^2 = I) */
     for (int64_t h = 0; h < n_embd / r->head_dim; h++)
-        mf_rope_row(tmp + h * r->head_dim, tmp + h * r->head_dim, r->head_dim, r->n_rot, r->mode, cache);
+        mf_rope_row(tmp + h * r->head_dim, tmp + h * r->head_dim, r->head_dim, r->rope.n_rot, r->rope.mode, cache);
     if (r->rot) mf_hadamard_row(tmp, tmp, n_embd, r->rot);
     /* back with the converter KV_STORE uses, so a shifted cell holds what a store of that row would */
     if (type == MF_TYPE_F32)
@@ -442,7 +443,7 @@ int mf_kv_rope_row(uint32_t type, void *row, int64_t n_embd, int32_t delta, cons
     int rc = rope_check(type, n_embd, r, err);
     if (rc) return rc;
     float cache[MF_KV_ROPE_MAX];
-    mf_rope_cache(cache, r->n_rot, (float)delta, r->freq_scale, mf_rope_theta_scale(r->freq_base, r->n_rot));
+    mf_rope_cache(cache, r->rope.n_rot, (float)delta, &r->rope, mf_rope_theta_scale(r->rope.freq_base, r->rope.n_rot), true);
     rope_row(type, row, n_embd, r, cache, tmp);
     return 0;
 }
@@ -527,7 +528,7 @@ int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta,
         return mf_err(err, MF_E_NOMEM, "out of memory shifting %d cells", hi - lo);
     }
     float cache[MF_KV_ROPE_MAX];
-    mf_rope_cache(cache, rope->n_rot, (float)delta, rope->freq_scale, mf_rope_theta_scale(rope->freq_base, rope->n_rot));
+    mf_rope_cache(cache, rope->rope.n_rot, (float)delta, &rope->rope, mf_rope_theta_scale(rope->rope.freq_base, rope->rope.n_rot), true);
     int32_t n_mv = 0, hook_rc = 0;
     for (int32_t i = lo; i < hi; i++) {
         int32_t c = s->cell[i];

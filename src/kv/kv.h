@@ -22,6 +22,7 @@
 #define MF_KV_H
 
 #include "core/core.h"
+#include "core/rope.h"
 
 typedef struct mf_kv mf_kv;
 
@@ -88,9 +89,9 @@ const int32_t *mf_kv_seq_cells(const mf_kv *kv, int32_t seq, int32_t *n);
 /* The model's rope, for re-roping K rows (core/rope.h): every K row is n_embd_k / head_dim heads. */
 #define MF_KV_ROPE_MAX 1024 /* rotary dimensions a re-rope handles */
 typedef struct {
-    int32_t head_dim, n_rot, mode;
-    float freq_base, freq_scale;
-    int32_t rot; /* K rows hold H_rot-rotated heads (core/hadamard.h, quantized K only): 0 = not rotated */
+    int32_t head_dim;
+    mf_rope rope; /* the graph's rope; the shift rotates by the delta without its magnitude scale (core/rope.h) */
+    int32_t rot;  /* K rows hold H_rot-rotated heads (core/hadamard.h, quantized K only): 0 = not rotated */
 } mf_kv_rope;
 
 /* Context shift: the cells of seq with p0 <= pos < p1 move to pos + delta, and their K rows are

@@ -57,6 +57,45 @@ static int read_experts(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
     return 0;
 }
 
+/* rope scaling, read as llama.cpp reads it (llama_model::load_hparams): the type defaults to linear, the
+ * factor (rope.scaling.factor, else the old rope.scale_linear) applies to any type but none, YaRN's original
+ * context defaults to the training context.  A type llama.cpp would need more for (longrope's factor
+ * tensors) or does not know is refused. */
+static int read_rope_scaling(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
+    const char *an = hp->arch_name;
+    char key[128];
+    int rc;
+    hp->rope_scaling = MF_ROPE_SCALING_LINEAR;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", an);
+    if (mf_gguf_find_key(g, key) >= 0) {
+        mf_str st;
+        if ((rc = mf_gguf_get_str(g, key, &st, err))) return rc;
+        if (mf_str_eq(st, "none")) hp->rope_scaling = MF_ROPE_SCALING_NONE;
+        else if (mf_str_eq(st, "linear")) hp->rope_scaling = MF_ROPE_SCALING_LINEAR;
+        else if (mf_str_eq(st, "yarn")) hp->rope_scaling = MF_ROPE_SCALING_YARN;
+        else
+            return mf_err(err, MF_E_UNSUPPORTED, "%s = '%.*s' is not supported (none, linear, yarn)", key,
+                          (int)MF_MIN(st.len, 32), st.ptr);
+    }
+    float factor = 0.0f;
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", an);
+    const char *fkey = mf_gguf_find_key(g, key) >= 0 ? "rope.scaling.factor" : "rope.scale_linear";
+    if ((rc = get_f32(g, an, fkey, false, 0.0f, &factor, err))) return rc;
+    if (!isfinite(factor) || factor < 0.0f)
+        return mf_err(err, MF_E_FORMAT, "%s.%s = %g must be a finite number > 0 (0: no scaling)", an, fkey, (double)factor);
+    hp->rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+    if ((rc = get_u32(g, an, "rope.scaling.original_context_length", false, (uint32_t)hp->n_ctx_train,
+                      &hp->n_ctx_orig_yarn, err)) ||
+        (rc = get_f32(g, an, "rope.scaling.attn_factor", false, 1.0f, &hp->rope_attn_factor, err)))
+        return rc;
+    if (!isfinite(hp->rope_attn_factor) || !(hp->rope_attn_factor > 0.0f))
+        return mf_err(err, MF_E_FORMAT, "%s.rope.scaling.attn_factor = %g must be a finite number > 0", an,
+                      (double)hp->rope_attn_factor);
+    if (hp->rope_scaling == MF_ROPE_SCALING_YARN && hp->n_ctx_orig_yarn <= 0)
+        return mf_err(err, MF_E_FORMAT, "YaRN needs %s.rope.scaling.original_context_length (or context_length) > 0", an);
+    return 0;
+}
+
 int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
     memset(hp, 0, sizeof *hp);
     mf_str a;
@@ -105,23 +144,9 @@ int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
     if ((rc = get_f32(g, an, "attention.layer_norm_rms_epsilon", true, 0, &hp->rms_eps, err)) ||
         (rc = get_f32(g, an, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base, err)))
         return rc;
-    hp->rope_freq_scale = 1.0f;
+    if ((rc = read_rope_scaling(g, hp, err))) return rc;
     if ((rc = get_u32(g, an, "pooling_type", false, UINT32_MAX >> 1, &hp->pooling, err))) return rc;
     if (hp->pooling == (int32_t)(UINT32_MAX >> 1)) hp->pooling = -1; /* absent: a generative model */
-    char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", an);
-    if (mf_gguf_find_key(g, key) >= 0) {
-        mf_str st;
-        if ((rc = mf_gguf_get_str(g, key, &st, err))) return rc;
-        if (mf_str_eq(st, "linear")) {
-            float f = 1.0f;
-            if ((rc = get_f32(g, an, "rope.scaling.factor", false, 1.0f, &f, err))) return rc;
-            if (f > 0) hp->rope_freq_scale = 1.0f / f;
-        } else if (!mf_str_eq(st, "none")) {
-            return mf_err(err, MF_E_UNSUPPORTED, "rope scaling '%.*s' is not supported (none, linear)",
-                          (int)MF_MIN(st.len, 32), st.ptr);
-        }
-    }
     /* head_dim and the head counts are the file's: their product must fit the int32 the graph uses
      * (n_head_kv divides n_head, so it is no larger).  Found by fuzz_gguf (signed overflow). */
     int64_t n_embd_q = (int64_t)hp->head_dim * hp->n_head;

@@ -20,7 +20,12 @@ typedef struct {
     char arch_name[32];
     int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot;
     int32_t n_embd_q, n_embd_kv; /* head_dim * n_head, head_dim * n_head_kv */
-    float rms_eps, rope_freq_base, rope_freq_scale;
+    float rms_eps, rope_freq_base;
+    /* rope scaling as llama.cpp reads it: the type (MF_ROPE_SCALING_NONE/_LINEAR/_YARN; absent = linear), the
+     * train freq_scale (1 / rope.scaling.factor, 1 without), YaRN's original context, rope.scaling.attn_factor */
+    int32_t rope_scaling;
+    float rope_freq_scale, rope_attn_factor;
+    int32_t n_ctx_orig_yarn;
     bool qkv_bias, qk_norm, tied_output;
     int32_t pooling; /* <arch>.pooling_type (llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last, 4 rank); -1 absent */
     /* A reranker's classifier head (llama.cpp's cls.output, n_cls_out rows): the count of
@@ -119,11 +124,13 @@ typedef struct {
     int32_t *spans;            /* the KV store's spans buffer (kv.h), rebound before every forward */
     bool embeddings;           /* the output is result_norm (n_embd per row, llama.cpp's t_embd): no LM head */
     bool classifier;           /* with embeddings: then the classifier head (cls.output): n_cls_out per row */
+    const mf_rope *rope;       /* the context's rope (mf_model_rope) */
 } mf_build_params;
 
 /* Builds into g and returns the ids of its inputs and logits in *io. */
 int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_graph_io *io, mf_error *err);
-/* The rope the graph applies to K, for re-roping cached K rows (the context shift). */
-mf_kv_rope mf_model_kv_rope(const mf_model *m);
+/* The rope a context applies (rope_scaling.c): the file's values with p's overrides, resolved as llama.cpp's
+ * context resolves them; a bad override is refused (MF_E_INVAL) naming it.  info may be NULL. */
+int mf_model_rope(const mf_model *m, const mf_rope_params *p, mf_rope *rope, mf_rope_info *info, mf_error *err);
 
 #endif

@@ -61,14 +61,6 @@ static int32_t moe_ffn(mf_graph *g, const mf_hparams *hp, const mf_layer_w *L, i
     return named(g, mf_g_moe_sum(g, y, probs, ids, true), il, "ffn_moe_out");
 }
 
-mf_kv_rope mf_model_kv_rope(const mf_model *m) {
-    return (mf_kv_rope){.head_dim = m->hp.head_dim,
-                        .n_rot = m->hp.n_rot,
-                        .mode = MF_ROPE_NEOX,
-                        .freq_base = m->hp.rope_freq_base,
-                        .freq_scale = m->hp.rope_freq_scale};
-}
-
 int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_graph_io *io, mf_error *err) {
     const mf_hparams *hp = &m->hp;
     const int64_t nt = p->n_tokens, no = p->n_outputs;
@@ -77,7 +69,7 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
                       (long long)nt, (long long)no);
     const int64_t hd = hp->head_dim;
     const float eps = hp->rms_eps;
-    const mf_kv_rope rope = mf_model_kv_rope(m); /* the one rope rule; the KV shift re-ropes with it */
+    const mf_rope *rope = p->rope; /* the context's (rope_scaling.c); the KV shift re-ropes with it */
 
     int64_t ne[4] = {nt, 1, 1, 1};
     io->tokens = mf_g_name(g, mf_g_input(g, "", MF_TYPE_I32, 1, ne), "inp_tokens");
@@ -115,9 +107,9 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
             q = norm(g, q, L->q_norm, eps, il, "Qcur_normed");
             k = norm(g, k, L->k_norm, eps, il, "Kcur_normed");
         }
-        q = named(g, mf_g_rope(g, q, io->pos, rope.n_rot, rope.mode, rope.freq_base, rope.freq_scale), il,
+        q = named(g, mf_g_rope(g, q, io->pos, rope), il,
                   "Qcur_rope");
-        k = named(g, mf_g_rope(g, k, io->pos, rope.n_rot, rope.mode, rope.freq_base, rope.freq_scale), il,
+        k = named(g, mf_g_rope(g, k, io->pos, rope), il,
                   "Kcur_rope");
         if (p->rot_k) { /* after RoPE, before the store; Q too, so Q.K is the unrotated one */
             q = named(g, mf_g_hadamard(g, q, p->rot_k), il, "Qcur_rot");

@@ -900,6 +900,7 @@ static int load(mf_srv_engine *e, mf_error *err) {
     cp.n_ubatch = s->o.n_batch;
     cp.type_k = s->o.type_k;
     cp.type_v = s->o.type_v;
+    cp.rope = s->o.rope;
     cp.embeddings = s->o.embeddings;
     bool from_file = false;
     if (s->o.embeddings && (rc = mf_embed_pooling(s->model, s->o.pooling, &e->pooling, &from_file, err))) return rc;

@@ -22,7 +22,8 @@ mf_server_opts mf_server_default_opts(void) {
                             .timeout_s = 600,
                             .max_queue = 64,
                             .drain_ms = 30000,
-                            .pooling = MF_POOLING_MODEL};
+                            .pooling = MF_POOLING_MODEL,
+                            .rope = mf_context_default_params().rope};
 }
 
 static const char *base_name(const char *path) {

@@ -17,6 +17,7 @@ typedef struct {
     int32_t n_batch;  /* tokens per forward, decode rows and prefill chunks together (512) */
     int n_threads;
     uint32_t type_k, type_v; /* KV element types (MF_KV_TYPE_*) */
+    mf_rope_params rope;     /* --rope-scaling / --yarn-* (mf_context_default_params' when not given) */
     const char *api_key;        /* NULL: no key */
     int timeout_s;              /* idle connection timeout (600) */
     int max_queue;              /* requests waiting for a slot before 503 (64) */

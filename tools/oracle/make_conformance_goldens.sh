@@ -131,6 +131,9 @@ models=(
     "qwen3moe-tiny-q4_0|--arch qwen3moe --preset tiny --type q4_0 --seed 1 --untied"
     "qwen3moe-tiny-q4_k|--arch qwen3moe --preset tiny --type q4_k --seed 1 --untied"
     "qwen3moe-tiny-q6_k|--arch qwen3moe --preset tiny --type q6_k --seed 2 --tied --experts 16 --experts-used 4"
+    "qwen3-tiny-q8_0-yarn|--arch qwen3 --preset tiny --type q8_0 --seed 1 --untied --rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768"
+    "qwen2-tiny-f32-yarn|--arch qwen2 --preset tiny --type f32 --seed 1 --untied --rope-scaling yarn --rope-scale 2.89 --yarn-orig-ctx 4096"
+    "qwen2-tiny-q8_0-linear|--arch qwen2 --preset tiny --type q8_0 --seed 1 --untied --rope-scaling linear --rope-scale 2"
 )
 else
 models=(

@@ -150,9 +150,9 @@ size_t mf_cpu_rope_thread_bytes(const mf_node *n) {
 
 void mf_cpu_op_rope(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     const mf_node *a = src(ex, n, 0), *pos = src(ex, n, 1);
-    const int n_dims = n->iparams[0], mode = n->iparams[1];
-    const float freq_base = n->fparams[0], freq_scale = n->fparams[1];
-    const float theta_scale = mf_rope_theta_scale(freq_base, n_dims);
+    const mf_rope rope = mf_node_rope(n);
+    const int n_dims = rope.n_rot, mode = rope.mode;
+    const float theta_scale = mf_rope_theta_scale(rope.freq_base, n_dims);
     const int64_t ne0 = a->ne[0], ne1 = a->ne[1];
     const int32_t *p = pos->data;
     float *cache = mf_cpu_thread_scratch(ex, ith);
@@ -161,7 +161,7 @@ void mf_cpu_op_rope(const mf_cpu_exec *ex, const mf_node *n, int ith, int nth) {
     for (int64_t r = r0; r < r1; r++) {
         const int64_t i1 = r % ne1, i2 = r / ne1;
         if (i2 != last_i2) {
-            mf_rope_cache(cache, n_dims, (float)p[i2], freq_scale, theta_scale);
+            mf_rope_cache(cache, n_dims, (float)p[i2], &rope, theta_scale, false);
             last_i2 = i2;
         }
         const float *x =

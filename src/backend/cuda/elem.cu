@@ -195,7 +195,8 @@ __global__ void softmax_kernel(const char *a, shape4 sa, char *y, shape4 sy, lon
 
 // ---- ROPE: one thread per pair (and per pass-through pair of elements past n_rot) ----
 __global__ void rope_kernel(const char *a, shape4 sa, const int *pos, char *y, shape4 sy, int n_rot, int neox,
-                            float freq_scale, float theta_scale, long long n) {
+                            float freq_scale, float theta_scale, float ext_factor, float corr0, float corr1,
+                            float mscale, long long n) {
     const long long half_ne0 = (sa.ne[0] + 1) / 2;
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {
         const long long i = e % half_ne0, r = e / half_ne0; // r = i1 + ne1 * i2 (heads, tokens)
@@ -204,8 +205,9 @@ __global__ void rope_kernel(const char *a, shape4 sa, const int *pos, char *y, s
         char *yr = y + i1 * sy.nb[1] + i2 * sy.nb[2];
         if (i < n_rot / 2) {
             const long long half = neox ? n_rot / 2 : 1, ic = neox ? i : 2 * i;
-            const float t = mf_hd_rope_theta((float)pos[i2], freq_scale, theta_scale, (int)i);
-            const float cs = cosf(t), sn = sinf(t);
+            const float t =
+                mf_hd_rope_yarn_theta((float)pos[i2], freq_scale, theta_scale, (int)i, ext_factor, corr0, corr1);
+            const float cs = mf_hd_mul(cosf(t), mscale), sn = mf_hd_mul(sinf(t), mscale);
             const float x0 = *(const float *)(xr + ic * sa.nb[0]), x1 = *(const float *)(xr + (ic + half) * sa.nb[0]);
             float y0, y1;
             mf_hd_rope_pair(x0, x1, cs, sn, neox, &y0, &y1);
@@ -352,11 +354,14 @@ extern "C" int mf_cuda_op_rope(mf_cuda_ctx *c, const mf_node *n, mf_error *err) 
     const long long ne = (a->ne[0] + 1) / 2 * a->ne[1] * a->ne[2];
     if (ne == 0) return 0;
     // the host computes theta_scale with libm's powf, exactly as the CPU op (core/rope.c)
-    const float theta_scale = mf_rope_theta_scale(n->fparams[0], n_rot);
+    const mf_rope rope = mf_node_rope(n);
+    const float theta_scale = mf_rope_theta_scale(rope.freq_base, n_rot);
+    const float mscale = mf_rope_mscale(&rope); // attn_factor, with YaRN's log term (core/rope.c's libm logf)
     if ((rc = mf_cuda_pre_launch("rope_kernel", n, err))) return rc;
     rope_kernel<<<grid_for(ne, kThreads), kThreads, 0, (cudaStream_t)c->stream>>>(
         (const char *)a->data, shape_of(a), (const int *)pos->data, (char *)n->data, shape_of(n), n_rot,
-        mode == MF_ROPE_NEOX, n->fparams[1], theta_scale, ne);
+        mode == MF_ROPE_NEOX, rope.freq_scale, theta_scale, rope.ext_factor, rope.corr_dims[0], rope.corr_dims[1],
+        mscale, ne);
     return mf_cuda_launch_check("rope_kernel", n, err);
 }
 

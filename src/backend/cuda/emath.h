@@ -110,6 +110,21 @@ MF_HD float mf_hd_rope_theta(float p, float freq_scale, float theta_scale, int i
     return mf_hd_mul(freq_scale, theta);
 }
 
+/* YaRN's angle (ext_factor != 0): the interpolated angle above mixed with the original one by the ramp over
+ * pairs corr0..corr1, one fma as core/rope.c (and ggml-cpu's build) rounds it.  cos/sin of it are then scaled
+ * by the host's mf_rope_mscale. */
+MF_HD float mf_hd_rope_yarn_theta(float p, float freq_scale, float theta_scale, int i, float ext_factor, float corr0,
+                                  float corr1) {
+    float theta = p;
+    for (int k = 0; k < i; k++) theta = mf_hd_mul(theta, theta_scale);
+    const float t = mf_hd_mul(freq_scale, theta);
+    if (ext_factor == 0.0f) return t;
+    const float d = mf_hd_sub(corr1, corr0);
+    const float y = mf_hd_div(mf_hd_sub((float)i, corr0), d > 0.001f ? d : 0.001f);
+    const float mix = mf_hd_mul(mf_hd_sub(1.0f, fminf(1.0f, fmaxf(0.0f, y))), ext_factor);
+    return mf_hd_fma(t, mf_hd_sub(1.0f, mix), mf_hd_mul(theta, mix));
+}
+
 /* The rotation of one pair as the CPU rounds it: one fma per output (vec.c ROPE_BODY) */
 MF_HD void mf_hd_rope_pair(float x0, float x1, float c, float s, int neox, float *y0, float *y1) {
     *y0 = fmaf(x0, c, -mf_hd_mul(x1, s));

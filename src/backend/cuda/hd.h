@@ -45,6 +45,13 @@ MF_HD float mf_hd_sub(float a, float b) {
     return a - b;
 #endif
 }
+MF_HD float mf_hd_div(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
 MF_HD float mf_hd_fma(float a, float b, float c) {
 #ifdef __CUDA_ARCH__
     return __fmaf_rn(a, b, c);

@@ -336,7 +336,8 @@ static uint64_t range_key(const mf_cuda_ctx *c, const mf_graph *g, int32_t first
         MIX(n->type);
         MIX((uintptr_t)n->data);
         for (int d = 0; d < MF_MAX_DIMS; d++) MIX((uint64_t)n->ne[d]), MIX(n->nb[d]);
-        for (int k = 0; k < 4; k++) MIX((uint32_t)n->iparams[k]), MIX(mf_f32_bits(n->fparams[k]));
+        for (int k = 0; k < 4; k++) MIX((uint32_t)n->iparams[k]);
+        for (int k = 0; k < (int)(sizeof n->fparams / sizeof n->fparams[0]); k++) MIX(mf_f32_bits(n->fparams[k]));
         for (int k = 0; k < MF_MAX_SRC; k++) {
             MIX((uint32_t)n->src[k]);
             if (n->src[k] < 0) continue;
