@@ -279,19 +279,23 @@ bool mf_arg_cache_type(const mf_arg_cache *c, uint32_t *type_k, uint32_t *type_v
 }
 
 /* ---- rope (llama.cpp's flags; the library checks the combination against the file) ---- */
+enum { ROPE_SCALING, ROPE_SCALE, ROPE_FREQ_SCALE, ROPE_FREQ_BASE, YARN_ORIG_CTX, YARN_EXT, YARN_BETA_FAST, YARN_BETA_SLOW };
+
 int mf_arg_rope_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_rope_params *r) {
-    static const char *const names[] = {"--rope-scaling", "--rope-scale", "--rope-freq-scale", "--rope-freq-base",
-                                        "--yarn-orig-ctx", "--yarn-ext-factor", "--yarn-beta-fast", "--yarn-beta-slow"};
+    static const char *const names[] = {
+        [ROPE_SCALING] = "--rope-scaling",     [ROPE_SCALE] = "--rope-scale",         [ROPE_FREQ_SCALE] = "--rope-freq-scale",
+        [ROPE_FREQ_BASE] = "--rope-freq-base", [YARN_ORIG_CTX] = "--yarn-orig-ctx",   [YARN_EXT] = "--yarn-ext-factor",
+        [YARN_BETA_FAST] = "--yarn-beta-fast", [YARN_BETA_SLOW] = "--yarn-beta-slow"};
     const char *a = argv[*i], *v;
     int k = -1;
     for (int j = 0; j < (int)(sizeof names / sizeof names[0]); j++)
         if (!strcmp(a, names[j])) k = j;
     if (k < 0) return 0;
     /* --rope-scale and --rope-freq-scale set the same value: one of them, once */
-    const char *once = k <= 2 && k >= 1 ? "--rope-scale/--rope-freq-scale" : a;
+    const char *once = k == ROPE_SCALE || k == ROPE_FREQ_SCALE ? "--rope-scale/--rope-freq-scale" : a;
     if (!(v = mf_arg_value(argc, argv, i)) || !mf_arg_once(seen, once, v)) return -1;
-    if (k == 0) {
-        static const char *const types[] = {"none", "linear", "yarn"};
+    if (k == ROPE_SCALING) {
+        static const char *const types[] = {"none", "linear", "yarn"}; /* MF_ROPE_SCALING_NONE.. in order */
         for (int j = 0; j < 3; j++)
             if (!strcasecmp(v, types[j])) {
                 r->scaling = MF_ROPE_SCALING_NONE + j;
@@ -301,7 +305,7 @@ int mf_arg_rope_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_rope_p
                 *v ? v : "''");
         return -1;
     }
-    if (k == 4) {
+    if (k == YARN_ORIG_CTX) {
         long l;
         if (!mf_arg_int(a, v, 1, INT32_MAX, &l)) return -1;
         r->yarn_orig_ctx = (int32_t)l;
@@ -309,17 +313,17 @@ int mf_arg_rope_flag(int argc, char **argv, int *i, mf_arg_seen *seen, mf_rope_p
     }
     double x;
     if (!mf_arg_float(a, v, &x)) return -1;
-    const bool any_sign = k == 5; /* --yarn-ext-factor: negative is llama.cpp's "default" */
+    const bool any_sign = k == YARN_EXT; /* negative is llama.cpp's "default" */
     if (!isfinite(x) || (!any_sign && !(x >= 1e-30)) || fabs(x) > 1e30) {
         fprintf(stderr, "Error: %s must be a finite number %s, got %s\n", a, any_sign ? "(negative: the default)" : "> 0", v);
         return -1;
     }
     switch (k) {
-    case 1: r->freq_scale = (float)(1.0 / x); break;
-    case 2: r->freq_scale = (float)x; break;
-    case 3: r->freq_base = (float)x; break;
-    case 5: r->yarn_ext_factor = x < 0 ? -1.0f : (float)x; break;
-    case 6: r->yarn_beta_fast = (float)x; break;
+    case ROPE_SCALE: r->freq_scale = (float)(1.0 / x); break; /* the context scaling factor: freq_scale 1/N */
+    case ROPE_FREQ_SCALE: r->freq_scale = (float)x; break;
+    case ROPE_FREQ_BASE: r->freq_base = (float)x; break;
+    case YARN_EXT: r->yarn_ext_factor = x < 0 ? -1.0f : (float)x; break;
+    case YARN_BETA_FAST: r->yarn_beta_fast = (float)x; break;
     default: r->yarn_beta_slow = (float)x; break;
     }
     return 1;
