@@ -192,6 +192,15 @@ int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_conte
     mf_rope_info rope_info;
     int rc = mf_model_rope(model, &p.rope, &rope, &rope_info, err);
     if (rc) return rc;
+    /* here, not in mf_model_rope: a session file resolves the model's own rope too, and must not log it */
+    const char *scaling = rope_info.scaling == MF_ROPE_SCALING_NONE ? "none"
+                          : rope_info.scaling == MF_ROPE_SCALING_LINEAR ? "linear" : "yarn";
+    mf_log(MF_LOG_INFO, "rope: %s, freq_base %g, freq_scale %g%s", scaling, (double)rope_info.freq_base,
+           (double)rope_info.freq_scale, rope_info.ext_factor != 0.0f ? "" : " (no YaRN)");
+    if (rope_info.ext_factor != 0.0f)
+        mf_log(MF_LOG_INFO, "rope: YaRN original context %d, ext_factor %g, beta %g/%g, attn_factor %.9g, ramp over pairs %g..%g",
+               rope_info.n_ctx_orig, (double)rope_info.ext_factor, (double)rope_info.beta_fast, (double)rope_info.beta_slow, (double)rope_info.attn_factor,
+               (double)rope_info.corr_dims[0], (double)rope_info.corr_dims[1]);
     mf_context *c = calloc(1, sizeof *c);
     if (!c) return mf_err(err, MF_E_NOMEM, "out of memory");
     c->model = model;

@@ -4,10 +4,6 @@
 
 #include <math.h>
 
-static const char *scaling_name(int32_t s) {
-    return s == MF_ROPE_SCALING_NONE ? "none" : s == MF_ROPE_SCALING_LINEAR ? "linear" : "yarn";
-}
-
 /* a float override: finite and > 0, or `unset` (0 for the file's values, < 0 for YaRN's defaults) */
 static int check_pos(const char *name, float v, bool neg_is_unset, mf_error *err) {
     if (isfinite(v) && (v > 0.0f || v == 0.0f || (neg_is_unset && v < 0.0f))) return 0;
@@ -59,11 +55,5 @@ int mf_model_rope(const mf_model *m, const mf_rope_params *p, mf_rope *rope, mf_
                       .attn_factor = r.attn_factor,
                       .corr_dims = {r.corr_dims[0], r.corr_dims[1]}};
     if (info) *info = r;
-    mf_log(MF_LOG_INFO, "rope: %s, freq_base %g, freq_scale %g%s", scaling_name(r.scaling), (double)r.freq_base,
-           (double)r.freq_scale, r.ext_factor != 0.0f ? "" : " (no YaRN)");
-    if (r.ext_factor != 0.0f)
-        mf_log(MF_LOG_INFO, "rope: YaRN original context %d, ext_factor %g, beta %g/%g, attn_factor %.9g, ramp over pairs %g..%g",
-               r.n_ctx_orig, (double)r.ext_factor, (double)r.beta_fast, (double)r.beta_slow, (double)r.attn_factor,
-               (double)r.corr_dims[0], (double)r.corr_dims[1]);
     return 0;
 }
