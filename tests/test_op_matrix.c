@@ -142,18 +142,21 @@ static double silu_ref(double x) { return x / (1.0 + exp(-x)); }
 static bool case_binary(mf_op op, uint32_t type) {
     (void)type;
     bool ok = true;
-    for (int bc = 0; bc < 2 && ok; bc++) { /* same shape, then a broadcast row */
+    /* same shape, a broadcast row (the norms' weights), a broadcast column (qwen2moe's shared-expert gate
+     * times its FFN), rows of one element (that gate: silu(g) / g, the kernels' scalar tails) */
+    for (int bc = 0; bc < 4 && ok; bc++) {
         mf_graph *g = mf_graph_new();
-        int64_t na[2] = {8, 3}, nb[2] = {8, bc ? 1 : 3};
+        int64_t na[2] = {bc == 3 ? 1 : 8, bc == 3 ? 24 : 3}, nb[2] = {bc == 2 ? 1 : na[0], bc == 1 ? 1 : na[1]};
         int32_t a = mf_g_input(g, "a", MF_TYPE_F32, 2, na), b = mf_g_input(g, "b", MF_TYPE_F32, 2, nb);
-        int32_t o = op == MF_OP_ADD ? mf_g_add(g, a, b) : mf_g_mul(g, a, b);
+        int32_t o = op == MF_OP_ADD ? mf_g_add(g, a, b) : op == MF_OP_MUL ? mf_g_mul(g, a, b) : mf_g_div(g, a, b);
         float A[24], B[24];
         fill(A, 24, 4.0f), fill(B, 24, 4.0f);
         ok = place(g, o);
         if (ok) set(g, a, A), set(g, b, B), ok = run(g);
         const float *y = ok ? got(g, o) : NULL;
         for (int i = 0; ok && i < 24; i++) {
-            float z = B[bc ? i % 8 : i], want = op == MF_OP_ADD ? A[i] + z : A[i] * z; /* exact in IEEE */
+            float z = B[bc == 1 ? i % 8 : bc == 2 ? i / 8 : i]; /* one IEEE operation: exact */
+            float want = op == MF_OP_ADD ? A[i] + z : op == MF_OP_MUL ? A[i] * z : A[i] / z;
             if (memcmp(&y[i], &want, 4)) ok = failf("[%d] = %.9g, want exactly %.9g", i, y[i], want);
         }
         mf_graph_free(g);
@@ -672,7 +675,8 @@ static case_fn decision(mf_op op, const char **excuse) {
     case MF_OP_RMS_NORM: return c_unary;
     case MF_OP_MATMUL: return c_matmul;
     case MF_OP_ADD:
-    case MF_OP_MUL: return c_binary;
+    case MF_OP_MUL:
+    case MF_OP_DIV: return c_binary;
     case MF_OP_SCALE:
     case MF_OP_SILU:
     case MF_OP_SWIGLU:

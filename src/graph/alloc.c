@@ -97,6 +97,7 @@ static bool inplace_op(mf_op op) {
     switch (op) {
     case MF_OP_ADD:
     case MF_OP_MUL:
+    case MF_OP_DIV:
     case MF_OP_SCALE:
     case MF_OP_SILU:
     case MF_OP_SWIGLU:

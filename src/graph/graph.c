@@ -15,7 +15,7 @@ static const char *const op_names[MF_OP_COUNT] = {
     [MF_OP_ROPE] = "rope",         [MF_OP_KV_STORE] = "kv_store", [MF_OP_ATTENTION] = "attention",
     [MF_OP_VIEW] = "view",         [MF_OP_RESHAPE] = "reshape",   [MF_OP_PERMUTE] = "permute",
     [MF_OP_CONT] = "cont",         [MF_OP_HADAMARD] = "hadamard", [MF_OP_TOPK] = "topk",
-    [MF_OP_MATMUL_ID] = "matmul_id", [MF_OP_MOE_SUM] = "moe_sum",
+    [MF_OP_MATMUL_ID] = "matmul_id", [MF_OP_MOE_SUM] = "moe_sum", [MF_OP_DIV] = "div",
 };
 
 const char *mf_op_name(mf_op op) {
@@ -397,6 +397,9 @@ int32_t mf_g_add(mf_graph *g, int32_t a, int32_t b) {
 }
 int32_t mf_g_mul(mf_graph *g, int32_t a, int32_t b) {
     return binary_bcast(g, MF_OP_MUL, a, b);
+}
+int32_t mf_g_div(mf_graph *g, int32_t a, int32_t b) {
+    return binary_bcast(g, MF_OP_DIV, a, b);
 }
 
 static int32_t unary_f32(mf_graph *g, mf_op op, int32_t x) {

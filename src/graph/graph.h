@@ -68,6 +68,7 @@ typedef enum {
                         f32 [N, T]: out[:, t] = sum over j in order of y[:, j, t] * w_j, w_j = probs[ids[j, t], t]
                         (over max(their double sum as a float, 2^-14) when normalize): llama.cpp's get_rows,
                         sum_rows, clamp, div, mul, then a chain of adds, rounding where it rounds */
+    MF_OP_DIV,       /* as ADD, elementwise quotient (qwen2moe's shared-expert gate: llama.cpp's silu(x) / x) */
     MF_OP_COUNT
 } mf_op;
 
@@ -133,6 +134,7 @@ int32_t mf_g_rms_norm(mf_graph *g, int32_t x, float eps);
 int32_t mf_g_matmul(mf_graph *g, int32_t w, int32_t x);
 int32_t mf_g_add(mf_graph *g, int32_t a, int32_t b);
 int32_t mf_g_mul(mf_graph *g, int32_t a, int32_t b);
+int32_t mf_g_div(mf_graph *g, int32_t a, int32_t b);
 int32_t mf_g_scale(mf_graph *g, int32_t x, float s);
 int32_t mf_g_silu(mf_graph *g, int32_t x);
 int32_t mf_g_swiglu(mf_graph *g, int32_t gate, int32_t up);

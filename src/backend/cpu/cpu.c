@@ -106,6 +106,7 @@ bool mf_cpu_supports(mf_op op, uint32_t type) {
     case MF_OP_RMS_NORM:
     case MF_OP_ADD:
     case MF_OP_MUL:
+    case MF_OP_DIV:
     case MF_OP_SCALE:
     case MF_OP_SILU:
     case MF_OP_SWIGLU:
@@ -140,6 +141,7 @@ static mf_cpu_op_fn op_fn(mf_op op) {
         return mf_cpu_op_matmul;
     case MF_OP_ADD:
     case MF_OP_MUL:
+    case MF_OP_DIV:
         return mf_cpu_op_binary;
     case MF_OP_SCALE:
     case MF_OP_SILU:

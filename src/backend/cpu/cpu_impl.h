@@ -42,7 +42,8 @@ typedef struct {
     /* y = (x * s) op z, two roundings: op MF_OP_MUL or MF_OP_ADD, or -1 for y = x * s alone; z a row, or
      * one value broadcast when z1 (rms_norm and its fused weight); y may be x */
     void (*scale_op)(int64_t n, const float *x, float s, int op, const float *z, bool z1, float *y);
-    /* y = x op z, op MF_OP_MUL or MF_OP_ADD, z a row or one value (z1) (a matmul's fused bias / residual) */
+    /* y = x op z, op MF_OP_MUL, MF_OP_ADD or MF_OP_DIV, z a row or one value (z1) (a matmul's fused bias /
+     * residual) */
     void (*bin_op)(int64_t n, const float *x, int op, const float *z, bool z1, float *y);
 } mf_cpu_vec;
 #define MF_CPU_NORM_ROWS 16 /* rows a sumsq call takes at most */

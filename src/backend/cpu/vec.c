@@ -164,7 +164,7 @@ static void scale_op_scalar(int64_t n, const float *x, float s, int op, const fl
 static void bin_op_scalar(int64_t n, const float *x, int op, const float *z, bool z1, float *y) {
     for (int64_t i = 0; i < n; i++) {
         const float b = z1 ? z[0] : z[i];
-        y[i] = op == MF_OP_MUL ? x[i] * b : x[i] + b;
+        y[i] = op == MF_OP_MUL ? x[i] * b : op == MF_OP_DIV ? x[i] / b : x[i] + b;
     }
 }
 
@@ -281,11 +281,12 @@ AVX2 static void scale_op_avx2(int64_t n, const float *x, float s, int op, const
 }
 
 AVX2 static void bin_op_avx2(int64_t n, const float *x, int op, const float *z, bool z1, float *y) {
-    const bool mul = op == MF_OP_MUL;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 a = _mm256_loadu_ps(x + i), b = z1 ? _mm256_set1_ps(z[0]) : _mm256_loadu_ps(z + i);
-        _mm256_storeu_ps(y + i, mul ? _mm256_mul_ps(a, b) : _mm256_add_ps(a, b));
+        _mm256_storeu_ps(y + i, op == MF_OP_MUL   ? _mm256_mul_ps(a, b)
+                                : op == MF_OP_DIV ? _mm256_div_ps(a, b) /* correctly rounded, as x / b */
+                                                  : _mm256_add_ps(a, b));
     }
     if (i < n) bin_op_scalar(n - i, x + i, op, z1 ? z : z + i, z1, y + i);
 }

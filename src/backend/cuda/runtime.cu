@@ -285,6 +285,7 @@ static int run_node(mf_cuda_ctx *c, const mf_node *n, mf_error *err) {
     case MF_OP_TOPK: /* not claimed (support.c): the scheduler never assigns these here */
     case MF_OP_MATMUL_ID:
     case MF_OP_MOE_SUM:
+    case MF_OP_DIV:
     case MF_OP_COUNT: break;
     }
     return mf_err(err, MF_E_INTERNAL, "node '%s' (op %d) has no CUDA launcher", nname(n), (int)n->op);

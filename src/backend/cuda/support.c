@@ -44,7 +44,8 @@ bool mf_cuda_supports(mf_op op, uint32_t type) {
     /* not yet on the device: a MoE model's expert ops stay on the CPU (the scheduler splits there) */
     case MF_OP_TOPK:
     case MF_OP_MATMUL_ID:
-    case MF_OP_MOE_SUM: return false;
+    case MF_OP_MOE_SUM:
+    case MF_OP_DIV: return false; /* only qwen2moe's shared-expert gate divides, beside those */
     case MF_OP_COUNT: break;
     }
     return false;
