@@ -102,8 +102,9 @@ typedef struct {
     size_t gpu_bytes;      /* weight bytes on the GPU */
     /* The offload report ("offload: 20 of 24 blocks on cuda, 4 on cpu; ..."), "" when no offload was asked */
     const char *offload_report;
-    /* a mixture of experts (qwen3moe): experts, experts a token, each expert's FFN width; 0 for a dense model */
-    int32_t n_expert, n_expert_used, n_ff_exp;
+    /* a mixture of experts (qwen3moe, qwen2moe): experts, experts a token, each expert's FFN width, and
+     * qwen2moe's shared expert's FFN width (0 without one); all 0 for a dense model */
+    int32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     /* the file's rope scaling: MF_ROPE_SCALING_NONE, _LINEAR or _YARN, its rope.scaling.factor (1 without)
      * and YaRN's original context (rope.scaling.original_context_length, else n_ctx_train) */
     int32_t rope_scaling;

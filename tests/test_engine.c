@@ -1,4 +1,5 @@
-/* Engine identities, asserted BITWISE on generated tiny models (qwen2, qwen3, and qwen3moe for the batch ones):
+/* Engine identities, asserted BITWISE on generated tiny models (qwen2, qwen3; and the mixtures of experts
+ * qwen3moe and qwen2moe for the batch ones):
  *   one batch holding two sequences gives each exactly the logits it gets alone (prefill and decode);
  *   a prompt in one forward vs in several chunks gives identical final logits (and the internal
  *   n_ubatch split too); two runs give identical output; a graph-cache hit equals a rebuild;
@@ -21,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char q2_path[512], q3_path[512], moe_path[512];
+static char q2_path[512], q3_path[512], moe_path[512], moe2_path[512]; /* moe2: qwen2moe */
 static uint32_t g_kv = MF_KV_TYPE_F16; /* the KV type open_eng gives K and V (the identities hold for each) */
 static const uint32_t k_kv_types[] = {MF_KV_TYPE_F32, MF_KV_TYPE_F16, MF_KV_TYPE_Q8_0};
 static bool g_no_rot; /* open_eng's mf_context_params.no_attn_rot */
@@ -145,6 +146,7 @@ static void test_two_sequences_in_one_batch_equal_alone(void) {
         two_sequences(q2_path);
         two_sequences(q3_path);
         two_sequences(moe_path); /* the experts each token chose, whatever the other sequence chose */
+        two_sequences(moe2_path); /* and qwen2moe's shared expert, gated per token */
     }
     g_kv = MF_KV_TYPE_F16;
 }
@@ -210,6 +212,7 @@ static void test_chunked_prefill_equals_one_forward(void) {
         chunks(q2_path);
         chunks(q3_path);
         chunks(moe_path);
+        chunks(moe2_path);
     }
     g_kv = MF_KV_TYPE_F16;
 }
@@ -944,7 +947,8 @@ static void test_graph_carries_the_files_hyperparameters(void) {
 int main(void) {
     if (!gen_model("qwen2", "q8_0", q2_path, sizeof q2_path) ||
         !gen_model("qwen3", "q4_0", q3_path, sizeof q3_path) ||
-        !gen_model("qwen3moe", "q8_0", moe_path, sizeof moe_path)) {
+        !gen_model("qwen3moe", "q8_0", moe_path, sizeof moe_path) ||
+        !gen_model("qwen2moe", "q4_0", moe2_path, sizeof moe2_path)) {
         printf("FAIL: mf-genmodel could not write the test models\n");
         return mf_test_done() | 1;
     }

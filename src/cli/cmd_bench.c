@@ -159,7 +159,7 @@ static const char *ftype_name(uint32_t ft) {
     }
 }
 
-/* llama.cpp's size label for qwen2 / qwen3 / qwen3moe (models/qwen2.cpp, qwen3.cpp, qwen3moe.cpp load_arch_hparams) */
+/* llama.cpp's size label for qwen2 / qwen3 / qwen3moe / qwen2moe (models/<arch>.cpp load_arch_hparams) */
 static const char *size_label(const mf_model_info *mi) {
     const int L = mi->n_layer, E = mi->n_embd;
     if (!strcmp(mi->arch, "qwen2")) {
@@ -184,6 +184,11 @@ static const char *size_label(const mf_model_info *mi) {
         switch (L) {
         case 48: return "30B.A3B";
         case 94: return "235B.A22B";
+        }
+    } else if (!strcmp(mi->arch, "qwen2moe")) {
+        switch (L) {
+        case 24: return "A2.7B";
+        case 28: return "57B.A14B";
         }
     }
     return "?B";

@@ -24,7 +24,7 @@ static void usage(FILE *f) {
             "dropped (context shift) and a one-line note goes to stderr.  Ctrl-C stops the current reply (the\n"
             "chat goes on; at the prompt it ends the chat); end of input ends it cleanly (exit status 0).\n"
             "\n"
-            "  -m, --model FILE         GGUF model (qwen2, qwen3, qwen3moe architectures)\n"
+            "  -m, --model FILE         GGUF model (qwen2, qwen3, qwen3moe, qwen2moe architectures)\n"
             "      --system TEXT        system message (kept when old turns are dropped)\n"
             "      --session FILE       keep the conversation in FILE: saved after every reply (KV cache, tokens,\n"
             "                           sampler state, messages) and resumed at start, prefilling nothing and\n"

@@ -16,7 +16,7 @@ static void usage(FILE *f) {
             "Teacher-forced forward: runs every token once and prints, per position, the top-K raw logits\n"
             "(highest first, ties by lower id):  {\"pos\": i, \"token\": id, \"top\": [[id, logit], ...]}\n"
             "\n"
-            "  -m, --model FILE      GGUF model (qwen2, qwen3, qwen3moe)\n"
+            "  -m, --model FILE      GGUF model (qwen2, qwen3, qwen3moe, qwen2moe)\n"
             "  -p, --prompt TEXT     text to tokenize (special tokens parsed, BOS as the model asks)\n"
             "      --tokens JSON     token ids, e.g. '[9707, 11, 1879]'\n"
             "      --top K           logits per position (default 5)\n"

@@ -19,7 +19,7 @@ static void usage(FILE *f) {
         "stderr.  Generation stops at an end-of-generation token, after -n tokens, at a --stop string, or\n"
         "when the context is full.\n"
         "\n"
-        "  -m, --model FILE         GGUF model (qwen2, qwen3, qwen3moe architectures)\n"
+        "  -m, --model FILE         GGUF model (qwen2, qwen3, qwen3moe, qwen2moe architectures)\n"
         "  -p, --prompt TEXT        prompt text\n"
         "  -f, --file FILE          read the prompt from FILE: its bytes exactly, as tokenize -f reads them\n"
         "      --tokens JSON_IDS    prompt as token ids, e.g. '[9707, 11, 1879]' (no tokenizer involved)\n"

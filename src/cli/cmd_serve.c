@@ -25,7 +25,7 @@ static void usage(FILE *f) {
             "response_format json_schema / json_object, json_schema, grammar (GBNF): the answer is a sentence of\n"
             "the grammar; an unsupported schema keyword is refused with 400 (docs/GRAMMAR.md).\n"
             "\n"
-            "  -m, --model FILE         GGUF model (qwen2, qwen3, qwen3moe architectures)\n"
+            "  -m, --model FILE         GGUF model (qwen2, qwen3, qwen3moe, qwen2moe architectures)\n"
             "      --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)\n"
             "      --port N             port (default 8080; 0 = any free port, printed at startup)\n"
             "  -np, --parallel N        slots: requests decoded together (default 4)\n"

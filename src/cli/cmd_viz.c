@@ -13,7 +13,7 @@ static void usage(FILE *f) {
             "\n"
             "Builds (does not run) the graph one forward of N tokens uses and writes it.\n"
             "\n"
-            "  -m, --model FILE    GGUF model (qwen2, qwen3, qwen3moe)\n"
+            "  -m, --model FILE    GGUF model (qwen2, qwen3, qwen3moe, qwen2moe)\n"
             "      --tokens N      tokens in the forward (default 1)\n"
             "      --format F      dot (default) or json\n"
             "  -o, --output FILE   write there instead of stdout\n"

@@ -97,6 +97,7 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->n_expert = hp->n_expert;
     info->n_expert_used = hp->n_expert_used;
     info->n_ff_exp = hp->n_ff_exp;
+    info->n_ff_shexp = hp->n_ff_shexp;
     info->rope_freq_base = hp->rope_freq_base;
     info->rms_eps = hp->rms_eps;
     info->tied_output = hp->tied_output;

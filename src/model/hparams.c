@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const k_arch_names[MF_ARCH_COUNT] = {"qwen2", "qwen3", "qwen3moe"};
+static const char *const k_arch_names[MF_ARCH_COUNT] = {"qwen2", "qwen3", "qwen3moe", "qwen2moe"};
 
 static int get_u32(const mf_gguf *g, const char *arch, const char *suffix, bool required, uint32_t def,
                    int32_t *out, mf_error *err) {
@@ -39,21 +39,31 @@ static int get_f32(const mf_gguf *g, const char *arch, const char *suffix, bool 
     return mf_gguf_get_f32(g, key, out, err);
 }
 
-/* qwen3moe's expert keys (llama.cpp's: expert_feed_forward_length optional, then feed_forward_length); a MoE
- * file without experts, or one that routes a token to more experts than it has, is refused */
+/* The expert keys as llama.cpp's qwen3moe / qwen2moe loaders read them: expert_feed_forward_length optional
+ * (absent: feed_forward_length / expert_used_count), and qwen2moe's expert_shared_feed_forward_length
+ * (absent: feed_forward_length).  A MoE file without experts, or one that routes a token to more experts
+ * than it has, is refused. */
 static int read_experts(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
     const char *an = hp->arch_name;
     int rc;
     if ((rc = get_u32(g, an, "expert_count", true, 0, &hp->n_expert, err)) ||
-        (rc = get_u32(g, an, "expert_used_count", true, 0, &hp->n_expert_used, err)) ||
-        (rc = get_u32(g, an, "expert_feed_forward_length", false, (uint32_t)hp->n_ff, &hp->n_ff_exp, err)))
+        (rc = get_u32(g, an, "expert_used_count", true, 0, &hp->n_expert_used, err)))
         return rc;
+    const uint32_t def_ff = hp->n_expert_used > 0 ? (uint32_t)(hp->n_ff / hp->n_expert_used) : 0;
+    if ((rc = get_u32(g, an, "expert_feed_forward_length", false, def_ff, &hp->n_ff_exp, err))) return rc;
     if (hp->n_expert < 1 || hp->n_expert > 4096 || hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert ||
         hp->n_expert_used > MF_MOE_MAX_USED || hp->n_ff_exp < 1)
         return mf_err(err, MF_E_FORMAT,
                       "%s.expert_count %d, expert_used_count %d, expert_feed_forward_length %d: a MoE model needs "
                       "1..4096 experts, 1..min(experts, %d) of them a token and a positive width",
                       an, hp->n_expert, hp->n_expert_used, hp->n_ff_exp, MF_MOE_MAX_USED);
+    hp->moe_norm = hp->arch == MF_ARCH_QWEN3MOE; /* llama.cpp's norm_w: true for qwen3moe, false for qwen2moe */
+    if (hp->arch != MF_ARCH_QWEN2MOE) return 0;
+    if ((rc = get_u32(g, an, "expert_shared_feed_forward_length", false, (uint32_t)hp->n_ff, &hp->n_ff_shexp, err)))
+        return rc;
+    if (hp->n_ff_shexp < 1)
+        return mf_err(err, MF_E_FORMAT, "%s.expert_shared_feed_forward_length is 0: the shared expert needs a width",
+                      an);
     return 0;
 }
 
@@ -158,6 +168,6 @@ int mf_hparams_read(const mf_gguf *g, mf_hparams *hp, mf_error *err) {
     hp->n_embd_q = hp->head_dim * hp->n_head;
     hp->n_embd_kv = hp->head_dim * hp->n_head_kv;
     hp->qk_norm = hp->arch == MF_ARCH_QWEN3 || hp->arch == MF_ARCH_QWEN3MOE;
-    if (hp->arch == MF_ARCH_QWEN3MOE) return read_experts(g, hp, err);
+    if (hp->arch == MF_ARCH_QWEN3MOE || hp->arch == MF_ARCH_QWEN2MOE) return read_experts(g, hp, err);
     return 0;
 }

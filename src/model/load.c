@@ -93,6 +93,13 @@ static int bind_layer(mf_model *m, int il, mf_error *err) {
         X(ffn_up_exps, "ffn_up_exps.weight", hp->n_embd, hp->n_ff_exp);
         X(ffn_down_exps, "ffn_down_exps.weight", hp->n_ff_exp, hp->n_embd);
 #undef X
+        if (hp->n_ff_shexp) { /* qwen2moe's shared expert; its gate input is a matmul weight of one row, [n_embd]
+                               * or [n_embd, 1] (llama.cpp's converter writes either, f32) */
+            B(ffn_gate_inp_shexp, "ffn_gate_inp_shexp.weight", true, 2, hp->n_embd, 1);
+            B(ffn_gate_shexp, "ffn_gate_shexp.weight", true, 2, hp->n_embd, hp->n_ff_shexp);
+            B(ffn_up_shexp, "ffn_up_shexp.weight", true, 2, hp->n_embd, hp->n_ff_shexp);
+            B(ffn_down_shexp, "ffn_down_shexp.weight", true, 2, hp->n_ff_shexp, hp->n_embd);
+        }
     } else {
         B(ffn_gate, "ffn_gate.weight", true, 2, hp->n_embd, hp->n_ff);
         B(ffn_up, "ffn_up.weight", true, 2, hp->n_embd, hp->n_ff);
@@ -254,14 +261,15 @@ static int place_tensor(mf_model *m, mf_backend b, const mf_gguf_tensor **slot, 
     return 0;
 }
 
-enum { PER_LAYER = 18 };
+enum { PER_LAYER = 22 };
 
 static const mf_gguf_tensor **layer_slot(mf_layer_w *L, int i) {
     const mf_gguf_tensor **f[PER_LAYER] = {&L->attn_norm,    &L->wq,           &L->wk,          &L->wv,
                                            &L->bq,           &L->bk,           &L->bv,          &L->q_norm,
                                            &L->k_norm,       &L->wo,           &L->ffn_norm,    &L->ffn_gate,
                                            &L->ffn_up,       &L->ffn_down,     &L->ffn_gate_inp, &L->ffn_gate_exps,
-                                           &L->ffn_up_exps,  &L->ffn_down_exps};
+                                           &L->ffn_up_exps,  &L->ffn_down_exps, &L->ffn_gate_inp_shexp,
+                                           &L->ffn_gate_shexp, &L->ffn_up_shexp, &L->ffn_down_shexp};
     return f[i];
 }
 

@@ -129,7 +129,7 @@ static int run_job(repack_job *j, int n_threads, mf_error *err) {
  * layout of their own only when `move`.  Not the token embedding (GET_ROWS reads its rows in place); a tied
  * output gets its own copy for the LM head, and GET_ROWS keeps reading token_embd, so only the rows of the
  * tokens seen become resident. */
-enum { MATS_PER_LAYER = 10 }; /* the slots array holds n_layer * MATS_PER_LAYER + 1 (the LM head) */
+enum { MATS_PER_LAYER = 13 }; /* the slots array holds n_layer * MATS_PER_LAYER + 1 (the LM head) */
 
 static int cpu_slots(mf_model *m, bool move, const mf_gguf_tensor ***slots) {
     int n = 0;
@@ -139,7 +139,8 @@ static int cpu_slots(mf_model *m, bool move, const mf_gguf_tensor ***slots) {
         const mf_gguf_tensor **f[MATS_PER_LAYER] = {&L->wq,           &L->wk,          &L->wv,
                                                     &L->wo,           &L->ffn_gate,    &L->ffn_up,
                                                     &L->ffn_down,     &L->ffn_gate_exps, &L->ffn_up_exps,
-                                                    &L->ffn_down_exps};
+                                                    &L->ffn_down_exps, &L->ffn_gate_shexp, &L->ffn_up_shexp,
+                                                    &L->ffn_down_shexp};
         for (int i = 0; i < MATS_PER_LAYER; i++)
             if (*f[i]) slots[n++] = f[i]; /* a dense layer has no expert stacks, a MoE layer no dense FFN */
     }

@@ -1,6 +1,7 @@
 /* model: everything a GGUF file says about the model - hyper-parameters, weights bound into the mmap
  * (no copy; optionally repacked), the tokenizer and the one end-of-generation list - and the graph
- * builder for the Qwen family (qwen2 = QKV bias, qwen3 = per-head q/k RMS norm; llama.cpp's order).
+ * builder for the Qwen family (qwen2 = QKV bias, qwen3 = per-head q/k RMS norm, qwen3moe / qwen2moe = their
+ * attention with a mixture of experts; llama.cpp's order).
  * The engine consumes the loaded model; it loads nothing itself. */
 #ifndef MF_MODEL_H
 #define MF_MODEL_H
@@ -11,9 +12,9 @@
 #include "kv/kv.h"
 #include "tok/tok.h"
 
-typedef enum { MF_ARCH_QWEN2 = 0, MF_ARCH_QWEN3 = 1, MF_ARCH_QWEN3MOE = 2, MF_ARCH_COUNT } mf_arch;
+typedef enum { MF_ARCH_QWEN2 = 0, MF_ARCH_QWEN3 = 1, MF_ARCH_QWEN3MOE = 2, MF_ARCH_QWEN2MOE = 3, MF_ARCH_COUNT } mf_arch;
 
-#define MF_SUPPORTED_ARCHS "qwen2, qwen3, qwen3moe"
+#define MF_SUPPORTED_ARCHS "qwen2, qwen3, qwen3moe, qwen2moe"
 
 typedef struct {
     mf_arch arch;
@@ -31,8 +32,12 @@ typedef struct {
     /* A reranker's classifier head (llama.cpp's cls.output, n_cls_out rows): the count of
      * <arch>.classifier.output_labels, 1 when the file names none (llama.cpp's default); 0 without the head. */
     int32_t n_cls_out;
-    /* a mixture-of-experts FFN (qwen3moe): n_expert experts of width n_ff_exp, n_expert_used a token; 0 = dense */
-    int32_t n_expert, n_expert_used, n_ff_exp;
+    /* a mixture-of-experts FFN (qwen3moe, qwen2moe): n_expert experts of width n_ff_exp, n_expert_used a token;
+     * 0 = dense.  qwen2moe adds a shared expert of width n_ff_shexp every token runs, gated by a sigmoid
+     * (0 = none); its routing weights are the softmax probabilities as they are (qwen3moe renormalizes them
+     * over the chosen experts: moe_norm). */
+    int32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    bool moe_norm;
 } mf_hparams;
 
 typedef struct {
@@ -40,6 +45,8 @@ typedef struct {
     const mf_gguf_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
     /* MoE: the router [n_embd, n_expert] and the experts' matrices [.., .., n_expert] (dense ones NULL) */
     const mf_gguf_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+    /* qwen2moe's shared expert: its gate's input weight [n_embd] (one f32 row) and its swiglu FFN (else NULL) */
+    const mf_gguf_tensor *ffn_gate_inp_shexp, *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
 } mf_layer_w;
 
 #define MF_MAX_EOG 16

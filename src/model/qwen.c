@@ -2,7 +2,8 @@
  *   embd -> per layer: attn_norm -> q,k,v (+bias qwen2) -> heads -> q/k norm (qwen3) -> rope NEOX ->
  *   [hadamard q, k / v: a quantized K / V cache, as llama.cpp's build_attn] -> kv_store -> attention
  *   [-> hadamard] -> attn_output -> +residual -> ffn_norm -> swiglu(gate, up) -> down -> +residual
- *   (qwen3moe, src/models/qwen3moe.cpp: the FFN is build_moe_ffn's, see moe_ffn below)
+ *   (qwen3moe, src/models/qwen3moe.cpp: the FFN is build_moe_ffn's, see moe_ffn below; qwen2moe,
+ *   src/models/qwen2moe.cpp: qwen2's attention, that FFN plus a gated shared expert, see shared_expert)
  *   -> output_norm -> output (an embeddings graph stops at output_norm: llama.cpp's t_embd, which its pooling
  *   reads; a reranker's ends with the classifier head cls.output instead of the LM head).
  * Like llama.cpp, the rows that want logits are selected (GET_ROWS) after the last layer's attention, so
@@ -43,9 +44,9 @@ static int32_t named(mf_graph *g, int32_t id, int layer, const char *name) {
     return mf_g_layer(g, id, layer);
 }
 
-/* llama.cpp's build_moe_ffn as qwen3moe calls it: softmax gating over the router's logits, the token's
- * n_expert_used most probable experts, each a swiglu FFN, their outputs summed with the probabilities
- * renormalized over the chosen ones */
+/* llama.cpp's build_moe_ffn as qwen3moe and qwen2moe call it: softmax gating over the router's logits, the
+ * token's n_expert_used most probable experts, each a swiglu FFN, their outputs summed weighted by the
+ * probabilities, renormalized over the chosen ones for qwen3moe (norm_w), as they are for qwen2moe */
 static int32_t moe_ffn(mf_graph *g, const mf_hparams *hp, const mf_layer_w *L, int32_t cur, int il) {
     const mf_node *c = mf_graph_node_c(g, cur);
     const int64_t nt = c ? c->ne[1] : 1;
@@ -58,7 +59,21 @@ static int32_t moe_ffn(mf_graph *g, const mf_hparams *hp, const mf_layer_w *L, i
     int32_t gate = named(g, mf_g_matmul_id(g, weight(g, L->ffn_gate_exps, 3, il), x, ids), il, "ffn_moe_gate");
     int32_t act = named(g, mf_g_swiglu(g, gate, up), il, "ffn_moe_swiglu");
     int32_t y = named(g, mf_g_matmul_id(g, weight(g, L->ffn_down_exps, 3, il), act, ids), il, "ffn_moe_down");
-    return named(g, mf_g_moe_sum(g, y, probs, ids, true), il, "ffn_moe_out");
+    return named(g, mf_g_moe_sum(g, y, probs, ids, hp->moe_norm), il, "ffn_moe_out");
+}
+
+/* qwen2moe's shared expert (src/models/qwen2moe.cpp): a swiglu FFN every token runs, times a per-token
+ * sigmoid gate that llama.cpp computes as silu(g) / g (g = the gate input's dot with the token); the sum
+ * with the routed experts' output in its order */
+static int32_t shared_expert(mf_graph *g, const mf_layer_w *L, int32_t cur, int32_t moe_out, int il) {
+    int32_t gi = named(g, mf_g_matmul(g, weight(g, L->ffn_gate_inp_shexp, 2, il), cur), il, "ffn_shexp_gate_inp");
+    int32_t gate = named(g, mf_g_div(g, named(g, mf_g_silu(g, gi), il, "ffn_shexp_silu"), gi), il, "ffn_shexp_gate");
+    int32_t sg = named(g, mf_g_matmul(g, W(g, L->ffn_gate_shexp, il), cur), il, "ffn_shexp_gate_proj");
+    int32_t su = named(g, mf_g_matmul(g, W(g, L->ffn_up_shexp, il), cur), il, "ffn_shexp_up");
+    int32_t act = named(g, mf_g_swiglu(g, sg, su), il, "ffn_shexp_swiglu");
+    int32_t ffn = named(g, mf_g_matmul(g, W(g, L->ffn_down_shexp, il), act), il, "ffn_shexp");
+    int32_t out = named(g, mf_g_mul(g, ffn, gate), il, "ffn_shexp_out");
+    return named(g, mf_g_add(g, moe_out, out), il, "ffn_out");
 }
 
 int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_graph_io *io, mf_error *err) {
@@ -138,6 +153,7 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
         int32_t down;
         if (hp->n_expert) {
             down = moe_ffn(g, hp, L, cur, il);
+            if (L->ffn_gate_inp_shexp) down = shared_expert(g, L, cur, down, il);
         } else {
             int32_t gate = named(g, mf_g_matmul(g, W(g, L->ffn_gate, il), cur), il, "ffn_gate");
             int32_t up = named(g, mf_g_matmul(g, W(g, L->ffn_up, il), cur), il, "ffn_up");

@@ -140,7 +140,7 @@ expect eval_token_out_of_vocab 1 "outside the vocabulary" -- "$MINFER" eval -m "
 expect viz_bad_format 2 "dot or json" -- "$MINFER" viz -m "$M" --format svg
 L="$TMP/cli-engine-llama.gguf"
 LC_ALL=C sed 's/qwen2/qwfn2/g' "$M" >"$L"
-expect run_unsupported_architecture 1 "unsupported model architecture 'qwfn2' (supported: qwen2, qwen3, qwen3moe)" -- \
+expect run_unsupported_architecture 1 "unsupported model architecture 'qwfn2' (supported: qwen2, qwen3, qwen3moe, qwen2moe)" -- \
     "$MINFER" run -m "$L" -p hi
 rm -f "$L"
 

@@ -153,9 +153,20 @@ def gguf_seeds():
                         ("blk.0.ffn_up_exps.weight", "q8_0", [32, 32, 4]), ("blk.0.ffn_down_exps.weight", "q8_0", [32, 32, 4])]
     moe_kvs = [kv for kv in qwen3_kvs("qwen3moe")] + [("qwen3moe.expert_count", U32, 4), ("qwen3moe.expert_used_count", U32, 2),
                                                       ("qwen3moe.expert_feed_forward_length", U32, 32)] + model_kvs[len(qwen3_kvs()):]
+    # a qwen2moe: qwen2's attention (q/k/v biases, no q/k norms), the same experts, and the shared expert (its
+    # 1-D f32 gate input, a swiglu FFN of width 64)
+    moe2 = model[:6] + [("blk.0.attn_q.bias", "f32", [32]), ("blk.0.attn_k.bias", "f32", [16]),
+                        ("blk.0.attn_v.bias", "f32", [16])] + model[8:10] + moe[-4:] + [
+        ("blk.0.ffn_gate_inp_shexp.weight", "f32", [32]), ("blk.0.ffn_gate_shexp.weight", "q8_0", [32, 64]),
+        ("blk.0.ffn_up_shexp.weight", "q8_0", [32, 64]), ("blk.0.ffn_down_shexp.weight", "q8_0", [64, 32])]
+    moe2_kvs = [kv for kv in qwen3_kvs("qwen2moe")] + [
+        ("qwen2moe.expert_count", U32, 4), ("qwen2moe.expert_used_count", U32, 2),
+        ("qwen2moe.expert_feed_forward_length", U32, 32),
+        ("qwen2moe.expert_shared_feed_forward_length", U32, 64)] + model_kvs[len(qwen3_kvs()):]
     return {
         "qwen3-model": gguf(model_kvs, model),
         "qwen3moe-model": gguf(moe_kvs, moe),
+        "qwen2moe-model": gguf(moe2_kvs, moe2),
         "empty-v3": gguf([]),
         "empty-v2": gguf([], version=2),
         "every-type": gguf(every_type),

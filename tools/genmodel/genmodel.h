@@ -1,4 +1,4 @@
-/* mf-genmodel internals: a synthetic Qwen2/Qwen3/Qwen3-MoE GGUF generator (see docs/GENMODEL.md).
+/* mf-genmodel internals: a synthetic Qwen2/Qwen3/Qwen3-MoE/Qwen2-MoE GGUF generator (see docs/GENMODEL.md).
  *
  * Everything written is a pure function of the command line and the tokenizer files: the weights
  * come from an integer PRNG and are converted with the quantizers in quantize.c (no libm calls other
@@ -11,8 +11,11 @@
 
 #define GM_VOCAB 151936 /* the Qwen2/2.5/3 embedding rows (tokenizer ids are fewer; the rest is [PAD<id>]) */
 
-/* qwen3moe: qwen3's attention, a routed mixture of experts in place of the dense ffn (Qwen3-30B-A3B) */
-typedef enum { GM_ARCH_QWEN2, GM_ARCH_QWEN3, GM_ARCH_QWEN3MOE } gm_arch;
+/* qwen3moe: qwen3's attention, a routed mixture of experts in place of the dense ffn (Qwen3-30B-A3B);
+ * qwen2moe: qwen2's attention, the same routed experts plus a sigmoid-gated shared expert (Qwen1.5-MoE-A2.7B,
+ * Qwen2-57B-A14B) */
+typedef enum { GM_ARCH_QWEN2, GM_ARCH_QWEN3, GM_ARCH_QWEN3MOE, GM_ARCH_QWEN2MOE } gm_arch;
+#define GM_ARCH_NAMES "qwen2|qwen3|qwen3moe|qwen2moe"
 #define GM_MAX_EXPERTS 512
 
 #define GM_MAX_OVERRIDES 8
@@ -33,10 +36,12 @@ typedef struct {
     int n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_ctx;
     float rope_base;
     bool tied;
-    /* qwen3moe: experts, experts used per token, each expert's ffn width (0: a dense-only preset);
-     * moe_only: the preset is refused with the dense arches */
-    int n_expert, n_expert_used, n_ff_exp;
+    /* the MoE arches: experts, experts used per token, each expert's ffn width (0: a dense-only preset);
+     * qwen2moe also the shared expert's ffn width */
+    int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    /* moe_only: a real MoE model's shape, refused with every arch but moe_arch (its layout is that arch's) */
     bool moe_only;
+    gm_arch moe_arch;
 } gm_preset;
 
 typedef struct {
@@ -124,16 +129,19 @@ int gm_lowrank_rows(const gm_config *c, gm_lowrank *lr, bool head, int64_t nr, f
 
 /* ---- tables (model.c) ---- */
 const char *gm_arch_name(gm_arch a);
+bool gm_arch_moe(gm_arch a);      /* qwen3moe, qwen2moe: routed experts in place of the dense ffn */
+bool gm_arch_qkv_bias(gm_arch a); /* qwen2, qwen2moe: q/k/v biases, no q/k norms, no key/value length */
 const gm_preset *gm_preset_find(const char *name);
-const char *gm_preset_names(void); /* "tiny|qwen2.5-0.5b|qwen3-0.6b|qwen3-30b-a3b" */
+const char *gm_preset_names(void); /* "tiny|qwen2.5-0.5b|...|qwen2-57b-a14b" */
+const char *gm_preset_moe_names(gm_arch a); /* the presets MoE arch a takes, for refusals: "tiny or ..." */
 const char *gm_ftype_name(gm_ftype t);
 int gm_ftype_parse(const char *s, gm_ftype *out);
 const char *gm_ftype_names(void);
 uint32_t gm_ftype_file_type(gm_ftype t); /* general.file_type (llama_ftype) */
 bool gm_ftype_llama_ok(gm_ftype t);      /* --llama-quantize reproduces this ftype */
 
-/* Validates the shape combination (qwen2 needs n_head*head_dim == n_embd, qwen3moe 1 <= experts used <= experts,
- * ...). */
+/* Validates the shape combination (qwen2 needs n_head*head_dim == n_embd, the MoE arches 1 <= experts used <=
+ * experts, ...). */
 int gm_config_check(const gm_config *c, mf_error *err);
 /* Writes the whole file: metadata, tokenizer, weights. */
 int gm_generate(const gm_config *c, mf_error *err);

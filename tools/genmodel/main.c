@@ -1,5 +1,5 @@
-/* mf-genmodel: writes a synthetic Qwen2/Qwen3/Qwen3-MoE GGUF (real tokenizer, deterministic random weights)
- * that llama.cpp and minfer both load.  See docs/GENMODEL.md. */
+/* mf-genmodel: writes a synthetic Qwen2/Qwen3/Qwen3-MoE/Qwen2-MoE GGUF (real tokenizer, deterministic random
+ * weights) that llama.cpp and minfer both load.  See docs/GENMODEL.md. */
 #include "genmodel.h"
 #include "quant/quant.h"
 
@@ -12,43 +12,56 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: mf-genmodel --arch qwen2|qwen3|qwen3moe [options] -o OUT.gguf\n"
+            "usage: mf-genmodel --arch " GM_ARCH_NAMES " [options] -o OUT.gguf\n"
             "\n"
             "Writes a synthetic model with llama.cpp's tensor names, shapes and metadata, the real Qwen\n"
             "tokenizer and random weights that are a pure function of the options (byte-identical files\n"
             "for the same options on every machine).\n"
             "\n"
-            "  --arch A        qwen2 | qwen3 | qwen3moe (required). qwen2 has q/k/v biases, qwen3 q/k norms;\n"
-            "                  qwen3moe is qwen3's attention with a mixture of experts in place of the ffn\n"
-            "                  (ffn_gate_inp router, always f32, and 3-D ffn_{gate,up,down}_exps)\n"
+            "  --arch A        qwen2 | qwen3 | qwen3moe | qwen2moe (required). qwen2 has q/k/v biases, qwen3\n"
+            "                  q/k norms; qwen3moe is qwen3's attention with a mixture of experts in place of the\n"
+            "                  ffn (ffn_gate_inp router, always f32, and 3-D ffn_{gate,up,down}_exps); qwen2moe is\n"
+            "                  qwen2's attention, the same experts and a shared expert (ffn_{gate,up,down}_shexp)\n"
+            "                  scaled by sigmoid(ffn_gate_inp_shexp . x) (a 1-D f32 vector)\n"
             "  --preset P      %s (default tiny)\n"
             "                    tiny          2 layers, n_embd 256, 4 heads, 2 kv heads, head_dim 64, ffn 512,\n"
-            "                                  ctx 4096, untied output; qwen3moe: 8 experts, 2 used, expert ffn 256\n"
+            "                                  ctx 4096, untied output; qwen3moe, qwen2moe: 8 experts, 2 used,\n"
+            "                                  expert ffn 256; qwen2moe: shared ffn 512\n"
             "                    qwen2.5-0.5b  24 layers, 896, 14 heads, 2 kv, head_dim 64, ffn 4864, ctx 32768, tied\n"
             "                    qwen3-0.6b    28 layers, 1024, 16 heads, 8 kv, head_dim 128, ffn 3072, ctx 40960,\n"
             "                                  tied (qwen3 only: n_head*head_dim != n_embd)\n"
             "                    qwen3-30b-a3b 48 layers, 2048, 32 heads, 4 kv, head_dim 128, ffn 6144, 128 experts,\n"
             "                                  8 used, expert ffn 768, ctx 40960, untied (qwen3moe only)\n"
+            "                    qwen1.5-moe-a2.7b  24 layers, 2048, 16 heads, 16 kv, head_dim 128, ffn 5632, 60\n"
+            "                                  experts, 4 used, expert ffn 1408, shared ffn 5632, ctx 8192, untied\n"
+            "                                  (qwen2moe only)\n"
+            "                    qwen2-57b-a14b 28 layers, 3584, 28 heads, 4 kv, head_dim 128, ffn 18944, 64 experts,\n"
+            "                                  8 used, expert ffn 2560, shared ffn 20480, ctx 32768, untied\n"
+            "                                  (qwen2moe only)\n"
             "                  every preset: vocab 151936, rope base 1e6, rms eps 1e-6\n"
-            "  --experts N     qwen3moe: experts per layer (1..512; default the preset's)\n"
-            "  --experts-used K  qwen3moe: experts each token is routed to (1..N; default the preset's)\n"
-            "  --expert-ff F   qwen3moe: each expert's ffn width (a multiple of 32 in 32..65536; default the\n"
+            "  --experts N     qwen3moe, qwen2moe: experts per layer (1..512; default the preset's)\n"
+            "  --experts-used K  qwen3moe, qwen2moe: experts each token is routed to (1..N; default the preset's)\n"
+            "  --expert-ff F   qwen3moe, qwen2moe: each expert's ffn width (a multiple of 32 in 32..65536; default\n"
+            "                  the preset's)\n"
+            "  --shared-ff F   qwen2moe: the shared expert's ffn width (a multiple of 32 in 32..65536; default the\n"
             "                  preset's)\n"
             "  --type T        %s (default f16)\n"
             "                  a single type is every 2-D weight in T (llama-quantize --pure; rows that are not\n"
             "                  a multiple of 256 fall back q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, q2_k/q3_k->q4_0,\n"
             "                  iq4_xs/iq2_*/iq3_*->iq4_nl); q4_k_m is llama.cpp's Q4_K_M mix. Norms and biases are\n"
             "                  always f32. The iq2/iq3 types are nearest-grid-point quantizers (no importance matrix).\n"
-            "                  q3_k_s / q3_k_m are llama.cpp's Q3_K_S / Q3_K_M mixes. qwen3moe takes the single\n"
-            "                  types only (its expert tensors quantized row by row; the router stays f32).\n"
+            "                  q3_k_s / q3_k_m are llama.cpp's Q3_K_S / Q3_K_M mixes. qwen3moe and qwen2moe take\n"
+            "                  the single types only (expert tensors quantized row by row; the router and the\n"
+            "                  shared expert's gate stay f32).\n"
             "  --llama-quantize\n"
             "                  write what llama.cpp's llama-quantize (no imatrix, not --pure) makes of the\n"
             "                  --type f16 file of the same options: its per-tensor mix for T and ggml's own\n"
             "                  quantizers, byte for byte; T one of f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k\n"
-            "                  q3_k_s q3_k_m q4_k_m iq4_nl iq4_xs iq3_s (not with qwen3moe)\n"
+            "                  q3_k_s q3_k_m q4_k_m iq4_nl iq4_xs iq3_s (not with qwen3moe or qwen2moe)\n"
             "  --seed N        weight seed, unsigned 64-bit decimal (default 1)\n"
-            "  --tied          no output.weight: the output reuses token_embd (default of the 0.5B/0.6B presets)\n"
-            "  --untied        a separate output.weight (default of tiny and qwen3-30b-a3b)\n"
+            "  --tied          no output.weight: the output reuses token_embd (default of the 0.5B/0.6B presets;\n"
+            "                  not with qwen2moe, whose output.weight llama.cpp requires)\n"
+            "  --untied        a separate output.weight (default of tiny and the MoE presets)\n"
             "  --tokenizer DIR folder with tokenizer.json and tokenizer_config.json (default $MF_TOKENIZER_DIR,\n"
             "                  else the repository's tokenizers/qwen3: " MF_TOKENIZER_DEFAULT ")\n"
             "  --tensor-type NAME=TYPE\n"
@@ -89,7 +102,7 @@ static void usage(FILE *f) {
             "  --cls-dense     with --reranker: also cls.weight (n_embd x n_embd, a BERT-style dense layer);\n"
             "                  heads llama.cpp's qwen3 reranker does not read (tests of minfer's refusal)\n"
             "                  --lowrank, --draft, --script, --pooling, --reranker: qwen2/qwen3 only (qwen3moe\n"
-            "                  refuses them)\n"
+            "                  and qwen2moe refuse them)\n"
             "  --add-eos       write tokenizer.ggml.add_eos_token = true (tokenizing with special tokens then\n"
             "                  appends the end-of-sequence token, as Qwen3-Embedding's tokenizer does)\n"
             "  -o, --output F  the file to write (required)\n"
@@ -140,25 +153,74 @@ static int parse_script(const char *s, gm_config *c) {
     return 0;
 }
 
-/* --arch qwen3moe: a preset with a MoE form, the expert options, a single --type (the mixes' expert rules are
- * not repeated here); the dense arches: no MoE-only preset, no expert option. */
-static int moe_options(gm_config *c, const char *arch, const char *preset, const char *type, const char *experts,
-                       const char *experts_used, const char *expert_ff) {
+/* The dense arch with a MoE arch's attention (qwen3moe: qwen3; qwen2moe: qwen2, or qwen3 for a preset whose
+ * heads do not span n_embd), for refusals that point the other way; and the MoE arch of a dense one. */
+static const char *dense_of(const gm_config *c) {
+    const gm_preset *p = &c->p;
+    return c->arch == GM_ARCH_QWEN2MOE && p->n_head * p->head_dim == p->n_embd ? "qwen2" : "qwen3";
+}
+static const char *moe_of(gm_arch a) { return a == GM_ARCH_QWEN2 ? "qwen2moe" : "qwen3moe"; }
+
+static int parse_ff(const char *opt, const char *s, int *out) {
     uint64_t v;
-    char num[24];
-    if (c->arch != GM_ARCH_QWEN3MOE) {
-        if (c->p.moe_only)
-            return bad("--preset '%s' is a mixture-of-experts model: use it with --arch qwen3moe, not %s", preset, arch);
+    if (!parse_u64(s, &v) || v < 32 || v > 65536 || v % 32)
+        return bad("%s '%s' is not a multiple of 32 in 32..65536", opt, s);
+    *out = (int)v;
+    return 0;
+}
+
+/* The MoE arches: a preset with a MoE form that is not the other MoE arch's model, the expert options, a
+ * single --type (the mixes' expert rules are not repeated here), --shared-ff for qwen2moe only; the dense
+ * arches: no MoE-only preset, no expert option. */
+static int moe_options(gm_config *c, const char *arch, const char *preset, const char *type,
+                       const char *experts, const char *experts_used, const char *expert_ff,
+                       const char *shared_ff) {
+    uint64_t v;
+    char num[24], msg[320];
+    if (!gm_arch_moe(c->arch)) {
+        if (c->p.moe_only) {
+            snprintf(msg, sizeof msg,
+                     "--preset '%s' is a mixture-of-experts model: use it with --arch %s, not %s", preset,
+                     gm_arch_name(c->p.moe_arch), arch);
+            return bad("%s%s", msg, "");
+        }
+        if (shared_ff)
+            return bad("--shared-ff shapes qwen2moe's shared expert: it needs --arch qwen2moe (%s is "
+                       "dense)%s", arch, "");
         const char *o = experts ? "--experts" : experts_used ? "--experts-used" : expert_ff ? "--expert-ff" : NULL;
-        if (o) return bad("%s shapes a mixture of experts: it needs --arch qwen3moe (%s is dense)", o, arch);
+        if (o) {
+            snprintf(msg, sizeof msg, "%s shapes a mixture of experts: it needs --arch %s (%s is dense)", o,
+                     moe_of(c->arch), arch);
+            return bad("%s%s", msg, "");
+        }
         return 0;
     }
-    if (!c->p.n_expert)
-        return bad("--arch qwen3moe needs a mixture-of-experts preset and '%s' is dense: use --preset tiny or "
-                   "qwen3-30b-a3b (or --arch qwen3 with '%s')", preset, preset);
-    if (c->ftype == GM_T_Q4_K_M || c->ftype == GM_T_Q3_K_S || c->ftype == GM_T_Q3_K_M)
-        return bad("--type %s (llama.cpp's per-tensor mix) is not supported for --arch qwen3moe: use a single type "
-                   "(%s)", type, "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|iq2_*|iq3_*");
+    if (c->p.moe_only && c->p.moe_arch != c->arch) {
+        const char *own = gm_arch_name(c->p.moe_arch);
+        snprintf(msg, sizeof msg, "--preset '%s' is a %s model (%s): use it with --arch %s, not %s", preset,
+                 own,
+                 c->p.moe_arch == GM_ARCH_QWEN2MOE ? "qwen2's attention, a shared expert"
+                                                   : "qwen3's attention, no shared expert",
+                 own, arch);
+        return bad("%s%s", msg, "");
+    }
+    if (!c->p.n_expert) {
+        snprintf(msg, sizeof msg,
+                 "--arch %s needs a mixture-of-experts preset and '%s' is dense: use --preset %s "
+                 "(or --arch %s with '%s')",
+                 arch, preset, gm_preset_moe_names(c->arch), dense_of(c), preset);
+        return bad("%s%s", msg, "");
+    }
+    if (c->ftype == GM_T_Q4_K_M || c->ftype == GM_T_Q3_K_S || c->ftype == GM_T_Q3_K_M) {
+        snprintf(msg, sizeof msg,
+                 "--type %s (llama.cpp's per-tensor mix) is not supported for --arch %s: use a single type (%s)",
+                 type, arch,
+                 "f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|iq2_*|iq3_*");
+        return bad("%s%s", msg, "");
+    }
+    if (shared_ff && c->arch != GM_ARCH_QWEN2MOE)
+        return bad("--shared-ff shapes qwen2moe's shared expert: it needs --arch qwen2moe (%s has no "
+                   "shared expert)%s", arch, "");
     if (experts) {
         if (!parse_u64(experts, &v) || v < 1 || v > GM_MAX_EXPERTS)
             return bad("--experts '%s' is not in 1..%s", experts, "512");
@@ -170,16 +232,12 @@ static int moe_options(gm_config *c, const char *arch, const char *preset, const
             return bad("--experts-used '%s' is not in 1..%s (the expert count)", experts_used, num);
         c->p.n_expert_used = (int)v;
     } else if (c->p.n_expert_used > c->p.n_expert) {
-        char msg[200];
         snprintf(msg, sizeof msg, "--experts %d is fewer than the %d experts per token of preset '%s': add "
                  "--experts-used K with K in 1..%d", c->p.n_expert, c->p.n_expert_used, preset, c->p.n_expert);
         return bad("%s%s", msg, "");
     }
-    if (expert_ff) {
-        if (!parse_u64(expert_ff, &v) || v < 32 || v > 65536 || v % 32)
-            return bad("--expert-ff '%s' is not a multiple of 32 in 32..65536%s", expert_ff, "");
-        c->p.n_ff_exp = (int)v;
-    }
+    if (expert_ff && parse_ff("--expert-ff", expert_ff, &c->p.n_ff_exp)) return 2;
+    if (shared_ff && parse_ff("--shared-ff", shared_ff, &c->p.n_ff_shexp)) return 2;
     return 0;
 }
 
@@ -189,7 +247,7 @@ int main(int argc, char **argv) {
     c.pooling = -1;
     const char *arch = NULL, *preset = "tiny", *type = "f16", *layers = NULL, *ctx = NULL, *seed = NULL;
     const char *lowrank = NULL, *layer_scale = NULL, *draft_layers = NULL, *script = NULL, *pooling = NULL;
-    const char *experts = NULL, *experts_used = NULL, *expert_ff = NULL;
+    const char *experts = NULL, *experts_used = NULL, *expert_ff = NULL, *shared_ff = NULL;
     const char *rope_scaling = NULL, *rope_scale = NULL, *yarn_orig_ctx = NULL;
     int tied = -1;
     c.tokenizer_dir = getenv("MF_TOKENIZER_DIR");
@@ -213,6 +271,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--experts")) dst = &experts;
         else if (!strcmp(a, "--experts-used")) dst = &experts_used;
         else if (!strcmp(a, "--expert-ff")) dst = &expert_ff;
+        else if (!strcmp(a, "--shared-ff")) dst = &shared_ff;
         else if (!strcmp(a, "--lowrank")) dst = &lowrank;
         else if (!strcmp(a, "--layer-scale")) dst = &layer_scale;
         else if (!strcmp(a, "--draft-layers")) dst = &draft_layers;
@@ -249,22 +308,32 @@ int main(int argc, char **argv) {
             *dst = argv[++i];
         }
     }
-    if (!arch) return bad("--arch is required (qwen2|qwen3|qwen3moe)%s%s", "", "");
+    if (!arch) return bad("--arch is required (%s)%s", GM_ARCH_NAMES, "");
     if (!strcmp(arch, "qwen2")) c.arch = GM_ARCH_QWEN2;
     else if (!strcmp(arch, "qwen3")) c.arch = GM_ARCH_QWEN3;
     else if (!strcmp(arch, "qwen3moe")) c.arch = GM_ARCH_QWEN3MOE;
-    else return bad("unknown --arch '%s'; allowed: %s", arch, "qwen2|qwen3|qwen3moe");
+    else if (!strcmp(arch, "qwen2moe")) c.arch = GM_ARCH_QWEN2MOE;
+    else return bad("unknown --arch '%s'; allowed: %s", arch, GM_ARCH_NAMES);
     const gm_preset *p = gm_preset_find(preset);
     if (!p) return bad("unknown --preset '%s'; allowed: %s", preset, gm_preset_names());
     c.p = *p;
     if (gm_ftype_parse(type, &c.ftype)) return bad("unknown --type '%s'; allowed: %s", type, gm_ftype_names());
-    if (moe_options(&c, arch, preset, type, experts, experts_used, expert_ff)) return 2;
-    if (c.arch == GM_ARCH_QWEN3MOE) {
+    if (moe_options(&c, arch, preset, type, experts, experts_used, expert_ff, shared_ff)) return 2;
+    if (gm_arch_moe(c.arch)) {
         const char *no = c.llama ? "--llama-quantize" : lowrank ? "--lowrank" : c.draft ? "--draft"
                        : draft_layers ? "--draft-layers" : script ? "--script" : pooling ? "--pooling"
                        : c.reranker ? "--reranker" : c.cls_bias ? "--cls-bias" : c.cls_dense ? "--cls-dense" : NULL;
-        if (no) return bad("%s is not supported for --arch qwen3moe (drop it, or use --arch qwen3)%s", no, "");
+        if (no) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s is not supported for --arch %s (drop it, or use --arch %s)", no,
+                     arch, dense_of(&c));
+            return bad("%s%s", msg, "");
+        }
     }
+    /* llama.cpp's qwen2moe requires output.weight: unlike qwen2's, it has no token_embd fallback */
+    if (c.arch == GM_ARCH_QWEN2MOE && tied == 1)
+        return bad("--tied is not supported for --arch qwen2moe: llama.cpp's qwen2moe requires a separate "
+                   "output.weight (drop --tied)%s%s", "", "");
     if (c.llama && !gm_ftype_llama_ok(c.ftype))
         return bad("--llama-quantize does not reproduce --type '%s'; allowed: %s (iq2_*/iq3_xxs need an importance "
                    "matrix in llama.cpp, the q4_k/q5_k/q6_k mixes are not repeated here)",
@@ -334,8 +403,9 @@ int main(int argc, char **argv) {
         if (draft_layers && (!parse_u64(draft_layers, &v) || v < 1 || v > 64))
             return bad("--draft-layers '%s' is not in 1..64%s", draft_layers, "");
         c.target = c.p;
-        c.p = (gm_preset){"draft", (int)v, c.lowrank, 1, 1, c.lowrank, 2 * c.lowrank, c.target.n_ctx,
-                          c.target.rope_base, false, 0, 0, 0, false};
+        c.p = (gm_preset){.name = "draft", .n_layer = (int)v, .n_embd = c.lowrank, .n_head = 1,
+                          .n_head_kv = 1, .head_dim = c.lowrank, .n_ff = 2 * c.lowrank,
+                          .n_ctx = c.target.n_ctx, .rope_base = c.target.rope_base};
     }
     if (script && parse_script(script, &c)) return 2;
     if (pooling) {

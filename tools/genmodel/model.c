@@ -14,12 +14,19 @@
 #endif
 
 static const gm_preset presets[] = {
-    /* name            layers embd heads kv  hd   ff    ctx    rope   tied   experts used ff_exp moe_only
-     * (the expert columns matter to --arch qwen3moe only; 0: the preset has no MoE form) */
-    {"tiny", 2, 256, 4, 2, 64, 512, 4096, 1000000.f, false, 8, 2, 256, false},
-    {"qwen2.5-0.5b", 24, 896, 14, 2, 64, 4864, 32768, 1000000.f, true, 0, 0, 0, false},
-    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, 1000000.f, true, 0, 0, 0, false},
-    {"qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 40960, 1000000.f, false, 128, 8, 768, true},
+    /* name, layers, embd, heads, kv heads, head_dim, ff, ctx, rope, tied, experts, used, ff_exp, ff_shexp,
+     * moe_only, moe_arch.  The expert columns matter to the MoE arches only (0: no MoE form), ff_shexp to
+     * qwen2moe only; a moe_only preset is a real MoE model's config, refused with every arch but moe_arch
+     * (moe_arch is unused otherwise). */
+    {"tiny", 2, 256, 4, 2, 64, 512, 4096, 1000000.f, false, 8, 2, 256, 512, false, GM_ARCH_QWEN2},
+    {"qwen2.5-0.5b", 24, 896, 14, 2, 64, 4864, 32768, 1000000.f, true, 0, 0, 0, 0, false, GM_ARCH_QWEN2},
+    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, 1000000.f, true, 0, 0, 0, 0, false, GM_ARCH_QWEN2},
+    {"qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 40960, 1000000.f, false, 128, 8, 768, 0, true,
+     GM_ARCH_QWEN3MOE},
+    {"qwen1.5-moe-a2.7b", 24, 2048, 16, 16, 128, 5632, 8192, 1000000.f, false, 60, 4, 1408, 5632, true,
+     GM_ARCH_QWEN2MOE},
+    {"qwen2-57b-a14b", 28, 3584, 28, 4, 128, 18944, 32768, 1000000.f, false, 64, 8, 2560, 20480, true,
+     GM_ARCH_QWEN2MOE},
 };
 
 const gm_preset *gm_preset_find(const char *name) {
@@ -27,8 +34,18 @@ const gm_preset *gm_preset_find(const char *name) {
         if (!strcmp(presets[i].name, name)) return &presets[i];
     return NULL;
 }
-const char *gm_preset_names(void) { return "tiny|qwen2.5-0.5b|qwen3-0.6b|qwen3-30b-a3b"; }
-const char *gm_arch_name(gm_arch a) { return a == GM_ARCH_QWEN2 ? "qwen2" : a == GM_ARCH_QWEN3 ? "qwen3" : "qwen3moe"; }
+const char *gm_preset_names(void) {
+    return "tiny|qwen2.5-0.5b|qwen3-0.6b|qwen3-30b-a3b|qwen1.5-moe-a2.7b|qwen2-57b-a14b";
+}
+const char *gm_preset_moe_names(gm_arch a) {
+    return a == GM_ARCH_QWEN3MOE ? "tiny or qwen3-30b-a3b" : "tiny, qwen1.5-moe-a2.7b or qwen2-57b-a14b";
+}
+const char *gm_arch_name(gm_arch a) {
+    static const char *const names[] = {"qwen2", "qwen3", "qwen3moe", "qwen2moe"};
+    return names[a];
+}
+bool gm_arch_moe(gm_arch a) { return a == GM_ARCH_QWEN3MOE || a == GM_ARCH_QWEN2MOE; }
+bool gm_arch_qkv_bias(gm_arch a) { return a == GM_ARCH_QWEN2 || a == GM_ARCH_QWEN2MOE; }
 
 static const struct {
     const char *name;
@@ -65,21 +82,27 @@ int gm_config_check(const gm_config *c, mf_error *err) {
     const gm_preset *p = &c->p;
     if (p->n_head % p->n_head_kv)
         return mf_err(err, MF_E_INVAL, "n_head %d is not a multiple of n_head_kv %d", p->n_head, p->n_head_kv);
-    if (c->arch == GM_ARCH_QWEN2 && p->n_head * p->head_dim != p->n_embd)
+    if (gm_arch_qkv_bias(c->arch) && p->n_head * p->head_dim != p->n_embd)
         return mf_err(err, MF_E_INVAL,
-                      "qwen2 needs n_head*head_dim == n_embd, preset '%s' has %d*%d != %d (use --arch qwen3 with it)",
-                      p->name, p->n_head, p->head_dim, p->n_embd);
+                      "%s needs n_head*head_dim == n_embd, preset '%s' has %d*%d != %d (use --arch %s with "
+                      "it)",
+                      gm_arch_name(c->arch), p->name, p->n_head, p->head_dim, p->n_embd,
+                      c->arch == GM_ARCH_QWEN2 ? "qwen3" : "qwen3moe");
     if (p->n_embd % 32 || p->n_ff % 32 || (p->n_head * p->head_dim) % 32)
         return mf_err(err, MF_E_INVAL, "row lengths must be multiples of 32");
-    if (c->arch == GM_ARCH_QWEN3MOE) {
+    if (gm_arch_moe(c->arch)) {
         if (p->n_expert < 1 || p->n_expert > GM_MAX_EXPERTS)
-            return mf_err(err, MF_E_INVAL, "qwen3moe needs 1..%d experts, not %d", GM_MAX_EXPERTS, p->n_expert);
+            return mf_err(err, MF_E_INVAL, "%s needs 1..%d experts, not %d", gm_arch_name(c->arch),
+                          GM_MAX_EXPERTS, p->n_expert);
         if (p->n_expert_used < 1 || p->n_expert_used > p->n_expert)
             return mf_err(err, MF_E_INVAL, "experts used per token %d is not in 1..%d (the expert count)",
                           p->n_expert_used, p->n_expert);
         if (p->n_ff_exp < 32 || p->n_ff_exp % 32)
             return mf_err(err, MF_E_INVAL, "the expert ffn width %d is not a positive multiple of 32", p->n_ff_exp);
     }
+    if (c->arch == GM_ARCH_QWEN2MOE && (p->n_ff_shexp < 32 || p->n_ff_shexp % 32))
+        return mf_err(err, MF_E_INVAL, "the shared expert's ffn width %d is not a positive multiple of 32",
+                      p->n_ff_shexp);
     return 0;
 }
 
@@ -181,11 +204,15 @@ static uint32_t pick_type(const gm_config *c, gm_cat cat, int layer, int64_t nco
 /* a MoE router's logits (over the ffn-normed state, |x| ~ sqrt(n_embd)) have this std: the experts' softmax
  * probabilities are clearly distinct (tiny, 2 of 8: mean weights 0.82 / 0.18 of the two chosen) */
 #define GM_ROUTER_STD 4.0f
+/* qwen2moe's shared-expert gate logit (the same state dotted with ffn_gate_inp_shexp) has this std: its
+ * sigmoid spreads over about (0.07, 0.91) token by token (tiny f32, 5th-95th percentile over token
+ * embeddings) instead of sitting at 0 or 1, so the gate's value shows in the output */
+#define GM_SHEXP_GATE_STD 1.5f
 
 static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error *err) {
     const gm_preset *p = &c->p;
     const int L = p->n_layer, d = p->n_embd, dq = p->n_head * p->head_dim, dkv = p->n_head_kv * p->head_dim;
-    const int per_layer = 14;
+    const int per_layer = 17; /* qwen2moe's: 8 attention, ffn_norm, 4 routed, 4 shared */
     gm_tensor *t = calloc((size_t)(4 + per_layer * L), sizeof *t);
     if (!t) return mf_err(err, MF_E_NOMEM, "out of memory building the tensor list");
     int n = 0;
@@ -219,18 +246,19 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
 #define NM(s) (snprintf(nm, sizeof nm, "blk.%d.%s", i, s), nm)
         ADD1(NM("attn_norm.weight"), i, d, 1.0f, GM_NORM_JITTER);
         ADD2(NM("attn_q.weight"), C_Q, i, d, dq, 1.0f / sd);
-        if (c->arch == GM_ARCH_QWEN2) ADD1(NM("attn_q.bias"), i, dq, 0, 0.5f);
+        const bool bias = gm_arch_qkv_bias(c->arch);
+        if (bias) ADD1(NM("attn_q.bias"), i, dq, 0, 0.5f);
         ADD2(NM("attn_k.weight"), C_K, i, d, dkv, 1.0f / sd);
-        if (c->arch == GM_ARCH_QWEN2) ADD1(NM("attn_k.bias"), i, dkv, 0, 0.5f);
+        if (bias) ADD1(NM("attn_k.bias"), i, dkv, 0, 0.5f);
         ADD2(NM("attn_v.weight"), C_V, i, d, dkv, 1.0f / sd);
-        if (c->arch == GM_ARCH_QWEN2) ADD1(NM("attn_v.bias"), i, dkv, 0, 0.1f);
-        if (c->arch != GM_ARCH_QWEN2) {
+        if (bias) ADD1(NM("attn_v.bias"), i, dkv, 0, 0.1f);
+        if (!bias) {
             ADD1(NM("attn_q_norm.weight"), i, p->head_dim, 1.0f, GM_NORM_JITTER);
             ADD1(NM("attn_k_norm.weight"), i, p->head_dim, 1.0f, GM_NORM_JITTER);
         }
         ADD2(NM("attn_output.weight"), C_O, i, dq, d, resid / sqrtf((float)dq));
         ADD1(NM("ffn_norm.weight"), i, d, 1.0f, GM_NORM_JITTER);
-        if (c->arch == GM_ARCH_QWEN3MOE) {
+        if (gm_arch_moe(c->arch)) {
             /* expert e is rows [e*ff_exp, (e+1)*ff_exp) of gate/up and [e*d, (e+1)*d) of down: each expert is
              * initialised like the dense ffn of width ff_exp (the router's weights of the chosen sum to 1) */
             const int ne = p->n_expert, fx = p->n_ff_exp;
@@ -238,7 +266,17 @@ static int build_list(const gm_config *c, gm_tensor **out, int *n_out, mf_error 
             ADD3(NM("ffn_gate_exps.weight"), C_GATE_X, i, d, fx, ne, 1.0f / sd);
             ADD3(NM("ffn_up_exps.weight"), C_UP_X, i, d, fx, ne, 1.0f / sd);
             ADD3(NM("ffn_down_exps.weight"), C_DOWN_X, i, fx, d, ne, 2.0f * resid / sqrtf((float)fx));
-        } else {
+        }
+        if (c->arch == GM_ARCH_QWEN2MOE) {
+            /* the shared expert is initialised as the dense ffn of its width; its gate is HF's 1-row
+             * shared_expert_gate, f32 as the converter keeps it, 1-D as llama.cpp creates it ({n_embd}) */
+            const int fs = p->n_ff_shexp;
+            ADD1(NM("ffn_gate_inp_shexp.weight"), i, d, 0, GM_SHEXP_GATE_STD / sd);
+            ADD2(NM("ffn_gate_shexp.weight"), C_GATE, i, d, fs, 1.0f / sd);
+            ADD2(NM("ffn_up_shexp.weight"), C_UP, i, d, fs, 1.0f / sd);
+            ADD2(NM("ffn_down_shexp.weight"), C_DOWN, i, fs, d, 2.0f * resid / sqrtf((float)fs));
+        }
+        if (!gm_arch_moe(c->arch)) {
             ADD2(NM("ffn_gate.weight"), C_GATE, i, d, p->n_ff, 1.0f / sd);
             ADD2(NM("ffn_up.weight"), C_UP, i, d, p->n_ff, 1.0f / sd);
             ADD2(NM("ffn_down.weight"), C_DOWN, i, p->n_ff, d, 2.0f * resid / sqrtf((float)p->n_ff));
@@ -304,15 +342,17 @@ static int set_meta(mf_gguf_writer *w, const gm_config *c) {
     if (c->yarn_orig_ctx)
         rc |= mf_gguf_writer_set_u32(w, K("rope.scaling.original_context_length"), c->yarn_orig_ctx);
     rc |= mf_gguf_writer_set_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-6f);
-    if (c->arch != GM_ARCH_QWEN2) {
+    if (!gm_arch_qkv_bias(c->arch)) {
         rc |= mf_gguf_writer_set_u32(w, K("attention.key_length"), (uint32_t)p->head_dim);
         rc |= mf_gguf_writer_set_u32(w, K("attention.value_length"), (uint32_t)p->head_dim);
     }
-    if (c->arch == GM_ARCH_QWEN3MOE) {
+    if (gm_arch_moe(c->arch)) {
         rc |= mf_gguf_writer_set_u32(w, K("expert_count"), (uint32_t)p->n_expert);
         rc |= mf_gguf_writer_set_u32(w, K("expert_used_count"), (uint32_t)p->n_expert_used);
         rc |= mf_gguf_writer_set_u32(w, K("expert_feed_forward_length"), (uint32_t)p->n_ff_exp);
     }
+    if (c->arch == GM_ARCH_QWEN2MOE)
+        rc |= mf_gguf_writer_set_u32(w, K("expert_shared_feed_forward_length"), (uint32_t)p->n_ff_shexp);
     if (c->pooling >= 0) rc |= mf_gguf_writer_set_u32(w, K("pooling_type"), (uint32_t)c->pooling);
     if (c->reranker) {
         static const char *const labels[] = {"yes", "no"};

@@ -37,7 +37,7 @@
 #      changes the bits (the AVX-512 ones have another vector exp for softmax and SiLU, 16 lanes wide), and
 #      minfer's kernels repeat the AVX2 one; pinning it makes the goldens the same on every x86 machine.
 #      Written to oracle.cpu_variant.
-# qwen3moe entries (generator args with --arch qwen3moe) also record eval_serial per case: llama.cpp's eval of the
+# MoE entries (generator args with --arch qwen3moe or qwen2moe) also record eval_serial per case: llama.cpp's eval of the
 # same sequence one token at a time (--ubatch 1), and say so in oracle.both_paths.  llama.cpp's batched and
 # one-token paths round differently and, in a mixture of experts, land on different sides of rounding flips at some
 # rows; minfer is batch-invariant, and tests/test_conformance.c accepts a row that is tight to either of llama.cpp's
@@ -134,6 +134,10 @@ models=(
     "qwen3-tiny-q8_0-yarn|--arch qwen3 --preset tiny --type q8_0 --seed 1 --untied --rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768"
     "qwen2-tiny-f32-yarn|--arch qwen2 --preset tiny --type f32 --seed 1 --untied --rope-scaling yarn --rope-scale 2.89 --yarn-orig-ctx 4096"
     "qwen2-tiny-q8_0-linear|--arch qwen2 --preset tiny --type q8_0 --seed 1 --untied --rope-scaling linear --rope-scale 2"
+    "qwen2moe-tiny-f32|--arch qwen2moe --preset tiny --type f32 --seed 1 --untied"
+    "qwen2moe-tiny-q8_0|--arch qwen2moe --preset tiny --type q8_0 --seed 1 --untied"
+    "qwen2moe-tiny-q4_0|--arch qwen2moe --preset tiny --type q4_0 --seed 1 --untied"
+    "qwen2moe-tiny-q4_k|--arch qwen2moe --preset tiny --type q4_k --seed 2 --untied --experts 16 --experts-used 4"
 )
 else
 models=(
@@ -181,7 +185,7 @@ for entry in "${models[@]}"; do
     fi
     cases_file="$WORK/$name.cases.jsonl"
     both_paths=false
-    [[ " $args " == *" --arch qwen3moe "* ]] && both_paths=true
+    [[ " $args " == *" --arch qwen3moe "* || " $args " == *" --arch qwen2moe "* ]] && both_paths=true
     : >"$cases_file"
     for p in "${prompts[@]}"; do
         pname=${p%%|*}
