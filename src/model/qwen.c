@@ -62,16 +62,27 @@ static int32_t moe_ffn(mf_graph *g, const mf_hparams *hp, const mf_layer_w *L, i
     return named(g, mf_g_moe_sum(g, y, probs, ids, hp->moe_norm), il, "ffn_moe_out");
 }
 
+/* llama.cpp's build_ffn as the Qwen graphs call it (LLM_FFN_SILU, LLM_FFN_PAR): down(swiglu(gate x, up x)),
+ * the dense FFN and qwen2moe's shared expert; its nodes named <part>_gate, _up, _swiglu, then out_name */
+static int32_t swiglu_ffn(mf_graph *g, const mf_gguf_tensor *wg, const mf_gguf_tensor *wu, const mf_gguf_tensor *wd,
+                          int32_t x, int il, const char *part, const char *out_name) {
+    char n[64];
+    snprintf(n, sizeof n, "%s_gate", part);
+    int32_t gate = named(g, mf_g_matmul(g, W(g, wg, il), x), il, n);
+    snprintf(n, sizeof n, "%s_up", part);
+    int32_t up = named(g, mf_g_matmul(g, W(g, wu, il), x), il, n);
+    snprintf(n, sizeof n, "%s_swiglu", part);
+    int32_t act = named(g, mf_g_swiglu(g, gate, up), il, n);
+    return named(g, mf_g_matmul(g, W(g, wd, il), act), il, out_name);
+}
+
 /* qwen2moe's shared expert (src/models/qwen2moe.cpp): a swiglu FFN every token runs, times a per-token
  * sigmoid gate that llama.cpp computes as silu(g) / g (g = the gate input's dot with the token); the sum
  * with the routed experts' output in its order */
 static int32_t shared_expert(mf_graph *g, const mf_layer_w *L, int32_t cur, int32_t moe_out, int il) {
     int32_t gi = named(g, mf_g_matmul(g, weight(g, L->ffn_gate_inp_shexp, 2, il), cur), il, "ffn_shexp_gate_inp");
-    int32_t gate = named(g, mf_g_div(g, named(g, mf_g_silu(g, gi), il, "ffn_shexp_silu"), gi), il, "ffn_shexp_gate");
-    int32_t sg = named(g, mf_g_matmul(g, W(g, L->ffn_gate_shexp, il), cur), il, "ffn_shexp_gate_proj");
-    int32_t su = named(g, mf_g_matmul(g, W(g, L->ffn_up_shexp, il), cur), il, "ffn_shexp_up");
-    int32_t act = named(g, mf_g_swiglu(g, sg, su), il, "ffn_shexp_swiglu");
-    int32_t ffn = named(g, mf_g_matmul(g, W(g, L->ffn_down_shexp, il), act), il, "ffn_shexp");
+    int32_t gate = named(g, mf_g_div(g, named(g, mf_g_silu(g, gi), il, "ffn_shexp_silu"), gi), il, "ffn_shexp_sigmoid");
+    int32_t ffn = swiglu_ffn(g, L->ffn_gate_shexp, L->ffn_up_shexp, L->ffn_down_shexp, cur, il, "ffn_shexp", "ffn_shexp");
     int32_t out = named(g, mf_g_mul(g, ffn, gate), il, "ffn_shexp_out");
     return named(g, mf_g_add(g, moe_out, out), il, "ffn_out");
 }
@@ -155,10 +166,7 @@ int mf_model_build(const mf_model *m, const mf_build_params *p, mf_graph *g, mf_
             down = moe_ffn(g, hp, L, cur, il);
             if (L->ffn_gate_inp_shexp) down = shared_expert(g, L, cur, down, il);
         } else {
-            int32_t gate = named(g, mf_g_matmul(g, W(g, L->ffn_gate, il), cur), il, "ffn_gate");
-            int32_t up = named(g, mf_g_matmul(g, W(g, L->ffn_up, il), cur), il, "ffn_up");
-            int32_t act = named(g, mf_g_swiglu(g, gate, up), il, "ffn_swiglu");
-            down = named(g, mf_g_matmul(g, W(g, L->ffn_down, il), act), il, "ffn_out");
+            down = swiglu_ffn(g, L->ffn_gate, L->ffn_up, L->ffn_down, cur, il, "ffn", "ffn_out");
         }
         x = named(g, mf_g_add(g, down, ffn_inp), il, "l_out");
     }
