@@ -341,8 +341,17 @@ int mf_context_write_graph(mf_context *ctx, int32_t n_tokens, const char *format
 
 /* ---------------- sampling ----------------
  * The chain runs in llama.cpp's default common-sampler order:
- *   penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> dist (seeded draw)
- * temp <= 0 is greedy (the highest logit after penalties wins; ties: lowest id). */
+ *   logit_bias -> penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> dist (seeded draw)
+ * temp <= 0 is greedy (the highest logit after bias and penalties wins; ties: lowest id). */
+
+/* One logit_bias entry: bias is added to the token's logit before every other stage (llama.cpp's logit_bias
+ * sampler, first in its chain); -INFINITY bans the token (never sampled, under a grammar too).  Entries are
+ * added in their order, so two for one token add up. */
+typedef struct {
+    mf_token token;
+    float bias;
+} mf_logit_bias;
+
 typedef struct {
     float temp;             /* 0.8; <= 0 greedy */
     int32_t top_k;          /* 40; <= 0 off */
@@ -354,6 +363,10 @@ typedef struct {
     float penalty_freq;     /* 0.0 = off */
     float penalty_present;  /* 0.0 = off */
     uint64_t seed;          /* RNG seed (splitmix64-seeded xoshiro256**) */
+    /* NULL/0: none.  Copied by mf_sampler_new, which refuses a token outside [0, n_vocab), a NaN or +inf
+     * bias, and a list that bans every token. */
+    const mf_logit_bias *logit_bias;
+    int32_t n_logit_bias;
 } mf_sampler_params;
 
 mf_sampler_params mf_sampler_default_params(void);

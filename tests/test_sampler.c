@@ -371,6 +371,137 @@ static void test_bad_params_are_refused(void) {
     CHECK(mf_sampler_new(NULL, 0, &s, &err) == MF_E_INVAL, "n_vocab 0 accepted");
 }
 
+/* logit_bias is a stage in front of the chain: a sampler given a bias picks, candidate for candidate and draw
+ * for draw, what one without it picks from logits the bias was added to (entry by entry, in order).  Greedy
+ * with and without penalties, top_k by the shortcut and by the full sort, typical; bans of the best tokens,
+ * boosts from the bottom, two entries for one token. */
+static void test_logit_bias_is_sampling_the_biased_logits(void) {
+    enum { N = 4099 };
+    static float l[N], lb[N];
+    static int32_t ia[N], ib[N];
+    static float pa[N], pb[N];
+    struct {
+        float temp;
+        int32_t k;
+        float typ, repeat;
+    } cfg[] = {{0.0f, 40, 1.0f, 1.0f},
+               {0.0f, 40, 1.0f, 1.3f},
+               {1.0f, 40, 1.0f, 1.0f},
+               {0.8f, 0, 1.0f, 1.3f},
+               {1.0f, 1000, 0.9f, 1.0f}};
+    uint32_t r = 4242;
+    int bad = 0, runs = 0;
+    for (size_t ci = 0; ci < MF_ARRAY_LEN(cfg); ci++) {
+        for (int rep = 0; rep < 6; rep++) {
+            for (int32_t i = 0; i < N; i++) {
+                r = r * 1664525u + 1013904223u;
+                l[i] = (float)((r >> 8) % 1000) * 0.01f - 5.0f;
+            }
+            int32_t best = 0;
+            for (int32_t i = 1; i < N; i++) best = l[i] > l[best] ? i : best;
+            const mf_logit_bias b[] = {
+                {best, -INFINITY}, {(best + 1) % N, -INFINITY}, {17, 12.5f},
+                {17, -3.25f},      {(int32_t)(r % N), 0.125f},  {N - 1, rep & 1 ? -INFINITY : 9.0f}};
+            memcpy(lb, l, sizeof l);
+            for (size_t k = 0; k < MF_ARRAY_LEN(b); k++) lb[b[k].token] += b[k].bias;
+            mf_sampler_params p = off();
+            p.temp = cfg[ci].temp, p.top_k = cfg[ci].k, p.typ_p = cfg[ci].typ,
+            p.penalty_repeat = cfg[ci].repeat;
+            p.top_p = 0.95f, p.min_p = 0.01f, p.seed = (uint64_t)rep;
+            mf_sampler *plain = mk(&p, N);
+            p.logit_bias = b, p.n_logit_bias = (int32_t)MF_ARRAY_LEN(b);
+            mf_sampler *biased = mk(&p, N);
+            REQUIRE(plain && biased, "new");
+            for (int t = 0; t < 20; t++)
+                mf_sampler_accept(plain, t * 31 % N), mf_sampler_accept(biased, t * 31 % N);
+            bool same = true;
+            for (int d = 0; d < 4; d++) {
+                const mf_token x = mf_sampler_sample(biased, l), y = mf_sampler_sample(plain, lb);
+                same = same && x == y && x != best && x != (best + 1) % N;
+            }
+            const int32_t na = mf_sampler_candidates(biased, l, ia, pa, N),
+                          nb = mf_sampler_candidates(plain, lb, ib, pb, N);
+            same = same && na == nb && !memcmp(ia, ib, sizeof *ia * (size_t)na) &&
+                   !memcmp(pa, pb, sizeof *pa * (size_t)na);
+            if (!same && bad++ < 3)
+                printf("  config %zu rep %d: %d candidates (first %d) against %d (first %d)\n", ci, rep, na,
+                       ia[0], nb, ib[0]);
+            runs++;
+            mf_sampler_free(plain);
+            mf_sampler_free(biased);
+        }
+    }
+    CHECK(bad == 0, "%d of %d runs differ from sampling the biased logits", bad, runs);
+}
+
+static bool allow_two(void *user, int32_t id) {
+    const int32_t *two = user;
+    return id == two[0] || id == two[1];
+}
+
+/* Under a grammar (a filter) a banned token stays banned: of two allowed tokens with one banned the other is
+ * always picked, however likely the banned one; with both banned nothing is (-1), greedy or sampled. */
+static void test_logit_bias_ban_holds_under_a_filter(void) {
+    enum { N = 600 };
+    static float l[N];
+    for (int32_t i = 0; i < N; i++) l[i] = (float)(i % 7) * 0.1f;
+    int32_t two[2] = {300, 5};
+    l[300] = 20.0f; /* the allowed favourite */
+    const mf_token_filter f = {.allow = allow_two, .user = two};
+    const float temps[] = {0.0f, 1.0f};
+    for (size_t ti = 0; ti < MF_ARRAY_LEN(temps); ti++) {
+        mf_sampler_params p = off();
+        p.temp = temps[ti], p.top_k = 40;
+        mf_logit_bias b[2] = {{300, -INFINITY}, {5, -INFINITY}};
+        p.logit_bias = b, p.n_logit_bias = 1;
+        mf_sampler *s = mk(&p, N);
+        REQUIRE(s, "new");
+        int picked5 = 0;
+        for (int d = 0; d < 20; d++) picked5 += mf_sampler_sample_allowed(s, l, &f) == 5;
+        CHECK(picked5 == 20, "temp %g: token 5 picked %d of 20 times with 300 banned", temps[ti], picked5);
+        mf_sampler_free(s);
+        p.n_logit_bias = 2;
+        s = mk(&p, N);
+        REQUIRE(s, "new");
+        const mf_token t = mf_sampler_sample_allowed(s, l, &f);
+        CHECK(t == -1, "temp %g: both allowed tokens banned, yet %d was picked", temps[ti], t);
+        mf_sampler_free(s);
+    }
+}
+
+static void test_bad_logit_bias_is_refused(void) {
+    mf_sampler_params p = off();
+    mf_sampler *s = NULL;
+    mf_error err = {0};
+    const struct {
+        mf_logit_bias b[5];
+        int32_t n;
+        int code;
+        const char *msg;
+    } bad[] = {
+        {{{4, 1.0f}}, 1, MF_E_RANGE, "token 4 is outside the vocabulary [0, 4)"},
+        {{{-1, 1.0f}}, 1, MF_E_RANGE, "token -1"},
+        {{{1, NAN}}, 1, MF_E_INVAL, "token 1 has bias nan"},
+        {{{2, INFINITY}}, 1, MF_E_INVAL, "token 2 has bias inf"},
+        {{{0, -INFINITY}, {1, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}, {3, -INFINITY}},
+         5,
+         MF_E_INVAL,
+         "bans every one of the 4 tokens"},
+    };
+    for (size_t i = 0; i < MF_ARRAY_LEN(bad); i++) {
+        p.logit_bias = bad[i].b, p.n_logit_bias = bad[i].n;
+        const int rc = mf_sampler_new(&p, 4, &s, &err);
+        CHECK(rc == bad[i].code && !s && strstr(err.msg, bad[i].msg), "case %zu: rc %d, msg: %s", i, rc,
+              err.msg);
+    }
+    mf_logit_bias three[] = {{0, -INFINITY}, {1, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
+    p.logit_bias = three, p.n_logit_bias = 4;
+    CHECK(mf_sampler_new(&p, 4, &s, &err) == 0 && s, "three of four banned refused: %s", err.msg);
+    float l[4] = {9, 8, 7, -50};
+    CHECK(s && mf_sampler_sample(s, l) == 3, "the one token left was not picked");
+    mf_sampler_free(s);
+}
+
 int main(void) {
     RUN(test_greedy_picks_the_max_lowest_id_on_ties);
     RUN(test_top_k_keeps_the_k_best);
@@ -387,5 +518,8 @@ int main(void) {
     RUN(test_top_k_from_logits_equals_every_candidate);
     RUN(test_radix_sort_equals_qsort);
     RUN(test_bad_params_are_refused);
+    RUN(test_logit_bias_is_sampling_the_biased_logits);
+    RUN(test_logit_bias_ban_holds_under_a_filter);
+    RUN(test_bad_logit_bias_is_refused);
     return mf_test_done();
 }

@@ -15,6 +15,7 @@
 #include "server/toolcall.h"
 
 #include <cJSON.h>
+#include <math.h>
 
 static int parse(mf_srv_kind k, const char *body, mf_srv_req *r, mf_srv_err *e) {
     return mf_srv_req_parse(k, body, strlen(body), r, e);
@@ -162,8 +163,20 @@ static void test_bad_requests_name_field_and_value(void) {
         {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"integer\"},\"ignore_eos\":true}", "ignore_eos",
          "do not mix"},
         {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"json_schema\":[1]}", "json_schema", "JSON Schema object"},
-        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"1\":5}}", "logit_bias",
-         "not supported"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":5}", "logit_bias",
+         "object {\"token id\": bias}"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"1\":\"5\"}}", "logit_bias",
+         "'logit_bias[\"1\"]' must be a number"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"1\":true}}", "logit_bias",
+         "or false (a ban), got a boolean true"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"1\":1e7}}", "logit_bias",
+         "[-1e6, 1e6]"},
+        {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"\":1}}", "logit_bias",
+         "the empty text"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"logit_bias\":[[1,2,3]]}", "logit_bias", "'logit_bias[0]' must be a pair"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"logit_bias\":[[1,2],5]}", "logit_bias", "'logit_bias[1]' must be a pair"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"logit_bias\":[[1.5,2]]}", "logit_bias", "token 1.5, not an integer"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"logit_bias\":[[null,2]]}", "logit_bias", "got null first"},
         {MF_SRV_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}}",
          "enable_thinking", "boolean"},
         {MF_SRV_COMPLETION, "{}", "prompt", "required"},
@@ -188,6 +201,49 @@ static void test_bad_requests_name_field_and_value(void) {
         CHECK(!strcmp(e.param, cases[i].param), "case %zu param '%s', want '%s' (%s)", i, e.param, cases[i].param,
               e.msg);
         CHECK(strstr(e.msg, cases[i].needle) != NULL, "case %zu message '%s' lacks '%s'", i, e.msg, cases[i].needle);
+    }
+}
+
+/* logit_bias in both shapes: OpenAI's object (id keys; other keys are texts, as llama-server reads them) and
+ * llama-server's pairs (false bans).  Ids resolve against the vocabulary in order; an id outside it, and a
+ * list banning every token, are refused when resolved. */
+static void test_logit_bias_shapes_are_read(void) {
+    mf_srv_req r;
+    mf_srv_err e = {0};
+    REQUIRE(parse(MF_SRV_CHAT,
+                  "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                  "\"logit_bias\":{\"7\":-2.5,\"hello\":3,\"3\":false}}",
+                  &r, &e) == 0,
+            "refused: %s", e.msg);
+    CHECK(r.n_bias == 3 && r.bias[0].token == 7 && !r.bias[0].text && r.bias[0].bias == -2.5f, "object entry 0");
+    CHECK(r.bias[1].text && !strcmp(r.bias[1].text, "hello") && r.bias[1].bias == 3.0f, "a text key");
+    CHECK(r.bias[2].token == 3 && r.bias[2].bias == -INFINITY, "false is a ban");
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"logit_bias\":[[5,1],[5,0.5],[2,false]]}", &r, &e) == 0,
+            "refused: %s", e.msg);
+    REQUIRE(mf_srv_req_resolve_bias(&r, NULL, 8, &e) == 0, "resolve: %s", e.msg);
+    CHECK(r.sp.n_logit_bias == 3 && r.sp.logit_bias == r.logit_bias, "resolved list");
+    CHECK(r.logit_bias[0].token == 5 && r.logit_bias[1].bias == 0.5f && r.logit_bias[2].bias == -INFINITY,
+          "in order, duplicates kept (they add up)");
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"logit_bias\":{}}", &r, &e) == 0 && !r.n_bias, "{} is no bias");
+    mf_srv_req_free(&r);
+    static const struct {
+        const char *lb, *needle;
+    } bad[] = {
+        {"{\"8\":1}", "names token 8, outside the model's vocabulary [0, 8)"},
+        {"{\"-1\":1}", "names token -1"},
+        {"[[99999999999999999999,1]]", "names token 9223372036854775807"},
+        {"[[0,false],[1,false],[2,false],[3,false],[4,false],[5,false],[6,false],[7,false]]", "bans every one of the 8"},
+    };
+    for (size_t i = 0; i < MF_ARRAY_LEN(bad); i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"logit_bias\":%s}", bad[i].lb);
+        REQUIRE(parse(MF_SRV_NATIVE, body, &r, &e) == 0, "case %zu refused at parse: %s", i, e.msg);
+        int rc = mf_srv_req_resolve_bias(&r, NULL, 8, &e);
+        CHECK(rc && e.status == 400 && !strcmp(e.param, "logit_bias") && strstr(e.msg, bad[i].needle),
+              "case %zu: rc %d, %d %s: %s", i, rc, e.status, e.param, e.msg);
+        mf_srv_req_free(&r);
     }
 }
 
@@ -720,6 +776,7 @@ int main(void) {
     RUN(test_chat_request_fields_are_read);
     RUN(test_defaults_follow_llama_server);
     RUN(test_bad_requests_name_field_and_value);
+    RUN(test_logit_bias_shapes_are_read);
     RUN(test_deep_nesting_and_huge_input_are_refused_not_crashing);
     RUN(test_utf8_validation);
     RUN(test_utf8_validity_is_the_code_point_rule);

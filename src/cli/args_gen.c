@@ -4,8 +4,45 @@
 
 #include "minfer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --logit-bias entries: the sampler copies them, but the params point here until it does (one parse a
+ * process) */
+enum { MAX_BIAS = 256 };
+static mf_logit_bias g_bias[MAX_BIAS];
+
+/* llama.cpp's spelling TOKEN_ID(+|-)BIAS: "15043+1", "15043-0.5", "15043-inf" (a ban).  The token's range is
+ * the sampler's to check: the vocabulary is not known yet. */
+static int logit_bias_arg(const char *v, mf_sampler_params *sp) {
+    char *end;
+    long id = strtol(v, &end, 10);
+    const bool digits = end != v && *v >= '0' && *v <= '9';
+    double d = 0;
+    if (digits && (*end == '+' || *end == '-') && end[1]) {
+        char *e2;
+        d = strtod(end + 1, &e2);
+        if (*e2 || d < 0 || isnan(d) || (isinf(d) && *end == '+'))
+            d = NAN;
+        else if (*end == '-')
+            d = -d;
+    }
+    if (!digits || id > INT32_MAX || (*end != '+' && *end != '-') || isnan(d)) {
+        fprintf(stderr,
+                "Error: --logit-bias takes TOKEN_ID+BIAS or TOKEN_ID-BIAS (15043+1, 15043-0.5, 15043-inf to "
+                "ban), got '%s'\n",
+                v);
+        return -1;
+    }
+    if (sp->n_logit_bias >= MAX_BIAS) {
+        fprintf(stderr, "Error: --logit-bias given more than %d times ('%s' is one too many)\n", MAX_BIAS, v);
+        return -1;
+    }
+    g_bias[sp->n_logit_bias++] = (mf_logit_bias){(mf_token)id, (float)d};
+    sp->logit_bias = g_bias;
+    return 1;
+}
 
 mf_sampler_params mf_arg_sampler_defaults(void) {
     mf_sampler_params sp = mf_sampler_default_params();
@@ -22,6 +59,8 @@ int mf_arg_sampler(int argc, char **argv, int *i, mf_sampler_params *sp, mf_arg_
                                           "--frequency-penalty"};
     bool is_float = false;
     for (size_t k = 0; k < sizeof k_float / sizeof k_float[0]; k++) is_float |= !strcmp(a, k_float[k]);
+    if (!strcmp(a, "-l") || !strcmp(a, "--logit-bias"))
+        return (v = mf_arg_value(argc, argv, i)) ? logit_bias_arg(v, sp) : -1;
     if (strcmp(a, "--seed") && strcmp(a, "--top-k") && strcmp(a, "--repeat-last-n") && !is_float) return 0;
     if (!(v = mf_arg_value(argc, argv, i)) || !mf_arg_once(seen, a, v)) return -1;
     if (!strcmp(a, "--seed")) return mf_arg_u64(a, v, &sp->seed) ? 1 : -1;
@@ -86,11 +125,18 @@ const char *mf_arg_sampler_help(void) {
            "      --repeat-last-n N    penalty window in tokens (default 64; 0 = off, -1 = all)\n"
            "      --presence-penalty X presence penalty (default 0)\n"
            "      --frequency-penalty X frequency penalty (default 0)\n"
-           "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n"
-           "      --grammar GBNF       the output is a sentence of this grammar (llama.cpp's GBNF, start rule root;\n"
+           "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same "
+           "output)\n"
+           "  -l, --logit-bias ID+X    add X to token ID's logit before sampling (ID-X subtracts, ID-inf "
+           "bans it);\n"
+           "                           repeatable, entries for one token add up\n"
+           "      --grammar GBNF       the output is a sentence of this grammar (llama.cpp's GBNF, start "
+           "rule root;\n"
            "                           docs/GRAMMAR.md); --grammar-file FILE reads it from a file\n"
-           "  -j,  --json-schema JSON  the output is JSON this JSON Schema allows (a keyword the compiler lacks is\n"
-           "                           refused, never ignored); -jf/--json-schema-file FILE reads it from a file\n";
+           "  -j,  --json-schema JSON  the output is JSON this JSON Schema allows (a keyword the compiler "
+           "lacks is\n"
+           "                           refused, never ignored); -jf/--json-schema-file FILE reads it from a "
+           "file\n";
 }
 
 void mf_arg_draft_init(mf_arg_draft *d) {

@@ -147,6 +147,7 @@ int mf_gen_new(mf_context *ctx, const mf_gen_params *params, mf_gen **out, mf_er
     mf_model_info info;
     mf_model_get_info(g->model, &info);
     if ((rc = mf_sampler_new(&p.sampler, info.n_vocab, &g->smp, err))) goto fail;
+    g->p.sampler.logit_bias = NULL, g->p.sampler.n_logit_bias = 0; /* the sampler keeps its own copy */
     if (!p.no_text && (rc = mf_detok_stream_new(g->model, &g->ds, err))) goto fail;
     g->status = MF_GEN_RUNNING;
     *out = g;
@@ -429,8 +430,11 @@ static int batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
             t = sample(g, lg);
         }
         if (t < 0) {
-            rc = mf_err(err, MF_E_INVAL, "generation: the grammar allows no token after %zu bytes of output (it asks "
-                                         "for text no token of this vocabulary spells)", g->n_turn);
+            rc = mf_err(err, MF_E_INVAL,
+                        "generation: the grammar allows no token after %zu bytes of output (it asks "
+                        "for text no token of this vocabulary spells, or the logit bias bans every "
+                        "token it allows)",
+                        g->n_turn);
             break;
         }
         if ((rc = commit(g, t, err))) break;

@@ -107,12 +107,13 @@ static int refuse_unsupported(const cJSON *o, mf_srv_err *e) {
     static const struct {
         const char *name, *why;
     } k[] = {
-        {"functions", "the legacy 'functions' field is not supported by minfer; send the functions as 'tools'"},
+        {"functions",
+         "the legacy 'functions' field is not supported by minfer; send the functions as 'tools'"},
         {"function_call", "the legacy 'function_call' field is not supported by minfer; use 'tool_choice'"},
-        {"logit_bias", "'logit_bias' is not supported by minfer yet; send the request without it"},
         {"suffix", "'suffix' (insertion) is not supported by minfer; send the request without it"},
         {"audio", "audio output is not supported by minfer"},
-        {"prediction", "predicted outputs are not supported by minfer; send the request without 'prediction'"},
+        {"prediction",
+         "predicted outputs are not supported by minfer; send the request without 'prediction'"},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         const cJSON *v = field(o, k[i].name);
@@ -476,6 +477,90 @@ static int parse_sampling(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     return 0;
 }
 
+/* A logit_bias value: a number (added to the logit) or false (a ban, -inf), as llama-server takes them.  A
+ * bias beyond +-1e6 is refused: it already decides every draw, and summed ones could overflow to inf. */
+static int bias_value(const cJSON *v, const char *param, float *out, mf_srv_err *e) {
+    if (cJSON_IsFalse(v)) {
+        *out = -INFINITY;
+        return 0;
+    }
+    char b[48];
+    show(v, b, sizeof b);
+    if (!cJSON_IsNumber(v))
+        return BAD(e, "logit_bias", "'%s' must be a number (the bias) or false (a ban), got %s %s", param,
+                   kind_of(v), b);
+    if (!isfinite(v->valuedouble) || fabs(v->valuedouble) > 1e6)
+        return BAD(e, "logit_bias", "'%s' must be in [-1e6, 1e6] (or false to ban the token), got %s", param,
+                   b);
+    *out = (float)v->valuedouble;
+    return 0;
+}
+
+/* A key of all digits (a '-' before them allowed, so a negative id is refused as one) is a token id. */
+static bool id_key(const char *k, int64_t *id) {
+    const char *d = k + (*k == '-');
+    if (!*d || strspn(d, "0123456789") != strlen(d)) return false;
+    *id = strlen(d) > 18 ? (*k == '-' ? INT64_MIN : INT64_MAX) : strtoll(k, NULL, 10);
+    return true;
+}
+
+/* One entry: its token (an id, or a text to tokenize later) and its bias. */
+static int bias_entry(const cJSON *key, const char *skey, const cJSON *val, const char *param,
+                      mf_srv_bias *out, mf_srv_err *e) {
+    if (bias_value(val, param, &out->bias, e)) return -1;
+    if (skey && id_key(skey, &out->token)) return 0;
+    if (key && cJSON_IsNumber(key)) {
+        const double d = key->valuedouble;
+        if (d != floor(d) || !isfinite(d))
+            return BAD(e, "logit_bias", "'%s' names token %.17g, not an integer", param, d);
+        out->token = d > 9e18 ? INT64_MAX : d < -9e18 ? INT64_MIN : (int64_t)d;
+        return 0;
+    }
+    if (key && !cJSON_IsString(key))
+        return BAD(e, "logit_bias", "'%s' must be [token id or text, bias], got %s first", param,
+                   kind_of(key));
+    const char *t = skey ? skey : key->valuestring;
+    if (!*t) return BAD(e, "logit_bias", "'%s' names the empty text, which has no tokens", param);
+    if (!mf_srv_utf8_valid(t, strlen(t))) return BAD(e, "logit_bias", "'%s' is not valid UTF-8", param);
+    out->token = -1;
+    if (!(out->text = strdup(t))) return mf_srv_fail(e, 500, "server_error", "logit_bias", "out of memory");
+    return 0;
+}
+
+/* logit_bias: OpenAI's {"<token id>": bias} (a key that is not an id is a text, as llama-server reads it) or
+ * llama-server's [[id or text, bias or false], ...].  Ids are checked against the vocabulary and texts
+ * tokenized later (mf_srv_req_resolve_bias): this parser has no model. */
+static int parse_logit_bias(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *lb = field(o, "logit_bias");
+    if (!lb) return 0;
+    if (!cJSON_IsObject(lb) && !cJSON_IsArray(lb))
+        return BAD(e, "logit_bias",
+                   "'logit_bias' must be an object {\"token id\": bias} or an array [[token id, bias], "
+                   "...], got %s",
+                   kind_of(lb));
+    const int n = cJSON_GetArraySize(lb);
+    if (!n) return 0;
+    if (!(r->bias = calloc((size_t)n, sizeof *r->bias)))
+        return mf_srv_fail(e, 500, "server_error", "logit_bias", "out of memory (%d entries)", n);
+    int i = 0;
+    for (const cJSON *el = lb->child; el; el = el->next, i++) {
+        char param[96];
+        mf_srv_bias *b = &r->bias[i];
+        r->n_bias = i + 1;
+        if (cJSON_IsObject(lb)) {
+            snprintf(param, sizeof param, "logit_bias[\"%.60s\"]", el->string);
+            if (bias_entry(NULL, el->string, el, param, b, e)) return -1;
+            continue;
+        }
+        snprintf(param, sizeof param, "logit_bias[%d]", i);
+        if (!cJSON_IsArray(el) || cJSON_GetArraySize(el) != 2)
+            return BAD(e, "logit_bias", "'%s' must be a pair [token id or text, bias], got %s", param,
+                       kind_of(el));
+        if (bias_entry(el->child, NULL, el->child->next, param, b, e)) return -1;
+    }
+    return 0;
+}
+
 static int parse_stream(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     if (get_bool(o, "stream", &r->stream, e)) return -1;
     const cJSON *so = field(o, "stream_options");
@@ -574,8 +659,9 @@ int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req 
     }
     if (refuse_unsupported(o, e) || parse_tools(o, r, e)) goto done;
     if (kind == MF_SRV_CHAT ? parse_messages(o, r, e) : parse_prompt(o, r, e)) goto done;
-    if (parse_limits(o, r, e) || parse_sampling(o, r, e) || parse_stop(o, r, e) || parse_stream(o, r, e) ||
-        parse_logprobs(o, r, e) || parse_llama_extras(o, r, e) || parse_constraint(o, r, e))
+    if (parse_limits(o, r, e) || parse_sampling(o, r, e) || parse_logit_bias(o, r, e) ||
+        parse_stop(o, r, e) || parse_stream(o, r, e) || parse_logprobs(o, r, e) ||
+        parse_llama_extras(o, r, e) || parse_constraint(o, r, e))
         goto done;
     rc = 0;
 done:
@@ -603,7 +689,54 @@ void mf_srv_req_free(mf_srv_req *r) {
     free(r->model);
     free(r->gbnf);
     free(r->tool_choice_name);
+    for (int32_t i = 0; i < r->n_bias; i++) free(r->bias[i].text);
+    free(r->bias);
+    free(r->logit_bias);
     mf_srv_kind k = r->kind;
     memset(r, 0, sizeof *r);
     r->kind = k;
+}
+
+int mf_srv_req_resolve_bias(mf_srv_req *r, const mf_model *model, int32_t n_vocab, mf_srv_err *e) {
+    if (!r->n_bias) return 0;
+    int32_t n = 0, cap = r->n_bias;
+    mf_logit_bias *out = malloc(sizeof *out * (size_t)cap);
+    if (!out) return mf_srv_fail(e, 500, "server_error", "logit_bias", "out of memory");
+    r->logit_bias = out;
+    for (int32_t i = 0; i < r->n_bias; i++) {
+        const mf_srv_bias *b = &r->bias[i];
+        if (!b->text) {
+            if (b->token < 0 || b->token >= n_vocab)
+                return BAD(e, "logit_bias",
+                           "'logit_bias' names token %lld, outside the model's vocabulary [0, %d)",
+                           (long long)b->token, n_vocab);
+            out[n++] = (mf_logit_bias){(mf_token)b->token, b->bias};
+            continue;
+        }
+        mf_token *ids = NULL;
+        int32_t m = 0;
+        mf_error err = {0};
+        if (!model || mf_tokenize(model, b->text, strlen(b->text), false, false, &ids, &m, &err))
+            return BAD(e, "logit_bias", "'logit_bias' text \"%.60s\" could not be tokenized: %s", b->text,
+                       model ? err.msg : "no model");
+        if (m > 1) { /* one slot became several */
+            mf_logit_bias *grown = realloc(out, sizeof *out * (size_t)(cap += m - 1));
+            if (!grown) {
+                free(ids);
+                return mf_srv_fail(e, 500, "server_error", "logit_bias", "out of memory");
+            }
+            r->logit_bias = out = grown;
+        }
+        for (int32_t k = 0; k < m; k++) out[n++] = (mf_logit_bias){ids[k], b->bias};
+        free(ids);
+    }
+    r->sp.logit_bias = out, r->sp.n_logit_bias = n;
+    mf_sampler *smp =
+        NULL; /* the sampler's own checks (a list that bans every token), before the request queues */
+    mf_error err = {0};
+    int rc = mf_sampler_new(&r->sp, n_vocab, &smp, &err);
+    mf_sampler_free(smp);
+    if (rc == MF_E_NOMEM) return mf_srv_fail(e, 500, "server_error", "logit_bias", "%s", err.msg);
+    if (rc) return BAD(e, "logit_bias", "'logit_bias': %s", err.msg);
+    return 0;
 }

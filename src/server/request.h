@@ -5,8 +5,8 @@
  *   - a body that is not UTF-8, not JSON, or not an object is refused (400);
  *   - a known field with the wrong type or an out-of-range value is refused, naming the field and value;
  *   - an unknown field is ignored (as OpenAI does);
- *   - a known field the engine cannot honour (logit_bias, images, a JSON Schema keyword the grammar compiler
- *     lacks, ...) is refused, never silently dropped. */
+ *   - a known field the engine cannot honour (images, a JSON Schema keyword the grammar compiler lacks, ...)
+ *     is refused, never silently dropped. */
 #ifndef MF_SERVER_REQUEST_H
 #define MF_SERVER_REQUEST_H
 
@@ -25,6 +25,14 @@ typedef enum {
 
 enum { MF_SRV_MAX_STOP = 16, MF_SRV_MAX_N = 16, MF_SRV_MAX_TOP_LOGPROBS = 20 };
 
+/* One logit_bias entry as sent: a token id (text NULL), or a text each of whose tokens gets the bias
+ * (llama-server's string keys).  bias is -INFINITY for a ban (false). */
+typedef struct {
+    int64_t token;
+    char *text;
+    float bias;
+} mf_srv_bias;
+
 typedef struct {
     mf_srv_kind kind;
     /* The prompt: chat messages (kind CHAT), or a text, or token ids (the other kinds). */
@@ -34,8 +42,11 @@ typedef struct {
     mf_token *tokens; /* NULL when text is given */
     int32_t n_tokens;
     int32_t max_tokens; /* -1: until end of generation or the context is full */
-    mf_sampler_params sp;
+    mf_sampler_params sp; /* sp.logit_bias points at logit_bias once mf_srv_req_resolve_bias has run */
     bool seed_given;
+    mf_srv_bias *bias; /* logit_bias as sent */
+    int32_t n_bias;
+    mf_logit_bias *logit_bias; /* resolved against the vocabulary */
     char *stop[MF_SRV_MAX_STOP];
     int32_t n_stop;
     bool stream, include_usage;
@@ -73,6 +84,10 @@ typedef struct {
 /* Parses body[0..len) for the route kind.  On failure fills *e (status 400) and leaves *r freed. */
 int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req *r, mf_srv_err *e);
 void mf_srv_req_free(mf_srv_req *r);
+/* The request's logit_bias against a vocabulary: ids checked to be in it, texts tokenized (no special tokens,
+ * as llama-server), the list checked by the sampler (not every token banned); sp then carries it.  The
+ * model may be NULL for id-only lists (tests). */
+int mf_srv_req_resolve_bias(mf_srv_req *r, const mf_model *model, int32_t n_vocab, mf_srv_err *e);
 
 /* Sets *e; returns -1 (so a parser can `return mf_srv_fail(...)`). */
 int mf_srv_fail(mf_srv_err *e, int status, const char *type, const char *param, const char *fmt, ...)

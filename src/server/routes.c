@@ -106,6 +106,7 @@ static void h_props(mf_server *s, mf_srv_answer *a) {
     cJSON_AddNumberToObject(p, "repeat_penalty", sp.penalty_repeat);
     cJSON_AddNumberToObject(p, "repeat_last_n", sp.penalty_last_n);
     cJSON_AddNumberToObject(p, "n_predict", -1);
+    cJSON_AddArrayToObject(p, "logit_bias");
     cJSON_AddNumberToObject(o, "total_slots", s->o.n_parallel);
     cJSON_AddStringToObject(o, "model_alias", s->model_name);
     cJSON_AddStringToObject(o, "model_path", s->o.model_path);
@@ -347,7 +348,8 @@ static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t 
     }
     j->t_arrival = mf_time_now();
     mf_srv_err e;
-    if (mf_srv_req_parse(kind, body, len, &j->req, &e) || prompt_tokens(s, j, &e) || compile_constraint(s, j, &e)) {
+    if (mf_srv_req_parse(kind, body, len, &j->req, &e) || prompt_tokens(s, j, &e) ||
+        mf_srv_req_resolve_bias(&j->req, s->model, s->info.n_vocab, &e) || compile_constraint(s, j, &e)) {
         answer_err(a, &e);
         mf_srv_job_unref(j);
         return;

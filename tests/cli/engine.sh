@@ -73,6 +73,23 @@ b=$("$MINFER" run -m "$M" -p "Once upon a time" -n 12 --seed 7 --ids -t 1 2>/dev
 [ -n "$a" ] && [ "$a" = "$b" ] && ok run_seeded_sampling_is_deterministic || bad run_seeded_sampling_is_deterministic "$a vs $b"
 out=$("$MINFER" run -m "$M" -p "The capital of France is" -n "$n_capital" --temp 0.8 --top-k 1 --seed 11 --ids 2>/dev/null)
 [ "$out" = "$want_capital" ] && ok run_top_k_1_is_llama_greedy || bad run_top_k_1_is_llama_greedy "got $out, want $want_capital"
+# --logit-bias (llama.cpp's -l ID+X / ID-X): banning the greedy first token gives eval's runner-up there; a
+# +100 boost makes a token every pick, sampled too; entries for one token add up (+100 then -inf bans it)
+top2=$("$MINFER" eval -m "$M" -p "Hello there" --top 2 2>/dev/null | tail -n 1 | grep -o '\[\[[0-9]*, [-0-9.e]*\], \[[0-9]*' |
+    sed -E 's/\[\[([0-9]*).*\[([0-9]*)$/\1 \2/')
+read -r best runner <<<"$top2"
+out=$("$MINFER" run -m "$M" -p "Hello there" -n 3 --temp 0 --ids -l "$best-inf" 2>/dev/null)
+[ -n "$runner" ] && [ "${out%%,*}" = "[$runner" ] && ok run_logit_bias_ban_gives_the_runner_up ||
+    bad run_logit_bias_ban_gives_the_runner_up "eval's top 2 '$top2', run $out"
+out=$("$MINFER" run -m "$M" -p "Hello there" -n 3 --temp 1 --seed 3 --ids --logit-bias 9707+100 2>/dev/null)
+[ "$out" = "[9707, 9707, 9707]" ] && ok run_logit_bias_boost_decides_sampling || bad run_logit_bias_boost_decides_sampling "$out"
+out=$("$MINFER" run -m "$M" -p "Hello there" -n 6 --temp 0 --ids -l 9707+100 -l 9707-inf 2>/dev/null)
+[[ -n $out && $out != *9707* ]] && ok run_logit_bias_entries_add_up || bad run_logit_bias_entries_add_up "$out"
+expect run_logit_bias_no_sign 2 "TOKEN_ID+BIAS or TOKEN_ID-BIAS" -- "$MINFER" run -m "$M" -p hi -n 1 -l 9707
+expect run_logit_bias_plus_inf 2 "got '9707+inf'" -- "$MINFER" run -m "$M" -p hi -n 1 -l 9707+inf
+expect run_logit_bias_not_a_number 2 "got 'x+1'" -- "$MINFER" run -m "$M" -p hi -n 1 --logit-bias x+1
+expect run_logit_bias_outside_vocab 1 "token 151936 is outside the vocabulary [0, 151936)" -- \
+    "$MINFER" run -m "$M" -p hi -n 1 -l 151936+1
 
 # eval: one JSON line per position, raw logits highest first, against llama.cpp's eval of the same
 # positions (golden case "capital"): the top-1 id where llama.cpp's top-1/top-2 gap is >= 1.0, and every
@@ -148,7 +165,7 @@ rm -f "$L"
 help_ok=1
 "$MINFER" run --help >"$TMP/_h" || help_ok=0
 for f in -m -p -f --tokens -n --chat --system -t -c --temp --top-k --top-p --min-p --typical --repeat-penalty \
-    --repeat-last-n --presence-penalty --frequency-penalty --seed --ignore-eos --ids --chat-template --think; do
+    --repeat-last-n --presence-penalty --frequency-penalty --seed --logit-bias --ignore-eos --ids --chat-template --think; do
     grep -q -- "$f" "$TMP/_h" || { help_ok=0; echo "run --help lacks $f"; }
 done
 "$MINFER" eval --help >"$TMP/_h" || help_ok=0

@@ -7,6 +7,8 @@
  *     built from it parses back with the same message once cleaned (a message that quotes bad bytes);
  *   - an accepted request keeps its bounds: 1 <= n <= MF_SRV_MAX_N, n_stop <= MF_SRV_MAX_STOP and no empty
  *     stop string, top_logprobs <= 20, exactly one prompt form, every string valid UTF-8;
+ *   - its logit_bias resolved against a 64-token vocabulary (no model: a text entry is refused) is refused with
+ *     400/500 and a message, or gives entries inside the vocabulary with a finite or -inf bias;
  *   - the answer JSON built from an accepted request's strings parses back;
  *   - the body read as a model's answer: the tool-call splitter gives the same content and calls whole and
  *     cut in two at a place byte 0 picks (a stream's deltas join to the whole answer), and the answer JSON
@@ -18,6 +20,7 @@
 #include "server/toolcall.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +92,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FAIL_IF((r.prompt != NULL) == (r.tokens != NULL));
         if (r.prompt) FAIL_IF(!mf_srv_utf8_valid(r.prompt, strlen(r.prompt)));
         for (int32_t i = 0; i < r.n_tokens; i++) FAIL_IF(r.tokens[i] < 0);
+    }
+    for (int32_t i = 0; i < r.n_bias; i++)
+        FAIL_IF(r.bias[i].text && (!r.bias[i].text[0] || !mf_srv_utf8_valid(r.bias[i].text, strlen(r.bias[i].text))));
+    memset(&e, 0, sizeof e);
+    if (mf_srv_req_resolve_bias(&r, NULL, 64, &e)) {
+        FAIL_IF((e.status != 400 && e.status != 500) || !e.msg[0]);
+    } else {
+        FAIL_IF(r.sp.n_logit_bias != r.n_bias || (r.n_bias && r.sp.logit_bias != r.logit_bias));
+        for (int32_t i = 0; i < r.sp.n_logit_bias; i++)
+            FAIL_IF(r.logit_bias[i].token < 0 || r.logit_bias[i].token >= 64 || r.logit_bias[i].bias != r.logit_bias[i].bias ||
+                    r.logit_bias[i].bias == INFINITY);
     }
     /* an answer echoing the request's text parses back */
     const char *text = kind == MF_SRV_CHAT ? r.msgs[0].content : r.prompt ? r.prompt : "";

@@ -340,6 +340,8 @@ def request_seeds():
                          b'"function","function":{"name":"f","parameters":{"type":"object","properties":{"q":{'
                          b'"type":"string"}}}}}]}',
         "native-grammar": b'\x02{"prompt":"x","grammar":"root ::= [0-9]{1,3}"}',
+        "native-bias": b'\x02{"prompt":"x","logit_bias":[[5,-1.5],[5,false],["hi",2],[63,1e6]]}',
+        "chat-bias": b'\x00{"messages":[{"role":"user","content":"x"}],"logit_bias":{"7":-100,"-1":3,"Hello":false}}',
         "chat-tools": b'\x00{"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":null,"tool_calls":'
                       b'[{"id":"c","type":"function","function":{"name":"f","arguments":"{\\"x\\": 1}"}}]},{"role":"tool",'
                       b'"tool_call_id":"c","content":"Checking.<tool_call>{\\"name\\":\\"now\\",\\"arguments\\":{}}'

@@ -34,6 +34,7 @@ def bad(name, why):
 
 def check(name, cond, why=""):
     (ok if cond else lambda n: bad(n, why))(name)
+    return cond
 
 
 def request(method, path, body=None, headers=None, timeout=60, raw=None):
@@ -239,7 +240,11 @@ def check_bad_input():
         ("tools on completions", "POST", "/v1/completions",
          {"prompt": "x", "tools": [{"type": "function", "function": {"name": "f"}}]}, 400, "/v1/chat/completions"),
         ("response_format xml", "POST", C, {"messages": msgs, "response_format": {"type": "xml"}}, 400, "response_format"),
-        ("logit_bias", "POST", C, {"messages": msgs, "logit_bias": {"1": 3}}, 400, "logit_bias"),
+        ("logit_bias id outside the vocabulary", "POST", C, {"messages": msgs, "logit_bias": {"99999999": 3}}, 400,
+         "outside the model's vocabulary"),
+        ("logit_bias value a string", "POST", C, {"messages": msgs, "logit_bias": {"1": "3"}}, 400, "must be a number"),
+        ("logit_bias true", "POST", "/completion", {"prompt": "a", "logit_bias": [[1, True]]}, 400, "or false (a ban)"),
+        ("logit_bias not a pair", "POST", "/completion", {"prompt": "a", "logit_bias": [[1]]}, 400, "a pair"),
         ("id_slot too big", "POST", C, {"messages": msgs, "id_slot": 999}, 400, "id_slot"),
         ("enable_thinking string", "POST", C, {"messages": msgs, "chat_template_kwargs": {"enable_thinking": "yes"}}, 400, "enable_thinking"),
         ("completion no prompt", "POST", "/v1/completions", {}, 400, "prompt"),
@@ -337,6 +342,38 @@ def check_identity():
     cold = gen(PROMPTS[3] + " there", cache_prompt=False)[1]
     check("prefix reuse: reused tokens counted and the text equals a cold run", reused > 0 and again == cold,
           "reused %d, %r vs %r" % (reused, again, cold))
+
+
+# ---------------------------------------------------------------- logit_bias
+def check_logit_bias():
+    """Banning the greedy first token - by id in OpenAI's object, by id in llama-server's pairs, or by its text -
+    makes the runner-up first, as the unbiased logprobs name it; so does boosting the runner-up past it.  The
+    logprobs stay the model's own."""
+    base = chat("Hello", max_tokens=3, temperature=0, logprobs=True, top_logprobs=2)
+    st, _, d = post("/v1/chat/completions", base)
+    top = json.loads(d)["choices"][0]["logprobs"]["content"][0]["top_logprobs"] if st == 200 else None
+    if not check("logit_bias: the unbiased answer's first position has two alternatives", top and len(top) == 2, d[:300]):
+        return
+    (first, lp1), (second, lp2) = ((t["token"], t["logprob"]) for t in top)
+    ids = [json.loads(post("/tokenize", {"content": t})[2])["tokens"] for t in (first, second)]
+    if not check("logit_bias: each alternative is one token", all(len(i) == 1 for i in ids), repr(ids)):
+        return
+    a, b = ids[0][0], ids[1][0]
+    cases = [("a ban by id (OpenAI's object, -100)", {str(a): -100}), ("a ban by id (pairs, false)", [[a, False]]),
+             ("a ban by text", {first: False}), ("a boost of the runner-up", [[b, lp1 - lp2 + 1.0]]),
+             ("a ban summed from two entries", [[a, -60], [a, -60]])]
+    for name, lb in cases:
+        body = dict(base, logit_bias=lb)
+        st, _, d = post("/v1/chat/completions", body)
+        c = json.loads(d)["choices"][0]["logprobs"]["content"][0] if st == 200 else {}
+        check("logit_bias: %s puts the runner-up first, its logprob unbiased" % name,
+              c.get("token") == second and c.get("logprob") == lp2, d[:300])
+    st, _, d = post("/v1/chat/completions", dict(base, logit_bias={str(a): 0.5}))
+    c = json.loads(d)["choices"][0]["logprobs"]["content"][0] if st == 200 else {}
+    check("logit_bias: a small bias that changes no ranking changes nothing", c.get("token") == first, d[:300])
+    st, _, d = post("/completion", {"prompt": "x", "n_predict": 3, "grammar": "root ::= \"a\"", "logit_bias": [["a", False]]})
+    check("logit_bias: a grammar whose every token is banned is a 500 naming both", st == 500 and
+          b"grammar allows no token" in d and b"logit bias bans" in d, d[:300])
 
 
 # ---------------------------------------------------------------- streaming
@@ -537,6 +574,17 @@ def check_spec(plain_port):
     strip = lambda d: json.dumps([json.loads(d)["choices"][0][k] for k in ("text", "logprobs")])
     check("spec: logprobs of drafted tokens equal plain decoding's", strip(lp) == strip(want_lp),
           "%s vs %s" % (lp[:300], want_lp[:300]))
+    # a logit_bias banning tokens of the plain answer: the draft proposes them, the target refuses them
+    toks = json.loads(want_lp)["choices"][0]["logprobs"]["tokens"]
+    lb = [[toks[0], False], [toks[3], False]]
+    body = {"prompt": PROMPTS[0], "max_tokens": 16, "temperature": 0, "logit_bias": lb}
+    PORT = plain_port
+    want_b = post("/v1/completions", body)[2]
+    PORT = me
+    got_b = post("/v1/completions", body)[2]
+    text = lambda d: json.loads(d)["choices"][0]["text"]
+    check("spec: with a logit_bias, the answer with -md equals the one without, and the bias bit",
+          text(got_b) == text(want_b) and not text(want_b).startswith(toks[0]), "%s vs %s" % (got_b[:300], want_b[:300]))
 
 
 # ---------------------------------------------------------------- tool calls
@@ -895,7 +943,7 @@ def check_auth(key):
 if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
-     "disconnect": check_disconnect, "load": check_load, "utf8": check_utf8, "slots": check_slots,
+     "disconnect": check_disconnect, "logit_bias": check_logit_bias, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
      "tools_template": check_tools_template, "embed": check_embed, "embed_none": lambda: check_embed_none(sys.argv[3]),
      "rerank": lambda: check_rerank(sys.argv[3])}.get(what, lambda: check_auth(sys.argv[3]))()

@@ -128,4 +128,14 @@ try {
   check("response_format json_schema: the content is the schema's JSON", v !== null && Number.isInteger(v.x) &&
     Object.keys(v).length === 1, JSON.stringify(j.choices[0]));
 }
+// logit_bias through the SDK ({token id: bias}): banning the greedy first token puts the runner-up first
+{
+  const q = { model: "any", messages, max_tokens: 2, temperature: 0, logprobs: true, top_logprobs: 2 };
+  const plain = await client.chat.completions.create(q);
+  const [first, second] = plain.choices[0].logprobs.content[0].top_logprobs.map((t) => t.token);
+  const tok = await (await fetch(`http://127.0.0.1:${port}/tokenize`, { method: "POST", body: JSON.stringify({ content: first }) })).json();
+  const banned = await client.chat.completions.create({ ...q, logit_bias: { [tok.tokens[0]]: -100 } });
+  check("logit_bias: a ban of the first token puts the runner-up first", tok.tokens.length === 1 &&
+    banned.choices[0].logprobs.content[0].token === second, JSON.stringify({ first, second, tok, got: banned.choices[0].logprobs }));
+}
 process.exit(failed ? 1 : 0);
