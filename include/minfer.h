@@ -93,6 +93,10 @@ typedef struct {
     int32_t pooling;   /* the file's <arch>.pooling_type (an mf_pooling value), -1 when absent */
     int32_t n_cls_out; /* a reranker's classifier head: its outputs (labels), 0 without a head */
     mf_token bos, eos; /* -1 when the model names none */
+    /* fill-in-the-middle (code infilling, as Qwen2.5-Coder is trained for): <|fim_prefix|>, <|fim_suffix|>,
+     * <|fim_middle|>, and the repository-level <|repo_name|> and <|file_sep|>; from the file's
+     * tokenizer.ggml.fim_*_token_id, else found by text as llama.cpp does; -1 when absent */
+    mf_token fim_pre, fim_suf, fim_mid, fim_rep, fim_sep;
     int32_t n_eog;     /* end-of-generation ids (eos, eot, <|im_end|>, <|endoftext|>, ...) */
     const mf_token *eog;
     int32_t n_repacked;    /* weight matrices copied into an x8 layout at load (0 with no_repack) */

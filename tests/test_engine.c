@@ -871,6 +871,11 @@ static void test_model_info_and_progress(void) {
               !mf_model_is_eog(m, 151644) && !mf_model_is_eog(m, 151667) && !mf_model_is_eog(m, -1) &&
               !mf_model_is_eog(m, 9707),
           "mf_model_is_eog disagrees with the list");
+    /* the fill-in-the-middle tokens, found by text (the generated file names none, as Qwen's do not) */
+    CHECK(info.fim_pre == 151659 && info.fim_mid == 151660 && info.fim_suf == 151661 &&
+              info.fim_rep == 151663 && info.fim_sep == 151664,
+          "fim: pre %d suf %d mid %d rep %d sep %d", info.fim_pre, info.fim_suf, info.fim_mid, info.fim_rep,
+          info.fim_sep);
     mf_model_free(m);
 }
 

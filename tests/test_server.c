@@ -4,6 +4,7 @@
 #include "grammar/grammar.h"
 #include "harness.h"
 #include "server/grammar.h"
+#include "server/infill.h"
 
 #include "core/utf8.h"
 
@@ -185,7 +186,6 @@ static void test_bad_requests_name_field_and_value(void) {
         {MF_SRV_COMPLETION, "{\"prompt\":[1,-2]}", "prompt", "prompt[1]"},
         {MF_SRV_COMPLETION, "{\"prompt\":\"x\",\"echo\":true}", "echo", "not supported"},
         {MF_SRV_COMPLETION, "{\"prompt\":\"x\",\"best_of\":3}", "best_of", "not supported"},
-        {MF_SRV_COMPLETION, "{\"prompt\":\"x\",\"suffix\":\"y\"}", "suffix", "not supported"},
         {MF_SRV_NATIVE, "{\"prompt\":\"x\",\"n_predict\":-2}", "n_predict", "-2"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -245,6 +245,91 @@ static void test_logit_bias_shapes_are_read(void) {
               "case %zu: rc %d, %d %s: %s", i, rc, e.status, e.param, e.msg);
         mf_srv_req_free(&r);
     }
+}
+
+/* /infill's fields (llama-server's) and OpenAI's suffix on /v1/completions, which turns the prompt into the
+ * prefix; both are FIM requests.  suffix elsewhere, or with token ids, is refused. */
+static void test_infill_requests_are_read(void) {
+    mf_srv_req r;
+    mf_srv_err e = {0};
+    REQUIRE(parse(MF_SRV_INFILL,
+                  "{\"input_prefix\":\"def f():\\n\",\"input_suffix\":\"\",\"input_extra\":[{\"filename\":\"a.py\","
+                  "\"text\":\"A=1\"},{\"text\":\"B\"}],\"n_predict\":9}",
+                  &r, &e) == 0,
+            "refused: %s", e.msg);
+    CHECK(r.fim && !strcmp(r.input_prefix, "def f():\n") && !strcmp(r.input_suffix, "") && r.prompt && !*r.prompt,
+          "prefix/suffix/prompt");
+    CHECK(r.n_extra == 2 && !strcmp(r.extra[0].filename, "a.py") && !strcmp(r.extra[0].text, "A=1") &&
+              !strcmp(r.extra[1].filename, "tmp") && r.max_tokens == 9,
+          "extra chunks (a missing filename is llama-server's \"tmp\")");
+    CHECK(mf_srv_shape(r.kind) == MF_SRV_NATIVE, "/infill answers as /completion");
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_COMPLETION, "{\"prompt\":\"x = \",\"suffix\":\";\"}", &r, &e) == 0, "refused: %s", e.msg);
+    CHECK(r.fim && !strcmp(r.input_prefix, "x = ") && !strcmp(r.input_suffix, ";") && !*r.prompt && !r.n_extra,
+          "suffix: the prompt is the prefix");
+    mf_srv_req_free(&r);
+    static const struct {
+        mf_srv_kind k;
+        const char *body, *param, *needle;
+    } bad[] = {
+        {MF_SRV_INFILL, "{\"input_suffix\":\"\"}", "input_prefix", "'input_prefix' is required"},
+        {MF_SRV_INFILL, "{\"input_prefix\":\"a\",\"input_suffix\":1}", "input_suffix", "must be a string"},
+        {MF_SRV_INFILL, "{\"input_prefix\":\"a\",\"input_suffix\":\"\",\"prompt\":[1]}", "prompt", "must be a string"},
+        {MF_SRV_INFILL, "{\"input_prefix\":\"a\",\"input_suffix\":\"\",\"input_extra\":[{\"text\":1}]}", "input_extra",
+         "input_extra[0]"},
+        {MF_SRV_INFILL, "{\"input_prefix\":\"a\",\"input_suffix\":\"\",\"input_extra\":[{\"text\":\"t\",\"filename\":2}]}",
+         "input_extra", "input_extra[0]"},
+        {MF_SRV_INFILL, "{\"input_prefix\":\"a\",\"input_suffix\":\"\",\"tools\":[{\"type\":\"function\",\"function\":"
+                        "{\"name\":\"f\"}}]}",
+         "tools", "/v1/chat/completions"},
+        {MF_SRV_NATIVE, "{\"prompt\":\"a\",\"suffix\":\"b\"}", "suffix", "belongs to /v1/completions"},
+        {MF_SRV_COMPLETION, "{\"prompt\":[1],\"suffix\":\"b\"}", "suffix", "not token ids"},
+        {MF_SRV_COMPLETION, "{\"prompt\":\"a\",\"suffix\":[\"b\"]}", "suffix", "must be a string"},
+    };
+    for (size_t i = 0; i < MF_ARRAY_LEN(bad); i++) {
+        int rc = parse(bad[i].k, bad[i].body, &r, &e);
+        CHECK(rc && e.status == 400 && !strcmp(e.param, bad[i].param) && strstr(e.msg, bad[i].needle),
+              "case %zu: rc %d, %d '%s': %s", i, rc, e.status, e.param, e.msg);
+        if (!rc) mf_srv_req_free(&r);
+    }
+}
+
+/* The FIM layout and its cuts, on made-up ids: extra context (its end), <pre>, prefix (its end), prompt,
+ * <suf>, suffix (its start), <mid>; a window of 16 keeps 12 of the prefix and 4 - 2 - prompt of the suffix;
+ * the extra context gets what the window, twice max_tokens, 4 and the prompt leave of the context. */
+static void test_fim_layout_cuts_as_llama_server(void) {
+    mf_token x[40], pre[30], suf[10], pr[1] = {500};
+    for (int i = 0; i < 40; i++) x[i] = 100 + i;
+    for (int i = 0; i < 30; i++) pre[i] = 200 + i;
+    for (int i = 0; i < 10; i++) suf[i] = 300 + i;
+    mf_srv_fim f = {x, pre, pr, suf, 40, 30, 1, 10, -1, -2, -3, 16, 64, 5};
+    mf_token *t = NULL;
+    int32_t n = 0;
+    REQUIRE(mf_srv_fim_layout(&f, &t, &n) == 0, "layout");
+    /* extra room: 64 - 16 - 10 - 4 - 1 = 33 -> ids 107..139; prefix 12 -> 218..229; suffix 16/4 - 2 - 1 = 1 -> 300 */
+    bool ok = n == 33 + 1 + 12 + 1 + 1 + 1 + 1;
+    for (int i = 0; ok && i < 33; i++) ok = t[i] == 107 + i;
+    ok = ok && t[33] == -1;
+    for (int i = 0; ok && i < 12; i++) ok = t[34 + i] == 218 + i;
+    ok = ok && t[46] == 500 && t[47] == -2 && t[48] == 300 && t[49] == -3;
+    CHECK(ok, "layout of %d tokens: extra from %d, after <pre> %d, the last three %d %d %d", n, t[0], n > 34 ? t[34] : -9,
+          n > 2 ? t[n - 3] : -9, n > 1 ? t[n - 2] : -9, t[n - 1]);
+    free(t);
+    f.n_predict = -1, f.n_ctx = 24; /* no limit counts as 0; the room is 24 - 16 - 4 - 1 = 3 */
+    REQUIRE(mf_srv_fim_layout(&f, &t, &n) == 0, "layout");
+    CHECK(n == 3 + 17 && t[0] == 137 && t[3] == -1, "a small context: %d tokens, first %d", n, t[0]);
+    free(t);
+    f.n_predict = INT32_MAX; /* max_tokens' largest: no room for the extra context (and no overflow) */
+    REQUIRE(mf_srv_fim_layout(&f, &t, &n) == 0, "layout");
+    CHECK(n == 17 && t[0] == -1, "n_predict INT32_MAX: %d tokens, first %d", n, t[0]);
+    free(t);
+    const mf_srv_fim empty = {.pre = -1, .suf = -2, .mid = -3, .window = 16, .n_ctx = 64, .n_predict = -1};
+    REQUIRE(mf_srv_fim_layout(&empty, &t, &n) == 0, "layout");
+    CHECK(n == 3 && t[0] == -1 && t[1] == -2 && t[2] == -3, "nothing but the FIM tokens: %d", n);
+    free(t);
+    CHECK(mf_srv_fim_window(128, 4096) == 2048 && mf_srv_fim_window(4096, 16384) == 4096 &&
+              mf_srv_fim_window(512, 1024) == 512,
+          "window: %d %d %d", mf_srv_fim_window(128, 4096), mf_srv_fim_window(4096, 16384), mf_srv_fim_window(512, 1024));
 }
 
 static void test_deep_nesting_and_huge_input_are_refused_not_crashing(void) {
@@ -777,6 +862,8 @@ int main(void) {
     RUN(test_defaults_follow_llama_server);
     RUN(test_bad_requests_name_field_and_value);
     RUN(test_logit_bias_shapes_are_read);
+    RUN(test_infill_requests_are_read);
+    RUN(test_fim_layout_cuts_as_llama_server);
     RUN(test_deep_nesting_and_huge_input_are_refused_not_crashing);
     RUN(test_utf8_validation);
     RUN(test_utf8_validity_is_the_code_point_rule);

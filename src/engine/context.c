@@ -107,6 +107,9 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->n_cls_out = hp->n_cls_out;
     info->bos = m->bos;
     info->eos = m->eos;
+    info->fim_pre = m->fim[MF_FIM_PRE], info->fim_suf = m->fim[MF_FIM_SUF],
+    info->fim_mid = m->fim[MF_FIM_MID];
+    info->fim_rep = m->fim[MF_FIM_REP], info->fim_sep = m->fim[MF_FIM_SEP];
     info->n_eog = m->n_eog;
     info->eog = m->eog;
     info->n_repacked = m->n_repacked;

@@ -50,6 +50,8 @@ typedef struct {
 } mf_layer_w;
 
 #define MF_MAX_EOG 16
+/* fill-in-the-middle tokens, in mf_model.fim */
+enum { MF_FIM_PRE, MF_FIM_SUF, MF_FIM_MID, MF_FIM_REP, MF_FIM_SEP, MF_FIM_COUNT };
 
 /* The loaded model (the public API's mf_model). */
 struct mf_model {
@@ -61,6 +63,7 @@ struct mf_model {
     int32_t n_cls_labels;
     mf_layer_w *layers;
     int32_t bos, eos;        /* -1 when the file names none */
+    int32_t fim[MF_FIM_COUNT]; /* fill-in-the-middle tokens (mf_fim order), -1 when absent */
     int32_t eog[MF_MAX_EOG]; /* end of generation: eos, eot, eom, then the tokens llama.cpp knows by text */
     int32_t n_eog;
     mf_tok *tok;          /* NULL when the file's tokenizer cannot be built ... */

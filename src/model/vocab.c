@@ -95,7 +95,36 @@ static int64_t opt_id(const mf_gguf *g, const char *key) {
     return v;
 }
 
+/* The fill-in-the-middle tokens llama.cpp knows by text (llama-vocab.cpp), for files that do not name them.
+ */
+static const struct {
+    const char *key;
+    const char *text[4];
+} k_fim[MF_FIM_COUNT] = {
+    [MF_FIM_PRE] = {"tokenizer.ggml.fim_pre_token_id",
+                    {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>"}},
+    [MF_FIM_SUF] = {"tokenizer.ggml.fim_suf_token_id",
+                    {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>"}},
+    [MF_FIM_MID] = {"tokenizer.ggml.fim_mid_token_id",
+                    {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>"}},
+    [MF_FIM_REP] = {"tokenizer.ggml.fim_rep_token_id",
+                    {"<|repo_name|>", "<repo-name>", "<reponame>", "<repo_name>"}},
+    [MF_FIM_SEP] = {"tokenizer.ggml.fim_sep_token_id", {"<|file_sep|>", "<file_sep>", NULL, NULL}},
+};
+
+static void find_fim(mf_model *m, const mf_str *toks, uint64_t n) {
+    for (int f = 0; f < MF_FIM_COUNT; f++) {
+        int64_t id = opt_id(m->gguf, k_fim[f].key);
+        m->fim[f] = id >= 0 && id < m->hp.n_vocab ? (int32_t)id : -1;
+        for (uint64_t i = 0; m->fim[f] < 0 && i < n; i++)
+            for (int k = 0; k < 4 && k_fim[f].text[k]; k++)
+                if (toks[i].len > 2 && toks[i].ptr[0] == '<' && mf_str_eq(toks[i], k_fim[f].text[k]))
+                    m->fim[f] = (int32_t)i;
+    }
+}
+
 static int find_eog(mf_model *m, mf_error *err) {
+    for (int f = 0; f < MF_FIM_COUNT; f++) m->fim[f] = -1;
     m->bos = (int32_t)opt_id(m->gguf, "tokenizer.ggml.bos_token_id");
     m->eos = (int32_t)opt_id(m->gguf, "tokenizer.ggml.eos_token_id");
     add_eog(m, m->eos);
@@ -108,6 +137,7 @@ static int find_eog(mf_model *m, mf_error *err) {
     if (rc) return mf_err_prefix(err, rc, "reading the end-of-generation tokens");
     for (uint64_t i = 0; i < n; i++)
         if (toks[i].len > 2 && toks[i].ptr[0] == '<' && is_eog_text(toks[i])) add_eog(m, (int64_t)i);
+    find_fim(m, toks, n);
     free(toks);
     return 0;
 }

@@ -290,7 +290,7 @@ static void stream_chunk(mf_srv_engine *e, slot *sl, const char *finish) {
     bool chat = r->kind == MF_SRV_CHAT;
     bool have = sl->content.n || sl->reasoning.n || sl->n_lp > sl->lp_sent || sl->tools.n_calls > sl->calls_sent;
     if (!have && !finish && !(chat && !sl->sent_first)) return;
-    mf_srv_head h = {r->kind, j->id, j->model_name, j->created};
+    mf_srv_head h = {mf_srv_shape(r->kind), j->id, j->model_name, j->created};
     if (finish && have) { /* text first, then the finish chunk with an empty delta, as OpenAI does */
         stream_chunk(e, sl, NULL);
         have = false;
@@ -317,7 +317,7 @@ static void complete_job(mf_srv_engine *e, int lead) {
     slot *ld = &e->slots[lead];
     mf_srv_job *j = ld->job;
     const mf_srv_req *r = &j->req;
-    mf_srv_head h = {r->kind, j->id, j->model_name, j->created};
+    mf_srv_head h = {mf_srv_shape(r->kind), j->id, j->model_name, j->created};
     mf_srv_usage u = {.prompt_tokens = j->n_prompt, .cached_tokens = ld->reused, .draft = e->draft != NULL};
     mf_srv_choice ch[MF_SRV_MAX_N];
     int nc = 0;
@@ -347,7 +347,7 @@ static void complete_job(mf_srv_engine *e, int lead) {
     update_gauges(e);
     if (r->stream) {
         if (usage) mf_srv_job_sse(j, usage);
-        if (r->kind != MF_SRV_NATIVE) mf_srv_job_push(j, "data: [DONE]\n\n", 14);
+        if (mf_srv_shape(r->kind) != MF_SRV_NATIVE) mf_srv_job_push(j, "data: [DONE]\n\n", 14);
         mf_srv_job_finish(j, 200, NULL);
     } else if (body) {
         mf_srv_job_finish(j, 200, body);

@@ -110,7 +110,6 @@ static int refuse_unsupported(const cJSON *o, mf_srv_err *e) {
         {"functions",
          "the legacy 'functions' field is not supported by minfer; send the functions as 'tools'"},
         {"function_call", "the legacy 'function_call' field is not supported by minfer; use 'tool_choice'"},
-        {"suffix", "'suffix' (insertion) is not supported by minfer; send the request without it"},
         {"audio", "audio output is not supported by minfer"},
         {"prediction",
          "predicted outputs are not supported by minfer; send the request without 'prediction'"},
@@ -410,6 +409,70 @@ static int parse_prompt(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     return 0;
 }
 
+/* A string field that must be present (what names the use, for the message). */
+static int need_str(const cJSON *o, const char *name, const char *what, char **out, mf_srv_err *e) {
+    const cJSON *v = field(o, name);
+    if (!v) return BAD(e, name, "'%s' is required: %s", name, what);
+    if (!cJSON_IsString(v)) return BAD(e, name, "'%s' must be a string (%s), got %s", name, what, kind_of(v));
+    return dup_str(v, name, out, e);
+}
+
+/* /infill (llama-server's fields): input_prefix and input_suffix (required strings), input_extra
+ * [{"filename"?, "text"}], prompt (an optional string: text after the prefix). */
+static int parse_infill(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    r->fim = true;
+    if (need_str(o, "input_prefix", "the text before the gap", &r->input_prefix, e) ||
+        need_str(o, "input_suffix", "the text after the gap, \"\" for none", &r->input_suffix, e))
+        return -1;
+    const cJSON *p = field(o, "prompt");
+    if (p && !cJSON_IsString(p))
+        return BAD(e, "prompt", "'prompt' of /infill must be a string (text after input_prefix), got %s",
+                   kind_of(p));
+    if (p ? dup_str(p, "prompt", &r->prompt, e) : !(r->prompt = strdup("")))
+        return p ? -1 : mf_srv_fail(e, 500, "server_error", "prompt", "out of memory");
+    const cJSON *x = field(o, "input_extra");
+    if (!x) return 0;
+    if (!cJSON_IsArray(x))
+        return BAD(e, "input_extra",
+                   "'input_extra' must be an array of {\"filename\": string, \"text\": string}, got %s",
+                   kind_of(x));
+    int n = cJSON_GetArraySize(x);
+    if (n && !(r->extra = calloc((size_t)n, sizeof *r->extra)))
+        return mf_srv_fail(e, 500, "server_error", "input_extra", "out of memory (%d chunks)", n);
+    for (int i = 0; i < n; i++) {
+        const cJSON *c = cJSON_GetArrayItem(x, i);
+        char param[48];
+        snprintf(param, sizeof param, "input_extra[%d]", i);
+        const cJSON *t = cJSON_IsObject(c) ? field(c, "text") : NULL,
+                    *f = cJSON_IsObject(c) ? field(c, "filename") : NULL;
+        if (!cJSON_IsString(t) || (f && !cJSON_IsString(f)))
+            return BAD(e, "input_extra", "'%s' must be {\"filename\": string (optional), \"text\": string}",
+                       param);
+        r->n_extra = i + 1;
+        if (dup_str(t, "input_extra", &r->extra[i].text, e)) return -1;
+        if (f ? dup_str(f, "input_extra", &r->extra[i].filename, e) : !(r->extra[i].filename = strdup("tmp")))
+            return f ? -1 : mf_srv_fail(e, 500, "server_error", "input_extra", "out of memory");
+    }
+    return 0;
+}
+
+/* OpenAI's 'suffix' (insertion) on /v1/completions: the prompt text is the prefix, the answer what goes
+ * between (the model's FIM layout); other routes refuse it, naming the ones that take it. */
+static int parse_suffix(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *v = field(o, "suffix");
+    if (!v || r->kind == MF_SRV_INFILL) return 0;
+    if (r->kind != MF_SRV_COMPLETION)
+        return BAD(e, "suffix",
+                   "'suffix' (insertion) belongs to /v1/completions; /infill takes input_prefix and "
+                   "input_suffix");
+    if (!cJSON_IsString(v)) return BAD(e, "suffix", "'suffix' must be a string, got %s", kind_of(v));
+    if (!r->prompt) return BAD(e, "suffix", "'suffix' needs the prompt as text (the prefix), not token ids");
+    r->fim = true;
+    r->input_prefix = r->prompt;
+    if (!(r->prompt = strdup(""))) return mf_srv_fail(e, 500, "server_error", "suffix", "out of memory");
+    return dup_str(v, "suffix", &r->input_suffix, e);
+}
+
 static int parse_stop(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     const cJSON *s = field(o, "stop");
     if (!s) return 0;
@@ -597,7 +660,7 @@ static int parse_llama_extras(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     bool g;
     if (get_int(o, "n", 1, MF_SRV_MAX_N, &v, &g, e)) return -1;
     if (g) r->n = (int32_t)v;
-    if (r->n > 1 && r->stream && r->kind == MF_SRV_NATIVE)
+    if (r->n > 1 && r->stream && mf_srv_shape(r->kind) == MF_SRV_NATIVE)
         return BAD(e, "n", "'n' > 1 is not available on /completion; use /v1/completions");
     if (get_bool(o, "cache_prompt", &r->cache_prompt, e)) return -1;
     if (get_int(o, "id_slot", -1, INT32_MAX, &v, &g, e)) return -1;
@@ -658,7 +721,11 @@ int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req 
         goto done;
     }
     if (refuse_unsupported(o, e) || parse_tools(o, r, e)) goto done;
-    if (kind == MF_SRV_CHAT ? parse_messages(o, r, e) : parse_prompt(o, r, e)) goto done;
+    if (kind == MF_SRV_CHAT     ? parse_messages(o, r, e)
+        : kind == MF_SRV_INFILL ? parse_infill(o, r, e)
+                                : parse_prompt(o, r, e))
+        goto done;
+    if (parse_suffix(o, r, e)) goto done;
     if (parse_limits(o, r, e) || parse_sampling(o, r, e) || parse_logit_bias(o, r, e) ||
         parse_stop(o, r, e) || parse_stream(o, r, e) || parse_logprobs(o, r, e) ||
         parse_llama_extras(o, r, e) || parse_constraint(o, r, e))
@@ -689,6 +756,10 @@ void mf_srv_req_free(mf_srv_req *r) {
     free(r->model);
     free(r->gbnf);
     free(r->tool_choice_name);
+    free(r->input_prefix);
+    free(r->input_suffix);
+    for (int32_t i = 0; i < r->n_extra; i++) free(r->extra[i].filename), free(r->extra[i].text);
+    free(r->extra);
     for (int32_t i = 0; i < r->n_bias; i++) free(r->bias[i].text);
     free(r->bias);
     free(r->logit_bias);

@@ -21,7 +21,13 @@ typedef enum {
     MF_SRV_CHAT,       /* POST /v1/chat/completions */
     MF_SRV_COMPLETION, /* POST /v1/completions */
     MF_SRV_NATIVE,     /* POST /completion (llama-server's own shape) */
+    MF_SRV_INFILL,     /* POST /infill (llama-server's fill-in-the-middle; answered as /completion) */
 } mf_srv_kind;
+
+/* The shape a kind is answered in: /infill's is /completion's. */
+static inline mf_srv_kind mf_srv_shape(mf_srv_kind k) {
+    return k == MF_SRV_INFILL ? MF_SRV_NATIVE : k;
+}
 
 enum { MF_SRV_MAX_STOP = 16, MF_SRV_MAX_N = 16, MF_SRV_MAX_TOP_LOGPROBS = 20 };
 
@@ -33,12 +39,23 @@ typedef struct {
     float bias;
 } mf_srv_bias;
 
+/* One input_extra chunk of /infill: a file of the repository (filename "tmp" when not given). */
+typedef struct {
+    char *filename, *text;
+} mf_srv_extra;
+
 typedef struct {
     mf_srv_kind kind;
+    /* Fill in the middle: /infill, or /v1/completions with OpenAI's 'suffix' (its prompt is the prefix then).
+     * The prompt becomes the model's FIM layout (server/infill.h). */
+    bool fim;
+    char *input_prefix, *input_suffix;
+    mf_srv_extra *extra;
+    int32_t n_extra;
     /* The prompt: chat messages (kind CHAT), or a text, or token ids (the other kinds). */
     mf_chat_message *msgs;
     int32_t n_msgs;
-    char *prompt;     /* NULL when tokens are given */
+    char *prompt;     /* NULL when tokens are given; /infill: the text after the prefix ("" when absent) */
     mf_token *tokens; /* NULL when text is given */
     int32_t n_tokens;
     int32_t max_tokens; /* -1: until end of generation or the context is full */

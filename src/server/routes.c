@@ -2,6 +2,7 @@
  * (health, metrics, models, props, tokenize, detokenize, apply-template).  Generation and slot actions
  * become jobs for the engine thread; this file waits for their answer. */
 #include "server/grammar.h"
+#include "server/infill.h"
 #include "server/respond.h"
 #include "server/server_impl.h"
 #include "server/utf8.h"
@@ -274,6 +275,7 @@ static void h_apply_template(mf_server *s, const char *body, size_t len, mf_srv_
 /* The prompt's token ids (rendered and tokenized here: the model is read-only). */
 static int prompt_tokens(mf_server *s, mf_srv_job *j, mf_srv_err *e) {
     mf_srv_req *r = &j->req;
+    if (r->fim) return mf_srv_infill_tokens(s->model, r, s->o.n_batch, s->n_ctx, &j->prompt, &j->n_prompt, e);
     if (r->tokens) {
         for (int32_t i = 0; i < r->n_tokens; i++)
             if (r->tokens[i] >= s->info.n_vocab)
@@ -498,8 +500,21 @@ typedef struct {
 } route;
 
 enum {
-    R_HEALTH, R_METRICS, R_MODELS, R_PROPS, R_TOKENIZE, R_DETOKENIZE, R_TEMPLATE, R_CHAT, R_CMPL, R_NATIVE, R_SLOTS,
-    R_EMBED_OAI, R_EMBED_NATIVE, R_RERANK
+    R_HEALTH,
+    R_METRICS,
+    R_MODELS,
+    R_PROPS,
+    R_TOKENIZE,
+    R_DETOKENIZE,
+    R_TEMPLATE,
+    R_CHAT,
+    R_CMPL,
+    R_NATIVE,
+    R_INFILL,
+    R_SLOTS,
+    R_EMBED_OAI,
+    R_EMBED_NATIVE,
+    R_RERANK
 };
 
 static const route k_routes[] = {
@@ -517,6 +532,7 @@ static const route k_routes[] = {
     {"/v1/completions", "POST", "/v1/completions", R_CMPL},
     {"/completions", "POST", "/v1/completions", R_CMPL},
     {"/completion", "POST", "/completion", R_NATIVE},
+    {"/infill", "POST", "/infill", R_INFILL},
     {"/slots", "GET", "/slots", R_SLOTS},
     {"/v1/embeddings", "POST", "/v1/embeddings", R_EMBED_OAI},
     {"/embeddings", "POST", "/embeddings", R_EMBED_NATIVE},
@@ -532,7 +548,6 @@ static const route k_routes[] = {
 static const struct {
     const char *path, *what;
 } k_not_served[] = {
-    {"/infill", "fill-in-the-middle (infill)"},
     {"/v1/responses", "the Responses API"},
     {"/v1/messages", "the Anthropic Messages API"},
     {"/v1/messages/count_tokens", "the Anthropic Messages API"},
@@ -549,7 +564,7 @@ static const char *not_served(const char *url) {
  * another kind learns which server this is and how to start the one it needs (llama-server's split). */
 static bool served_here(mf_server *s, int kind, const char *url, mf_srv_answer *a) {
     const bool embed = kind == R_EMBED_OAI || kind == R_EMBED_NATIVE, rank = kind == R_RERANK;
-    const bool gen = kind == R_CHAT || kind == R_CMPL || kind == R_NATIVE;
+    const bool gen = kind == R_CHAT || kind == R_CMPL || kind == R_NATIVE || kind == R_INFILL;
     if (!embed && !rank && !gen) return true;
     if ((embed || rank) && s->o.embeddings && !need_model(s, a)) return false; /* ranking is known once loaded */
     const char *is = !s->o.embeddings ? "generates text"
@@ -626,6 +641,9 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
     case R_CHAT: h_generate(s, MF_SRV_CHAT, body, len, fd, a, stream_job); break;
     case R_CMPL: h_generate(s, MF_SRV_COMPLETION, body, len, fd, a, stream_job); break;
     case R_NATIVE: h_generate(s, MF_SRV_NATIVE, body, len, fd, a, stream_job); break;
+    case R_INFILL:
+        h_generate(s, MF_SRV_INFILL, body, len, fd, a, stream_job);
+        break;
     case R_SLOTS: h_slots(s, method, url, action, body, len, fd, a); break;
     case R_EMBED_OAI: h_pooled(s, MF_JOB_EMBED, true, body, len, fd, a); break;
     case R_EMBED_NATIVE: h_pooled(s, MF_JOB_EMBED, false, body, len, fd, a); break;

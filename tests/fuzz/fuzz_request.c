@@ -1,14 +1,15 @@
 /* libFuzzer harness: the server's request parser (src/server/request.c) and the JSON it answers with.
  *
- * Input: byte 0 picks the route (chat, completions, native /completion), the rest is the HTTP body.
- * Properties (request.h's rules):
+ * Input: byte 0 picks the route (% 4: chat, completions, native /completion, /infill), the rest is the HTTP
+ * body. Properties (request.h's rules):
  *   - any body is parsed or refused, never crashes or leaks;
  *   - a refusal is status 400 (500 only for out of memory) with a non-empty message, and the error JSON
  *     built from it parses back with the same message once cleaned (a message that quotes bad bytes);
  *   - an accepted request keeps its bounds: 1 <= n <= MF_SRV_MAX_N, n_stop <= MF_SRV_MAX_STOP and no empty
- *     stop string, top_logprobs <= 20, exactly one prompt form, every string valid UTF-8;
- *   - its logit_bias resolved against a 64-token vocabulary (no model: a text entry is refused) is refused with
- *     400/500 and a message, or gives entries inside the vocabulary with a finite or -inf bias;
+ *     stop string, top_logprobs <= 20, exactly one prompt form, every string valid UTF-8 (a FIM request's
+ *     prefix, suffix and extra chunks too);
+ *   - its logit_bias resolved against a 64-token vocabulary (no model: a text entry is refused) is refused
+ * with 400/500 and a message, or gives entries inside the vocabulary with a finite or -inf bias;
  *   - the answer JSON built from an accepted request's strings parses back;
  *   - the body read as a model's answer: the tool-call splitter gives the same content and calls whole and
  *     cut in two at a place byte 0 picks (a stream's deltas join to the whole answer), and the answer JSON
@@ -70,7 +71,8 @@ static void check_tool_split(const char *s, size_t n, size_t cut) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     check_tool_split((const char *)data + 1, size - 1, (size_t)data[0] * 7);
-    mf_srv_kind kind = data[0] % 3 == 0 ? MF_SRV_CHAT : data[0] % 3 == 1 ? MF_SRV_COMPLETION : MF_SRV_NATIVE;
+    static const mf_srv_kind k_kinds[4] = {MF_SRV_CHAT, MF_SRV_COMPLETION, MF_SRV_NATIVE, MF_SRV_INFILL};
+    const mf_srv_kind kind = k_kinds[data[0] % 4];
     mf_srv_req r;
     mf_srv_err e;
     memset(&e, 0, sizeof e);
@@ -92,6 +94,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FAIL_IF((r.prompt != NULL) == (r.tokens != NULL));
         if (r.prompt) FAIL_IF(!mf_srv_utf8_valid(r.prompt, strlen(r.prompt)));
         for (int32_t i = 0; i < r.n_tokens; i++) FAIL_IF(r.tokens[i] < 0);
+    }
+    FAIL_IF(r.fim != (kind == MF_SRV_INFILL || r.input_suffix != NULL));
+    if (r.fim) {
+        FAIL_IF(!r.input_prefix || !r.input_suffix || !r.prompt);
+        FAIL_IF(!mf_srv_utf8_valid(r.input_prefix, strlen(r.input_prefix)) ||
+                !mf_srv_utf8_valid(r.input_suffix, strlen(r.input_suffix)));
+        for (int32_t i = 0; i < r.n_extra; i++)
+            FAIL_IF(!r.extra[i].filename || !mf_srv_utf8_valid(r.extra[i].text, strlen(r.extra[i].text)));
     }
     for (int32_t i = 0; i < r.n_bias; i++)
         FAIL_IF(r.bias[i].text && (!r.bias[i].text[0] || !mf_srv_utf8_valid(r.bias[i].text, strlen(r.bias[i].text))));

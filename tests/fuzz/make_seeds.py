@@ -323,7 +323,7 @@ def args_seeds():
 
 
 def request_seeds():
-    """Byte 0: the route (0 chat, 1 completions, 2 /completion); the rest is the body."""
+    """Byte 0: the route (% 4: 0 chat, 1 completions, 2 /completion, 3 /infill); the rest is the body."""
     return {
         "chat": b'\x00{"messages":[{"role":"user","content":"Hello"}],"max_tokens":8,"temperature":0,"stream":true,'
                 b'"stream_options":{"include_usage":true},"stop":["a","b"]}',
@@ -341,6 +341,9 @@ def request_seeds():
                          b'"type":"string"}}}}}]}',
         "native-grammar": b'\x02{"prompt":"x","grammar":"root ::= [0-9]{1,3}"}',
         "native-bias": b'\x02{"prompt":"x","logit_bias":[[5,-1.5],[5,false],["hi",2],[63,1e6]]}',
+        "infill": b'\x03{"input_prefix":"def f():\\n","input_suffix":"","prompt":"ret","input_extra":[{"filename":'
+                  b'"a.py","text":"A = 1"},{"text":"B"}],"n_predict":8}',
+        "completion-suffix": b'\x01{"prompt":"x = ","suffix":";\\n","max_tokens":4}',
         "chat-bias": b'\x00{"messages":[{"role":"user","content":"x"}],"logit_bias":{"7":-100,"-1":3,"Hello":false}}',
         "chat-tools": b'\x00{"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":null,"tool_calls":'
                       b'[{"id":"c","type":"function","function":{"name":"f","arguments":"{\\"x\\": 1}"}}]},{"role":"tool",'

@@ -263,7 +263,17 @@ def check_bad_input():
         ("unknown route post", "POST", "/v1/chat/completion", {}, 404, "no route"),
         ("embeddings: not implemented, said so", "POST", "/v1/embeddings", {"input": "hi", "model": "m"}, 501, "embeddings"),
         ("rerank: a generation server names --rerank", "POST", "/rerank", {"query": "q", "documents": ["a"]}, 501, "--rerank"),
-        ("infill: not implemented, said so", "POST", "/infill", {"input_prefix": "a"}, 501, "infill"),
+        ("infill without input_prefix", "POST", "/infill", {"input_suffix": "a"}, 400, "'input_prefix' is required"),
+        ("infill without input_suffix", "POST", "/infill", {"input_prefix": "a"}, 400, "'input_suffix' is required"),
+        ("infill prompt ids", "POST", "/infill", {"input_prefix": "a", "input_suffix": "", "prompt": [1]}, 400,
+         "must be a string"),
+        ("infill extra not an array", "POST", "/infill", {"input_prefix": "a", "input_suffix": "", "input_extra": {}},
+         400, "must be an array"),
+        ("infill extra chunk without text", "POST", "/infill", {"input_prefix": "a", "input_suffix": "",
+                                                                "input_extra": [{"filename": "a"}]}, 400, "input_extra[0]"),
+        ("suffix on chat", "POST", C, {"messages": msgs, "suffix": "x"}, 400, "belongs to /v1/completions"),
+        ("suffix with token ids", "POST", "/v1/completions", {"prompt": [1, 2], "suffix": "x"}, 400, "not token ids"),
+        ("suffix not a string", "POST", "/v1/completions", {"prompt": "a", "suffix": 3}, 400, "must be a string"),
         ("GET on chat", "GET", C, None, 405, "not allowed"),
         ("DELETE on health", "DELETE", "/health", None, 405, "not allowed"),
         ("POST on metrics", "POST", "/metrics", {}, 405, "not allowed"),
@@ -374,6 +384,63 @@ def check_logit_bias():
     st, _, d = post("/completion", {"prompt": "x", "n_predict": 3, "grammar": "root ::= \"a\"", "logit_bias": [["a", False]]})
     check("logit_bias: a grammar whose every token is banned is a 500 naming both", st == 500 and
           b"grammar allows no token" in d and b"logit bias bans" in d, d[:300])
+
+
+# ---------------------------------------------------------------- infill
+FIM_PRE, FIM_MID, FIM_SUF, FIM_REP, FIM_SEP = 151659, 151660, 151661, 151663, 151664
+
+
+def toks(text, special=False):
+    return json.loads(post("/tokenize", {"content": text, "parse_special": special})[2])["tokens"]
+
+
+def fim_layout(prefix, suffix, prompt="", extra=(), n_ctx=4096, n_batch=128, max_tokens=-1):
+    """docs/SERVER.md's layout, written again from the rules: the repository context, then
+    <|fim_prefix|>PREFIX PROMPT<|fim_suffix|>SUFFIX<|fim_middle|>, cut to the window."""
+    x = [FIM_REP] + toks("myproject\n")
+    for name, text in extra:
+        x += [FIM_SEP] + toks(name + "\n") + toks(text)
+    x += [FIM_SEP] + toks("filename\n")
+    pre, suf, pr = toks(prefix), toks(suffix), toks(prompt, True)
+    w = min(max(n_batch, 2048), n_ctx // 2)
+    n_pre, n_suf = min(len(pre), 3 * (w // 4)), min(len(suf), max(0, w // 4 - 2 - len(pr)))
+    n_x = min(len(x), max(0, n_ctx - w - 2 * max(max_tokens, 0) - 4 - len(pr)))
+    return x[len(x) - n_x:] + [FIM_PRE] + pre[len(pre) - n_pre:] + pr + [FIM_SUF] + suf[:n_suf] + [FIM_MID]
+
+
+def check_infill():
+    """/infill's prompt is the FIM layout (its greedy answer and prompt size are /completion's over the ids
+    built here from the rules), cut where the prefix, suffix or extra context is long; streamed deltas join
+    to the answer; OpenAI's suffix on /v1/completions is /infill without input_extra."""
+    cases = [("plain", {"input_prefix": "def add(a, b):\n", "input_suffix": "\n\nprint(add(1, 2))\n"}, {}),
+             ("empty prefix and suffix", {"input_prefix": "", "input_suffix": ""}, {}),
+             ("with a prompt and files", {"input_prefix": "x = ", "input_suffix": ";", "prompt": "1<|im_end|>",
+                                          "input_extra": [{"filename": "a.py", "text": "A = 1\n"}, {"text": "B = 2\n"}]},
+              {"prompt": "1<|im_end|>", "extra": [("a.py", "A = 1\n"), ("tmp", "B = 2\n")]}),
+             ("a long prefix and suffix, cut", {"input_prefix": " one" * 1700, "input_suffix": " two" * 600}, {}),
+             ("a long extra context, cut", {"input_prefix": "p", "input_suffix": "s",
+                                            "input_extra": [{"filename": "big.txt", "text": " three" * 1900}]},
+              {"extra": [("big.txt", " three" * 1900)]})]
+    for name, body, kw in cases:
+        for n in (6, 300) if "extra context" in name else (6,):  # 2 x max_tokens is kept free of the extra context
+            ids = fim_layout(body["input_prefix"], body["input_suffix"], max_tokens=n, **kw)
+            st, _, d = post("/infill", dict(body, n_predict=n, temperature=0))
+            got = json.loads(d) if st == 200 else {}
+            st2, _, d2 = post("/completion", {"prompt": ids, "n_predict": n, "temperature": 0})
+            want = json.loads(d2) if st2 == 200 else {}
+            check("infill (%s, n_predict %d): the prompt is the FIM layout (%d tokens), the answer /completion's over it"
+                  % (name, n, len(ids)), got.get("tokens_evaluated") == len(ids) and got.get("content") ==
+                  want.get("content") and got.get("tokens_predicted") == want.get("tokens_predicted"),
+                  "%s vs %s" % (d[:300], d2[:300]))
+    b = {"input_prefix": "def add(a, b):\n", "input_suffix": "\n", "n_predict": 6, "temperature": 0}
+    whole = json.loads(post("/infill", b)[2])["content"]
+    ev, done = sse_events(post("/infill", dict(b, stream=True))[2])
+    check("infill: streamed deltas join to the answer", "".join(e["content"] for e in ev) == whole and ev[-1]["stop"],
+          repr(ev)[:300])
+    st, _, d = post("/v1/completions", {"prompt": "def add(a, b):\n", "suffix": "\n", "max_tokens": 6, "temperature": 0})
+    c = json.loads(d) if st == 200 else {}
+    check("suffix on /v1/completions answers as /infill does", st == 200 and c["choices"][0]["text"] == whole and
+          c["usage"]["prompt_tokens"] == len(fim_layout("def add(a, b):\n", "\n")), d[:300])
 
 
 # ---------------------------------------------------------------- streaming
@@ -943,7 +1010,7 @@ def check_auth(key):
 if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
-     "disconnect": check_disconnect, "logit_bias": check_logit_bias, "load": check_load, "utf8": check_utf8, "slots": check_slots,
+     "disconnect": check_disconnect, "logit_bias": check_logit_bias, "infill": check_infill, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
      "tools_template": check_tools_template, "embed": check_embed, "embed_none": lambda: check_embed_none(sys.argv[3]),
      "rerank": lambda: check_rerank(sys.argv[3])}.get(what, lambda: check_auth(sys.argv[3]))()

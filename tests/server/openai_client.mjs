@@ -128,6 +128,14 @@ try {
   check("response_format json_schema: the content is the schema's JSON", v !== null && Number.isInteger(v.x) &&
     Object.keys(v).length === 1, JSON.stringify(j.choices[0]));
 }
+// OpenAI's suffix (insertion) through the SDK: the answer is /infill's for the same prefix and suffix
+{
+  const c = await client.completions.create({ model: "any", prompt: "def add(a, b):\n", suffix: "\n", max_tokens: 5, temperature: 0 });
+  const inf = await (await fetch(`http://127.0.0.1:${port}/infill`, { method: "POST", body: JSON.stringify({
+    input_prefix: "def add(a, b):\n", input_suffix: "\n", n_predict: 5, temperature: 0 }) })).json();
+  check("completions.create with suffix answers as /infill", c.choices[0].text === inf.content && c.usage.completion_tokens === 5,
+    JSON.stringify({ c: c.choices[0], inf }));
+}
 // logit_bias through the SDK ({token id: bias}): banning the greedy first token puts the runner-up first
 {
   const q = { model: "any", messages, max_tokens: 2, temperature: 0, logprobs: true, top_logprobs: 2 };
