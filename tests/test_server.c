@@ -332,6 +332,57 @@ static void test_fim_layout_cuts_as_llama_server(void) {
           "window: %d %d %d", mf_srv_fim_window(128, 4096), mf_srv_fim_window(4096, 16384), mf_srv_fim_window(512, 1024));
 }
 
+/* llama-server's other samplers: their "off" values pass (clients send every field), anything else is refused
+ * naming the field; 'samplers' switches off the stages it leaves out and may not reorder minfer's chain. */
+static void test_llama_server_sampler_fields(void) {
+    mf_srv_req r;
+    mf_srv_err e = {0};
+    REQUIRE(parse(MF_SRV_NATIVE,
+                  "{\"prompt\":\"x\",\"mirostat\":0,\"mirostat_tau\":5,\"dry_multiplier\":0,\"dry_base\":1.75,"
+                  "\"xtc_probability\":0,\"xtc_threshold\":0.1,\"top_n_sigma\":-1,\"dynatemp_range\":0,\"n_probs\":0,"
+                  "\"samplers\":[\"penalties\",\"dry\",\"top_n_sigma\",\"top_k\",\"typ_p\",\"top_p\",\"min_p\",\"xtc\","
+                  "\"temperature\"]}",
+                  &r, &e) == 0,
+            "the off values refused: %s", e.msg);
+    mf_sampler_params d = mf_sampler_default_params();
+    CHECK(r.sp.top_k == d.top_k && r.sp.top_p == d.top_p && r.sp.min_p == d.min_p && r.sp.temp == d.temp &&
+              r.sp.penalty_last_n == d.penalty_last_n,
+          "llama.cpp's full order changes nothing");
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"top_p\":0.5,\"samplers\":\"kt\"}", &r, &e) == 0, "%s", e.msg);
+    CHECK(r.sp.top_k == d.top_k && r.sp.temp == d.temp && r.sp.top_p == 1.0f && r.sp.min_p == 0.0f &&
+              r.sp.typ_p == 1.0f && r.sp.penalty_last_n == 0,
+          "samplers \"kt\": only top_k and temperature stay on (top_p %g min_p %g)", r.sp.top_p, r.sp.min_p);
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"temperature\":0.5,\"samplers\":[\"min_p\"]}", &r, &e) == 0, "%s",
+            e.msg);
+    CHECK(r.sp.temp == 1.0f && r.sp.top_k == 0 && r.sp.min_p == d.min_p, "no temperature stage: the draw at 1");
+    mf_srv_req_free(&r);
+    static const struct {
+        const char *body, *param, *needle;
+    } bad[] = {
+        {"{\"prompt\":\"x\",\"mirostat\":2}", "mirostat", "'mirostat' 2 asks for Mirostat sampling"},
+        {"{\"prompt\":\"x\",\"mirostat\":\"2\"}", "mirostat", "must be a number"},
+        {"{\"prompt\":\"x\",\"dry_multiplier\":0.8}", "dry_multiplier", "DRY"},
+        {"{\"prompt\":\"x\",\"xtc_probability\":0.5}", "xtc_probability", "XTC"},
+        {"{\"prompt\":\"x\",\"top_n_sigma\":1.5}", "top_n_sigma", "send -1 (off)"},
+        {"{\"prompt\":\"x\",\"dynatemp_range\":0.5}", "dynatemp_range", "dynamic temperature"},
+        {"{\"prompt\":\"x\",\"n_probs\":5}", "n_probs", "'logprobs'"},
+        {"{\"prompt\":\"x\",\"samplers\":[\"temperature\",\"top_k\"]}", "samplers", "'top_k' after a stage"},
+        {"{\"prompt\":\"x\",\"samplers\":\"tk\"}", "samplers", "'k' after a stage"},
+        {"{\"prompt\":\"x\",\"samplers\":[\"top_k\",\"tfs_z\"]}", "samplers", "'tfs_z', which is not a sampler"},
+        {"{\"prompt\":\"x\",\"samplers\":[1]}", "samplers", "'samplers[0]' must be a string"},
+        {"{\"prompt\":\"x\",\"samplers\":{}}", "samplers", "an array of sampler names"},
+        {"{\"prompt\":\"x\",\"temperature\":0,\"samplers\":[\"top_k\"]}", "samplers", "leaves out temperature"},
+    };
+    for (size_t i = 0; i < MF_ARRAY_LEN(bad); i++) {
+        int rc = parse(MF_SRV_NATIVE, bad[i].body, &r, &e);
+        CHECK(rc && e.status == 400 && !strcmp(e.param, bad[i].param) && strstr(e.msg, bad[i].needle),
+              "case %zu: rc %d, %d '%s': %s", i, rc, e.status, e.param, e.msg);
+        if (!rc) mf_srv_req_free(&r);
+    }
+}
+
 static void test_deep_nesting_and_huge_input_are_refused_not_crashing(void) {
     size_t n = 200000;
     char *b = malloc(n * 2 + 64);
@@ -863,6 +914,7 @@ int main(void) {
     RUN(test_bad_requests_name_field_and_value);
     RUN(test_logit_bias_shapes_are_read);
     RUN(test_infill_requests_are_read);
+    RUN(test_llama_server_sampler_fields);
     RUN(test_fim_layout_cuts_as_llama_server);
     RUN(test_deep_nesting_and_huge_input_are_refused_not_crashing);
     RUN(test_utf8_validation);

@@ -624,6 +624,101 @@ static int parse_logit_bias(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     return 0;
 }
 
+/* llama-server's samplers minfer does not run: taken at their "off" values (clients such as SillyTavern send
+ * every field), refused otherwise - never ignored. */
+static int refuse_other_samplers(const cJSON *o, mf_srv_err *e) {
+    static const struct {
+        const char *name;
+        double off_lo, off_hi;
+        const char *what, *off;
+    } k[] = {
+        {"mirostat", 0, 0, "Mirostat sampling", "0"},
+        {"dry_multiplier", 0, 0, "the DRY repetition sampler", "0"},
+        {"xtc_probability", 0, 0, "the XTC sampler", "0"},
+        {"top_n_sigma", -1e300, 0, "top-n-sigma", "-1"},
+        {"dynatemp_range", 0, 0, "dynamic temperature", "0"},
+        {"n_probs", 0, 0, "llama-server's completion_probabilities (/v1/completions answers 'logprobs')",
+         "0"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        double d = k[i].off_hi;
+        if (get_num(o, k[i].name, -1e300, 1e300, &d, NULL, e)) return -1;
+        if (d < k[i].off_lo || d > k[i].off_hi)
+            return BAD(e, k[i].name,
+                       "'%s' %g asks for %s, which minfer does not run; send %s (off) or leave it out "
+                       "(minfer samples with penalties, top_k, typical_p, top_p, min_p, temperature)",
+                       k[i].name, d, k[i].what, k[i].off);
+    }
+    return 0;
+}
+
+/* The chain stages, in minfer's order (llama.cpp's default order of the ones minfer runs). */
+enum { ST_PEN, ST_TOPK, ST_TYP, ST_TOPP, ST_MINP, ST_TEMP, ST_OFF /* a sampler minfer runs only when off */ };
+
+/* A llama.cpp sampler name or letter (common_sampler_type_from_name / _from_chars) as a stage; -1 unknown. */
+static int stage_of(const char *name, char c) {
+    static const struct {
+        const char *name;
+        char c;
+        int st;
+    } k[] = {{"penalties", 'e', ST_PEN}, {"top_k", 'k', ST_TOPK},       {"typ_p", 'y', ST_TYP},
+             {"typical_p", 0, ST_TYP},   {"typical", 0, ST_TYP},        {"top_p", 'p', ST_TOPP},
+             {"min_p", 'm', ST_MINP},    {"temperature", 't', ST_TEMP}, {"temp", 0, ST_TEMP},
+             {"dry", 'd', ST_OFF},       {"xtc", 'x', ST_OFF},          {"top_n_sigma", 's', ST_OFF}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (name ? !strcmp(name, k[i].name) : c && c == k[i].c) return k[i].st;
+    return -1;
+}
+
+/* llama-server's 'samplers' (an array of names, or a string of letters as --sampler-seq): the stages it runs,
+ * in order.  minfer runs its chain in one order, so a list that reorders it is refused; the stages it leaves
+ * out are switched off, as llama.cpp would not run them (no temperature stage: the draw at temperature 1).
+ * DRY, XTC and top-n-sigma may be listed: they are off unless their fields ask (refused above). */
+static int parse_sampler_order(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *v = field(o, "samplers");
+    if (!v) return 0;
+    if (!cJSON_IsArray(v) && !cJSON_IsString(v))
+        return BAD(e, "samplers",
+                   "'samplers' must be an array of sampler names or a string of their letters, got %s",
+                   kind_of(v));
+    const int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : (int)strlen(v->valuestring);
+    bool in[ST_OFF] = {false};
+    int last = -1;
+    for (int i = 0; i < n; i++) {
+        const cJSON *it = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, i) : NULL;
+        if (it && !cJSON_IsString(it))
+            return BAD(e, "samplers", "'samplers[%d]' must be a string, got %s", i, kind_of(it));
+        char one[2] = {it ? 0 : v->valuestring[i], 0};
+        const char *name = it ? it->valuestring : one;
+        const int st = stage_of(it ? name : NULL, one[0]);
+        if (st < 0)
+            return BAD(e, "samplers",
+                       "'samplers' names '%.40s', which is not a sampler minfer knows (llama.cpp's names: "
+                       "penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature)",
+                       name);
+        if (st == ST_OFF) continue;
+        if (st <= last)
+            return BAD(e, "samplers",
+                       "'samplers' puts '%.40s' after a stage minfer runs before it; minfer's order is "
+                       "penalties, top_k, typ_p, top_p, min_p, temperature",
+                       name);
+        in[st] = true, last = st;
+    }
+    mf_sampler_params *sp = &r->sp;
+    if (!in[ST_TEMP] && sp->temp <= 0)
+        return BAD(e, "samplers",
+                   "'samplers' leaves out temperature, so llama.cpp would draw at temperature 1, but "
+                   "'temperature' is %g (greedy); list temperature or send a positive one",
+                   sp->temp);
+    if (!in[ST_PEN]) sp->penalty_last_n = 0;
+    if (!in[ST_TOPK]) sp->top_k = 0;
+    if (!in[ST_TYP]) sp->typ_p = 1.0f;
+    if (!in[ST_TOPP]) sp->top_p = 1.0f;
+    if (!in[ST_MINP]) sp->min_p = 0.0f;
+    if (!in[ST_TEMP]) sp->temp = 1.0f;
+    return 0;
+}
+
 static int parse_stream(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     if (get_bool(o, "stream", &r->stream, e)) return -1;
     const cJSON *so = field(o, "stream_options");
@@ -726,9 +821,10 @@ int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req 
                                 : parse_prompt(o, r, e))
         goto done;
     if (parse_suffix(o, r, e)) goto done;
-    if (parse_limits(o, r, e) || parse_sampling(o, r, e) || parse_logit_bias(o, r, e) ||
-        parse_stop(o, r, e) || parse_stream(o, r, e) || parse_logprobs(o, r, e) ||
-        parse_llama_extras(o, r, e) || parse_constraint(o, r, e))
+    if (parse_limits(o, r, e) || parse_sampling(o, r, e) || refuse_other_samplers(o, e) ||
+        parse_sampler_order(o, r, e) || parse_logit_bias(o, r, e) || parse_stop(o, r, e) ||
+        parse_stream(o, r, e) || parse_logprobs(o, r, e) || parse_llama_extras(o, r, e) ||
+        parse_constraint(o, r, e))
         goto done;
     rc = 0;
 done:

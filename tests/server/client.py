@@ -272,6 +272,10 @@ def check_bad_input():
         ("infill extra chunk without text", "POST", "/infill", {"input_prefix": "a", "input_suffix": "",
                                                                 "input_extra": [{"filename": "a"}]}, 400, "input_extra[0]"),
         ("suffix on chat", "POST", C, {"messages": msgs, "suffix": "x"}, 400, "belongs to /v1/completions"),
+        ("mirostat 2", "POST", "/completion", {"prompt": "a", "mirostat": 2}, 400, "Mirostat"),
+        ("dry_multiplier on", "POST", C, {"messages": msgs, "dry_multiplier": 0.8}, 400, "DRY"),
+        ("samplers reordered", "POST", "/completion", {"prompt": "a", "samplers": ["temperature", "top_k"]}, 400,
+         "minfer's order"),
         ("suffix with token ids", "POST", "/v1/completions", {"prompt": [1, 2], "suffix": "x"}, 400, "not token ids"),
         ("suffix not a string", "POST", "/v1/completions", {"prompt": "a", "suffix": 3}, 400, "must be a string"),
         ("GET on chat", "GET", C, None, 405, "not allowed"),
@@ -312,6 +316,10 @@ def check_bad_input():
     check("bad input: %d requests answered, still serving" % n, n >= 50 and st == 200, "n=%d health %d" % (n, st))
     st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=2))
     check("bad input: generation still works", st == 200, d)
+    st, _, d = post("/completion", {"prompt": "a", "n_predict": 2, "mirostat": 0, "dry_multiplier": 0, "xtc_probability": 0,
+                                    "top_n_sigma": -1, "dynatemp_range": 0, "n_probs": 0, "samplers": [
+                                        "penalties", "dry", "top_k", "typ_p", "top_p", "min_p", "xtc", "temperature"]})
+    check("llama-server's other samplers at their off values (as SillyTavern sends them) are served", st == 200, d[:300])
 
 
 # ---------------------------------------------------------------- identity
