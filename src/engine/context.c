@@ -173,6 +173,25 @@ int mf_context_new(mf_model *model, const mf_context_params *params, mf_context 
     return mf_context_new_on(model, params, NULL, out, err);
 }
 
+/* A sequence may grow to the whole context; past the length the model was trained for (llama.cpp's
+ * "possible training context overflow"), its output degrades without an error, so say so once, with the way
+ * out.  Under rope scaling the model is made for the original context times the factor. */
+static void warn_past_training(const mf_hparams *hp, const mf_rope_info *ri, int32_t n_ctx) {
+    int64_t trained = hp->n_ctx_train;
+    /* llama.cpp's default type is linear, at factor 1: scaling only where the factor stretches */
+    const bool scaled = ri->scaling != MF_ROPE_SCALING_NONE && ri->freq_scale > 0.0f && ri->freq_scale < 1.0f;
+    if (scaled) trained = MF_MAX(trained, (int64_t)((double)ri->n_ctx_orig / (double)ri->freq_scale + 0.5));
+    if (trained <= 0 || n_ctx <= trained) return;
+    mf_log(MF_LOG_WARN,
+           "the context holds %d tokens, more than the %lld the model was trained for%s: a sequence that grows past "
+           "%lld tokens is beyond its training and its output degrades; use -c %lld or less%s",
+           n_ctx, (long long)trained, scaled ? " (with its rope scaling)" : "",
+           (long long)trained, (long long)trained,
+           !scaled ? ", or rope scaling for a model made for it (Qwen2.5: --rope-scaling yarn --rope-scale 4 "
+                 "--yarn-orig-ctx 32768)"
+               : "");
+}
+
 int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_context *share, mf_context **out,
                       mf_error *err) {
     *out = NULL;
@@ -205,6 +224,7 @@ int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_conte
         mf_log(MF_LOG_INFO, "rope: YaRN original context %d, ext_factor %g, beta %g/%g, attn_factor %.9g, ramp over pairs %g..%g",
                rope_info.n_ctx_orig, (double)rope_info.ext_factor, (double)rope_info.beta_fast, (double)rope_info.beta_slow, (double)rope_info.attn_factor,
                (double)rope_info.corr_dims[0], (double)rope_info.corr_dims[1]);
+    warn_past_training(hp, &rope_info, p.n_ctx);
     mf_context *c = calloc(1, sizeof *c);
     if (!c) return mf_err(err, MF_E_NOMEM, "out of memory");
     c->model = model;

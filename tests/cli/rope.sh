@@ -71,4 +71,12 @@ for cmd in "run -p hi -n 1" "eval --tokens [1,2]" "embed -p hi" "chat" "serve --
     [[ "$out" == *"--rope-scaling T"* && "$out" == *"--rope-scale N"* && "$out" == *"--yarn-orig-ctx N"* &&
         "$out" == *"--yarn-beta-slow F"* ]] && ok "$c:help" || bad "$c:help" "rope flags missing from --help"
 done
+# a context longer than the model was trained for (the tiny preset's 4096) is warned about once, with the way
+# out; none at 4096, none where the rope scaling covers it (YaRN x4 over 32768), again past the scaled length
+warn_of() { "$MINFER" run -m "$1" -p hi -n 1 --temp 0 "${@:2}" 2>&1 >/dev/null | grep -c 'more than the .* the model was trained for'; }
+w1=$(warn_of "$P" -c 8192) w0=$(warn_of "$P" -c 4096) wy=$(warn_of "$Y" -c 131072) wy1=$(warn_of "$Y" -c 131073)
+msg=$("$MINFER" run -m "$P" -p hi -n 1 -c 8192 2>&1 >/dev/null | grep trained)
+[ "$w1" = 1 ] && [ "$w0" = 0 ] && [ "$wy" = 0 ] && [ "$wy1" = 1 ] && [[ $msg == *"use -c 4096 or less, or rope scaling"* ]] &&
+    ok context_past_training_is_warned || bad context_past_training_is_warned "warnings $w1 $w0 $wy $wy1: $msg"
+
 finish
