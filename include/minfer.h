@@ -374,6 +374,8 @@ typedef struct {
 } mf_sampler_params;
 
 mf_sampler_params mf_sampler_default_params(void);
+/* The checks mf_sampler_new makes (ranges, the logit_bias list), without building a sampler. */
+int mf_sampler_params_check(const mf_sampler_params *p, int32_t n_vocab, mf_error *err);
 int mf_sampler_new(const mf_sampler_params *p, int32_t n_vocab, mf_sampler **out, mf_error *err);
 void mf_sampler_free(mf_sampler *s);
 /* Picks a token from n_vocab logits (not modified). */

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* --logit-bias entries: the sampler copies them, but the params point here until it does (one parse a
- * process) */
+/* --logit-bias entries: the sampler copies them, but the params point here until it does (one parse a process) */
 enum { MAX_BIAS = 256 };
 static mf_logit_bias g_bias[MAX_BIAS];
 
@@ -125,18 +124,13 @@ const char *mf_arg_sampler_help(void) {
            "      --repeat-last-n N    penalty window in tokens (default 64; 0 = off, -1 = all)\n"
            "      --presence-penalty X presence penalty (default 0)\n"
            "      --frequency-penalty X frequency penalty (default 0)\n"
-           "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same "
-           "output)\n"
-           "  -l, --logit-bias ID+X    add X to token ID's logit before sampling (ID-X subtracts, ID-inf "
-           "bans it);\n"
+           "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n"
+           "  -l, --logit-bias ID+X    add X to token ID's logit before sampling (ID-X subtracts, ID-inf bans it);\n"
            "                           repeatable, entries for one token add up\n"
-           "      --grammar GBNF       the output is a sentence of this grammar (llama.cpp's GBNF, start "
-           "rule root;\n"
+           "      --grammar GBNF       the output is a sentence of this grammar (llama.cpp's GBNF, start rule root;\n"
            "                           docs/GRAMMAR.md); --grammar-file FILE reads it from a file\n"
-           "  -j,  --json-schema JSON  the output is JSON this JSON Schema allows (a keyword the compiler "
-           "lacks is\n"
-           "                           refused, never ignored); -jf/--json-schema-file FILE reads it from a "
-           "file\n";
+           "  -j,  --json-schema JSON  the output is JSON this JSON Schema allows (a keyword the compiler lacks is\n"
+           "                           refused, never ignored); -jf/--json-schema-file FILE reads it from a file\n";
 }
 
 void mf_arg_draft_init(mf_arg_draft *d) {

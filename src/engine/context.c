@@ -107,9 +107,11 @@ void mf_model_get_info(const mf_model *m, mf_model_info *info) {
     info->n_cls_out = hp->n_cls_out;
     info->bos = m->bos;
     info->eos = m->eos;
-    info->fim_pre = m->fim[MF_FIM_PRE], info->fim_suf = m->fim[MF_FIM_SUF],
+    info->fim_pre = m->fim[MF_FIM_PRE];
+    info->fim_suf = m->fim[MF_FIM_SUF];
     info->fim_mid = m->fim[MF_FIM_MID];
-    info->fim_rep = m->fim[MF_FIM_REP], info->fim_sep = m->fim[MF_FIM_SEP];
+    info->fim_rep = m->fim[MF_FIM_REP];
+    info->fim_sep = m->fim[MF_FIM_SEP];
     info->n_eog = m->n_eog;
     info->eog = m->eog;
     info->n_repacked = m->n_repacked;
@@ -182,14 +184,13 @@ static void warn_past_training(const mf_hparams *hp, const mf_rope_info *ri, int
     const bool scaled = ri->scaling != MF_ROPE_SCALING_NONE && ri->freq_scale > 0.0f && ri->freq_scale < 1.0f;
     if (scaled) trained = MF_MAX(trained, (int64_t)((double)ri->n_ctx_orig / (double)ri->freq_scale + 0.5));
     if (trained <= 0 || n_ctx <= trained) return;
+    const char *way_out = scaled ? "" : ", or rope scaling for a model made for it (Qwen2.5: --rope-scaling yarn "
+                                        "--rope-scale 4 --yarn-orig-ctx 32768)";
     mf_log(MF_LOG_WARN,
            "the context holds %d tokens, more than the %lld the model was trained for%s: a sequence that grows past "
            "%lld tokens is beyond its training and its output degrades; use -c %lld or less%s",
-           n_ctx, (long long)trained, scaled ? " (with its rope scaling)" : "",
-           (long long)trained, (long long)trained,
-           !scaled ? ", or rope scaling for a model made for it (Qwen2.5: --rope-scaling yarn --rope-scale 4 "
-                 "--yarn-orig-ctx 32768)"
-               : "");
+           n_ctx, (long long)trained, scaled ? " (with its rope scaling)" : "", (long long)trained, (long long)trained,
+           way_out);
 }
 
 int mf_context_new_on(mf_model *model, const mf_context_params *params, mf_context *share, mf_context **out,

@@ -114,18 +114,22 @@ static int check_bias(const mf_sampler_params *q, int32_t n_vocab, mf_error *err
     return 0;
 }
 
-int mf_sampler_new(const mf_sampler_params *p, int32_t n_vocab, mf_sampler **out, mf_error *err) {
-    *out = NULL;
+int mf_sampler_params_check(const mf_sampler_params *p, int32_t n_vocab, mf_error *err) {
     if (n_vocab <= 0) return mf_err(err, MF_E_INVAL, "sampler needs n_vocab > 0, got %d", n_vocab);
-    mf_sampler_params q = p ? *p : mf_sampler_default_params();
-    if (q.penalty_last_n < -1)
-        return mf_err(err, MF_E_INVAL, "penalty_last_n must be >= -1, got %d", q.penalty_last_n);
-    if (q.top_p < 0 || q.min_p < 0 || q.typ_p < 0 || q.penalty_repeat <= 0)
+    if (p->penalty_last_n < -1)
+        return mf_err(err, MF_E_INVAL, "penalty_last_n must be >= -1, got %d", p->penalty_last_n);
+    if (p->top_p < 0 || p->min_p < 0 || p->typ_p < 0 || p->penalty_repeat <= 0)
         return mf_err(
             err, MF_E_INVAL,
             "sampler values out of range: top_p %g, min_p %g, typ_p %g, repeat %g (must be >= 0; repeat > 0)",
-            q.top_p, q.min_p, q.typ_p, q.penalty_repeat);
-    int rc = check_bias(&q, n_vocab, err);
+            p->top_p, p->min_p, p->typ_p, p->penalty_repeat);
+    return check_bias(p, n_vocab, err);
+}
+
+int mf_sampler_new(const mf_sampler_params *p, int32_t n_vocab, mf_sampler **out, mf_error *err) {
+    *out = NULL;
+    mf_sampler_params q = p ? *p : mf_sampler_default_params();
+    int rc = mf_sampler_params_check(&q, n_vocab, err);
     if (rc) return rc;
     mf_sampler *s = calloc(1, sizeof *s);
     if (!s) return mf_err(err, MF_E_NOMEM, "out of memory");

@@ -95,8 +95,7 @@ static int64_t opt_id(const mf_gguf *g, const char *key) {
     return v;
 }
 
-/* The fill-in-the-middle tokens llama.cpp knows by text (llama-vocab.cpp), for files that do not name them.
- */
+/* The fill-in-the-middle tokens llama.cpp knows by text (llama-vocab.cpp), for files that do not name them */
 static const struct {
     const char *key;
     const char *text[4];

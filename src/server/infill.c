@@ -3,7 +3,6 @@
 
 #include "core/core.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +42,7 @@ int mf_srv_fim_layout(const mf_srv_fim *f, mf_token **out, int32_t *n) {
     return 0;
 }
 
-/* ids += text's tokens (plain text, no special tokens). */
+/* a growing list of token ids */
 typedef struct {
     mf_token *t;
     int32_t n, cap;
@@ -60,6 +59,7 @@ static int add_ids(ids *v, const mf_token *t, int32_t n) {
     return 0;
 }
 
+/* v += the tokens of s (special tokens parsed only when asked) */
 static int add_text(ids *v, const mf_model *m, const char *s, bool special, mf_error *err) {
     mf_token *t = NULL;
     int32_t n = 0;
@@ -115,7 +115,7 @@ int mf_srv_infill_tokens(const mf_model *model, const mf_srv_req *r, int32_t n_b
     int rc = extra_context(model, &in, r, &x, &err);
     if (!rc) rc = add_text(&pre, model, r->input_prefix, false, &err);
     if (!rc) rc = add_text(&suf, model, r->input_suffix, false, &err);
-    if (!rc) rc = add_text(&pr, model, r->prompt ? r->prompt : "", true, &err);
+    if (!rc) rc = add_text(&pr, model, r->prompt, true, &err); /* "" when the request has none */
     const mf_srv_fim f = {x.t,        pre.t,        pr.t,       suf.t,
                           x.n,        pre.n,        pr.n,       suf.n,
                           in.fim_pre, in.fim_suf,   in.fim_mid, mf_srv_fim_window(n_batch, n_ctx),

@@ -107,12 +107,10 @@ static int refuse_unsupported(const cJSON *o, mf_srv_err *e) {
     static const struct {
         const char *name, *why;
     } k[] = {
-        {"functions",
-         "the legacy 'functions' field is not supported by minfer; send the functions as 'tools'"},
+        {"functions", "the legacy 'functions' field is not supported by minfer; send the functions as 'tools'"},
         {"function_call", "the legacy 'function_call' field is not supported by minfer; use 'tool_choice'"},
         {"audio", "audio output is not supported by minfer"},
-        {"prediction",
-         "predicted outputs are not supported by minfer; send the request without 'prediction'"},
+        {"prediction", "predicted outputs are not supported by minfer; send the request without 'prediction'"},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         const cJSON *v = field(o, k[i].name);
@@ -428,8 +426,8 @@ static int parse_infill(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     if (p && !cJSON_IsString(p))
         return BAD(e, "prompt", "'prompt' of /infill must be a string (text after input_prefix), got %s",
                    kind_of(p));
-    if (p ? dup_str(p, "prompt", &r->prompt, e) : !(r->prompt = strdup("")))
-        return p ? -1 : mf_srv_fail(e, 500, "server_error", "prompt", "out of memory");
+    if (p && dup_str(p, "prompt", &r->prompt, e)) return -1;
+    if (!p && !(r->prompt = strdup(""))) return mf_srv_fail(e, 500, "server_error", "prompt", "out of memory");
     const cJSON *x = field(o, "input_extra");
     if (!x) return 0;
     if (!cJSON_IsArray(x))
@@ -450,8 +448,9 @@ static int parse_infill(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
                        param);
         r->n_extra = i + 1;
         if (dup_str(t, "input_extra", &r->extra[i].text, e)) return -1;
-        if (f ? dup_str(f, "input_extra", &r->extra[i].filename, e) : !(r->extra[i].filename = strdup("tmp")))
-            return f ? -1 : mf_srv_fail(e, 500, "server_error", "input_extra", "out of memory");
+        if (f && dup_str(f, "input_extra", &r->extra[i].filename, e)) return -1;
+        if (!f && !(r->extra[i].filename = strdup("tmp")))
+            return mf_srv_fail(e, 500, "server_error", "input_extra", "out of memory");
     }
     return 0;
 }
@@ -898,11 +897,8 @@ int mf_srv_req_resolve_bias(mf_srv_req *r, const mf_model *model, int32_t n_voca
         free(ids);
     }
     r->sp.logit_bias = out, r->sp.n_logit_bias = n;
-    mf_sampler *smp =
-        NULL; /* the sampler's own checks (a list that bans every token), before the request queues */
-    mf_error err = {0};
-    int rc = mf_sampler_new(&r->sp, n_vocab, &smp, &err);
-    mf_sampler_free(smp);
+    mf_error err = {0}; /* the sampler's own checks (a list that bans every token), before the request queues */
+    int rc = mf_sampler_params_check(&r->sp, n_vocab, &err);
     if (rc == MF_E_NOMEM) return mf_srv_fail(e, 500, "server_error", "logit_bias", "%s", err.msg);
     if (rc) return BAD(e, "logit_bias", "'logit_bias': %s", err.msg);
     return 0;

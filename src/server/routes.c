@@ -500,21 +500,8 @@ typedef struct {
 } route;
 
 enum {
-    R_HEALTH,
-    R_METRICS,
-    R_MODELS,
-    R_PROPS,
-    R_TOKENIZE,
-    R_DETOKENIZE,
-    R_TEMPLATE,
-    R_CHAT,
-    R_CMPL,
-    R_NATIVE,
-    R_INFILL,
-    R_SLOTS,
-    R_EMBED_OAI,
-    R_EMBED_NATIVE,
-    R_RERANK
+    R_HEALTH, R_METRICS, R_MODELS, R_PROPS, R_TOKENIZE, R_DETOKENIZE, R_TEMPLATE, R_CHAT, R_CMPL, R_NATIVE, R_INFILL,
+    R_SLOTS, R_EMBED_OAI, R_EMBED_NATIVE, R_RERANK
 };
 
 static const route k_routes[] = {
@@ -641,9 +628,7 @@ void mf_srv_route(mf_server *s, const char *method, const char *url, const char 
     case R_CHAT: h_generate(s, MF_SRV_CHAT, body, len, fd, a, stream_job); break;
     case R_CMPL: h_generate(s, MF_SRV_COMPLETION, body, len, fd, a, stream_job); break;
     case R_NATIVE: h_generate(s, MF_SRV_NATIVE, body, len, fd, a, stream_job); break;
-    case R_INFILL:
-        h_generate(s, MF_SRV_INFILL, body, len, fd, a, stream_job);
-        break;
+    case R_INFILL: h_generate(s, MF_SRV_INFILL, body, len, fd, a, stream_job); break;
     case R_SLOTS: h_slots(s, method, url, action, body, len, fd, a); break;
     case R_EMBED_OAI: h_pooled(s, MF_JOB_EMBED, true, body, len, fd, a); break;
     case R_EMBED_NATIVE: h_pooled(s, MF_JOB_EMBED, false, body, len, fd, a); break;
