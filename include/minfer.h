@@ -54,6 +54,7 @@ typedef int32_t mf_seq_id;
 typedef struct mf_model mf_model;
 typedef struct mf_context mf_context;
 typedef struct mf_sampler mf_sampler;
+typedef struct mf_dry_breakers mf_dry_breakers;
 typedef struct mf_gen mf_gen;
 
 /* ---------------- model ---------------- */
@@ -344,9 +345,14 @@ void mf_embed_normalize(float *v, int32_t n, int norm);
 int mf_context_write_graph(mf_context *ctx, int32_t n_tokens, const char *format, FILE *f, mf_error *err);
 
 /* ---------------- sampling ----------------
- * The chain runs in llama.cpp's default common-sampler order:
- *   logit_bias -> penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> dist (seeded draw)
- * temp <= 0 is greedy (the highest logit after bias and penalties wins; ties: lowest id). */
+ * The chain runs in llama.cpp's default common-sampler order (common/common.h):
+ *   logit_bias -> penalties -> DRY -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> XTC
+ *   -> temperature (dynamic with dynatemp_range > 0) -> dist (seeded draw)
+ * temp <= 0 (without dynatemp) is greedy: the highest logit after bias, penalties and DRY wins; ties:
+ * lowest id.  mirostat 1 or 2 replaces top_n_sigma .. XTC and the draw (logit_bias -> penalties -> DRY ->
+ * temperature -> Mirostat), as llama.cpp's Mirostat replaces its truncation samplers; unlike llama.cpp,
+ * whose Mirostat chain has no penalty stage, the penalties and DRY still apply.  Every stage follows
+ * llama.cpp's src/llama-sampling.cpp; the draws differ from llama.cpp's (another RNG). */
 
 /* One logit_bias entry: bias is added to the token's logit before every other stage (llama.cpp's logit_bias
  * sampler, first in its chain); -INFINITY bans the token (never sampled, under a grammar too).  Entries are
@@ -371,7 +377,36 @@ typedef struct {
      * bias, and a list that bans every token. */
     const mf_logit_bias *logit_bias;
     int32_t n_logit_bias;
+    /* The fields below are off when zero (a struct built with = {0} runs none of them); the defaults
+     * (mf_sampler_default_params) are llama.cpp's, all off. */
+    /* DRY ("don't repeat yourself", llama.cpp's dry sampler): a token that would extend a repeat of
+     * n >= dry_allowed_length tokens already in the last dry_last_n loses dry_multiplier *
+     * dry_base^(n - dry_allowed_length) from its logit.  A repeat does not reach back across a sequence
+     * breaker (mf_dry_breakers_new; copied by mf_sampler_new), and a breaker token is never penalized. */
+    float dry_multiplier;       /* 0 = off; >= 0 */
+    float dry_base;             /* 1.75; >= 1 */
+    int32_t dry_allowed_length; /* 2; >= 1 */
+    int32_t dry_last_n;         /* -1 = the whole history, 0 = off */
+    const mf_dry_breakers *dry_breakers; /* NULL: none */
+    float top_n_sigma;       /* -1; <= 0 off: keeps logits >= max - top_n_sigma * their standard deviation */
+    float xtc_probability;   /* 0 = off: with this chance per token ... */
+    float xtc_threshold;     /* 0.1: ... drops every candidate of p >= threshold but the least likely of them
+                                (none when fewer than two; > 0.5 off) */
+    float dynatemp_range;    /* 0 = off: temperature in [temp - range, temp + range] by normalized entropy */
+    float dynatemp_exponent; /* 1 */
+    int32_t mirostat;        /* 0 off, 1 (Mirostat, m = 100) or 2 (Mirostat 2.0) */
+    float mirostat_tau;      /* 5: target surprise (bits); mu starts at 2 * tau */
+    float mirostat_eta;      /* 0.1: learning rate */
 } mf_sampler_params;
+
+/* DRY's sequence breakers resolved against a model's vocabulary (llama.cpp's rule): a token whose text
+ * contains a breaker is a breaker by itself; a token whose text ends in a breaker's beginning is one when
+ * the tokens after it spell the rest.  Strings longer than 40 bytes are cut there, tails at 20 tokens;
+ * empty strings are refused.  Building reads every token's text (a few ms for 152k tokens). */
+int mf_dry_breakers_new(const mf_model *model, const char *const *seqs, int32_t n, mf_dry_breakers **out,
+                        mf_error *err);
+void mf_dry_breakers_free(mf_dry_breakers *b);
+int32_t mf_dry_breakers_count(const mf_dry_breakers *b); /* the (head token, tail) sequences it holds */
 
 mf_sampler_params mf_sampler_default_params(void);
 /* The checks mf_sampler_new makes (ranges, the logit_bias list), without building a sampler. */

@@ -217,17 +217,24 @@ static void test_allowed_sampling_is_sampling_of_masked_logits(void) {
     enum { V = 1000, DRAWS = 150 };
     float *lg = malloc(sizeof *lg * V), *masked = malloc(sizeof *masked * V);
     REQUIRE(lg && masked, "memory");
-    mf_sampler_params configs[7];
-    for (int c = 0; c < 7; c++) configs[c] = mf_sampler_default_params();
+    enum { NC = 13 };
+    mf_sampler_params configs[NC];
+    for (int c = 0; c < NC; c++) configs[c] = mf_sampler_default_params();
     configs[1].temp = 0;
     configs[2].top_k = 0;
     configs[3].top_k = 5, configs[3].penalty_repeat = 1.3f, configs[3].penalty_freq = 0.2f;
     configs[4].typ_p = 0.8f;
     configs[5].top_k = 300, configs[5].top_p = 0.7f;
     configs[6].temp = 0, configs[6].penalty_present = 0.5f;
+    configs[7].dry_multiplier = 2.0f, configs[7].dry_allowed_length = 1; /* DRY: every repeat counts */
+    configs[8].top_n_sigma = 1.0f, configs[8].min_p = 0;
+    configs[9].xtc_probability = 0.7f, configs[9].xtc_threshold = 0.05f, configs[9].min_p = 0;
+    configs[10].dynatemp_range = 0.5f, configs[10].min_p = 0, configs[10].top_p = 1;
+    configs[11].mirostat = 1;
+    configs[12].mirostat = 2, configs[12].dry_multiplier = 1.0f, configs[12].dry_allowed_length = 1;
     uint64_t x = 0x1234567;
     int mismatches = 0, compared = 0;
-    for (int c = 0; c < 7; c++) {
+    for (int c = 0; c < NC; c++) {
         for (int kind = 0; kind < 4; kind++) {
             allow_set a = {kind};
             mf_sampler *s1 = NULL, *s2 = NULL;

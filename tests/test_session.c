@@ -115,6 +115,7 @@ static void test_xxh64_matches_the_published_vectors(void) {
 typedef struct {
     mf_token tok[STEPS];
     float *logits; /* [STEPS][n_vocab]: the logits each token was sampled from */
+    float mu;      /* the sampler's Mirostat mu when the session was saved */
 } run_rec;
 
 /* Samples STEPS tokens after the prompt; step s decodes token s-1 first.  With save_path, the session is
@@ -136,6 +137,7 @@ static bool generate(mf_context *c, mf_sampler *smp, const char *save_path, run_
         hist[NP0 + s] = r->tok[s];
         if (save_path && s == SAVE_AT) {
             mf_error err = {0};
+            (void)mf_sampler_mu(smp, &r->mu);
             static const char app[] = "{\"turns\":[\"hello\"]}";
             if (mf_session_save(c, 0, hist, NP0 + s + 1, smp, app, sizeof app - 1, save_path, &err)) {
                 printf("  save: %s\n", err.msg);
@@ -147,7 +149,8 @@ static bool generate(mf_context *c, mf_sampler *smp, const char *save_path, run_
     return ok;
 }
 
-static void round_trip(const char *model_path, uint32_t kv_type, float temp) {
+/* mirostat: 0, or the version the sampler runs (its mu travels in the file: a resume without it drifts) */
+static void round_trip(const char *model_path, uint32_t kv_type, float temp, int mirostat) {
     mf_model *m = load_model(model_path);
     REQUIRE(m, "model");
     int32_t nv = n_vocab_of(m);
@@ -161,6 +164,7 @@ static void round_trip(const char *model_path, uint32_t kv_type, float temp) {
         sp.top_p = 1.0f;
         sp.min_p = 0.0f;
     }
+    sp.mirostat = mirostat;
     run_rec ref = {.logits = malloc(sizeof(float) * (size_t)nv * STEPS)};
     run_rec got = {.logits = malloc(sizeof(float) * (size_t)nv * STEPS)};
     mf_context *a = new_ctx(m, 64, kv_type);
@@ -189,6 +193,10 @@ static void round_trip(const char *model_path, uint32_t kv_type, float temp) {
     CHECK(mf_seq_pos_max(b, S) == NP0 + SAVE_AT - 1, "restored pos max %d", mf_seq_pos_max(b, S));
     mf_token pending = toks[n_toks - 1];
     CHECK(pending == ref.tok[SAVE_AT], "the pending token %d, the run sampled %d", pending, ref.tok[SAVE_AT]);
+    float mu = 0;
+    if (mirostat) /* the fresh sampler's mu was 2 tau; the run's has moved */
+        CHECK(mf_sampler_mu(sb, &mu) && mu == ref.mu && mu != 2 * sp.mirostat_tau, "mu %g after the load, the run's %g",
+              mu, ref.mu);
     float *cur = malloc(sizeof(float) * (size_t)nv);
     got.tok[SAVE_AT] = pending;
     for (int s = SAVE_AT + 1; s < STEPS; s++) {
@@ -227,11 +235,13 @@ static void round_trip(const char *model_path, uint32_t kv_type, float temp) {
 }
 
 static void test_round_trip_continues_bitwise(void) {
-    round_trip(q2_path, MF_KV_TYPE_F32, 0.0f);
-    round_trip(q2_path, MF_KV_TYPE_F32, 0.9f);
-    round_trip(q3_path, MF_KV_TYPE_F16, 0.0f);
-    round_trip(q3_path, MF_KV_TYPE_F16, 8.0f); /* the tiny qwen3 is peaked: below ~8 every seed draws alike */
-    round_trip(q2_path, MF_KV_TYPE_Q8_0, 0.0f);  /* rows rotated (head size 64): saved and restored as held */
+    round_trip(q2_path, MF_KV_TYPE_F32, 0.0f, 0);
+    round_trip(q2_path, MF_KV_TYPE_F32, 0.9f, 0);
+    round_trip(q3_path, MF_KV_TYPE_F16, 0.0f, 0);
+    round_trip(q3_path, MF_KV_TYPE_F16, 8.0f, 0); /* the tiny qwen3 is peaked: below ~8 every seed draws alike */
+    round_trip(q2_path, MF_KV_TYPE_Q8_0, 0.0f, 0);  /* rows rotated (head size 64): saved and restored as held */
+    round_trip(q2_path, MF_KV_TYPE_F32, 0.9f, 2);
+    round_trip(q2_path, MF_KV_TYPE_F32, 0.9f, 1);
 }
 
 /* ---------------- refusals change nothing ---------------- */
@@ -497,11 +507,21 @@ static void test_rotated_rows_are_recorded(void) {
     CHECK(refused(c32, s, 3, bad, "the header says the K rows are rotated (flags 0x3, offset 144), but they are f32",
                   MF_E_FORMAT),
           "rotated f32 rows");
-    d[144] = 1 | 16;
+    d[144] = 1 | 32;
     reseal(d, n32);
     REQUIRE(write_file(bad, d, n32), "write");
-    CHECK(refused(c32, s, 3, bad, "unknown header flags 0x11 (offset 144; this build knows 0xf)", MF_E_FORMAT),
+    CHECK(refused(c32, s, 3, bad, "unknown header flags 0x21 (offset 144; this build knows 0x1f)", MF_E_FORMAT),
           "unknown flag");
+    d[144] = 1, d[76] = 1; /* a Mirostat mu without its flag */
+    reseal(d, n32);
+    REQUIRE(write_file(bad, d, n32), "write");
+    CHECK(refused(c32, s, 3, bad, "reserved header bytes (offsets 76, 148) are not zero: 1, 0", MF_E_FORMAT),
+          "mu bytes without the flag");
+    d[144] = 1 | 16, d[76] = 0, d[77] = 0, d[78] = 0xC0, d[79] = 0x7F; /* the flag with a NaN */
+    reseal(d, n32);
+    REQUIRE(write_file(bad, d, n32), "write");
+    CHECK(refused(c32, s, 3, bad, "the Mirostat mu (offset 76) is nan; a sampler's mu is finite", MF_E_FORMAT),
+          "NaN mu");
     free(d);
     /* each loads where its rows are held the same way */
     mf_token *toks = NULL;

@@ -77,6 +77,29 @@ bool mf_constraint_active(const mf_constraint *c);
 bool mf_constraint_allow(void *c, int32_t id);
 int32_t mf_constraint_maybe(void *c, int32_t *ids);
 int mf_constraint_commit(mf_constraint *c, int32_t id, mf_error *err);
+/* dry.c: a sampler's DRY stage.  step clears the last step's penalties and computes this one's: *pen (n_vocab
+ * floats, 0 for every token it spares) or NULL when it penalizes none; returns how many it penalizes. */
+typedef struct mf_dry mf_dry;
+bool mf_dry_on(const mf_sampler_params *p);
+int mf_dry_new(const mf_sampler_params *p, int32_t n_vocab, mf_dry **out, mf_error *err);
+void mf_dry_free(mf_dry *d);
+void mf_dry_reset(mf_dry *d);
+void mf_dry_accept(mf_dry *d, mf_token t);
+int32_t mf_dry_step(mf_dry *d, const float **pen);
+/* Tests: breakers given as token sequences (toks holds them one after another, lens[i] tokens each). */
+int mf_dry_breakers_from_tokens(const mf_token *toks, const int32_t *lens, int32_t n, mf_dry_breakers **out,
+                                mf_error *err);
+/* What one sample changes in a sampler besides its history: the RNG and Mirostat's mu.  A generator that
+ * draws ahead and drops the draw puts it back (gen.c). */
+typedef struct {
+    uint64_t rng[4];
+    float mu;
+} mf_sampler_state;
+void mf_sampler_state_get(const mf_sampler *s, mf_sampler_state *st);
+void mf_sampler_state_set(mf_sampler *s, const mf_sampler_state *st);
+/* Mirostat's mu, for a session file (mf_sampler_mu: false when the sampler runs no Mirostat). */
+bool mf_sampler_mu(const mf_sampler *s, float *mu);
+void mf_sampler_set_mu(mf_sampler *s, float mu);
 /* Tests: the sampler as it was before its two shortcuts, the reference they are checked against: every
  * candidate built before the penalty stage and top_k (not the k best read straight from the logits), and
  * every sort by qsort with cand_cmp (not the radix sort). */

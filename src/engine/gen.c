@@ -29,7 +29,7 @@ struct mf_gen {
     bool pre;
     mf_token pre_tok;
     double pre_s;
-    uint64_t pre_rng[4];
+    mf_sampler_state pre_state; /* the sampler's RNG and mu before the draw ahead */
     mf_token *draft;
     int32_t draft_cap;
     mf_batch batch; /* mf_gen_step's own */
@@ -324,7 +324,7 @@ static mf_token sample(mf_gen *g, const float *lg) {
 /* A draw taken ahead but not committed: the sampler's RNG goes back to before it. */
 static void drop_pre(mf_gen *g) {
     if (!g->pre) return;
-    mf_sampler_set_rng(g->smp, g->pre_rng, NULL);
+    mf_sampler_state_set(g->smp, &g->pre_state);
     g->pre = false;
 }
 
@@ -486,7 +486,7 @@ static void sample_ahead(void *arg, int ith, int nth) {
     for (int32_t k; (k = atomic_fetch_add(&j->next, 1)) < j->n;) { /* one generator at a time, any thread */
         mf_gen *g = j->g[k];
         const double t0 = mf_time_now();
-        mf_sampler_get_rng(g->smp, g->pre_rng);
+        mf_sampler_state_get(g->smp, &g->pre_state);
         g->pre_tok = sample(g, j->lg[k]);
         g->pre_s = mf_time_now() - t0;
         g->pre = true;
@@ -633,12 +633,13 @@ int mf_gen_restore(mf_gen *g, const mf_token *ids, int32_t n, int32_t n_cached, 
                       n_cached, g->limit);
     int rc = grow_i32(&g->toks, &g->cap, MF_MAX(n, 1), err);
     if (rc) return rc;
-    /* the penalty history sees the tokens again; the RNG state is the caller's (the session file's) */
-    uint64_t rng[4];
-    mf_sampler_get_rng(g->smp, rng);
+    /* the penalty and DRY history sees the tokens again; the RNG state and Mirostat's mu are the caller's
+     * (the session file's) */
+    mf_sampler_state st;
+    mf_sampler_state_get(g->smp, &st);
     mf_sampler_reset(g->smp);
     for (int32_t i = 0; i < n; i++) mf_sampler_accept(g->smp, ids[i]);
-    mf_sampler_set_rng(g->smp, rng, NULL);
+    mf_sampler_state_set(g->smp, &st);
     memcpy(g->toks, ids, sizeof *ids * (size_t)n);
     g->n_tok = n;
     g->n_cached = n_cached;

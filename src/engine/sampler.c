@@ -1,11 +1,19 @@
 /* The sampler chain, in llama.cpp's default common-sampler order (common/common.h `samplers`), after the
  * logit_bias sampler common_sampler_init puts first:
- *   logit_bias -> penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> dist
- * (DRY, top-n-sigma and XTC sit between these in llama.cpp and are off by default; not implemented.)
- * Each stage follows llama.cpp's semantics (src/llama-sampler.cpp); probabilities are a softmax over
+ *   logit_bias -> penalties -> DRY -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> XTC
+ *   -> temperature (dynamic with dynatemp_range) -> dist
+ * or, with Mirostat, logit_bias -> penalties -> DRY -> temperature -> mirostat (v1 or v2).
+ * Each stage follows llama.cpp's semantics (src/llama-sampling.cpp); probabilities are a softmax over
  * the surviving candidates.  temp <= 0: greedy (llama.cpp's temp sampler keeps only the max, then dist
  * picks it).  The RNG is our own (xoshiro256** seeded by splitmix64), so draws are deterministic per
- * seed but differ from llama.cpp's mt19937. */
+ * seed but differ from llama.cpp's mt19937; XTC's coin comes from the same stream (llama.cpp gives XTC
+ * a second generator), so one state, the session file's, covers every draw.
+ *
+ * The penalties and DRY only change the logits of tokens in the history, and DRY only lowers them, so
+ * the top_k shortcut (top_k_of_logits) reads them straight from the logits with those few corrected.
+ * top_n_sigma's threshold is taken over every token; its mask (-inf below it) is applied to top_k's
+ * survivors, which leaves the same survivors with a finite logit, and as many masked ones, as masking
+ * first would. */
 #include "engine/engine_impl.h"
 
 #include <float.h>
@@ -32,6 +40,11 @@ struct mf_sampler {
     mf_logit_bias *bias; /* p.logit_bias copied (p's pointer is not kept) */
     float *biased;       /* the logits plus the bias, rebuilt per sample (n_vocab floats, with a bias only) */
     bool bans;           /* a bias is -inf: keep_allowed refuses those tokens */
+    mf_dry *dry;         /* the DRY stage's history and scratch (NULL when off) */
+    const float *dry_pen; /* this step's DRY penalties (n_vocab), NULL when it penalizes nothing */
+    float sigma_min;     /* this step's top_n_sigma threshold (-inf: off) */
+    float mu;            /* Mirostat's running bound on surprise (bits) */
+    float *vals;         /* top_n_sigma's scratch: every token's logit after the penalties (n_vocab) */
     uint64_t s[4];
 };
 
@@ -47,6 +60,14 @@ mf_sampler_params mf_sampler_default_params(void) {
         .penalty_freq = 0.0f,
         .penalty_present = 0.0f,
         .seed = 0x5EEDu,
+        .dry_base = 1.75f,
+        .dry_allowed_length = 2,
+        .dry_last_n = -1,
+        .top_n_sigma = -1.0f,
+        .xtc_threshold = 0.1f,
+        .dynatemp_exponent = 1.0f,
+        .mirostat_tau = 5.0f,
+        .mirostat_eta = 0.1f,
     };
     return p;
 }
@@ -114,6 +135,39 @@ static int check_bias(const mf_sampler_params *q, int32_t n_vocab, mf_error *err
     return 0;
 }
 
+/* x is a number in [lo, hi] (NaN never is). */
+static bool within(float x, double lo, double hi) {
+    return x >= lo && x <= hi;
+}
+
+/* DRY, top_n_sigma, XTC, dynamic temperature and Mirostat: each stage's values are checked only when it is
+ * on, as a struct built with = {0} leaves the others 0. */
+static int check_stages(const mf_sampler_params *p, mf_error *err) {
+    if (!within(p->dry_multiplier, 0, FLT_MAX) || p->dry_last_n < -1 || p->dry_allowed_length < 0)
+        return mf_err(err, MF_E_INVAL,
+                      "DRY values out of range: multiplier %g (>= 0), last_n %d (>= -1), allowed_length %d (>= 0)",
+                      p->dry_multiplier, p->dry_last_n, p->dry_allowed_length);
+    if (p->dry_multiplier > 0 && !within(p->dry_base, 1, FLT_MAX))
+        return mf_err(err, MF_E_INVAL, "DRY base %g: it must be >= 1 (the penalty grows as base^length)",
+                      p->dry_base);
+    if (isnan(p->top_n_sigma)) return mf_err(err, MF_E_INVAL, "top_n_sigma is NaN (<= 0 switches it off)");
+    if (!within(p->xtc_probability, 0, 1) || (p->xtc_probability > 0 && !within(p->xtc_threshold, FLT_MIN, 1)))
+        return mf_err(err, MF_E_INVAL,
+                      "XTC values out of range: probability %g (0..1), threshold %g (> 0 and <= 1; above 0.5 XTC "
+                      "removes nothing)",
+                      p->xtc_probability, p->xtc_threshold);
+    if (!within(p->dynatemp_range, 0, FLT_MAX) ||
+        (p->dynatemp_range > 0 && !within(p->dynatemp_exponent, 0, FLT_MAX)))
+        return mf_err(err, MF_E_INVAL, "dynamic temperature out of range: range %g (>= 0), exponent %g (>= 0)",
+                      p->dynatemp_range, p->dynatemp_exponent);
+    if (p->mirostat < 0 || p->mirostat > 2)
+        return mf_err(err, MF_E_INVAL, "mirostat %d: 0 (off), 1 (Mirostat) or 2 (Mirostat 2.0)", p->mirostat);
+    if (p->mirostat && (!within(p->mirostat_tau, 0, FLT_MAX) || !within(p->mirostat_eta, 0, FLT_MAX)))
+        return mf_err(err, MF_E_INVAL, "Mirostat values out of range: tau %g (>= 0), eta %g (>= 0)",
+                      p->mirostat_tau, p->mirostat_eta);
+    return 0;
+}
+
 int mf_sampler_params_check(const mf_sampler_params *p, int32_t n_vocab, mf_error *err) {
     if (n_vocab <= 0) return mf_err(err, MF_E_INVAL, "sampler needs n_vocab > 0, got %d", n_vocab);
     if (p->penalty_last_n < -1)
@@ -123,7 +177,8 @@ int mf_sampler_params_check(const mf_sampler_params *p, int32_t n_vocab, mf_erro
             err, MF_E_INVAL,
             "sampler values out of range: top_p %g, min_p %g, typ_p %g, repeat %g (must be >= 0; repeat > 0)",
             p->top_p, p->min_p, p->typ_p, p->penalty_repeat);
-    return check_bias(p, n_vocab, err);
+    int rc = check_stages(p, err);
+    return rc ? rc : check_bias(p, n_vocab, err);
 }
 
 int mf_sampler_new(const mf_sampler_params *p, int32_t n_vocab, mf_sampler **out, mf_error *err) {
@@ -135,6 +190,16 @@ int mf_sampler_new(const mf_sampler_params *p, int32_t n_vocab, mf_sampler **out
     if (!s) return mf_err(err, MF_E_NOMEM, "out of memory");
     s->p = q;
     s->p.logit_bias = NULL;
+    s->p.dry_breakers = NULL; /* copied into the DRY stage */
+    s->mu = 2.0f * q.mirostat_tau;
+    if (mf_dry_on(&q) && (rc = mf_dry_new(&q, n_vocab, &s->dry, err))) {
+        mf_sampler_free(s);
+        return rc;
+    }
+    if (q.top_n_sigma > 0 && !(s->vals = malloc(sizeof(float) * (size_t)n_vocab))) {
+        mf_sampler_free(s);
+        return mf_err(err, MF_E_NOMEM, "out of memory for top_n_sigma over %d tokens", n_vocab);
+    }
     if (q.n_logit_bias > 0) {
         s->bias = malloc(sizeof *s->bias * (size_t)q.n_logit_bias);
         s->biased = malloc(sizeof(float) * (size_t)n_vocab);
@@ -167,17 +232,23 @@ void mf_sampler_free(mf_sampler *s) {
     free(s->hist);
     free(s->bias);
     free(s->biased);
+    mf_dry_free(s->dry);
+    free(s->vals);
     free(s);
 }
 
 void mf_sampler_reset(mf_sampler *s) {
     memset(s->count, 0, sizeof(int32_t) * (size_t)s->n_vocab);
     s->hist_n = s->hist_head = 0;
+    if (s->dry) mf_dry_reset(s->dry);
+    s->mu = 2.0f * s->p.mirostat_tau;
     seed_rng(s);
 }
 
 void mf_sampler_accept(mf_sampler *s, mf_token t) {
-    if (t < 0 || t >= s->n_vocab || s->p.penalty_last_n == 0) return;
+    if (t < 0 || t >= s->n_vocab) return;
+    if (s->dry) mf_dry_accept(s->dry, t);
+    if (s->p.penalty_last_n == 0) return;
     if (s->p.penalty_last_n > 0) {
         if (s->hist_n == s->hist_cap) { /* ring full: the oldest leaves the window */
             s->count[s->hist[s->hist_head]]--;
@@ -274,12 +345,20 @@ static float penalized(const mf_sampler_params *p, float l, int32_t c) {
     return l - ((float)c * p->penalty_freq + p->penalty_present);
 }
 
+/* the penalty stage and DRY leave every logit as it is this step */
+static bool adjust_off(const mf_sampler *s) {
+    return penalties_off(&s->p) && !s->dry_pen;
+}
+
+/* The penalty stage, then DRY. */
 static void apply_penalties(mf_sampler *s) {
     const mf_sampler_params *p = &s->p;
-    if (penalties_off(p)) return;
+    if (adjust_off(s)) return;
+    const bool pen = !penalties_off(p);
     for (int32_t i = 0; i < s->n; i++) {
-        int32_t c = s->count[s->c[i].id];
+        const int32_t id = s->c[i].id, c = pen ? s->count[id] : 0;
         if (c > 0) s->c[i].logit = penalized(p, s->c[i].logit, c);
+        if (s->dry_pen) s->c[i].logit -= s->dry_pen[id];
     }
     s->sorted = false;
 }
@@ -318,7 +397,8 @@ static void apply_top_k(mf_sampler *s) {
  * vector compare.  Per token the full path was a 1.8 MB candidate copy and a compare call per logit (325 us
  * against 25 for 151936 logits, top_k 40: docs/PERFORMANCE.md). */
 static inline float logit_after_penalties(const mf_sampler *s, const float *l, const int32_t *cnt, int32_t i) {
-    return cnt && cnt[i] > 0 ? penalized(&s->p, l[i], cnt[i]) : l[i];
+    const float v = cnt && cnt[i] > 0 ? penalized(&s->p, l[i], cnt[i]) : l[i];
+    return s->dry_pen ? v - s->dry_pen[i] : v; /* DRY only lowers: a block below the k-th stays below */
 }
 
 static void top_k_of_logits(mf_sampler *s, const float *l, int32_t k) {
@@ -420,8 +500,88 @@ static void apply_min_p(mf_sampler *s) {
     s->n = i;
 }
 
+/* top_n_sigma's threshold over n logits: their maximum less top_n_sigma standard deviations, -inf ones (bans)
+ * left out, as llama.cpp's (which sums in float; here in double). */
+static float sigma_cut(const float *v, int32_t n, float k) {
+    float mx = -INFINITY;
+    double sum = 0, acc = 0;
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (v[i] != -INFINITY && v[i] == v[i]) mx = v[i] > mx ? v[i] : mx, sum += v[i], m++;
+    if (!m) return -INFINITY;
+    const double mean = sum / m;
+    for (int32_t i = 0; i < n; i++)
+        if (v[i] != -INFINITY && v[i] == v[i]) acc += (v[i] - mean) * (v[i] - mean);
+    return (float)(mx - k * sqrt(acc / m));
+}
+
+/* The threshold over every token, from the logits (top_k's shortcut keeps only k candidates) ... */
+static void sigma_of_logits(mf_sampler *s, const float *l) {
+    if (!(s->p.top_n_sigma > 0)) return;
+    if (adjust_off(s)) {
+        s->sigma_min = sigma_cut(l, s->n_vocab, s->p.top_n_sigma);
+        return;
+    }
+    const int32_t *cnt = penalties_off(&s->p) ? NULL : s->count;
+    for (int32_t i = 0; i < s->n_vocab; i++) s->vals[i] = logit_after_penalties(s, l, cnt, i);
+    s->sigma_min = sigma_cut(s->vals, s->n_vocab, s->p.top_n_sigma);
+}
+
+/* ... or over the candidates, every token (or every token a grammar allows), the penalties applied. */
+static void sigma_of_cands(mf_sampler *s) {
+    if (!(s->p.top_n_sigma > 0)) return;
+    for (int32_t i = 0; i < s->n; i++) s->vals[i] = s->c[i].logit;
+    s->sigma_min = sigma_cut(s->vals, s->n, s->p.top_n_sigma);
+}
+
+/* Below the threshold a logit is -inf (llama.cpp's mask; the candidates stay, with probability 0).  Sorted
+ * candidates stay sorted: the masked ones are a tail. */
+static void apply_sigma(mf_sampler *s) {
+    for (int32_t i = 0; i < s->n; i++)
+        if (s->c[i].logit < s->sigma_min) s->c[i].logit = -INFINITY;
+}
+
+/* The candidates that can still be drawn.  XTC and dynamic temperature count these where llama.cpp counts
+ * its whole candidate array, -inf entries included (banned, masked by top_n_sigma or a grammar): so a
+ * grammar's tokens sample the same whether the others are left out (mf_sampler_sample_allowed) or -inf. */
+static int32_t n_possible(const mf_sampler *s) {
+    int32_t m = 0;
+    for (int32_t i = 0; i < s->n; i++) m += s->c[i].logit > -INFINITY;
+    return m;
+}
+
+/* XTC: with probability xtc_probability, every candidate of p >= xtc_threshold but the least likely of them
+ * goes (nothing when fewer than two reach it). */
+static void apply_xtc(mf_sampler *s) {
+    const float pr = s->p.xtc_probability, t = s->p.xtc_threshold;
+    if (!(pr > 0) || t > 0.5f || n_possible(s) < 2) return;
+    if (next_unit(s) > pr) return;
+    softmax(s);
+    int32_t last = 0;
+    while (last + 1 < s->n && s->c[last + 1].p >= t) last++;
+    if (!last) return;
+    memmove(s->c, s->c + last, sizeof(cand) * (size_t)(s->n - last));
+    s->n -= last;
+}
+
+/* Dynamic temperature: temp +- dynatemp_range, by the candidates' entropy over its maximum, log n. */
+static float dynamic_temp(mf_sampler *s, int32_t n) {
+    const float t = s->p.temp, lo = fmaxf(0.0f, t - s->p.dynatemp_range), hi = t + s->p.dynatemp_range;
+    const float max_ent = -logf(1.0f / (float)n);
+    softmax(s);
+    float ent = 0;
+    for (int32_t i = 0; i < s->n; i++)
+        if (s->c[i].p > 0) ent -= s->c[i].p * logf(s->c[i].p);
+    return lo + (hi - lo) * powf(ent / max_ent, s->p.dynatemp_exponent);
+}
+
 static void apply_temp(mf_sampler *s) {
     float t = s->p.temp;
+    if (s->p.dynatemp_range > 0) {
+        const int32_t n = n_possible(s);
+        if (n <= 1) return;
+        t = dynamic_temp(s, n);
+    }
     if (t <= 0.0f) { /* greedy: only the maximum survives */
         sort_cands(s);
         s->n = 1;
@@ -430,40 +590,108 @@ static void apply_temp(mf_sampler *s) {
     for (int32_t i = 0; i < s->n; i++) s->c[i].logit /= t;
 }
 
-static int32_t draw(mf_sampler *s) {
-    if (s->n == 1) return s->c[0].id;
+/* The drawn candidate's index (c[0..n) softmax'd, p set, when more than one). */
+static int32_t draw_index(mf_sampler *s) {
+    if (s->n == 1) {
+        s->c[0].p = 1.0f;
+        return 0;
+    }
     softmax(s);
     double r = next_unit(s), cum = 0;
     for (int32_t i = 0; i < s->n; i++) {
         cum += s->c[i].p;
-        if (r < cum) return s->c[i].id;
+        if (r < cum) return i;
     }
     /* r beyond the rounded sum: the last candidate with any probability (a banned token has none) */
     int32_t i = s->n - 1;
     while (i > 0 && !(s->c[i].p > 0)) i--;
+    return i;
+}
+
+static int32_t draw(mf_sampler *s) {
+    const int32_t i = draw_index(s); /* first: its sort may swap s->c for the spare buffer */
     return s->c[i].id;
 }
 
 /* The stages after top_k, which read only its survivors (mf_sampler_sample_allowed relies on that). */
 static void after_top_k(mf_sampler *s) {
+    if (s->sigma_min != -INFINITY) apply_sigma(s);
     apply_typical(s);
     apply_top_p(s);
     apply_min_p(s);
+    apply_xtc(s);
     apply_temp(s);
+}
+
+/* Every token a candidate, in id order. */
+static void all_cands(mf_sampler *s, const float *logits) {
+    for (int32_t i = 0; i < s->n_vocab; i++) s->c[i] = (cand){i, logits[i], 0.0f};
+    s->n = s->n_vocab;
+    s->sorted = false;
 }
 
 static void chain(mf_sampler *s, const float *logits) {
     const int32_t k = s->p.top_k;
     if (!s->full_path && k > 0 && k < s->n_vocab && k <= TOP_K_PARTIAL) {
         top_k_of_logits(s, logits, k);
+        sigma_of_logits(s, logits);
     } else {
-        for (int32_t i = 0; i < s->n_vocab; i++) s->c[i] = (cand){i, logits[i], 0.0f};
-        s->n = s->n_vocab;
-        s->sorted = false;
+        all_cands(s, logits);
         apply_penalties(s);
+        sigma_of_cands(s);
         apply_top_k(s);
     }
     after_top_k(s);
+}
+
+/* ---------------- Mirostat ---------------- */
+
+/* v1: Zipf's exponent s_hat estimated from the 100 most likely, then top_k with the k that should give
+ * surprise mu (llama.cpp's formula, with this vocabulary's size). */
+static void mirostat_v1(mf_sampler *s) {
+    sort_cands(s);
+    softmax(s);
+    float sum_tb = 0, sum_tt = 0;
+    for (int32_t i = 0; i < 100 - 1 && i < s->n - 1; i++) {
+        const float t = logf((float)(i + 2) / (float)(i + 1)), b = logf(s->c[i].p / s->c[i + 1].p);
+        sum_tb += t * b;
+        sum_tt += t * t;
+    }
+    const float s_hat = sum_tb / sum_tt, eps = s_hat - 1;
+    const float k = powf(eps * powf(2, s->mu) / (1 - powf((float)s->n_vocab, -eps)), 1 / s_hat);
+    s->n = k >= (float)s->n ? s->n : k >= 1 ? (int32_t)k : 1; /* NaN: one */
+}
+
+/* v2: the candidates whose surprise, -log2 p, is at most mu (the most likely one when none is). */
+static void mirostat_v2(mf_sampler *s) {
+    float mx = s->c[0].logit;
+    int32_t best = 0;
+    for (int32_t i = 1; i < s->n; i++)
+        if (s->c[i].logit > mx) mx = s->c[i].logit, best = i;
+    double sum = 0;
+    for (int32_t i = 0; i < s->n; i++) sum += exp((double)s->c[i].logit - mx);
+    int32_t m = 0;
+    for (int32_t i = 0; i < s->n; i++)
+        if (-log2(exp((double)s->c[i].logit - mx) / sum) <= s->mu) s->c[m++] = s->c[i];
+    if (!m) s->c[m++] = s->c[best];
+    s->n = m;
+    s->sorted = false;
+}
+
+/* Mirostat over the candidates (the penalties applied): temperature, truncation, the draw, then mu moves
+ * toward the target by eta times the draw's surprise error.  Impossible candidates (-inf) go first. */
+static mf_token mirostat(mf_sampler *s) {
+    int32_t m = 0;
+    for (int32_t i = 0; i < s->n; i++)
+        if (s->c[i].logit > -INFINITY) s->c[m++] = s->c[i];
+    if (!m) return -1;
+    s->n = m;
+    for (int32_t i = 0; i < s->n; i++) s->c[i].logit /= s->p.temp;
+    if (s->p.mirostat == 1) mirostat_v1(s);
+    else mirostat_v2(s);
+    const int32_t i = draw_index(s);
+    s->mu -= s->p.mirostat_eta * (-log2f(s->c[i].p) - s->p.mirostat_tau);
+    return s->c[i].id;
 }
 
 /* The lowest id of the largest logit, as `if (l[i] > l[best]) best = i` gives (NaN never wins; a NaN at
@@ -492,17 +720,34 @@ static const float *with_bias(mf_sampler *s, const float *logits) {
     return s->biased;
 }
 
+/* temp <= 0 without a dynamic range: the highest logit wins (Mirostat too: llama.cpp's temp 0 leaves it one) */
+static bool greedy(const mf_sampler *s) {
+    return s->p.temp <= 0.0f && !(s->p.dynatemp_range > 0);
+}
+
+/* What every sample starts with: this step's DRY penalties, no top_n_sigma threshold yet. */
+static void begin_step(mf_sampler *s) {
+    s->dry_pen = NULL;
+    if (s->dry) (void)mf_dry_step(s->dry, &s->dry_pen);
+    s->sigma_min = -INFINITY;
+}
+
 mf_token mf_sampler_sample(mf_sampler *s, const float *logits) {
     logits = with_bias(s, logits);
-    if (s->p.temp <= 0.0f) { /* greedy fast path: argmax after penalties (lowest id on ties) */
-        if (penalties_off(&s->p)) return argmax(logits, s->n_vocab); /* no 1.8 MB candidate copy per token */
-        for (int32_t i = 0; i < s->n_vocab; i++) s->c[i] = (cand){i, logits[i], 0.0f};
-        s->n = s->n_vocab;
+    begin_step(s);
+    if (greedy(s)) { /* greedy fast path: argmax after penalties (lowest id on ties) */
+        if (adjust_off(s)) return argmax(logits, s->n_vocab); /* no 1.8 MB candidate copy per token */
+        all_cands(s, logits);
         apply_penalties(s);
         int32_t best = 0;
         for (int32_t i = 1; i < s->n; i++)
             if (s->c[i].logit > s->c[best].logit) best = i;
         return s->c[best].id;
+    }
+    if (s->p.mirostat) {
+        all_cands(s, logits);
+        apply_penalties(s);
+        return mirostat(s);
     }
     chain(s, logits);
     return draw(s);
@@ -527,10 +772,13 @@ static int32_t keep_allowed(mf_sampler *s, const mf_token_filter *f, int32_t wan
  * (or every token) is asked. */
 mf_token mf_sampler_sample_allowed(mf_sampler *s, const float *logits, const mf_token_filter *f) {
     logits = with_bias(s, logits);
-    const bool greedy = s->p.temp <= 0.0f;
-    const int32_t k = greedy ? 1 : s->p.top_k;
+    begin_step(s);
+    const bool greedy_pick = greedy(s);
+    const int32_t k = greedy_pick ? 1 : s->p.top_k;
+    /* Mirostat and top_n_sigma read every allowed token, not a window of the likely ones */
+    const bool whole = !greedy_pick && (s->p.mirostat || s->p.top_n_sigma > 0);
     bool settled = false;
-    if (!s->full_path && k > 0 && k <= TOP_K_PARTIAL && k < s->n_vocab) {
+    if (!s->full_path && !whole && k > 0 && k <= TOP_K_PARTIAL && k < s->n_vocab) {
         top_k_of_logits(s, logits, MF_MIN(s->n_vocab, MF_MAX(64, 4 * k)));
         settled = keep_allowed(s, f, k) == k;
     }
@@ -548,21 +796,25 @@ mf_token mf_sampler_sample_allowed(mf_sampler *s, const float *logits, const mf_
         s->sorted = false;
         apply_penalties(s);
         if (!keep_allowed(s, f, -1)) return -1;
-        if (greedy) {
+        if (greedy_pick) {
             int32_t best = 0;
             for (int32_t i = 1; i < s->n; i++)
                 if (cand_cmp(&s->c[i], &s->c[best]) < 0) best = i;
             return s->c[best].id;
         }
+        if (s->p.mirostat) return mirostat(s);
+        sigma_of_cands(s);
         apply_top_k(s);
     }
-    if (greedy) return s->c[0].id;
+    if (greedy_pick) return s->c[0].id;
     after_top_k(s);
     return draw(s);
 }
 
 int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, float *probs, int32_t cap) {
-    chain(s, with_bias(s, logits));
+    logits = with_bias(s, logits);
+    begin_step(s);
+    chain(s, logits);
     softmax(s);
     int32_t n = MF_MIN(s->n, cap);
     for (int32_t i = 0; i < n; i++) {
@@ -574,6 +826,25 @@ int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, 
 
 void mf_sampler_full_path(mf_sampler *s, bool on) {
     s->full_path = on;
+}
+
+void mf_sampler_state_get(const mf_sampler *s, mf_sampler_state *st) {
+    memcpy(st->rng, s->s, sizeof s->s);
+    st->mu = s->mu;
+}
+
+void mf_sampler_state_set(mf_sampler *s, const mf_sampler_state *st) {
+    memcpy(s->s, st->rng, sizeof s->s);
+    s->mu = st->mu;
+}
+
+bool mf_sampler_mu(const mf_sampler *s, float *mu) {
+    *mu = s->mu;
+    return s->p.mirostat != 0;
+}
+
+void mf_sampler_set_mu(mf_sampler *s, float mu) {
+    s->mu = mu;
 }
 
 void mf_sampler_get_rng(const mf_sampler *s, uint64_t state[4]) {

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -187,7 +188,7 @@ uint32_t mf_session_rope_fp(const mf_rope *r) {
 }
 
 static void encode_header(uint8_t h[MF_SESSION_HEADER_BYTES], const mf_session_fp *fp, int32_t n_cells,
-                          int32_t n_tokens, uint64_t app_len, const uint64_t *rng) {
+                          int32_t n_tokens, uint64_t app_len, const uint64_t *rng, const float *mu) {
     memset(h, 0, MF_SESSION_HEADER_BYTES);
     memcpy(h, MF_SESSION_MAGIC, 8);
     wr32(h + 8, MF_SESSION_VERSION);
@@ -206,7 +207,13 @@ static void encode_header(uint8_t h[MF_SESSION_HEADER_BYTES], const mf_session_f
     wr32(h + 132, (uint32_t)n_tokens);
     wr64(h + 136, app_len);
     wr32(h + 144, (rng ? MF_SESSION_FLAG_RNG : 0) | (fp->rot_k ? MF_SESSION_FLAG_ROT_K : 0) |
-                      (fp->rot_v ? MF_SESSION_FLAG_ROT_V : 0) | (fp->rope_own ? 0 : MF_SESSION_FLAG_ROPE));
+                      (fp->rot_v ? MF_SESSION_FLAG_ROT_V : 0) | (fp->rope_own ? 0 : MF_SESSION_FLAG_ROPE) |
+                      (mu ? MF_SESSION_FLAG_MU : 0));
+    if (mu) {
+        uint32_t u;
+        memcpy(&u, mu, 4);
+        wr32(h + 76, u);
+    }
     if (!fp->rope_own) wr32(h + 148, fp->rope_fp);
     for (int i = 0; rng && i < 4; i++) wr64(h + 152 + 8 * i, rng[i]);
 }
@@ -285,8 +292,8 @@ int mf_session_parse(const void *data, size_t size, mf_session_view *v, mf_error
             return mf_err(err, MF_E_FORMAT, "the header's %s (offset %d) is %d; it must be > 0", shape_name[i], 48 + 4 * i,
                           *shape[i]);
     }
-    const bool rope_flag = rd32(d + 144) & MF_SESSION_FLAG_ROPE;
-    if (rd32(d + 76) || (!rope_flag && rd32(d + 148)))
+    const bool rope_flag = rd32(d + 144) & MF_SESSION_FLAG_ROPE, mu_flag = rd32(d + 144) & MF_SESSION_FLAG_MU;
+    if ((!mu_flag && rd32(d + 76)) || (!rope_flag && rd32(d + 148)))
         return mf_err(err, MF_E_FORMAT, "reserved header bytes (offsets 76, 148) are not zero: %u, %u", rd32(d + 76),
                       rd32(d + 148));
     fp->rope_own = !rope_flag;
@@ -318,10 +325,18 @@ int mf_session_parse(const void *data, size_t size, mf_session_view *v, mf_error
     if (v->n_cells < 0 || v->n_tokens < 0)
         return mf_err(err, MF_E_FORMAT, "the header's counts are negative: %d cells, %d tokens", v->n_cells, v->n_tokens);
     uint32_t flags = rd32(d + 144);
-    const uint32_t known = MF_SESSION_FLAG_RNG | MF_SESSION_FLAG_ROT_K | MF_SESSION_FLAG_ROT_V | MF_SESSION_FLAG_ROPE;
+    const uint32_t known = MF_SESSION_FLAG_RNG | MF_SESSION_FLAG_ROT_K | MF_SESSION_FLAG_ROT_V | MF_SESSION_FLAG_ROPE |
+                           MF_SESSION_FLAG_MU;
     if (flags & ~known)
         return mf_err(err, MF_E_FORMAT, "unknown header flags 0x%x (offset 144; this build knows 0x%x)", flags, known);
     v->has_rng = flags & MF_SESSION_FLAG_RNG;
+    v->has_mu = flags & MF_SESSION_FLAG_MU;
+    if (v->has_mu) {
+        const uint32_t u = rd32(d + 76);
+        memcpy(&v->mu, &u, 4);
+        if (!isfinite(v->mu))
+            return mf_err(err, MF_E_FORMAT, "the Mirostat mu (offset 76) is %g; a sampler's mu is finite", v->mu);
+    }
     fp->rot_k = flags & MF_SESSION_FLAG_ROT_K;
     fp->rot_v = flags & MF_SESSION_FLAG_ROT_V;
     for (int i = 0; i < 2; i++)
@@ -565,6 +580,7 @@ int mf_session_load(mf_context *ctx, mf_seq_id seq, const char *path, mf_token *
         goto out;
     }
     if (smp && v.has_rng) (void)mf_sampler_set_rng(smp, v.rng, NULL); /* parse refused the one invalid state */
+    if (smp && v.has_mu) mf_sampler_set_mu(smp, v.mu);
     if (tokens) {
         for (int32_t i = 0; i < v.n_tokens; i++) tok[i] = mf_session_token(&v, i);
         *tokens = tok;
@@ -666,9 +682,11 @@ int mf_session_save(mf_context *ctx, mf_seq_id seq, const mf_token *tokens, int3
         return mf_err(err, MF_E_NOMEM, "out of memory saving a session of %d cells", n);
     }
     uint64_t rng[4];
+    float mu = 0;
+    const bool has_mu = smp && mf_sampler_mu(smp, &mu);
     if (smp) mf_sampler_get_rng(smp, rng);
     uint8_t head[MF_SESSION_HEADER_BYTES];
-    encode_header(head, &fp, n, n_tokens, app_len, smp ? rng : NULL);
+    encode_header(head, &fp, n, n_tokens, app_len, smp ? rng : NULL, has_mu ? &mu : NULL);
 
     snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
     int rc = 0, fd = mkstemp(tmp);

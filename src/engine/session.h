@@ -16,6 +16,8 @@
 /* the K rows were roped otherwise than the model's own rope (--rope-* or --yarn-* overrides): offset 148 holds the
  * fingerprint of that rope (mf_session_rope_fp); without the bit the rope is the model's own */
 #define MF_SESSION_FLAG_ROPE 8u
+/* the sampler runs Mirostat: offset 76 holds its mu (f32 bits, finite); without the bit offset 76 is 0 */
+#define MF_SESSION_FLAG_MU 16u
 
 /* What a file says about the model and the KV store it was written with. */
 typedef struct {
@@ -41,6 +43,8 @@ typedef struct {
     uint64_t app_len;
     bool has_rng;
     uint64_t rng[4];
+    bool has_mu;
+    float mu; /* Mirostat's mu (MF_SESSION_FLAG_MU) */
     const uint8_t *pos, *tokens, *app, *layers; /* little-endian int32 arrays; app bytes; K/V rows */
     uint64_t size;
 } mf_session_view;

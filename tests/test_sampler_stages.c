@@ -1,0 +1,396 @@
+/* llama-server's other samplers - DRY, XTC, top-n-sigma, dynamic temperature, Mirostat 1 and 2 - against
+ * llama.cpp's own expectations (tests/test-sampling.cpp: the probabilities each stage leaves) where it has
+ * them, and against the formulas of src/llama-sampling.cpp worked by hand where it does not.  Plus the
+ * invariants the sampler's shortcuts rest on: the top_k shortcut with DRY and top_n_sigma equals building
+ * every candidate, and a draw ahead that is put back leaves Mirostat's mu as it was. */
+#include "harness.h"
+
+#include "engine/engine_impl.h"
+
+#include <math.h>
+
+static mf_sampler_params off(void) {
+    mf_sampler_params p = mf_sampler_default_params();
+    p.temp = 1.0f, p.top_k = 0, p.top_p = 1.0f, p.min_p = 0.0f, p.typ_p = 1.0f;
+    p.penalty_last_n = 64, p.penalty_repeat = 1.0f;
+    return p;
+}
+
+static mf_sampler *mk(const mf_sampler_params *p, int n) {
+    mf_sampler *s = NULL;
+    mf_error err = {0};
+    if (mf_sampler_new(p, n, &s, &err)) printf("  mf_sampler_new: %s\n", err.msg);
+    return s;
+}
+
+#define NEAR(a, b) (fabs((double)(a) - (double)(b)) < 1e-5)
+
+/* The chain's probability of each id (0 for an id it left out), from logits log(probs). */
+static int probs_by_id(mf_sampler *s, const float *probs, int n, float *out) {
+    float l[16], pr[16];
+    int32_t ids[16];
+    for (int i = 0; i < n; i++) l[i] = logf(probs[i]), out[i] = 0.0f;
+    const int m = mf_sampler_candidates(s, l, ids, pr, 16);
+    for (int i = 0; i < m; i++) out[ids[i]] = pr[i];
+    return m;
+}
+
+/* llama.cpp's test_dry cases: probabilities, history, expectation, multiplier, base, allowed length, last_n,
+ * breakers (token sequences). */
+static void test_dry_follows_llama_cpp(void) {
+    static const struct {
+        int n;
+        float probs[5];
+        int n_hist;
+        mf_token hist[8];
+        float want[5];
+        float mult, base;
+        int32_t allowed, last_n;
+        int n_brk;
+        mf_token brk[1];
+    } c[] = {
+        {4, {.25f, .25f, .25f, .25f}, 2, {0, 1}, {.25f, .25f, .25f, .25f}, 1.0f, 1.1f, 2, 4, 0, {0}},
+        {4, {.25f, .25f, .25f, .25f}, 5, {0, 1, 2, 0, 1}, {0.296923f, 0.296923f, 0.109232f, 0.296923f}, 1.0f, 1.1f,
+         2, 5, 0, {0}},
+        {5, {.2f, .2f, .2f, .2f, .2f}, 6, {0, 1, 3, 4, 0, 1}, {.2f, .2f, .2f, .2f, .2f}, 1.0f, 1.1f, 2, 6, 1, {3}},
+        {5, {.2f, .2f, .2f, .2f, .2f}, 5, {0, 1, 2, 0, 1}, {0.241818f, 0.241818f, 0.032727f, 0.241818f, 0.241818f},
+         2.0f, 1.1f, 2, 5, 0, {0}},
+        {5, {.2f, .2f, .2f, .2f, .2f}, 7, {0, 1, 2, 3, 4, 0, 1}, {.2f, .2f, .2f, .2f, .2f}, 1.0f, 1.1f, 4, 7, 0, {0}},
+    };
+    for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
+        mf_dry_breakers *br = NULL;
+        mf_error err = {0};
+        const int32_t len1 = 1;
+        if (c[k].n_brk) REQUIRE_OK(mf_dry_breakers_from_tokens(c[k].brk, &len1, 1, &br, &err), "%s", err.msg);
+        mf_sampler_params p = off();
+        p.dry_multiplier = c[k].mult, p.dry_base = c[k].base, p.dry_allowed_length = c[k].allowed;
+        p.dry_last_n = c[k].last_n, p.dry_breakers = br;
+        mf_sampler *s = mk(&p, c[k].n);
+        mf_dry_breakers_free(br); /* the sampler holds its own copy */
+        REQUIRE(s, "new");
+        for (int i = 0; i < c[k].n_hist; i++) mf_sampler_accept(s, c[k].hist[i]);
+        float got[5];
+        probs_by_id(s, c[k].probs, c[k].n, got);
+        for (int i = 0; i < c[k].n; i++)
+            CHECK(NEAR(got[i], c[k].want[i]), "case %zu id %d: p %f, llama.cpp %f", k, i, got[i], c[k].want[i]);
+        mf_sampler_free(s);
+    }
+}
+
+/* A repeat reaches back only to the newest breaker; a breaker of several tokens counts once all of them are
+ * there; a token that is a breaker by itself is never penalized; the exponent grows with the repeat. */
+static void test_dry_breakers_limit_the_repeat(void) {
+    /* history a b c d a b c: token d (3) would extend "a b c" (3 long): 1.0 * 2^(3-2) = 2 */
+    const mf_token hist[] = {0, 1, 2, 3, 0, 1, 2};
+    const float probs[6] = {1 / 6.f, 1 / 6.f, 1 / 6.f, 1 / 6.f, 1 / 6.f, 1 / 6.f};
+    struct {
+        int32_t n_brk, lens[2];
+        mf_token toks[3];
+        float want_logit_drop; /* of token 3 */
+    } c[] = {
+        {0, {0, 0}, {0}, 2.0f},           /* no breaker: 3 long */
+        {1, {1, 0}, {1}, 0.0f},           /* b breaks: the repeat "c" is 1 long, under the allowed 2 */
+        {1, {2, 0}, {1, 2}, 0.0f},        /* "b c" breaks: complete at the end, a repeat of 0 */
+        {1, {2, 0}, {1, 4}, 2.0f},        /* "b e" never occurs: no limit */
+        {1, {1, 0}, {3}, 0.0f},           /* d itself is a breaker: spared */
+        {2, {1, 1}, {5, 0}, 1.0f},        /* 5 never occurs; a, 2 back, limits the repeat to "b c": 2^0 */
+    };
+    for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
+        mf_dry_breakers *br = NULL;
+        mf_error err = {0};
+        if (c[k].n_brk) REQUIRE_OK(mf_dry_breakers_from_tokens(c[k].toks, c[k].lens, c[k].n_brk, &br, &err), "%s", err.msg);
+        mf_sampler_params p = off();
+        p.dry_multiplier = 1.0f, p.dry_base = 2.0f, p.dry_allowed_length = 2, p.dry_last_n = -1, p.dry_breakers = br;
+        mf_sampler *s = mk(&p, 6);
+        mf_dry_breakers_free(br);
+        REQUIRE(s, "new");
+        for (size_t i = 0; i < MF_ARRAY_LEN(hist); i++) mf_sampler_accept(s, hist[i]);
+        float got[6];
+        probs_by_id(s, probs, 6, got);
+        /* every other token keeps its logit: the drop is log(p_other / p_3) */
+        const float drop = logf(got[4] / got[3]);
+        CHECK(NEAR(drop, c[k].want_logit_drop), "case %zu: token 3 lost %f, want %f", k, drop, c[k].want_logit_drop);
+        mf_sampler_free(s);
+    }
+}
+
+/* DRY's window: dry_last_n = 4 sees only "d a b c"; a longer history with the same tail is penalized alike. */
+static void test_dry_window_is_the_last_n(void) {
+    mf_sampler_params p = off();
+    p.dry_multiplier = 1.0f, p.dry_base = 2.0f, p.dry_allowed_length = 1, p.dry_last_n = 4;
+    mf_sampler *s = mk(&p, 6);
+    REQUIRE(s, "new");
+    /* a b c d a b c d b c d c: in the last 4, b c d c, the repeat "c" (1 long) was followed by d */
+    const mf_token hist[] = {0, 1, 2, 3, 0, 1, 2, 3, 1, 2, 3, 2};
+    for (size_t i = 0; i < MF_ARRAY_LEN(hist); i++) mf_sampler_accept(s, hist[i]);
+    const float probs[6] = {1 / 6.f, 1 / 6.f, 1 / 6.f, 1 / 6.f, 1 / 6.f, 1 / 6.f};
+    float got[6];
+    probs_by_id(s, probs, 6, got);
+    CHECK(NEAR(logf(got[4] / got[3]), 1.0f), "token 3 lost %f, want 2^0 = 1", logf(got[4] / got[3]));
+    CHECK(NEAR(got[0], got[4]) && NEAR(got[1], got[4]) && NEAR(got[2], got[4]), "only token 3 is penalized");
+    mf_sampler_reset(s); /* the history goes with a reset */
+    probs_by_id(s, probs, 6, got);
+    CHECK(NEAR(got[3], 1 / 6.f), "after reset token 3 has p %f", got[3]);
+    mf_sampler_free(s);
+}
+
+/* llama.cpp's test_xtc: p 0.4 0.3 0.2 0.1; every candidate at or above the threshold but the last goes. */
+static void test_xtc_follows_llama_cpp(void) {
+    const float probs[4] = {0.4f, 0.3f, 0.2f, 0.1f};
+    const struct {
+        float t;
+        int keep; /* the kept ones are the last `keep` ids */
+    } c[] = {{0.09f, 1}, {0.19f, 2}, {0.29f, 3}, {0.39f, 4}, {0.6f, 4}};
+    for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
+        mf_sampler_params p = off();
+        p.xtc_probability = 1.0f, p.xtc_threshold = c[k].t;
+        mf_sampler *s = mk(&p, 4);
+        REQUIRE(s, "new");
+        float got[4], sum = 0;
+        for (int i = 4 - c[k].keep; i < 4; i++) sum += probs[i];
+        const int m = probs_by_id(s, probs, 4, got);
+        CHECK(m == c[k].keep, "threshold %g: %d kept, llama.cpp keeps %d", c[k].t, m, c[k].keep);
+        for (int i = 0; i < 4; i++) {
+            const float want = i < 4 - c[k].keep ? 0.0f : probs[i] / sum;
+            CHECK(NEAR(got[i], want), "threshold %g id %d: p %f, want %f", c[k].t, i, got[i], want);
+        }
+        mf_sampler_free(s);
+    }
+    /* probability 0.5: about half the draws run it (the coin comes from the sampler's RNG) */
+    mf_sampler_params p = off();
+    p.xtc_probability = 0.5f, p.xtc_threshold = 0.09f;
+    mf_sampler *s = mk(&p, 4);
+    REQUIRE(s, "new");
+    int cut = 0;
+    for (int d = 0; d < 2000; d++) {
+        float got[4];
+        cut += probs_by_id(s, probs, 4, got) == 1;
+    }
+    CHECK(cut > 900 && cut < 1100, "XTC ran %d of 2000 times at probability 0.5", cut);
+    mf_sampler_free(s);
+}
+
+/* llama.cpp's test_top_n_sigma: 1 sigma keeps 0.3 and 0.4; 0 (off) and 3 keep all. */
+static void test_top_n_sigma_follows_llama_cpp(void) {
+    const float probs[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    const struct {
+        float n, want[4];
+    } c[] = {{1.0f, {0, 0, 0.428571f, 0.571429f}}, {0.0f, {.1f, .2f, .3f, .4f}}, {3.0f, {.1f, .2f, .3f, .4f}}};
+    for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
+        mf_sampler_params p = off();
+        p.top_n_sigma = c[k].n;
+        mf_sampler *s = mk(&p, 4);
+        REQUIRE(s, "new");
+        float got[4];
+        probs_by_id(s, probs, 4, got);
+        for (int i = 0; i < 4; i++)
+            CHECK(NEAR(got[i], c[k].want[i]), "n %g id %d: p %f, llama.cpp %f", c[k].n, i, got[i], c[k].want[i]);
+        mf_sampler_free(s);
+    }
+}
+
+/* temp_ext: the temperature is lo + (hi - lo) * (H / log n)^exponent, then the logits are divided by it. */
+static void test_dynamic_temperature_follows_the_entropy(void) {
+    const float probs[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    const struct {
+        float temp, range, exponent;
+    } c[] = {{1.0f, 0.5f, 1.0f}, {0.8f, 0.5f, 2.0f}, {0.2f, 0.5f, 1.0f}, {1.0f, 0.0f, 1.0f}};
+    double h = 0;
+    for (int i = 0; i < 4; i++) h -= probs[i] * log(probs[i]);
+    for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
+        mf_sampler_params p = off();
+        p.temp = c[k].temp, p.dynatemp_range = c[k].range, p.dynatemp_exponent = c[k].exponent;
+        mf_sampler *s = mk(&p, 4);
+        REQUIRE(s, "new");
+        const double lo = fmax(0, c[k].temp - c[k].range), hi = c[k].temp + c[k].range;
+        const double t = c[k].range > 0 ? lo + (hi - lo) * pow(h / log(4), c[k].exponent) : c[k].temp;
+        double z = 0, want[4];
+        for (int i = 0; i < 4; i++) z += want[i] = pow(probs[i], 1 / t);
+        float got[4];
+        probs_by_id(s, probs, 4, got);
+        for (int i = 0; i < 4; i++)
+            CHECK(NEAR(got[i], want[i] / z), "case %zu id %d: p %f, want %f (temperature %f)", k, i, got[i],
+                  want[i] / z, t);
+        mf_sampler_free(s);
+    }
+    /* temp 0 with a range is not greedy: the range alone sets the temperature */
+    mf_sampler_params p = off();
+    p.temp = 0.0f, p.dynatemp_range = 1.0f;
+    mf_sampler *s = mk(&p, 4);
+    REQUIRE(s, "new");
+    float got[4];
+    CHECK(probs_by_id(s, probs, 4, got) == 4, "temp 0 with dynatemp_range 1 kept one candidate");
+    mf_sampler_free(s);
+}
+
+/* Mirostat 2.0: only tokens of surprise <= mu (2 * tau at first) are drawn, and mu moves by eta times the
+ * error of each draw's surprise (its probability among the kept ones). */
+static void test_mirostat_v2_truncates_at_mu_and_learns(void) {
+    const float probs[5] = {0.5f, 0.25f, 0.125f, 0.0625f, 0.0625f};
+    float l[5];
+    for (int i = 0; i < 5; i++) l[i] = logf(probs[i]);
+    mf_sampler_params p = off();
+    p.mirostat = 2, p.mirostat_tau = 1.1f, p.mirostat_eta = 0.1f; /* mu 2.2: p >= 0.22 (no p on the edge) */
+    mf_sampler *s = mk(&p, 5);
+    REQUIRE(s, "new");
+    float mu;
+    CHECK(mf_sampler_mu(s, &mu) && mu == 2.2f, "mu starts at %f, want 2 * tau", mu);
+    int bad = 0;
+    for (int d = 0; d < 200; d++) {
+        float before;
+        mf_sampler_mu(s, &before);
+        const mf_token t = mf_sampler_sample(s, l);
+        /* what the kept set was, and the draw's renormalized probability */
+        double z = 0;
+        for (int i = 0; i < 5; i++) z += -log2(probs[i]) <= before ? probs[i] : 0;
+        const bool kept = t >= 0 && t < 5 && -log2(probs[t]) <= before;
+        const double want = kept ? before - 0.1 * (-log2(probs[t] / z) - 1.1) : NAN;
+        mf_sampler_mu(s, &mu);
+        if ((!kept || fabs(mu - want) > 1e-4) && bad++ < 3)
+            printf("  draw %d: token %d with mu %f; mu now %f, want %f\n", d, t, before, mu, want);
+    }
+    CHECK(bad == 0, "%d of 200 draws outside surprise mu or with mu off the update rule", bad);
+    mf_sampler_reset(s);
+    CHECK(mf_sampler_mu(s, &mu) && mu == 2.2f, "reset leaves mu %f", mu);
+    mf_sampler_free(s);
+}
+
+/* Mirostat 1 on a Zipf distribution p_i ~ 1 / (i + 1)^1.5: its estimate s_hat is 1.5, so the first draw is
+ * among the k = (eps 2^mu / (1 - N^-eps))^(1 / s_hat) best, eps = 0.5: k = 10 for tau 3 (mu 6), N 1000. */
+static void test_mirostat_v1_keeps_the_zipf_k(void) {
+    enum { N = 1000 };
+    static float l[N];
+    for (int i = 0; i < N; i++) l[i] = -1.5f * logf((float)(i + 1));
+    const double k = pow(0.5 * pow(2, 6) / (1 - pow(N, -0.5)), 1 / 1.5);
+    CHECK((int)k == 10, "the formula gives k %f", k);
+    int outside = 0, seen_last = 0;
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+        mf_sampler_params p = off();
+        p.mirostat = 1, p.mirostat_tau = 3.0f, p.seed = seed;
+        mf_sampler *s = mk(&p, N);
+        REQUIRE(s, "new");
+        const mf_token t = mf_sampler_sample(s, l);
+        outside += t < 0 || t >= 10;
+        seen_last |= t == 9;
+        mf_sampler_free(s);
+    }
+    CHECK(outside == 0, "%d of 400 first draws outside the 10 best", outside);
+    CHECK(seen_last, "the 10th best was never drawn in 400 tries (k smaller than 10?)");
+}
+
+/* The top_k shortcut reads the k best straight from the logits; with DRY lowering a few and top_n_sigma's
+ * threshold over every token, it must still give the full path's candidates, probabilities and draws. */
+static void test_top_k_shortcut_with_dry_and_sigma_equals_every_candidate(void) {
+    enum { N = 4099 };
+    static float l[N];
+    static int32_t ia[256], ib[256];
+    static float pa[256], pb[256];
+    const int32_t ks[] = {1, 40, 256};
+    uint32_t r = 99;
+    int bad = 0, runs = 0, dry_hits = 0;
+    for (int cfg = 0; cfg < 4; cfg++)
+        for (size_t ki = 0; ki < MF_ARRAY_LEN(ks); ki++) {
+            mf_sampler_params p = off();
+            p.top_k = ks[ki], p.top_p = 0.95f;
+            p.dry_multiplier = cfg != 1 ? 0.8f : 0.0f, p.dry_allowed_length = 2;
+            p.top_n_sigma = cfg >= 1 ? 1.5f : -1.0f;
+            if (cfg == 3) p.penalty_repeat = 1.2f, p.xtc_probability = 0.5f, p.dynatemp_range = 0.3f;
+            mf_sampler *fast = mk(&p, N), *full = mk(&p, N);
+            REQUIRE(fast && full, "new");
+            mf_sampler_full_path(full, true);
+            /* a repeated phrase of high ids (the likely ones below), then its start again */
+            const mf_token phrase[] = {N - 1, N - 7, N - 3, N - 12, N - 5};
+            for (int rep = 0; rep < 3; rep++)
+                for (int i = 0; i < (rep < 2 ? 5 : 3); i++) mf_sampler_accept(fast, phrase[i]), mf_sampler_accept(full, phrase[i]);
+            for (int rep = 0; rep < 6; rep++) {
+                for (int32_t i = 0; i < N; i++) {
+                    r = r * 1664525u + 1013904223u;
+                    l[i] = rep == 0 ? (float)i * 0.01f : (float)((r >> 8) % 48) * 0.25f - 6.0f;
+                }
+                const int na = mf_sampler_candidates(fast, l, ia, pa, 256),
+                          nb = mf_sampler_candidates(full, l, ib, pb, 256);
+                const bool same = na == nb && !memcmp(ia, ib, (size_t)na * sizeof *ia) &&
+                                  !memcmp(pa, pb, (size_t)na * sizeof *pa) &&
+                                  mf_sampler_sample(fast, l) == mf_sampler_sample(full, l);
+                if (rep == 0 && p.dry_multiplier > 0) { /* N-12 follows the repeat "N-1 N-7 N-3": penalized */
+                    bool present = false;
+                    for (int i = 0; i < na; i++) present |= ia[i] == N - 12;
+                    dry_hits += !present || ks[ki] == 1;
+                }
+                if (!same && bad++ < 3)
+                    printf("  config %d k %d rep %d: %d candidates (first %d), against %d (first %d)\n", cfg, ks[ki],
+                           rep, na, ia[0], nb, ib[0]);
+                runs++;
+            }
+            mf_sampler_free(fast);
+            mf_sampler_free(full);
+        }
+    printf("  %d runs compared\n", runs);
+    CHECK(bad == 0, "%d of %d runs differ from the full path", bad, runs);
+    CHECK(dry_hits > 0, "DRY never moved the token that extends the repeat out of the candidates");
+}
+
+/* A generator draws ahead and may put the draw back (mf_sampler_state_set): Mirostat's mu goes back too. */
+static void test_state_set_puts_mu_and_rng_back(void) {
+    const float l[4] = {1.0f, 0.5f, 0.2f, 0.1f};
+    mf_sampler_params p = off();
+    p.mirostat = 2;
+    mf_sampler *a = mk(&p, 4), *b = mk(&p, 4);
+    REQUIRE(a && b, "new");
+    mf_sampler_state st;
+    mf_sampler_state_get(a, &st);
+    (void)mf_sampler_sample(a, l); /* drawn ahead, then dropped */
+    mf_sampler_state_set(a, &st);
+    int differ = 0;
+    for (int d = 0; d < 50; d++) differ += mf_sampler_sample(a, l) != mf_sampler_sample(b, l);
+    float mua, mub;
+    mf_sampler_mu(a, &mua), mf_sampler_mu(b, &mub);
+    CHECK(differ == 0 && mua == mub, "%d of 50 draws differ, mu %f vs %f", differ, mua, mub);
+    mf_sampler_free(a);
+    mf_sampler_free(b);
+}
+
+static void test_bad_stage_values_are_refused(void) {
+    mf_sampler_params p;
+    mf_sampler *s = NULL;
+    mf_error err = {0};
+#define REFUSED(assign, needle)                                                                          \
+    do {                                                                                                 \
+        p = off();                                                                                       \
+        assign;                                                                                          \
+        err.msg[0] = 0;                                                                                  \
+        CHECK(mf_sampler_new(&p, 8, &s, &err) == MF_E_INVAL && !s, "%s accepted", #assign);              \
+        CHECK(strstr(err.msg, needle) != NULL, "%s: message '%s' lacks '%s'", #assign, err.msg, needle); \
+    } while (0)
+    REFUSED((p.dry_multiplier = 1.0f, p.dry_base = 0.5f), "base 0.5");
+    REFUSED(p.dry_multiplier = -1.0f, "multiplier -1");
+    REFUSED(p.dry_multiplier = NAN, "multiplier nan");
+    REFUSED(p.dry_last_n = -2, "last_n -2");
+    REFUSED(p.top_n_sigma = NAN, "top_n_sigma is NaN");
+    REFUSED(p.xtc_probability = 1.5f, "probability 1.5");
+    REFUSED((p.xtc_probability = 0.5f, p.xtc_threshold = 0.0f), "threshold 0");
+    REFUSED(p.dynatemp_range = -1.0f, "range -1");
+    REFUSED(p.mirostat = 3, "mirostat 3");
+    REFUSED((p.mirostat = 2, p.mirostat_tau = -1.0f), "tau -1");
+#undef REFUSED
+    /* zero is off for every stage: a struct of zeros plus the basics is a valid sampler */
+    mf_sampler_params z = {0};
+    z.temp = 1.0f, z.penalty_repeat = 1.0f;
+    CHECK(mf_sampler_new(&z, 8, &s, &err) == 0 && s, "a zeroed params struct refused: %s", err.msg);
+    mf_sampler_free(s);
+}
+
+int main(void) {
+    RUN(test_dry_follows_llama_cpp);
+    RUN(test_dry_breakers_limit_the_repeat);
+    RUN(test_dry_window_is_the_last_n);
+    RUN(test_xtc_follows_llama_cpp);
+    RUN(test_top_n_sigma_follows_llama_cpp);
+    RUN(test_dynamic_temperature_follows_the_entropy);
+    RUN(test_mirostat_v2_truncates_at_mu_and_learns);
+    RUN(test_mirostat_v1_keeps_the_zipf_k);
+    RUN(test_top_k_shortcut_with_dry_and_sigma_equals_every_candidate);
+    RUN(test_state_set_puts_mu_and_rng_back);
+    RUN(test_bad_stage_values_are_refused);
+    return mf_test_done();
+}
