@@ -6,6 +6,8 @@
 #include "harness.h"
 
 #include "engine/engine_impl.h"
+#include "server/breakers.h"
+#include "tok/tok.h"
 
 #include <math.h>
 
@@ -98,7 +100,8 @@ static void test_dry_breakers_limit_the_repeat(void) {
     for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
         mf_dry_breakers *br = NULL;
         mf_error err = {0};
-        if (c[k].n_brk) REQUIRE_OK(mf_dry_breakers_from_tokens(c[k].toks, c[k].lens, c[k].n_brk, &br, &err), "%s", err.msg);
+        if (c[k].n_brk)
+            REQUIRE_OK(mf_dry_breakers_from_tokens(c[k].toks, c[k].lens, c[k].n_brk, &br, &err), "%s", err.msg);
         mf_sampler_params p = off();
         p.dry_multiplier = 1.0f, p.dry_base = 2.0f, p.dry_allowed_length = 2, p.dry_last_n = -1, p.dry_breakers = br;
         mf_sampler *s = mk(&p, 6);
@@ -156,6 +159,16 @@ static void test_xtc_follows_llama_cpp(void) {
         }
         mf_sampler_free(s);
     }
+    /* temperature 0 after XTC is the best of what XTC leaves (llama.cpp's temp stage runs after it) */
+    mf_sampler_params g = off();
+    g.temp = 0.0f, g.xtc_probability = 1.0f, g.xtc_threshold = 0.19f;
+    mf_sampler *gs = mk(&g, 4);
+    REQUIRE(gs, "new");
+    float gl[4];
+    for (int i = 0; i < 4; i++) gl[i] = logf(probs[i]);
+    CHECK(mf_sampler_sample(gs, gl) == 2, "greedy after XTC picked %d, want 2 (0.4 and 0.3 removed)",
+          mf_sampler_sample(gs, gl));
+    mf_sampler_free(gs);
     /* probability 0.5: about half the draws run it (the coin comes from the sampler's RNG) */
     mf_sampler_params p = off();
     p.xtc_probability = 0.5f, p.xtc_threshold = 0.09f;
@@ -301,7 +314,8 @@ static void test_top_k_shortcut_with_dry_and_sigma_equals_every_candidate(void) 
             /* a repeated phrase of high ids (the likely ones below), then its start again */
             const mf_token phrase[] = {N - 1, N - 7, N - 3, N - 12, N - 5};
             for (int rep = 0; rep < 3; rep++)
-                for (int i = 0; i < (rep < 2 ? 5 : 3); i++) mf_sampler_accept(fast, phrase[i]), mf_sampler_accept(full, phrase[i]);
+                for (int i = 0; i < (rep < 2 ? 5 : 3); i++)
+                    mf_sampler_accept(fast, phrase[i]), mf_sampler_accept(full, phrase[i]);
             for (int rep = 0; rep < 6; rep++) {
                 for (int32_t i = 0; i < N; i++) {
                     r = r * 1664525u + 1013904223u;
@@ -380,6 +394,106 @@ static void test_bad_stage_values_are_refused(void) {
     mf_sampler_free(s);
 }
 
+/* ---------------- breaker strings over the real Qwen vocabulary (a generated model) ---------------- */
+
+static mf_model *g_model;
+
+static bool contains(const char *w, size_t wl, const char *s, size_t sl) {
+    for (size_t i = 0; i + sl <= wl; i++)
+        if (!memcmp(w + i, s, sl)) return true;
+    return false;
+}
+
+/* llama.cpp's rule, written again from its description: a token whose text holds s is a breaker alone; a
+ * token whose text ends in s's first i bytes (i < |s|) starts one whose tail is the rest, tokenized.  Every
+ * sequence built is one the rule gives, and the rule's count of each kind is what was built. */
+static void test_breakers_follow_llama_cpps_rule(void) {
+    if (!g_model) SKIP("no model (mf-genmodel failed)");
+    static const char *const strs[] = {"\n", ":", "ab:cd", "<|im_end|>"};
+    for (size_t k = 0; k < MF_ARRAY_LEN(strs); k++) {
+        const char *str = strs[k];
+        const size_t sl = strlen(str);
+        mf_dry_breakers *b = NULL;
+        mf_error err = {0};
+        REQUIRE_OK(mf_dry_breakers_new(g_model, &str, 1, &b, &err), "%s", err.msg);
+        int32_t singles = 0, tails = 0, wrong = 0, want_singles = 0, want_tails = 0;
+        for (int32_t i = 0; i < mf_dry_breakers_count(b); i++) {
+            const mf_token *t;
+            int32_t nt;
+            const mf_token h = mf_dry_breakers_at(b, i, &t, &nt);
+            char *rest = NULL;
+            size_t wl = 0, rl = 0;
+            const char *w = mf_tok_piece(g_model->tok, h, &wl); /* control tokens with their text, as llama.cpp */
+            if (!nt) {
+                singles++;
+                wrong += !contains(w, wl, str, sl);
+            } else {
+                tails++;
+                REQUIRE_OK(mf_detokenize(g_model, t, nt, &rest, &rl, &err), "%s", err.msg);
+                /* the head's text ends in str's first (sl - rl) bytes, the tail spells the rest */
+                const size_t i0 = sl - rl;
+                wrong += !(rl < sl && i0 <= wl && !memcmp(w + wl - i0, str, i0) && !memcmp(rest, str + i0, rl));
+            }
+            free(rest);
+        }
+        mf_model_info info;
+        mf_model_get_info(g_model, &info);
+        for (mf_token id = 0; id < info.n_vocab; id++) {
+            size_t wl = 0;
+            const char *w = mf_tok_piece(g_model->tok, id, &wl);
+            if (!w) continue;
+            if (contains(w, wl, str, sl)) want_singles++;
+            else
+                for (size_t i = 1; i < sl && i <= wl; i++) want_tails += !memcmp(w + wl - i, str, i);
+        }
+        printf("  \"%s\": %d alone, %d with a tail\n", k == 0 ? "\\n" : str, singles, tails);
+        CHECK(wrong == 0, "\"%s\": %d sequences the rule does not give", str, wrong);
+        CHECK(singles == want_singles && tails == want_tails,
+              "\"%s\": %d alone and %d with a tail, the rule gives %d, %d", str, singles, tails, want_singles,
+              want_tails);
+        CHECK(singles + tails > 0, "\"%s\": no sequence at all", str);
+        mf_dry_breakers_free(b);
+    }
+    const char *empty = "";
+    mf_dry_breakers *b = NULL;
+    mf_error err = {0};
+    CHECK(mf_dry_breakers_new(g_model, &empty, 1, &b, &err) == MF_E_INVAL && !b && strstr(err.msg, "is empty"),
+          "an empty breaker: %s", err.msg);
+}
+
+/* The server resolves a set once and hands the same one out again; a different set is another entry; past
+ * MF_SRV_BREAKER_SETS a request gets its own. */
+static void test_server_keeps_resolved_breakers(void) {
+    if (!g_model) SKIP("no model (mf-genmodel failed)");
+    mf_srv_breakers *c = NULL;
+    mf_error err = {0};
+    REQUIRE_OK(mf_srv_breakers_new(&c, &err), "%s", err.msg);
+    const char *a[] = {"\n", ":"}, *b2[] = {"\n:"}, *a_split[] = {"\n", ":", ""};
+    const mf_dry_breakers *x = NULL, *y = NULL, *z = NULL;
+    mf_dry_breakers *own = NULL;
+    REQUIRE_OK(mf_srv_breakers_get(c, g_model, a, 2, &x, &own, &err), "%s", err.msg);
+    CHECK(x && !own, "the first set is kept");
+    REQUIRE_OK(mf_srv_breakers_get(c, g_model, b2, 1, &y, &own, &err), "%s", err.msg);
+    REQUIRE_OK(mf_srv_breakers_get(c, g_model, a, 2, &z, &own, &err), "%s", err.msg);
+    CHECK(y && y != x && z == x && !own && mf_srv_breakers_kept(c) == 2, "sets kept %d; the same set again: %s",
+          mf_srv_breakers_kept(c), z == x ? "the same" : "another");
+    CHECK(mf_srv_breakers_get(c, g_model, a_split, 3, &z, &own, &err) == MF_E_INVAL && mf_srv_breakers_kept(c) == 2,
+          "an empty string refused, nothing kept: %s", err.msg);
+    char names[MF_SRV_BREAKER_SETS][8];
+    for (int i = 0; i < MF_SRV_BREAKER_SETS; i++) {
+        snprintf(names[i], sizeof names[i], "x%d", i);
+        const char *one = names[i];
+        REQUIRE_OK(mf_srv_breakers_get(c, g_model, &one, 1, &z, &own, &err), "%s", err.msg);
+        if (own) { /* past the cache's room: the request's own */
+            CHECK(i == MF_SRV_BREAKER_SETS - 2 && z == own, "set %d built for the request alone", i);
+            mf_dry_breakers_free(own);
+            break;
+        }
+    }
+    CHECK(mf_srv_breakers_kept(c) == MF_SRV_BREAKER_SETS, "%d sets kept", mf_srv_breakers_kept(c));
+    mf_srv_breakers_free(c);
+}
+
 int main(void) {
     RUN(test_dry_follows_llama_cpp);
     RUN(test_dry_breakers_limit_the_repeat);
@@ -392,5 +506,15 @@ int main(void) {
     RUN(test_top_k_shortcut_with_dry_and_sigma_equals_every_candidate);
     RUN(test_state_set_puts_mu_and_rng_back);
     RUN(test_bad_stage_values_are_refused);
+    char path[600];
+    snprintf(path, sizeof path, "%s/stages-qwen2.gguf", mf_test_tmpdir());
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s --arch qwen2 --preset tiny --seed 3 -q -o %s", mf_test_genmodel(), path);
+    mf_error err = {0};
+    if (system(cmd) == 0 && mf_model_load(path, NULL, &g_model, &err)) printf("  load: %s\n", err.msg);
+    RUN(test_breakers_follow_llama_cpps_rule);
+    RUN(test_server_keeps_resolved_breakers);
+    mf_model_free(g_model);
+    remove(path);
     return mf_test_done();
 }

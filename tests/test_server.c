@@ -332,8 +332,9 @@ static void test_fim_layout_cuts_as_llama_server(void) {
           "window: %d %d %d", mf_srv_fim_window(128, 4096), mf_srv_fim_window(4096, 16384), mf_srv_fim_window(512, 1024));
 }
 
-/* llama-server's other samplers: their "off" values pass (clients send every field), anything else is refused
- * naming the field; 'samplers' switches off the stages it leaves out and may not reorder minfer's chain. */
+/* llama-server's sampler fields are read into the sampler's (their "off" values too: clients send every
+ * field), a value outside the engine's range is refused naming the field, n_probs (not served) only at 0;
+ * 'samplers' switches off the stages it leaves out and may not reorder minfer's chain. */
 static void test_llama_server_sampler_fields(void) {
     mf_srv_req r;
     mf_srv_err e = {0};
@@ -348,6 +349,37 @@ static void test_llama_server_sampler_fields(void) {
     CHECK(r.sp.top_k == d.top_k && r.sp.top_p == d.top_p && r.sp.min_p == d.min_p && r.sp.temp == d.temp &&
               r.sp.penalty_last_n == d.penalty_last_n,
           "llama.cpp's full order changes nothing");
+    CHECK(r.sp.dry_multiplier == 0 && r.sp.mirostat == 0 && r.sp.xtc_probability == 0 && !r.n_dry_seq,
+          "the off values stay off");
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE,
+                  "{\"prompt\":\"x\",\"dry_multiplier\":0.8,\"dry_base\":1.5,\"dry_allowed_length\":3,"
+                  "\"dry_penalty_last_n\":128,\"dry_sequence_breakers\":[\"\\n\",\"###\"],\"xtc_probability\":0.5,"
+                  "\"xtc_threshold\":0.2,\"top_n_sigma\":1.5,\"dynatemp_range\":0.4,\"dynatemp_exponent\":1.2,"
+                  "\"mirostat\":2,\"mirostat_tau\":4,\"mirostat_eta\":0.2}",
+                  &r, &e) == 0,
+            "the stages on refused: %s", e.msg);
+    CHECK(r.sp.dry_multiplier == 0.8f && r.sp.dry_base == 1.5f && r.sp.dry_allowed_length == 3 &&
+              r.sp.dry_last_n == 128 && r.n_dry_seq == 2 && !strcmp(r.dry_seq[0], "\n") && !strcmp(r.dry_seq[1], "###"),
+          "DRY: %g %g %d %d, %d breakers", r.sp.dry_multiplier, r.sp.dry_base, r.sp.dry_allowed_length,
+          r.sp.dry_last_n, r.n_dry_seq);
+    CHECK(r.sp.xtc_probability == 0.5f && r.sp.xtc_threshold == 0.2f && r.sp.top_n_sigma == 1.5f &&
+              r.sp.dynatemp_range == 0.4f && r.sp.dynatemp_exponent == 1.2f && r.sp.mirostat == 2 &&
+              r.sp.mirostat_tau == 4.0f && r.sp.mirostat_eta == 0.2f,
+          "XTC %g/%g, sigma %g, dynatemp %g/%g, mirostat %d %g %g", r.sp.xtc_probability, r.sp.xtc_threshold,
+          r.sp.top_n_sigma, r.sp.dynatemp_range, r.sp.dynatemp_exponent, r.sp.mirostat, r.sp.mirostat_tau,
+          r.sp.mirostat_eta);
+    mf_error err = {0};
+    CHECK(mf_sampler_params_check(&r.sp, 1000, &err) == 0, "the engine refuses what the server read: %s", err.msg);
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE,
+                  "{\"prompt\":\"x\",\"dry_multiplier\":0.8,\"xtc_probability\":0.5,\"top_n_sigma\":1,"
+                  "\"samplers\":[\"top_k\",\"temperature\"]}",
+                  &r, &e) == 0,
+            "%s", e.msg);
+    CHECK(r.sp.dry_multiplier == 0 && r.sp.xtc_probability == 0 && r.sp.top_n_sigma <= 0,
+          "samplers without dry, xtc, top_n_sigma switches them off (%g %g %g)", r.sp.dry_multiplier,
+          r.sp.xtc_probability, r.sp.top_n_sigma);
     mf_srv_req_free(&r);
     REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"top_p\":0.5,\"samplers\":\"kt\"}", &r, &e) == 0, "%s", e.msg);
     CHECK(r.sp.top_k == d.top_k && r.sp.temp == d.temp && r.sp.top_p == 1.0f && r.sp.min_p == 0.0f &&
@@ -361,12 +393,23 @@ static void test_llama_server_sampler_fields(void) {
     static const struct {
         const char *body, *param, *needle;
     } bad[] = {
-        {"{\"prompt\":\"x\",\"mirostat\":2}", "mirostat", "'mirostat' 2 asks for Mirostat sampling"},
-        {"{\"prompt\":\"x\",\"mirostat\":\"2\"}", "mirostat", "must be a number"},
-        {"{\"prompt\":\"x\",\"dry_multiplier\":0.8}", "dry_multiplier", "DRY"},
-        {"{\"prompt\":\"x\",\"xtc_probability\":0.5}", "xtc_probability", "XTC"},
-        {"{\"prompt\":\"x\",\"top_n_sigma\":1.5}", "top_n_sigma", "send -1 (off)"},
-        {"{\"prompt\":\"x\",\"dynatemp_range\":0.5}", "dynatemp_range", "dynamic temperature"},
+        {"{\"prompt\":\"x\",\"mirostat\":3}", "mirostat", "'mirostat' must be in [0, 2], got 3"},
+        {"{\"prompt\":\"x\",\"mirostat\":\"2\"}", "mirostat", "must be an integer"},
+        {"{\"prompt\":\"x\",\"dry_multiplier\":-1}", "dry_multiplier", "must be in [0, 1e+06]"},
+        {"{\"prompt\":\"x\",\"dry_multiplier\":0.8,\"dry_base\":0.5}", "dry_base", "'dry_base' 0.5 is below 1"},
+        {"{\"prompt\":\"x\",\"dry_allowed_length\":1.5}", "dry_allowed_length", "must be an integer"},
+        {"{\"prompt\":\"x\",\"dry_penalty_last_n\":-2}", "dry_penalty_last_n", "must be in [-1,"},
+        {"{\"prompt\":\"x\",\"dry_sequence_breakers\":[]}", "dry_sequence_breakers", "holds 0 strings"},
+        {"{\"prompt\":\"x\",\"dry_sequence_breakers\":\"\\n\"}", "dry_sequence_breakers", "an array of strings"},
+        {"{\"prompt\":\"x\",\"dry_sequence_breakers\":[\"a\",\"\"]}", "dry_sequence_breakers",
+         "'dry_sequence_breakers[1]' must be a non-empty string"},
+        {"{\"prompt\":\"x\",\"dry_sequence_breakers\":[\"0123456789012345678901234567890123456789x\"]}",
+         "dry_sequence_breakers", "is 41 bytes; a breaker is at most 40"},
+        {"{\"prompt\":\"x\",\"xtc_probability\":1.5}", "xtc_probability", "must be in [0, 1]"},
+        {"{\"prompt\":\"x\",\"xtc_probability\":0.5,\"xtc_threshold\":0}", "xtc_threshold", "'xtc_threshold' 0"},
+        {"{\"prompt\":\"x\",\"top_n_sigma\":\"1\"}", "top_n_sigma", "must be a number"},
+        {"{\"prompt\":\"x\",\"dynatemp_range\":-0.5}", "dynatemp_range", "must be in [0,"},
+        {"{\"prompt\":\"x\",\"mirostat\":2,\"mirostat_tau\":-1}", "mirostat_tau", "must be in [0,"},
         {"{\"prompt\":\"x\",\"n_probs\":5}", "n_probs", "'logprobs'"},
         {"{\"prompt\":\"x\",\"samplers\":[\"temperature\",\"top_k\"]}", "samplers", "'top_k' after a stage"},
         {"{\"prompt\":\"x\",\"samplers\":\"tk\"}", "samplers", "'k' after a stage"},

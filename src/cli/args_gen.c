@@ -4,7 +4,9 @@
 
 #include "minfer.h"
 
+#include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,54 +51,110 @@ mf_sampler_params mf_arg_sampler_defaults(void) {
     return sp;
 }
 
-int mf_arg_sampler(int argc, char **argv, int *i, mf_sampler_params *sp, mf_arg_seen *seen) {
-    const char *a = argv[*i], *v;
-    double d;
-    long l;
-    static const char *const k_float[] = {"--temp",           "--top-p",           "--min-p",
-                                          "--typical",        "--repeat-penalty",  "--presence-penalty",
-                                          "--frequency-penalty"};
-    bool is_float = false;
-    for (size_t k = 0; k < sizeof k_float / sizeof k_float[0]; k++) is_float |= !strcmp(a, k_float[k]);
-    if (!strcmp(a, "-l") || !strcmp(a, "--logit-bias"))
-        return (v = mf_arg_value(argc, argv, i)) ? logit_bias_arg(v, sp) : -1;
-    if (strcmp(a, "--seed") && strcmp(a, "--top-k") && strcmp(a, "--repeat-last-n") && !is_float) return 0;
-    if (!(v = mf_arg_value(argc, argv, i)) || !mf_arg_once(seen, a, v)) return -1;
-    if (!strcmp(a, "--seed")) return mf_arg_u64(a, v, &sp->seed) ? 1 : -1;
-    if (!strcmp(a, "--top-k")) {
-        if (!mf_arg_int(a, v, 0, 1 << 30, &l)) return -1;
-        sp->top_k = (int32_t)l;
-        return 1;
-    }
-    if (!strcmp(a, "--repeat-last-n")) {
-        if (!mf_arg_int(a, v, -1, 1 << 20, &l)) return -1;
-        sp->penalty_last_n = (int32_t)l;
-        return 1;
-    }
-    if (!mf_arg_float(a, v, &d)) return -1;
-    if (d < 0 && strcmp(a, "--presence-penalty") && strcmp(a, "--frequency-penalty")) {
-        fprintf(stderr, "Error: %s must be >= 0, got %s\n", a, v);
+/* --dry-sequence-breaker values (llama.cpp's flag: each one replaces the defaults; "none" leaves none) */
+enum { MAX_BREAKERS = 64 };
+static const char *g_breakers[MAX_BREAKERS];
+static int32_t g_n_breakers = -1; /* -1: not given, the defaults */
+static const char *const k_default_breakers[] = {"\n", ":", "\"", "*"};
+
+/* A sampler flag that takes one number: llama.cpp's spelling, the range, and the field it sets. */
+typedef struct {
+    const char *name;
+    bool is_int;
+    double lo, hi;
+    size_t off;
+} num_flag;
+
+#define F(name, lo, hi, field) {name, false, lo, hi, offsetof(mf_sampler_params, field)}
+#define I(name, lo, hi, field) {name, true, lo, hi, offsetof(mf_sampler_params, field)}
+static const num_flag k_flags[] = {
+    F("--temp", 0, FLT_MAX, temp),
+    I("--top-k", 0, 1 << 30, top_k),
+    F("--top-p", 0, FLT_MAX, top_p),
+    F("--min-p", 0, FLT_MAX, min_p),
+    F("--typical", 0, FLT_MAX, typ_p),
+    F("--repeat-penalty", FLT_MIN, FLT_MAX, penalty_repeat),
+    I("--repeat-last-n", -1, 1 << 20, penalty_last_n),
+    F("--presence-penalty", -FLT_MAX, FLT_MAX, penalty_present),
+    F("--frequency-penalty", -FLT_MAX, FLT_MAX, penalty_freq),
+    F("--dry-multiplier", 0, FLT_MAX, dry_multiplier),
+    F("--dry-base", 1, FLT_MAX, dry_base),
+    I("--dry-allowed-length", 0, 1 << 20, dry_allowed_length),
+    I("--dry-penalty-last-n", -1, 1 << 30, dry_last_n),
+    F("--top-nsigma", -FLT_MAX, FLT_MAX, top_n_sigma),
+    F("--xtc-probability", 0, 1, xtc_probability),
+    F("--xtc-threshold", 0, 1, xtc_threshold),
+    F("--dynatemp-range", 0, FLT_MAX, dynatemp_range),
+    F("--dynatemp-exp", 0, FLT_MAX, dynatemp_exponent),
+    I("--mirostat", 0, 2, mirostat),
+    F("--mirostat-lr", 0, FLT_MAX, mirostat_eta),
+    F("--mirostat-ent", 0, FLT_MAX, mirostat_tau),
+};
+#undef F
+#undef I
+
+static int breaker_arg(const char *v) {
+    if (!*v) {
+        fprintf(stderr, "Error: --dry-sequence-breaker needs a non-empty string ('none' for no breakers)\n");
         return -1;
     }
-    if (!strcmp(a, "--temp"))
-        sp->temp = (float)d;
-    else if (!strcmp(a, "--top-p"))
-        sp->top_p = (float)d;
-    else if (!strcmp(a, "--min-p"))
-        sp->min_p = (float)d;
-    else if (!strcmp(a, "--typical"))
-        sp->typ_p = (float)d;
-    else if (!strcmp(a, "--repeat-penalty")) {
-        if (d <= 0) {
-            fprintf(stderr, "Error: --repeat-penalty must be > 0, got %s\n", v);
-            return -1;
-        }
-        sp->penalty_repeat = (float)d;
-    } else if (!strcmp(a, "--presence-penalty"))
-        sp->penalty_present = (float)d;
-    else
-        sp->penalty_freq = (float)d;
+    if (g_n_breakers < 0) g_n_breakers = 0;
+    if (!strcmp(v, "none")) return 1; /* llama.cpp's: no breakers at all */
+    if (g_n_breakers >= MAX_BREAKERS) {
+        fprintf(stderr, "Error: --dry-sequence-breaker given more than %d times ('%s' is one too many)\n",
+                MAX_BREAKERS, v);
+        return -1;
+    }
+    if (strlen(v) > 40) {
+        fprintf(stderr,
+                "Error: --dry-sequence-breaker '%s' is %zu bytes; a breaker is at most 40 (llama.cpp would cut it "
+                "there and match more than you gave)\n",
+                v, strlen(v));
+        return -1;
+    }
+    g_breakers[g_n_breakers++] = v;
     return 1;
+}
+
+int mf_arg_sampler(int argc, char **argv, int *i, mf_sampler_params *sp, mf_arg_seen *seen) {
+    const char *a = argv[*i], *v;
+    if (!strcmp(a, "-l") || !strcmp(a, "--logit-bias"))
+        return (v = mf_arg_value(argc, argv, i)) ? logit_bias_arg(v, sp) : -1;
+    if (!strcmp(a, "--dry-sequence-breaker")) return (v = mf_arg_value(argc, argv, i)) ? breaker_arg(v) : -1;
+    if (!strcmp(a, "--seed"))
+        return (v = mf_arg_value(argc, argv, i)) && mf_arg_once(seen, a, v) && mf_arg_u64(a, v, &sp->seed) ? 1 : -1;
+    const num_flag *f = NULL;
+    for (size_t k = 0; k < sizeof k_flags / sizeof k_flags[0] && !f; k++)
+        if (!strcmp(a, k_flags[k].name)) f = &k_flags[k];
+    if (!f) return 0;
+    if (!(v = mf_arg_value(argc, argv, i)) || !mf_arg_once(seen, a, v)) return -1;
+    char *field = (char *)sp + f->off;
+    if (f->is_int) {
+        long l;
+        if (!mf_arg_int(a, v, (long)f->lo, (long)f->hi, &l)) return -1;
+        *(int32_t *)field = (int32_t)l;
+        return 1;
+    }
+    double d;
+    if (!mf_arg_float(a, v, &d)) return -1;
+    if (d < f->lo || d > f->hi) {
+        if (f->hi < FLT_MAX) fprintf(stderr, "Error: %s must be in [%g, %g], got %s\n", a, f->lo, f->hi, v);
+        else if (f->lo > 0 && f->lo < 1) fprintf(stderr, "Error: %s must be > 0, got %s\n", a, v);
+        else fprintf(stderr, "Error: %s must be >= %g, got %s\n", a, f->lo, v);
+        return -1;
+    }
+    *(float *)field = (float)d;
+    return 1;
+}
+
+int mf_arg_sampler_resolve(const mf_model *model, mf_sampler_params *sp, mf_dry_breakers **own, mf_error *err) {
+    *own = NULL;
+    if (!(sp->dry_multiplier > 0) || sp->dry_last_n == 0 || g_n_breakers == 0) return 0;
+    const bool defaults = g_n_breakers < 0;
+    const int rc = mf_dry_breakers_new(model, defaults ? k_default_breakers : g_breakers,
+                                       defaults ? 4 : g_n_breakers, own, err);
+    if (!rc) sp->dry_breakers = *own;
+    return rc;
 }
 
 bool mf_arg_stop(int argc, char **argv, int *i, const char **stops, int32_t *n_stop) {
@@ -127,6 +185,23 @@ const char *mf_arg_sampler_help(void) {
            "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n"
            "  -l, --logit-bias ID+X    add X to token ID's logit before sampling (ID-X subtracts, ID-inf bans it);\n"
            "                           repeatable, entries for one token add up\n"
+           "      --dry-multiplier X   DRY: a token that would extend a repeat of n >= the allowed length loses\n"
+           "                           X * base^(n - length) (default 0 = off)\n"
+           "      --dry-base X         DRY's base (default 1.75; >= 1)\n"
+           "      --dry-allowed-length N  repeats up to N tokens go unpenalized (default 2)\n"
+           "      --dry-penalty-last-n N  DRY's window in tokens (default -1 = all; 0 = off)\n"
+           "      --dry-sequence-breaker S  a repeat does not reach back across S; repeatable, replaces the\n"
+           "                           defaults \"\\n\" \":\" \"\\\"\" \"*\"; 'none' for no breakers\n"
+           "      --top-nsigma X       keep logits >= max - X standard deviations (default -1 = off)\n"
+           "      --xtc-probability X  XTC: with this chance per token drop every candidate of p >= the threshold\n"
+           "                           but the least likely (default 0 = off)\n"
+           "      --xtc-threshold X    XTC's threshold (default 0.1; above 0.5 off)\n"
+           "      --dynatemp-range X   temperature in temp +- X by the candidates' entropy (default 0 = off)\n"
+           "      --dynatemp-exp X     dynamic temperature's exponent (default 1)\n"
+           "      --mirostat N         Mirostat 1 or 2 instead of top-k/typical/top-p/min-p/XTC (default 0 = off;\n"
+           "                           penalties and DRY still apply)\n"
+           "      --mirostat-lr X      Mirostat's learning rate eta (default 0.1)\n"
+           "      --mirostat-ent X     Mirostat's target surprise tau (default 5)\n"
            "      --grammar GBNF       the output is a sentence of this grammar (llama.cpp's GBNF, start rule root;\n"
            "                           docs/GRAMMAR.md); --grammar-file FILE reads it from a file\n"
            "  -j,  --json-schema JSON  the output is JSON this JSON Schema allows (a keyword the compiler lacks is\n"

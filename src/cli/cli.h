@@ -63,6 +63,10 @@ bool mf_arg_once(mf_arg_seen *s, const char *name, const char *value);
 enum { MF_ARG_MAX_STOP = 16 };
 mf_sampler_params mf_arg_sampler_defaults(void);
 int mf_arg_sampler(int argc, char **argv, int *i, mf_sampler_params *sp, mf_arg_seen *seen);
+/* After the model loads: DRY's sequence breakers (--dry-sequence-breaker, else llama.cpp's defaults) resolved
+ * against its vocabulary into sp->dry_breakers when DRY is on; *own is the caller's to free once the sampler
+ * (which copies them) exists. */
+int mf_arg_sampler_resolve(const mf_model *model, mf_sampler_params *sp, mf_dry_breakers **own, mf_error *err);
 bool mf_arg_stop(int argc, char **argv, int *i, const char **stops, int32_t *n_stop);
 const char *mf_arg_sampler_help(void); /* the usage lines of the sampler flags (and the grammar ones) */
 /* Constrained output (run, chat; llama.cpp's spellings): --grammar GBNF, --grammar-file FILE,

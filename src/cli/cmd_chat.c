@@ -173,6 +173,7 @@ int mf_cmd_chat(int argc, char **argv) {
     mf_model *model = NULL;
     mf_context *ctx = NULL;
     mf_gen *gen = NULL;
+    mf_dry_breakers *breakers = NULL; /* DRY's, resolved once the model is loaded */
     mf_conv *conv = NULL;
     mf_model *draft_model = NULL;
     mf_draft *draft = NULL;
@@ -189,6 +190,7 @@ int mf_cmd_chat(int argc, char **argv) {
     if (mf_context_new(model, &cp, &ctx, &err)) goto fail;
     if (mf_arg_draft_open(&dr, ctx, 1, &draft_model, &draft, &err)) goto fail;
     mf_gen_params gp = mf_gen_default_params();
+    if (mf_arg_sampler_resolve(model, &sp, &breakers, &err)) goto fail;
     gp.sampler = sp;
     gp.n_predict = (int32_t)n_predict;
     gp.stop = stops;
@@ -287,6 +289,7 @@ out:
     free(line);
     mf_conv_free(conv);
     mf_gen_free(gen);
+    mf_dry_breakers_free(breakers);
     mf_grammar_free(grammar);
     mf_draft_free(draft);
     mf_model_free(draft_model);

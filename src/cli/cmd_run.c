@@ -205,6 +205,7 @@ int mf_cmd_run(int argc, char **argv) {
     mf_model *model = NULL;
     mf_context *ctx = NULL;
     mf_gen *gen = NULL;
+    mf_dry_breakers *breakers = NULL; /* DRY's, resolved once the model is loaded */
     mf_model *draft_model = NULL;
     mf_draft *draft = NULL;
     char *rendered = NULL;
@@ -258,6 +259,7 @@ int mf_cmd_run(int argc, char **argv) {
         goto out;
     }
     mf_gen_params gp = mf_gen_default_params();
+    if (mf_arg_sampler_resolve(model, &sp, &breakers, &err)) goto fail;
     gp.sampler = sp;
     gp.n_predict = (int32_t)n_predict;
     gp.ignore_eos = ignore_eos;
@@ -316,6 +318,7 @@ fail:
     ret = 1;
 out:
     mf_gen_free(gen);
+    mf_dry_breakers_free(breakers);
     mf_grammar_free(grammar);
     mf_draft_free(draft);
     mf_model_free(draft_model);

@@ -39,6 +39,12 @@ int32_t mf_dry_breakers_count(const mf_dry_breakers *b) {
     return b ? b->n : 0;
 }
 
+mf_token mf_dry_breakers_at(const mf_dry_breakers *b, int32_t i, const mf_token **tail, int32_t *n_tail) {
+    *tail = b->tail + b->off[i];
+    *n_tail = b->off[i + 1] - b->off[i];
+    return b->head[i];
+}
+
 /* ---------------- building ---------------- */
 
 typedef struct {
@@ -156,7 +162,8 @@ int mf_dry_breakers_new(const mf_model *model, const char *const *seqs, int32_t 
     for (int32_t i = 0; i < n && !rc; i++) {
         const size_t len = seqs[i] ? strlen(seqs[i]) : 0;
         if (!len)
-            rc = mf_err(err, MF_E_INVAL, "DRY sequence breaker %d is empty; every breaker needs at least one character", i);
+            rc = mf_err(err, MF_E_INVAL, "DRY sequence breaker %d is empty; every breaker needs at least one character",
+                        i);
         else
             rc = add_string(&b, model->tok, seqs[i], MF_MIN(len, (size_t)BREAKER_MAX_BYTES), err);
     }

@@ -86,6 +86,8 @@ void mf_dry_free(mf_dry *d);
 void mf_dry_reset(mf_dry *d);
 void mf_dry_accept(mf_dry *d, mf_token t);
 int32_t mf_dry_step(mf_dry *d, const float **pen);
+/* Tests: sequence i of a breaker set (0 <= i < mf_dry_breakers_count): its head token, and its tail. */
+mf_token mf_dry_breakers_at(const mf_dry_breakers *b, int32_t i, const mf_token **tail, int32_t *n_tail);
 /* Tests: breakers given as token sequences (toks holds them one after another, lens[i] tokens each). */
 int mf_dry_breakers_from_tokens(const mf_token *toks, const int32_t *lens, int32_t n, mf_dry_breakers **out,
                                 mf_error *err);

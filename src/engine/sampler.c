@@ -720,9 +720,13 @@ static const float *with_bias(mf_sampler *s, const float *logits) {
     return s->biased;
 }
 
-/* temp <= 0 without a dynamic range: the highest logit wins (Mirostat too: llama.cpp's temp 0 leaves it one) */
+/* The highest logit (after bias, penalties and DRY) wins: temp <= 0, unless a dynamic range makes the
+ * temperature, or XTC may remove the highest candidates first (llama.cpp's temp stage then keeps the best of
+ * the rest); with Mirostat, temp <= 0 (llama.cpp's temp 0 leaves Mirostat one candidate). */
 static bool greedy(const mf_sampler *s) {
-    return s->p.temp <= 0.0f && !(s->p.dynatemp_range > 0);
+    if (s->p.temp > 0.0f) return false;
+    if (s->p.mirostat) return true;
+    return !(s->p.dynatemp_range > 0) && !(s->p.xtc_probability > 0 && s->p.xtc_threshold <= 0.5f);
 }
 
 /* What every sample starts with: this step's DRY penalties, no top_n_sigma threshold yet. */

@@ -623,36 +623,93 @@ static int parse_logit_bias(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     return 0;
 }
 
-/* llama-server's samplers minfer does not run: taken at their "off" values (clients such as SillyTavern send
- * every field), refused otherwise - never ignored. */
-static int refuse_other_samplers(const cJSON *o, mf_srv_err *e) {
-    static const struct {
-        const char *name;
-        double off_lo, off_hi;
-        const char *what, *off;
-    } k[] = {
-        {"mirostat", 0, 0, "Mirostat sampling", "0"},
-        {"dry_multiplier", 0, 0, "the DRY repetition sampler", "0"},
-        {"xtc_probability", 0, 0, "the XTC sampler", "0"},
-        {"top_n_sigma", -1e300, 0, "top-n-sigma", "-1"},
-        {"dynatemp_range", 0, 0, "dynamic temperature", "0"},
-        {"n_probs", 0, 0, "llama-server's completion_probabilities (/v1/completions answers 'logprobs')",
-         "0"},
-    };
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-        double d = k[i].off_hi;
-        if (get_num(o, k[i].name, -1e300, 1e300, &d, NULL, e)) return -1;
-        if (d < k[i].off_lo || d > k[i].off_hi)
-            return BAD(e, k[i].name,
-                       "'%s' %g asks for %s, which minfer does not run; send %s (off) or leave it out "
-                       "(minfer samples with penalties, top_k, typical_p, top_p, min_p, temperature)",
-                       k[i].name, d, k[i].what, k[i].off);
+/* A number field into a float, when given. */
+static int num_into(const cJSON *o, const char *name, double lo, double hi, float *out, mf_srv_err *e) {
+    double d;
+    bool g;
+    if (get_num(o, name, lo, hi, &d, &g, e)) return -1;
+    if (g) *out = (float)d;
+    return 0;
+}
+
+static int int_into(const cJSON *o, const char *name, double lo, double hi, int32_t *out, mf_srv_err *e) {
+    int64_t v;
+    bool g;
+    if (get_int(o, name, lo, hi, &v, &g, e)) return -1;
+    if (g) *out = (int32_t)v;
+    return 0;
+}
+
+/* dry_sequence_breakers: a non-empty array of non-empty strings, as llama-server requires. */
+static int parse_breakers(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    const cJSON *v = field(o, "dry_sequence_breakers");
+    if (!v) return 0;
+    if (!cJSON_IsArray(v))
+        return BAD(e, "dry_sequence_breakers", "'dry_sequence_breakers' must be an array of strings, got %s",
+                   kind_of(v));
+    const int n = cJSON_GetArraySize(v);
+    if (!n || n > MF_SRV_MAX_BREAKERS)
+        return BAD(e, "dry_sequence_breakers",
+                   "'dry_sequence_breakers' holds %d strings; send 1 to %d (leave it out for llama-server's "
+                   "defaults \"\\n\", \":\", \"\\\"\", \"*\")",
+                   n, MF_SRV_MAX_BREAKERS);
+    if (!(r->dry_seq = calloc((size_t)n, sizeof *r->dry_seq)))
+        return mf_srv_fail(e, 500, "server_error", "dry_sequence_breakers", "out of memory");
+    for (const cJSON *it = v->child; it; it = it->next) {
+        const int i = r->n_dry_seq;
+        if (!cJSON_IsString(it) || !it->valuestring[0])
+            return BAD(e, "dry_sequence_breakers", "'dry_sequence_breakers[%d]' must be a non-empty string, got %s",
+                       i, cJSON_IsString(it) ? "\"\"" : kind_of(it));
+        const size_t len = strlen(it->valuestring);
+        if (len > MF_SRV_MAX_BREAKER_BYTES)
+            return BAD(e, "dry_sequence_breakers",
+                       "'dry_sequence_breakers[%d]' is %zu bytes; a breaker is at most %d (llama.cpp would cut it "
+                       "there and match more than you sent)",
+                       i, len, MF_SRV_MAX_BREAKER_BYTES);
+        if (dup_str(it, "dry_sequence_breakers", &r->dry_seq[i], e)) return -1;
+        r->n_dry_seq = i + 1;
     }
     return 0;
 }
 
-/* The chain stages, in minfer's order (llama.cpp's default order of the ones minfer runs). */
-enum { ST_PEN, ST_TOPK, ST_TYP, ST_TOPP, ST_MINP, ST_TEMP, ST_OFF /* a sampler minfer runs only when off */ };
+/* llama-server's other samplers: DRY, XTC, top-n-sigma, dynamic temperature, Mirostat (the engine's ranges,
+ * checked here so the answer names the field).  n_probs (llama-server's completion_probabilities) is not
+ * served: taken at 0, refused otherwise - never ignored. */
+static int parse_more_samplers(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    mf_sampler_params *sp = &r->sp;
+    if (num_into(o, "dry_multiplier", 0, 1e6, &sp->dry_multiplier, e) ||
+        num_into(o, "dry_base", 0, 1e6, &sp->dry_base, e) ||
+        int_into(o, "dry_allowed_length", 0, 1e6, &sp->dry_allowed_length, e) ||
+        int_into(o, "dry_penalty_last_n", -1, INT32_MAX, &sp->dry_last_n, e) || parse_breakers(o, r, e) ||
+        num_into(o, "xtc_probability", 0, 1, &sp->xtc_probability, e) ||
+        num_into(o, "xtc_threshold", 0, 1, &sp->xtc_threshold, e) ||
+        num_into(o, "top_n_sigma", -1e6, 1e6, &sp->top_n_sigma, e) ||
+        num_into(o, "dynatemp_range", 0, 1e6, &sp->dynatemp_range, e) ||
+        num_into(o, "dynatemp_exponent", 0, 1e6, &sp->dynatemp_exponent, e) ||
+        int_into(o, "mirostat", 0, 2, &sp->mirostat, e) || num_into(o, "mirostat_tau", 0, 1e6, &sp->mirostat_tau, e) ||
+        num_into(o, "mirostat_eta", 0, 1e6, &sp->mirostat_eta, e))
+        return -1;
+    if (sp->dry_multiplier > 0 && sp->dry_base < 1)
+        return BAD(e, "dry_base",
+                   "'dry_base' %g is below 1, where DRY's penalty (multiplier * base^length) would shrink as the "
+                   "repeat grows (llama.cpp switches DRY off then); send a base >= 1, or dry_multiplier 0",
+                   sp->dry_base);
+    if (sp->xtc_probability > 0 && sp->xtc_threshold <= 0)
+        return BAD(e, "xtc_threshold",
+                   "'xtc_threshold' 0 would have XTC remove every candidate but the least likely; send a "
+                   "threshold in (0, 0.5], or xtc_probability 0");
+    double d = 0;
+    if (get_num(o, "n_probs", -1e300, 1e300, &d, NULL, e)) return -1;
+    if (d != 0)
+        return BAD(e, "n_probs",
+                   "'n_probs' %g asks for llama-server's completion_probabilities, which minfer does not serve; "
+                   "send 0 or leave it out, and ask /v1/completions for 'logprobs' instead",
+                   d);
+    return 0;
+}
+
+/* The chain stages, in llama.cpp's default order (common/common.h), the order minfer runs them in. */
+enum { ST_PEN, ST_DRY, ST_SIGMA, ST_TOPK, ST_TYP, ST_TOPP, ST_MINP, ST_XTC, ST_TEMP, ST_N };
 
 /* A llama.cpp sampler name or letter (common_sampler_type_from_name / _from_chars) as a stage; -1 unknown. */
 static int stage_of(const char *name, char c) {
@@ -663,7 +720,7 @@ static int stage_of(const char *name, char c) {
     } k[] = {{"penalties", 'e', ST_PEN}, {"top_k", 'k', ST_TOPK},       {"typ_p", 'y', ST_TYP},
              {"typical_p", 0, ST_TYP},   {"typical", 0, ST_TYP},        {"top_p", 'p', ST_TOPP},
              {"min_p", 'm', ST_MINP},    {"temperature", 't', ST_TEMP}, {"temp", 0, ST_TEMP},
-             {"dry", 'd', ST_OFF},       {"xtc", 'x', ST_OFF},          {"top_n_sigma", 's', ST_OFF}};
+             {"dry", 'd', ST_DRY},       {"xtc", 'x', ST_XTC},          {"top_n_sigma", 's', ST_SIGMA}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (name ? !strcmp(name, k[i].name) : c && c == k[i].c) return k[i].st;
     return -1;
@@ -671,8 +728,7 @@ static int stage_of(const char *name, char c) {
 
 /* llama-server's 'samplers' (an array of names, or a string of letters as --sampler-seq): the stages it runs,
  * in order.  minfer runs its chain in one order, so a list that reorders it is refused; the stages it leaves
- * out are switched off, as llama.cpp would not run them (no temperature stage: the draw at temperature 1).
- * DRY, XTC and top-n-sigma may be listed: they are off unless their fields ask (refused above). */
+ * out are switched off, as llama.cpp would not run them (no temperature stage: the draw at temperature 1). */
 static int parse_sampler_order(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     const cJSON *v = field(o, "samplers");
     if (!v) return 0;
@@ -681,7 +737,7 @@ static int parse_sampler_order(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
                    "'samplers' must be an array of sampler names or a string of their letters, got %s",
                    kind_of(v));
     const int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : (int)strlen(v->valuestring);
-    bool in[ST_OFF] = {false};
+    bool in[ST_N] = {false};
     int last = -1;
     for (int i = 0; i < n; i++) {
         const cJSON *it = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, i) : NULL;
@@ -695,11 +751,10 @@ static int parse_sampler_order(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
                        "'samplers' names '%.40s', which is not a sampler minfer knows (llama.cpp's names: "
                        "penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature)",
                        name);
-        if (st == ST_OFF) continue;
         if (st <= last)
             return BAD(e, "samplers",
                        "'samplers' puts '%.40s' after a stage minfer runs before it; minfer's order is "
-                       "penalties, top_k, typ_p, top_p, min_p, temperature",
+                       "penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature",
                        name);
         in[st] = true, last = st;
     }
@@ -710,6 +765,9 @@ static int parse_sampler_order(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
                    "'temperature' is %g (greedy); list temperature or send a positive one",
                    sp->temp);
     if (!in[ST_PEN]) sp->penalty_last_n = 0;
+    if (!in[ST_DRY]) sp->dry_multiplier = 0.0f;
+    if (!in[ST_SIGMA]) sp->top_n_sigma = -1.0f;
+    if (!in[ST_XTC]) sp->xtc_probability = 0.0f;
     if (!in[ST_TOPK]) sp->top_k = 0;
     if (!in[ST_TYP]) sp->typ_p = 1.0f;
     if (!in[ST_TOPP]) sp->top_p = 1.0f;
@@ -820,7 +878,7 @@ int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req 
                                 : parse_prompt(o, r, e))
         goto done;
     if (parse_suffix(o, r, e)) goto done;
-    if (parse_limits(o, r, e) || parse_sampling(o, r, e) || refuse_other_samplers(o, e) ||
+    if (parse_limits(o, r, e) || parse_sampling(o, r, e) || parse_more_samplers(o, r, e) ||
         parse_sampler_order(o, r, e) || parse_logit_bias(o, r, e) || parse_stop(o, r, e) ||
         parse_stream(o, r, e) || parse_logprobs(o, r, e) || parse_llama_extras(o, r, e) ||
         parse_constraint(o, r, e))
@@ -853,6 +911,9 @@ void mf_srv_req_free(mf_srv_req *r) {
     free(r->tool_choice_name);
     free(r->input_prefix);
     free(r->input_suffix);
+    for (int32_t i = 0; i < r->n_dry_seq; i++) free(r->dry_seq[i]);
+    free(r->dry_seq);
+    mf_dry_breakers_free(r->dry_own);
     for (int32_t i = 0; i < r->n_extra; i++) free(r->extra[i].filename), free(r->extra[i].text);
     free(r->extra);
     for (int32_t i = 0; i < r->n_bias; i++) free(r->bias[i].text);

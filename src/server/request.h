@@ -30,6 +30,9 @@ static inline mf_srv_kind mf_srv_shape(mf_srv_kind k) {
 }
 
 enum { MF_SRV_MAX_STOP = 16, MF_SRV_MAX_N = 16, MF_SRV_MAX_TOP_LOGPROBS = 20 };
+/* dry_sequence_breakers: at most this many strings, each at most MF_SRV_MAX_BREAKER_BYTES bytes (llama.cpp
+ * cuts longer ones at 40; minfer refuses them) */
+enum { MF_SRV_MAX_BREAKERS = 64, MF_SRV_MAX_BREAKER_BYTES = 40 };
 
 /* One logit_bias entry as sent: a token id (text NULL), or a text each of whose tokens gets the bias
  * (llama-server's string keys).  bias is -INFINITY for a ban (false). */
@@ -64,6 +67,11 @@ typedef struct {
     mf_srv_bias *bias; /* logit_bias as sent */
     int32_t n_bias;
     mf_logit_bias *logit_bias; /* resolved against the vocabulary */
+    /* DRY's sequence breakers as sent (NULL: llama-server's defaults), and the resolved set when the request
+     * built its own (server/breakers.h); sp.dry_breakers points at the resolved set once resolved */
+    char **dry_seq;
+    int32_t n_dry_seq;
+    mf_dry_breakers *dry_own;
     char *stop[MF_SRV_MAX_STOP];
     int32_t n_stop;
     bool stream, include_usage;

@@ -104,8 +104,28 @@ static void h_props(mf_server *s, mf_srv_answer *a) {
     cJSON_AddNumberToObject(p, "top_k", sp.top_k);
     cJSON_AddNumberToObject(p, "top_p", sp.top_p);
     cJSON_AddNumberToObject(p, "min_p", sp.min_p);
+    cJSON_AddNumberToObject(p, "typical_p", sp.typ_p);
     cJSON_AddNumberToObject(p, "repeat_penalty", sp.penalty_repeat);
     cJSON_AddNumberToObject(p, "repeat_last_n", sp.penalty_last_n);
+    cJSON_AddNumberToObject(p, "presence_penalty", sp.penalty_present);
+    cJSON_AddNumberToObject(p, "frequency_penalty", sp.penalty_freq);
+    cJSON_AddNumberToObject(p, "dry_multiplier", sp.dry_multiplier);
+    cJSON_AddNumberToObject(p, "dry_base", sp.dry_base);
+    cJSON_AddNumberToObject(p, "dry_allowed_length", sp.dry_allowed_length);
+    cJSON_AddNumberToObject(p, "dry_penalty_last_n", sp.dry_last_n);
+    static const char *const brk[] = {"\n", ":", "\"", "*"}; /* server/breakers.c's defaults */
+    cJSON_AddItemToObject(p, "dry_sequence_breakers", cJSON_CreateStringArray(brk, 4));
+    cJSON_AddNumberToObject(p, "xtc_probability", sp.xtc_probability);
+    cJSON_AddNumberToObject(p, "xtc_threshold", sp.xtc_threshold);
+    cJSON_AddNumberToObject(p, "top_n_sigma", sp.top_n_sigma);
+    cJSON_AddNumberToObject(p, "dynatemp_range", sp.dynatemp_range);
+    cJSON_AddNumberToObject(p, "dynatemp_exponent", sp.dynatemp_exponent);
+    cJSON_AddNumberToObject(p, "mirostat", sp.mirostat);
+    cJSON_AddNumberToObject(p, "mirostat_tau", sp.mirostat_tau);
+    cJSON_AddNumberToObject(p, "mirostat_eta", sp.mirostat_eta);
+    static const char *const order[] = {"penalties", "dry",   "top_n_sigma", "top_k",      "typ_p",
+                                        "top_p",     "min_p", "xtc",         "temperature"};
+    cJSON_AddItemToObject(p, "samplers", cJSON_CreateStringArray(order, 9));
     cJSON_AddNumberToObject(p, "n_predict", -1);
     cJSON_AddArrayToObject(p, "logit_bias");
     cJSON_AddNumberToObject(o, "total_slots", s->o.n_parallel);
@@ -351,7 +371,8 @@ static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t 
     j->t_arrival = mf_time_now();
     mf_srv_err e;
     if (mf_srv_req_parse(kind, body, len, &j->req, &e) || prompt_tokens(s, j, &e) ||
-        mf_srv_req_resolve_bias(&j->req, s->model, s->info.n_vocab, &e) || compile_constraint(s, j, &e)) {
+        mf_srv_req_resolve_bias(&j->req, s->model, s->info.n_vocab, &e) ||
+        mf_srv_req_resolve_dry(&j->req, s->breakers, s->model, &e) || compile_constraint(s, j, &e)) {
         answer_err(a, &e);
         mf_srv_job_unref(j);
         return;

@@ -72,7 +72,8 @@ int mf_server_run(const mf_server_opts *o, mf_error *err) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every thread started below */
     signal(SIGPIPE, SIG_IGN);
-    if (!(s->m = mf_srv_metrics_new()) || mf_srv_queue_init(&s->q, o->max_queue)) {
+    if (!(s->m = mf_srv_metrics_new()) || mf_srv_queue_init(&s->q, o->max_queue) ||
+        mf_srv_breakers_new(&s->breakers, NULL)) {
         rc = mf_err(err, MF_E_NOMEM, "out of memory starting the server");
         goto out;
     }
@@ -120,6 +121,7 @@ out:
     mf_srv_engine_free(s->eng);
     mf_model_free(s->model);
     mf_srv_metrics_free(s->m);
+    mf_srv_breakers_free(s->breakers);
     free(s);
     if (!rc) fprintf(stderr, "[server] stopped\n");
     return rc;

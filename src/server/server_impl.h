@@ -3,6 +3,7 @@
 #ifndef MF_SERVER_IMPL_H
 #define MF_SERVER_IMPL_H
 
+#include "server/breakers.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/server.h"
@@ -26,6 +27,7 @@ typedef struct mf_server {
     atomic_int http_active; /* requests between their first byte and the end of their answer */
     mf_srv_queue q;
     mf_srv_metrics *m;
+    mf_srv_breakers *breakers; /* DRY sequence breakers resolved so far (any HTTP thread) */
     mf_srv_engine *eng;
     char load_error[400];
     char pooling_desc[96]; /* --embeddings: "embeddings, last pooling (the model's)", for the ready line */

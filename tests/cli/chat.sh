@@ -129,7 +129,8 @@ help=$("$MINFER" chat --help)
 missing=""
 for f in -m --model --system --session -ctk --cache-type-k -ctv --cache-type-v --cache-type --chat-template --think -n --n-predict -c --ctx-size --n-ctx -t --threads \
     --temp --top-k --top-p --min-p --typical --repeat-penalty --repeat-last-n --presence-penalty \
-    --frequency-penalty --seed -l --logit-bias --stop --verbose -h --help; do
+    --frequency-penalty --seed -l --logit-bias --stop --verbose -h --help --dry-multiplier --dry-sequence-breaker \
+    --top-nsigma --xtc-probability --dynatemp-range --mirostat --mirostat-ent; do
     grep -q -- "$f" <<<"$help" || missing="$missing $f"
 done
 [ -z "$missing" ] && ok chat_help_documents_every_flag || bad chat_help_documents_every_flag "missing:$missing"

@@ -91,6 +91,33 @@ expect run_logit_bias_not_a_number 2 "got 'x+1'" -- "$MINFER" run -m "$M" -p hi 
 expect run_logit_bias_outside_vocab 1 "token 151936 is outside the vocabulary [0, 151936)" -- \
     "$MINFER" run -m "$M" -p hi -n 1 -l 151936+1
 
+# llama.cpp's other sampler flags: DRY with a huge multiplier never extends a repeat of 3 tokens (no 4-gram of
+# the ids occurs twice) where plain greedy loops; a window of 0 switches it off; bad values name the flag
+rep4() { python3 -c 'import sys,json; t=json.loads(sys.argv[1]); g=[tuple(t[i:i+4]) for i in range(len(t)-3)]; print(len(g)-len(set(g)))' "$1"; }
+plain=$("$MINFER" run -m "$M" -p "pole pole pole pole pole pole" -n 160 --temp 0 --ids 2>/dev/null)
+dry=$("$MINFER" run -m "$M" -p "pole pole pole pole pole pole" -n 160 --temp 0 --ids --dry-multiplier 1000 \
+    --dry-allowed-length 3 --dry-sequence-breaker none 2>/dev/null)
+off=$("$MINFER" run -m "$M" -p "pole pole pole pole pole pole" -n 160 --temp 0 --ids --dry-multiplier 1000 \
+    --dry-allowed-length 3 --dry-penalty-last-n 0 2>/dev/null)
+if [ -n "$plain" ] && [ "$(rep4 "$plain")" -gt 0 ] && [ -n "$dry" ] && [ "$(rep4 "$dry")" -eq 0 ] && [ "$off" = "$plain" ]; then
+    ok run_dry_never_extends_a_repeat
+else bad run_dry_never_extends_a_repeat "plain repeats $(rep4 "$plain"), dry $(rep4 "$dry"), window 0 same: $([ "$off" = "$plain" ] && echo yes)"; fi
+# Mirostat 2 with target surprise 0.1 bits keeps only tokens of p >= 2^-mu: here the best one, so a hot seeded
+# run is the greedy one, where the same run without it draws others
+hot=(-p "Hello there" -n 32 --temp 2 --top-k 0 --top-p 1 --min-p 0 --seed 5 --ids)
+a=$("$MINFER" run -m "$M" "${hot[@]}" --mirostat 2 --mirostat-ent 0.1 2>/dev/null)
+c=$("$MINFER" run -m "$M" "${hot[@]}" 2>/dev/null)
+g=$("$MINFER" run -m "$M" -p "Hello there" -n 32 --temp 0 --ids 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$g" ] && [ "$c" != "$g" ] && ok run_mirostat_truncates_at_its_target ||
+    bad run_mirostat_truncates_at_its_target "mirostat $a, plain $c, greedy $g"
+expect run_dry_base_below_1 2 "--dry-base must be >= 1, got 0.5" -- "$MINFER" run -m "$M" -p hi -n 1 --dry-base 0.5
+expect run_mirostat_3 2 "--mirostat must be in [0, 2], got 3" -- "$MINFER" run -m "$M" -p hi -n 1 --mirostat 3
+expect run_xtc_probability_2 2 "--xtc-probability must be in [0, 1], got 2" -- \
+    "$MINFER" run -m "$M" -p hi -n 1 --xtc-probability 2
+expect run_dry_breaker_empty 2 "--dry-sequence-breaker needs a non-empty string" -- \
+    "$MINFER" run -m "$M" -p hi -n 1 --dry-sequence-breaker ""
+expect run_xtc_threshold_0 1 "threshold 0" -- "$MINFER" run -m "$M" -p hi -n 1 --xtc-probability 0.5 --xtc-threshold 0
+
 # eval: one JSON line per position, raw logits highest first, against llama.cpp's eval of the same
 # positions (golden case "capital"): the top-1 id where llama.cpp's top-1/top-2 gap is >= 1.0, and every
 # printed id that llama.cpp's top 5 holds within 3 % of the top-1 logit (the q8_0 loose class)
@@ -165,7 +192,9 @@ rm -f "$L"
 help_ok=1
 "$MINFER" run --help >"$TMP/_h" || help_ok=0
 for f in -m -p -f --tokens -n --chat --system -t -c --temp --top-k --top-p --min-p --typical --repeat-penalty \
-    --repeat-last-n --presence-penalty --frequency-penalty --seed --logit-bias --ignore-eos --ids --chat-template --think; do
+    --repeat-last-n --presence-penalty --frequency-penalty --seed --logit-bias --ignore-eos --ids --chat-template --think \
+    --dry-multiplier --dry-base --dry-allowed-length --dry-penalty-last-n --dry-sequence-breaker --top-nsigma \
+    --xtc-probability --xtc-threshold --dynatemp-range --dynatemp-exp --mirostat --mirostat-lr --mirostat-ent; do
     grep -q -- "$f" "$TMP/_h" || { help_ok=0; echo "run --help lacks $f"; }
 done
 "$MINFER" eval --help >"$TMP/_h" || help_ok=0

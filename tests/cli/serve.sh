@@ -74,6 +74,7 @@ if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; t
     py tools_template
     py structured
     py logit_bias
+    py samplers
     py infill
     sdk
     stop_server

@@ -103,12 +103,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int32_t i = 0; i < r.n_extra; i++)
             FAIL_IF(!r.extra[i].filename || !mf_srv_utf8_valid(r.extra[i].text, strlen(r.extra[i].text)));
     }
+    for (int32_t i = 0; i < r.n_dry_seq; i++)
+        FAIL_IF(!r.dry_seq[i][0] || strlen(r.dry_seq[i]) > MF_SRV_MAX_BREAKER_BYTES ||
+                !mf_srv_utf8_valid(r.dry_seq[i], strlen(r.dry_seq[i])));
     for (int32_t i = 0; i < r.n_bias; i++)
         FAIL_IF(r.bias[i].text && (!r.bias[i].text[0] || !mf_srv_utf8_valid(r.bias[i].text, strlen(r.bias[i].text))));
     memset(&e, 0, sizeof e);
     if (mf_srv_req_resolve_bias(&r, NULL, 64, &e)) {
         FAIL_IF((e.status != 400 && e.status != 500) || !e.msg[0]);
     } else {
+        mf_error err = {0}; /* what the server accepted, the sampler takes: the engine never refuses it later */
+        FAIL_IF(mf_sampler_params_check(&r.sp, 64, &err) != 0);
         FAIL_IF(r.sp.n_logit_bias != r.n_bias || (r.n_bias && r.sp.logit_bias != r.logit_bias));
         for (int32_t i = 0; i < r.sp.n_logit_bias; i++)
             FAIL_IF(r.logit_bias[i].token < 0 || r.logit_bias[i].token >= 64 || r.logit_bias[i].bias != r.logit_bias[i].bias ||

@@ -344,6 +344,12 @@ def request_seeds():
         "infill": b'\x03{"input_prefix":"def f():\\n","input_suffix":"","prompt":"ret","input_extra":[{"filename":'
                   b'"a.py","text":"A = 1"},{"text":"B"}],"n_predict":8}',
         "completion-suffix": b'\x01{"prompt":"x = ","suffix":";\\n","max_tokens":4}',
+        "native-samplers": b'\x02{"prompt":"x","dry_multiplier":0.8,"dry_base":1.75,"dry_allowed_length":2,'
+                           b'"dry_penalty_last_n":-1,"dry_sequence_breakers":["\\n",":","\\"","*"],"xtc_probability":0.5,'
+                           b'"xtc_threshold":0.1,"top_n_sigma":1.5,"dynatemp_range":0.5,"dynatemp_exponent":1,'
+                           b'"mirostat":2,"mirostat_tau":5,"mirostat_eta":0.1,"n_probs":0,"samplers":"edskypmxt"}',
+        "chat-dry-bad": b'\x00{"messages":[{"role":"user","content":"x"}],"dry_multiplier":1,"dry_base":0.5,'
+                        b'"dry_sequence_breakers":["",1],"samplers":["dry","top_k","xtc"]}',
         "chat-bias": b'\x00{"messages":[{"role":"user","content":"x"}],"logit_bias":{"7":-100,"-1":3,"Hello":false}}',
         "chat-tools": b'\x00{"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":null,"tool_calls":'
                       b'[{"id":"c","type":"function","function":{"name":"f","arguments":"{\\"x\\": 1}"}}]},{"role":"tool",'

@@ -272,8 +272,11 @@ def check_bad_input():
         ("infill extra chunk without text", "POST", "/infill", {"input_prefix": "a", "input_suffix": "",
                                                                 "input_extra": [{"filename": "a"}]}, 400, "input_extra[0]"),
         ("suffix on chat", "POST", C, {"messages": msgs, "suffix": "x"}, 400, "belongs to /v1/completions"),
-        ("mirostat 2", "POST", "/completion", {"prompt": "a", "mirostat": 2}, 400, "Mirostat"),
-        ("dry_multiplier on", "POST", C, {"messages": msgs, "dry_multiplier": 0.8}, 400, "DRY"),
+        ("mirostat 3", "POST", "/completion", {"prompt": "a", "mirostat": 3}, 400, "in [0, 2]"),
+        ("dry_base below 1", "POST", C, {"messages": msgs, "dry_multiplier": 0.8, "dry_base": 0.9}, 400, "below 1"),
+        ("dry breakers empty", "POST", C, {"messages": msgs, "dry_multiplier": 0.8, "dry_sequence_breakers": []},
+         400, "holds 0 strings"),
+        ("n_probs", "POST", "/completion", {"prompt": "a", "n_probs": 3}, 400, "completion_probabilities"),
         ("samplers reordered", "POST", "/completion", {"prompt": "a", "samplers": ["temperature", "top_k"]}, 400,
          "minfer's order"),
         ("suffix with token ids", "POST", "/v1/completions", {"prompt": [1, 2], "suffix": "x"}, 400, "not token ids"),
@@ -392,6 +395,65 @@ def check_logit_bias():
     st, _, d = post("/completion", {"prompt": "x", "n_predict": 3, "grammar": "root ::= \"a\"", "logit_bias": [["a", False]]})
     check("logit_bias: a grammar whose every token is banned is a 500 naming both", st == 500 and
           b"grammar allows no token" in d and b"logit bias bans" in d, d[:300])
+
+
+def repeats(tokens, n):
+    """Positions whose token ends an n-gram that already occurred earlier in the list."""
+    seen, out = set(), []
+    for i in range(n - 1, len(tokens)):
+        g = tuple(tokens[i - n + 1:i + 1])
+        if g in seen:
+            out.append(i)
+        seen.add(g)
+    return out
+
+
+def check_samplers():
+    """llama-server's other samplers through the server.  DRY with a huge multiplier: greedy output never extends a
+    repeat of dry_allowed_length (3) tokens - no 4-gram of its tokens occurs twice - where the same request without
+    DRY loops.  Each stage changes the output of a seeded request and gives the same output for the same seed; a
+    'samplers' list without dry switches DRY off; /props names the defaults."""
+    base = {"prompt": "pole pole pole pole pole pole pole", "max_tokens": 48, "temperature": 0, "logprobs": 0}
+    dry = dict(base, dry_multiplier=1000, dry_allowed_length=3, dry_sequence_breakers=["\u241f"])
+    outs = {}
+    for name, body in (("plain", base), ("dry", dry), ("dry left out of samplers",
+                                                     dict(dry, samplers=["penalties", "top_k", "temperature"]))):
+        st, _, d = post("/v1/completions", body)
+        ch = json.loads(d)["choices"][0] if st == 200 else {}
+        outs[name] = (ch.get("text"), (ch.get("logprobs") or {}).get("tokens") or [])
+        check("samplers: %s answered with tokens" % name, st == 200 and outs[name][1], d[:300])
+    plain, with_dry = outs["plain"][1], outs["dry"][1]
+    check("samplers: without DRY the greedy answer repeats 4-grams (the check below can fail)",
+          len(repeats(plain, 4)) > 0, repr(plain[:20]))
+    check("samplers: with DRY no 4-gram of the answer occurs twice", with_dry and not repeats(with_dry, 4),
+          "repeats at %r: %r" % (repeats(with_dry, 4), with_dry[:48]))
+    check("samplers: a 'samplers' list without dry answers as without DRY", outs["dry left out of samplers"][1] == plain,
+          repr(outs["dry left out of samplers"][1][:12]))
+    # the test model is peaked (its best logit some 7 standard deviations above the mean, p 0.96 at temperature 2):
+    # the seeded requests run at 2 and long enough that a draw other than the best token comes up
+    seeded = {"prompt": "The weather today is", "n_predict": 48, "temperature": 2.0, "seed": 7, "top_k": 0, "top_p": 1,
+              "min_p": 0}
+    st, _, d = post("/completion", seeded)
+    ref = json.loads(d).get("content") if st == 200 else None
+    for name, extra in (("mirostat 2", {"mirostat": 2, "mirostat_tau": 3}), ("mirostat 1", {"mirostat": 1, "mirostat_tau": 3}),
+                        ("xtc", {"xtc_probability": 1.0, "xtc_threshold": 0.01}), ("top_n_sigma", {"top_n_sigma": 0.5}),
+                        ("dynatemp", {"dynatemp_range": 4.0, "dynatemp_exponent": 0.5})):
+        got = []
+        for _ in range(2):
+            st, _, d = post("/completion", dict(seeded, **extra))
+            got.append(json.loads(d).get("content") if st == 200 else d[:200])
+        check("samplers: %s is served, the same text for the same seed, another than without it" % name,
+              got[0] == got[1] and isinstance(got[0], str) and got[0] != ref, repr(got)[:300])
+    st, _, d = post("/v1/completions", dict(base, dry_multiplier=5))
+    text = json.loads(d)["choices"][0]["text"] if st == 200 else d[:200]
+    check("samplers: DRY with llama-server's default base, length and breakers changes the looping greedy answer",
+          text != outs["plain"][0], text)
+    st, _, d = request("GET", "/props")
+    p = json.loads(d)["default_generation_settings"]["params"] if st == 200 else {}
+    check("samplers: /props names llama.cpp's defaults",
+          p.get("dry_multiplier") == 0 and p.get("dry_base") == 1.75 and p.get("dry_sequence_breakers") == ["\n", ":", "\"", "*"]
+          and p.get("mirostat") == 0 and p.get("top_n_sigma") == -1 and abs(p.get("xtc_threshold", 0) - 0.1) < 1e-6
+          and p.get("samplers", [None])[0] == "penalties", repr(p)[:400])
 
 
 # ---------------------------------------------------------------- infill
@@ -1018,7 +1080,7 @@ def check_auth(key):
 if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
-     "disconnect": check_disconnect, "logit_bias": check_logit_bias, "infill": check_infill, "load": check_load, "utf8": check_utf8, "slots": check_slots,
+     "disconnect": check_disconnect, "logit_bias": check_logit_bias, "samplers": check_samplers, "infill": check_infill, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
      "tools_template": check_tools_template, "embed": check_embed, "embed_none": lambda: check_embed_none(sys.argv[3]),
      "rerank": lambda: check_rerank(sys.argv[3])}.get(what, lambda: check_auth(sys.argv[3]))()
