@@ -410,7 +410,8 @@ static void test_llama_server_sampler_fields(void) {
         {"{\"prompt\":\"x\",\"top_n_sigma\":\"1\"}", "top_n_sigma", "must be a number"},
         {"{\"prompt\":\"x\",\"dynatemp_range\":-0.5}", "dynatemp_range", "must be in [0,"},
         {"{\"prompt\":\"x\",\"mirostat\":2,\"mirostat_tau\":-1}", "mirostat_tau", "must be in [0,"},
-        {"{\"prompt\":\"x\",\"n_probs\":5}", "n_probs", "'logprobs'"},
+        {"{\"prompt\":\"x\",\"n_probs\":21}", "n_probs", "must be in [0, 20]"},
+        {"{\"prompt\":\"x\",\"n_probs\":2,\"post_sampling_probs\":true}", "post_sampling_probs", "not served"},
         {"{\"prompt\":\"x\",\"samplers\":[\"temperature\",\"top_k\"]}", "samplers", "'top_k' after a stage"},
         {"{\"prompt\":\"x\",\"samplers\":\"tk\"}", "samplers", "'k' after a stage"},
         {"{\"prompt\":\"x\",\"samplers\":[\"top_k\",\"tfs_z\"]}", "samplers", "'tfs_z', which is not a sampler"},
@@ -847,7 +848,10 @@ static void test_logprobs_of_part_of_a_character_keep_its_bytes(void) {
     char tok0[] = "\xe4\x9d", tok1[] = " a", alt[] = "\xe4";
     char *top0[] = {tok0, alt}, *top1[] = {tok1};
     float lp0[] = {-0.5f, -1.5f}, lp1[] = {-0.25f};
-    mf_srv_logprob lp[2] = {{tok0, -0.5f, 2, top0, lp0}, {tok1, -0.25f, 1, top1, lp1}};
+    mf_token id0[] = {7, 9}, id1[] = {11};
+    mf_srv_logprob lp[2] = {
+        {.token = tok0, .id = 7, .logprob = -0.5f, .n_top = 2, .top_token = top0, .top_logprob = lp0, .top_id = id0},
+        {.token = tok1, .id = 11, .logprob = -0.25f, .n_top = 1, .top_token = top1, .top_logprob = lp1, .top_id = id1}};
     mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
     char *js = mf_srv_chunk_json(&h, 0, false, "\xEF\xBF\xBD a", NULL, NULL, NULL, lp, 2);
     REQUIRE(js, "chunk");
@@ -877,6 +881,20 @@ static void test_logprobs_of_part_of_a_character_keep_its_bytes(void) {
     CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "top_logprobs"), 0), "\xEF\xBF\xBD") != NULL,
           "top_logprobs[0] keyed by U+FFFD");
     CHECK(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "text_offset"), 1)->valueint == 2, "text_offset counts bytes");
+    cJSON_Delete(o);
+    /* /completion with n_probs: llama-server's completion_probabilities, ids beside the texts and bytes */
+    h.kind = MF_SRV_NATIVE;
+    js = mf_srv_chunk_json(&h, 0, false, "\xEF\xBF\xBD a", NULL, NULL, NULL, lp, 2);
+    REQUIRE(js, "native chunk");
+    o = parsed(js);
+    REQUIRE(o, "native chunk is JSON");
+    cJSON *cp = cJSON_GetObjectItem(o, "completion_probabilities"), *p0 = cJSON_GetArrayItem(cp, 0);
+    cJSON *q1 = p0 ? cJSON_GetArrayItem(cJSON_GetObjectItem(p0, "top_logprobs"), 1) : NULL;
+    CHECK(cJSON_GetArraySize(cp) == 2 && cJSON_GetObjectItem(p0, "id")->valueint == 7 &&
+              cJSON_GetObjectItem(p0, "logprob")->valuedouble == -0.5 &&
+              cJSON_GetArraySize(cJSON_GetObjectItem(p0, "bytes")) == 2 && q1 &&
+              cJSON_GetObjectItem(q1, "id")->valueint == 9 && cJSON_GetObjectItem(q1, "logprob")->valuedouble == -1.5,
+          "completion_probabilities: ids, logprobs and bytes of the chosen token and its alternatives");
     cJSON_Delete(o);
 }
 

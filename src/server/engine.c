@@ -106,6 +106,7 @@ static void slot_clear_output(slot *sl) {
         for (int32_t k = 0; k < sl->lp[i].n_top; k++) free(sl->lp[i].top_token[k]);
         free(sl->lp[i].top_token);
         free(sl->lp[i].top_logprob);
+        free(sl->lp[i].top_id);
     }
     free(sl->lp);
     sl->lp = NULL, sl->n_lp = sl->cap_lp = sl->lp_sent = 0;
@@ -256,14 +257,15 @@ static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
     size_t len;
     mf_error err = {0};
     if (mf_detokenize(e->s->model, &tok, 1, &lp->token, &len, &err)) return; /* respond makes it JSON text */
+    lp->id = tok;
     lp->logprob = lg[tok] - lse;
     int32_t k = r->top_logprobs;
     if (k > 0) {
         lp->top_token = calloc((size_t)k, sizeof *lp->top_token);
         lp->top_logprob = calloc((size_t)k, sizeof *lp->top_logprob);
-        mf_token *best = calloc((size_t)k, sizeof *best);
-        if (!lp->top_token || !lp->top_logprob || !best) {
-            free(best);
+        mf_token *best = lp->top_id = calloc((size_t)k, sizeof *best);
+        if (!lp->top_token || !lp->top_logprob || !best) { /* out of memory: this position goes unreported */
+            free(lp->token), free(lp->top_token), free(lp->top_logprob), free(lp->top_id);
             return;
         }
         int32_t nb = 0; /* insertion into a small sorted list: k <= 20 */
@@ -278,7 +280,6 @@ static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
             lp->top_logprob[q] = lg[best[q]] - lse;
             lp->n_top = q + 1;
         }
-        free(best);
     }
     sl->n_lp++;
 }

@@ -698,13 +698,26 @@ static int parse_more_samplers(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
         return BAD(e, "xtc_threshold",
                    "'xtc_threshold' 0 would have XTC remove every candidate but the least likely; send a "
                    "threshold in (0, 0.5], or xtc_probability 0");
-    double d = 0;
-    if (get_num(o, "n_probs", -1e300, 1e300, &d, NULL, e)) return -1;
-    if (d != 0)
-        return BAD(e, "n_probs",
-                   "'n_probs' %g asks for llama-server's completion_probabilities, which minfer does not serve; "
-                   "send 0 or leave it out, and ask /v1/completions for 'logprobs' instead",
-                   d);
+    return 0;
+}
+
+/* llama-server's n_probs (/completion, /infill): the top n_probs tokens of every position, as
+ * completion_probabilities; the probabilities are the model's softmax, as OpenAI's logprobs here.  Its
+ * post_sampling_probs (the chain's probabilities instead) is not served: refused unless false. */
+static int parse_n_probs(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    int64_t v = 0;
+    bool g, post = false;
+    if (get_int(o, "n_probs", 0, MF_SRV_MAX_TOP_LOGPROBS, &v, &g, e) || get_bool(o, "post_sampling_probs", &post, e))
+        return -1;
+    if (post)
+        return BAD(e, "post_sampling_probs",
+                   "'post_sampling_probs' true (the probabilities after the sampler chain) is not served by minfer; "
+                   "leave it out for the model's own probabilities");
+    if (!v) return 0;
+    if (mf_srv_shape(r->kind) != MF_SRV_NATIVE)
+        return BAD(e, "n_probs", "'n_probs' belongs to /completion and /infill; here ask for 'logprobs'%s",
+                   r->kind == MF_SRV_CHAT ? " and 'top_logprobs'" : " N");
+    r->logprobs = r->n_probs = true, r->top_logprobs = (int32_t)v;
     return 0;
 }
 
@@ -880,7 +893,7 @@ int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req 
     if (parse_suffix(o, r, e)) goto done;
     if (parse_limits(o, r, e) || parse_sampling(o, r, e) || parse_more_samplers(o, r, e) ||
         parse_sampler_order(o, r, e) || parse_logit_bias(o, r, e) || parse_stop(o, r, e) ||
-        parse_stream(o, r, e) || parse_logprobs(o, r, e) || parse_llama_extras(o, r, e) ||
+        parse_stream(o, r, e) || parse_logprobs(o, r, e) || parse_n_probs(o, r, e) || parse_llama_extras(o, r, e) ||
         parse_constraint(o, r, e))
         goto done;
     rc = 0;

@@ -73,6 +73,24 @@ static cJSON *token_logprob(const char *piece, float lp) {
     return t;
 }
 
+/* llama-server's completion_probabilities (/completion with n_probs): per position {"id","token","bytes",
+ * "logprob","top_logprobs":[{"id","token","bytes","logprob"}]}. */
+static cJSON *completion_probabilities(const mf_srv_logprob *lp, int32_t n) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int32_t i = 0; i < n; i++) {
+        cJSON *t = token_logprob(lp[i].token, lp[i].logprob), *top = cJSON_CreateArray();
+        cJSON_AddNumberToObject(t, "id", lp[i].id);
+        for (int32_t k = 0; k < lp[i].n_top; k++) {
+            cJSON *q = token_logprob(lp[i].top_token[k], lp[i].top_logprob[k]);
+            cJSON_AddNumberToObject(q, "id", lp[i].top_id[k]);
+            cJSON_AddItemToArray(top, q);
+        }
+        cJSON_AddItemToObject(t, "top_logprobs", top);
+        cJSON_AddItemToArray(arr, t);
+    }
+    return arr;
+}
+
 /* chat: {"content": [{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]}; completions:
  * the legacy {"tokens","token_logprobs","top_logprobs","text_offset"} columns, text_offset counting the
  * pieces' bytes. */
@@ -143,6 +161,7 @@ char *mf_srv_final_json(const mf_srv_head *h, const mf_srv_choice *ch, int32_t n
         cJSON_AddNumberToObject(o, "tokens_predicted", u->completion_tokens);
         cJSON_AddNumberToObject(o, "tokens_evaluated", u->prompt_tokens);
         cJSON_AddNumberToObject(o, "tokens_cached", u->cached_tokens);
+        if (ch[0].lp) cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(ch[0].lp, ch[0].n_lp));
         add_timings(o, u);
         return finish(o);
     }
@@ -179,6 +198,7 @@ char *mf_srv_chunk_json(const mf_srv_head *h, int32_t index, bool first, const c
         cJSON_AddStringToObject(o, "content", content ? content : "");
         cJSON_AddBoolToObject(o, "stop", finish_reason != NULL);
         if (finish_reason) cJSON_AddStringToObject(o, "stop_type", native_stop_type(finish_reason));
+        if (lp) cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(lp, n_lp));
         return finish(o);
     }
     bool chat = h->kind == MF_SRV_CHAT;

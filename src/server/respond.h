@@ -21,10 +21,12 @@ typedef struct {
 typedef struct {
     char *token; /* the token's piece as it is: it may be part of a character (the JSON's "token" then
                   * shows U+FFFD, its "bytes" the piece) */
+    mf_token id;
     float logprob;
     int32_t n_top;
     char **top_token;
     float *top_logprob;
+    mf_token *top_id;
 } mf_srv_logprob;
 
 /* Tool calls [from, to) of a choice; their ids are call_<id, 16 hex digits>_<index>. */

@@ -75,6 +75,7 @@ if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; t
     py structured
     py logit_bias
     py samplers
+    py n_probs
     py infill
     sdk
     stop_server

@@ -276,7 +276,9 @@ def check_bad_input():
         ("dry_base below 1", "POST", C, {"messages": msgs, "dry_multiplier": 0.8, "dry_base": 0.9}, 400, "below 1"),
         ("dry breakers empty", "POST", C, {"messages": msgs, "dry_multiplier": 0.8, "dry_sequence_breakers": []},
          400, "holds 0 strings"),
-        ("n_probs", "POST", "/completion", {"prompt": "a", "n_probs": 3}, 400, "completion_probabilities"),
+        ("n_probs on chat", "POST", C, {"messages": msgs, "n_probs": 3}, 400, "belongs to /completion"),
+        ("post_sampling_probs", "POST", "/completion", {"prompt": "a", "n_probs": 3, "post_sampling_probs": True}, 400,
+         "not served"),
         ("samplers reordered", "POST", "/completion", {"prompt": "a", "samplers": ["temperature", "top_k"]}, 400,
          "minfer's order"),
         ("suffix with token ids", "POST", "/v1/completions", {"prompt": [1, 2], "suffix": "x"}, 400, "not token ids"),
@@ -454,6 +456,32 @@ def check_samplers():
           p.get("dry_multiplier") == 0 and p.get("dry_base") == 1.75 and p.get("dry_sequence_breakers") == ["\n", ":", "\"", "*"]
           and p.get("mirostat") == 0 and p.get("top_n_sigma") == -1 and abs(p.get("xtc_threshold", 0) - 0.1) < 1e-6
           and p.get("samplers", [None])[0] == "penalties", repr(p)[:400])
+
+
+def check_n_probs():
+    """llama-server's n_probs on /completion: completion_probabilities holds one entry per generated token, the
+    chosen id, text, bytes and log-probability with the n_probs best alternatives (greedy: the first of them is the
+    choice); the log-probabilities are /v1/completions' own; the bytes spell the content; streaming carries them
+    chunk by chunk."""
+    body = {"prompt": "The capital of France is", "n_predict": 6, "temperature": 0, "n_probs": 3}
+    st, _, d = post("/completion", body)
+    o = json.loads(d) if st == 200 else {}
+    cp = o.get("completion_probabilities") or []
+    if not check("n_probs: one entry per token", st == 200 and len(cp) == o.get("tokens_predicted"), d[:300]):
+        return
+    check("n_probs: each has 3 alternatives, the greedy choice first",
+          all(len(c["top_logprobs"]) == 3 and c["top_logprobs"][0]["id"] == c["id"] and
+              c["top_logprobs"][0]["logprob"] == c["logprob"] for c in cp), repr(cp[0])[:300])
+    check("n_probs: the chosen bytes spell the content",
+          bytes(b for c in cp for b in c["bytes"]).decode("utf-8", "replace") == o["content"], repr(o["content"]))
+    st, _, d = post("/v1/completions", {"prompt": body["prompt"], "max_tokens": 6, "temperature": 0, "logprobs": 1})
+    lps = json.loads(d)["choices"][0]["logprobs"]["token_logprobs"] if st == 200 else []
+    check("n_probs: the log-probabilities are /v1/completions' own", lps == [c["logprob"] for c in cp],
+          "%r vs %r" % (lps[:3], [c["logprob"] for c in cp][:3]))
+    st, _, d = post("/completion", dict(body, stream=True))
+    events, _ = sse_events(d) if st == 200 else ([], False)
+    streamed = [c for e in events for c in e.get("completion_probabilities", [])]
+    check("n_probs: streamed chunk by chunk, the same entries", streamed == cp, "%d vs %d" % (len(streamed), len(cp)))
 
 
 # ---------------------------------------------------------------- infill
@@ -1080,7 +1108,7 @@ def check_auth(key):
 if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
-     "disconnect": check_disconnect, "logit_bias": check_logit_bias, "samplers": check_samplers, "infill": check_infill, "load": check_load, "utf8": check_utf8, "slots": check_slots,
+     "disconnect": check_disconnect, "logit_bias": check_logit_bias, "samplers": check_samplers, "n_probs": check_n_probs, "infill": check_infill, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
      "tools_template": check_tools_template, "embed": check_embed, "embed_none": lambda: check_embed_none(sys.argv[3]),
      "rerank": lambda: check_rerank(sys.argv[3])}.get(what, lambda: check_auth(sys.argv[3]))()
