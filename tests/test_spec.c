@@ -207,12 +207,17 @@ static void test_seeded_speculative_sampling_is_bitwise_the_plain_sampling(void)
     mf_draft *d = new_draft(p, ctx, 8, 0, 0.0f);
     REQUIRE(d, "draft");
     int64_t drafted = 0, accepted = 0;
-    for (uint64_t seed = 1; seed <= 4; seed++) {
+    for (uint64_t seed = 1; seed <= 6; seed++) {
         mf_gen_params gp = mf_gen_default_params();
         gp.sampler = mf_sampler_default_params();
         gp.sampler.seed = seed;
-        gp.sampler.temp = seed == 4 ? 3.0f : 1.0f;
+        gp.sampler.temp = seed >= 4 ? 3.0f : 1.0f;
         gp.sampler.penalty_repeat = seed == 3 ? 1.3f : 1.0f; /* the penalty history must follow commits */
+        if (seed == 5) /* DRY's history follows commits too; XTC's coin and top_n_sigma come from the one chain */
+            gp.sampler.dry_multiplier = 1.0f, gp.sampler.dry_allowed_length = 1, gp.sampler.xtc_probability = 0.5f,
+            gp.sampler.top_n_sigma = 2.0f;
+        if (seed == 6) /* Mirostat's mu moves with every draw, drafted rows or not */
+            gp.sampler.mirostat = 2, gp.sampler.mirostat_tau = 3.0f, gp.sampler.dry_multiplier = 0.5f;
         gp.n_predict = 48;
         result plain, spec;
         REQUIRE_OK(run(ctx, NULL, &gp, &plain), "plain");
