@@ -147,6 +147,11 @@ int mf_arg_sampler(int argc, char **argv, int *i, mf_sampler_params *sp, mf_arg_
     return 1;
 }
 
+int32_t mf_arg_sampler_breakers(const char *const **strs) {
+    *strs = g_breakers;
+    return g_n_breakers;
+}
+
 int mf_arg_sampler_resolve(const mf_model *model, mf_sampler_params *sp, mf_dry_breakers **own, mf_error *err) {
     *own = NULL;
     if (!(sp->dry_multiplier > 0) || sp->dry_last_n == 0 || g_n_breakers == 0) return 0;
@@ -172,40 +177,52 @@ bool mf_arg_stop(int argc, char **argv, int *i, const char **stops, int32_t *n_s
     return true;
 }
 
+/* The sampler flags' help, in parts: serve takes the same flags as request defaults, with its own seed line
+ * and without the logit bias and grammar ones. */
+#define HELP_BASIC                                                                                           \
+    "      --temp X             temperature (default 0.8; 0 = greedy)\n"                                  \
+    "      --top-k N            top-k (default 40; 0 = off)\n"                                            \
+    "      --top-p X            top-p (default 0.95; 1 = off)\n"                                          \
+    "      --min-p X            min-p (default 0.05; 0 = off)\n"                                          \
+    "      --typical X          typical-p (default 1 = off)\n"                                            \
+    "      --repeat-penalty X   repetition penalty (default 1 = off)\n"                                   \
+    "      --repeat-last-n N    penalty window in tokens (default 64; 0 = off, -1 = all)\n"               \
+    "      --presence-penalty X presence penalty (default 0)\n"                                           \
+    "      --frequency-penalty X frequency penalty (default 0)\n"
+#define HELP_STAGES                                                                                          \
+    "      --dry-multiplier X   DRY: a token that would extend a repeat of n >= the allowed length loses\n"  \
+    "                           X * base^(n - length) (default 0 = off)\n"                               \
+    "      --dry-base X         DRY's base (default 1.75; >= 1)\n"                                        \
+    "      --dry-allowed-length N  repeats up to N tokens go unpenalized (default 2)\n"                   \
+    "      --dry-penalty-last-n N  DRY's window in tokens (default -1 = all; 0 = off)\n"                  \
+    "      --dry-sequence-breaker S  a repeat does not reach back across S; repeatable, replaces the\n"    \
+    "                           defaults \"\\n\" \":\" \"\\\"\" \"*\"; 'none' for no breakers\n"                \
+    "      --top-nsigma X       keep logits >= max - X standard deviations (default -1 = off)\n"         \
+    "      --xtc-probability X  XTC: with this chance per token drop every candidate of p >= the threshold\n" \
+    "                           but the least likely (default 0 = off)\n"                                \
+    "      --xtc-threshold X    XTC's threshold (default 0.1; above 0.5 off)\n"                           \
+    "      --dynatemp-range X   temperature in temp +- X by the candidates' entropy (default 0 = off)\n"  \
+    "      --dynatemp-exp X     dynamic temperature's exponent (default 1)\n"                             \
+    "      --mirostat N         Mirostat 1 or 2 instead of top-k/typical/top-p/min-p/XTC (default 0 = off;\n" \
+    "                           penalties and DRY still apply)\n"                                         \
+    "      --mirostat-lr X      Mirostat's learning rate eta (default 0.1)\n"                             \
+    "      --mirostat-ent X     Mirostat's target surprise tau (default 5)\n"
+
 const char *mf_arg_sampler_help(void) {
-    return "      --temp X             temperature (default 0.8; 0 = greedy)\n"
-           "      --top-k N            top-k (default 40; 0 = off)\n"
-           "      --top-p X            top-p (default 0.95; 1 = off)\n"
-           "      --min-p X            min-p (default 0.05; 0 = off)\n"
-           "      --typical X          typical-p (default 1 = off)\n"
-           "      --repeat-penalty X   repetition penalty (default 1 = off)\n"
-           "      --repeat-last-n N    penalty window in tokens (default 64; 0 = off, -1 = all)\n"
-           "      --presence-penalty X presence penalty (default 0)\n"
-           "      --frequency-penalty X frequency penalty (default 0)\n"
-           "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n"
-           "  -l, --logit-bias ID+X    add X to token ID's logit before sampling (ID-X subtracts, ID-inf bans it);\n"
-           "                           repeatable, entries for one token add up\n"
-           "      --dry-multiplier X   DRY: a token that would extend a repeat of n >= the allowed length loses\n"
-           "                           X * base^(n - length) (default 0 = off)\n"
-           "      --dry-base X         DRY's base (default 1.75; >= 1)\n"
-           "      --dry-allowed-length N  repeats up to N tokens go unpenalized (default 2)\n"
-           "      --dry-penalty-last-n N  DRY's window in tokens (default -1 = all; 0 = off)\n"
-           "      --dry-sequence-breaker S  a repeat does not reach back across S; repeatable, replaces the\n"
-           "                           defaults \"\\n\" \":\" \"\\\"\" \"*\"; 'none' for no breakers\n"
-           "      --top-nsigma X       keep logits >= max - X standard deviations (default -1 = off)\n"
-           "      --xtc-probability X  XTC: with this chance per token drop every candidate of p >= the threshold\n"
-           "                           but the least likely (default 0 = off)\n"
-           "      --xtc-threshold X    XTC's threshold (default 0.1; above 0.5 off)\n"
-           "      --dynatemp-range X   temperature in temp +- X by the candidates' entropy (default 0 = off)\n"
-           "      --dynatemp-exp X     dynamic temperature's exponent (default 1)\n"
-           "      --mirostat N         Mirostat 1 or 2 instead of top-k/typical/top-p/min-p/XTC (default 0 = off;\n"
-           "                           penalties and DRY still apply)\n"
-           "      --mirostat-lr X      Mirostat's learning rate eta (default 0.1)\n"
-           "      --mirostat-ent X     Mirostat's target surprise tau (default 5)\n"
-           "      --grammar GBNF       the output is a sentence of this grammar (llama.cpp's GBNF, start rule root;\n"
-           "                           docs/GRAMMAR.md); --grammar-file FILE reads it from a file\n"
-           "  -j,  --json-schema JSON  the output is JSON this JSON Schema allows (a keyword the compiler lacks is\n"
-           "                           refused, never ignored); -jf/--json-schema-file FILE reads it from a file\n";
+    return HELP_BASIC
+        "      --seed N             sampling seed, unsigned 64-bit (default 24301; same seed, same output)\n"
+        "  -l, --logit-bias ID+X    add X to token ID's logit before sampling (ID-X subtracts, ID-inf bans it);\n"
+        "                           repeatable, entries for one token add up\n" HELP_STAGES
+        "      --grammar GBNF       the output is a sentence of this grammar (llama.cpp's GBNF, start rule root;\n"
+        "                           docs/GRAMMAR.md); --grammar-file FILE reads it from a file\n"
+        "  -j,  --json-schema JSON  the output is JSON this JSON Schema allows (a keyword the compiler lacks is\n"
+        "                           refused, never ignored); -jf/--json-schema-file FILE reads it from a file\n";
+}
+
+const char *mf_arg_sampler_serve_help(void) {
+    return HELP_BASIC
+        "      --seed N             the seed of requests that send none (default: a fresh one per request)\n"
+        HELP_STAGES;
 }
 
 void mf_arg_draft_init(mf_arg_draft *d) {

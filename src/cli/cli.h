@@ -67,8 +67,11 @@ int mf_arg_sampler(int argc, char **argv, int *i, mf_sampler_params *sp, mf_arg_
  * against its vocabulary into sp->dry_breakers when DRY is on; *own is the caller's to free once the sampler
  * (which copies them) exists. */
 int mf_arg_sampler_resolve(const mf_model *model, mf_sampler_params *sp, mf_dry_breakers **own, mf_error *err);
+/* The --dry-sequence-breaker strings given (*strs); -1 when none was (llama.cpp's defaults), 0 for 'none'. */
+int32_t mf_arg_sampler_breakers(const char *const **strs);
 bool mf_arg_stop(int argc, char **argv, int *i, const char **stops, int32_t *n_stop);
 const char *mf_arg_sampler_help(void); /* the usage lines of the sampler flags (and the grammar ones) */
+const char *mf_arg_sampler_serve_help(void); /* the same as serve takes them: request defaults */
 /* Constrained output (run, chat; llama.cpp's spellings): --grammar GBNF, --grammar-file FILE,
  * -j/--json-schema JSON, -jf/--json-schema-file FILE, at most one of them.  flag: 1 taken, 0 not one of
  * them, -1 refused (printed).  open: the compiled grammar (NULL when none was given). */

@@ -18,8 +18,9 @@ static void usage(FILE *f) {
             "embeddings instead: POST /v1/embeddings (OpenAI) and /embedding, /embeddings (llama-server's shape;\n"
             "docs/EMBEDDINGS.md), and the generation routes answer 501.  With --rerank (a reranker such as\n"
             "Qwen3-Reranker) it scores documents against a query: POST /v1/rerank, /rerank, /v1/reranking,\n"
-            "/reranking (llama-server's Jina/Cohere shape; TEI's with \"texts\").  /infill, /v1/responses,\n"
-            "/v1/messages and /lora-adapters are not served: 501 with what they are.\n"
+            "/reranking (llama-server's Jina/Cohere shape; TEI's with \"texts\").  POST /infill fills in the middle\n"
+            "(llama-server's fields; a model with FIM tokens).  /v1/responses, /v1/messages and /lora-adapters\n"
+            "are not served: 501 with what they are.\n"
             "Chat requests take OpenAI's tools (tool_choice auto, none, required or a named function): Qwen's\n"
             "<tool_call> blocks come back as message.tool_calls, streamed and not.  Structured output:\n"
             "response_format json_schema / json_object, json_schema, grammar (GBNF): the answer is a sentence of\n"
@@ -61,10 +62,14 @@ static void usage(FILE *f) {
             "      --matryoshka         with --embeddings: the model was trained for Matryoshka truncation, so\n"
             "                           'dimensions' below its embedding size is honoured (the Qwen3-Embedding\n"
             "                           family is known to be and needs no flag; others are refused without it)\n"
+            "\n"
+            "Sampling defaults for requests that do not set them (llama-server's flags; a request's fields win):\n"
+            "%s"
             "  -h, --help               this help\n"
             "\n"
             "SIGINT/SIGTERM: new requests get 503 'server shutting down', in-flight ones may finish within\n"
-            "MINFER_DRAIN_MS (default 30000), then the process exits 0.  Every option is given at most once.\n");
+            "MINFER_DRAIN_MS (default 30000), then the process exits 0.  Every option is given at most once.\n",
+            mf_arg_sampler_serve_help());
 }
 
 /* The key from a file: its first line, without the line end; an empty key is refused. */
@@ -79,6 +84,23 @@ static char *read_key_file(const char *path) {
         return NULL;
     }
     return s;
+}
+
+/* The sampler flags as request defaults: the engine's ranges (a request may not make them valid), no
+ * logit bias (llama-server replaces it per request, so a server-wide one would apply to no request). */
+static bool sampler_defaults_ok(mf_server_opts *o) {
+    if (o->sampler.n_logit_bias) {
+        fprintf(stderr, "Error: serve takes no -l/--logit-bias: a request's 'logit_bias' replaces the default in "
+                        "llama-server, so send it with each request\n");
+        return false;
+    }
+    mf_error err = {0};
+    if (mf_sampler_params_check(&o->sampler, 1, &err)) {
+        fprintf(stderr, "Error: the sampler flags: %s\n", err.msg);
+        return false;
+    }
+    o->n_dry_breakers = mf_arg_sampler_breakers(&o->dry_breakers);
+    return true;
 }
 
 int mf_cmd_serve(int argc, char **argv) {
@@ -97,6 +119,13 @@ int mf_cmd_serve(int argc, char **argv) {
         const int cf = mf_arg_engine_flag(argc, argv, &i, &seen, &cache, &gpu, &dr);
         if (cf < 0) return 2;
         if (cf > 0) continue;
+        const bool seed = !strcmp(a, "--seed");
+        const int sf = mf_arg_sampler(argc, argv, &i, &o.sampler, &seen); /* request defaults */
+        if (sf < 0) return 2;
+        if (sf > 0) {
+            o.seed_given |= seed;
+            continue;
+        }
 #define IS(x, y) (!strcmp(a, x) || !strcmp(a, y))
 #define INT(name, lo, hi, dst)                                                                               \
     do {                                                                                                     \
@@ -165,6 +194,7 @@ int mf_cmd_serve(int argc, char **argv) {
     mf_model_params mp = mf_model_default_params();
     if (!mf_arg_cache_type(&cache, &o.type_k, &o.type_v) || !mf_arg_draft_check(&dr) || !mf_arg_gpu_resolve(&gpu, &mp))
         return 2;
+    if (!sampler_defaults_ok(&o)) return 2;
     o.n_gpu_layers = mp.n_gpu_layers;
     o.rope = cache.rope;
     o.gpu_layers_origin = mp.gpu_layers_origin;

@@ -84,10 +84,22 @@ int32_t mf_srv_breakers_kept(mf_srv_breakers *c) {
 /* llama-server's default breakers (common/common.h dry_sequence_breakers). */
 static const char *const k_default[] = {"\n", ":", "\"", "*"};
 
-int mf_srv_req_resolve_dry(mf_srv_req *r, mf_srv_breakers *c, const mf_model *model, mf_srv_err *e) {
+int32_t mf_srv_default_breakers(const char *const *strs, int32_t n, const char *const **out) {
+    if (n >= 0) {
+        *out = strs;
+        return n;
+    }
+    *out = k_default;
+    return (int32_t)(sizeof k_default / sizeof k_default[0]);
+}
+
+int mf_srv_req_resolve_dry(mf_srv_req *r, mf_srv_breakers *c, const mf_model *model, const char *const *def,
+                           int32_t n_def, mf_srv_err *e) {
     if (!(r->sp.dry_multiplier > 0) || r->sp.dry_last_n == 0) return 0; /* DRY off: nothing to resolve */
-    const char *const *strs = r->n_dry_seq ? (const char *const *)r->dry_seq : k_default;
-    const int32_t n = r->n_dry_seq ? r->n_dry_seq : (int32_t)(sizeof k_default / sizeof k_default[0]);
+    const char *const *strs = (const char *const *)r->dry_seq;
+    int32_t n = r->n_dry_seq;
+    if (!n) n = mf_srv_default_breakers(def, n_def, &strs);
+    if (!n) return 0; /* the server runs DRY without breakers (--dry-sequence-breaker none) */
     mf_error err = {0};
     const int rc = mf_srv_breakers_get(c, model, strs, n, &r->sp.dry_breakers, &r->dry_own, &err);
     if (rc == MF_E_NOMEM) return mf_srv_fail(e, 500, "server_error", "dry_sequence_breakers", "%s", err.msg);

@@ -20,8 +20,12 @@ int mf_srv_breakers_get(mf_srv_breakers *c, const mf_model *model, const char *c
                         const mf_dry_breakers **out, mf_dry_breakers **own, mf_error *err);
 int32_t mf_srv_breakers_kept(mf_srv_breakers *c); /* sets kept (tests) */
 
-/* A request with DRY on: its breakers (llama-server's defaults "\n", ":", "\"", "*" when it sent none)
- * resolved through the cache into r->sp.dry_breakers (r->dry_own when the request had to build its own). */
-int mf_srv_req_resolve_dry(mf_srv_req *r, mf_srv_breakers *c, const mf_model *model, mf_srv_err *e);
+/* The server's default breakers: strs[0..n), or with n -1 llama-server's "\n", ":", "\"", "*". */
+int32_t mf_srv_default_breakers(const char *const *strs, int32_t n, const char *const **out);
+/* A request with DRY on: its breakers (the server's defaults def[0..n_def) when it sent none, n_def as
+ * mf_srv_default_breakers takes it) resolved through the cache into r->sp.dry_breakers (r->dry_own when the
+ * request had to build its own). */
+int mf_srv_req_resolve_dry(mf_srv_req *r, mf_srv_breakers *c, const mf_model *model, const char *const *def,
+                           int32_t n_def, mf_srv_err *e);
 
 #endif

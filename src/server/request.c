@@ -534,8 +534,8 @@ static int parse_sampling(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     if (get_int(o, "repeat_last_n", -1, INT32_MAX, &i, &g, e)) return -1;
     if (g) sp->penalty_last_n = (int32_t)i;
     /* JSON numbers are doubles: seeds are exact up to 2^53; larger ones would be silently rounded */
-    if (get_int(o, "seed", -9007199254740992.0, 9007199254740992.0, &i, &r->seed_given, e)) return -1;
-    if (r->seed_given) sp->seed = (uint64_t)i;
+    if (get_int(o, "seed", -9007199254740992.0, 9007199254740992.0, &i, &g, e)) return -1;
+    if (g) sp->seed = (uint64_t)i, r->seed_given = true;
     return 0;
 }
 
@@ -852,11 +852,13 @@ static int parse_llama_extras(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     return 0;
 }
 
-static void req_defaults(mf_srv_kind kind, mf_srv_req *r) {
+static void req_defaults(mf_srv_kind kind, const mf_sampler_params *sp, bool seed_given, mf_srv_req *r) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->max_tokens = -1;
-    r->sp = mf_sampler_default_params();
+    r->sp = *sp;
+    r->sp.logit_bias = NULL, r->sp.n_logit_bias = 0, r->sp.dry_breakers = NULL; /* the request's own */
+    r->seed_given = seed_given;
     r->n = 1;
     r->cache_prompt = true;
     r->id_slot = -1;
@@ -865,7 +867,13 @@ static void req_defaults(mf_srv_kind kind, mf_srv_req *r) {
 }
 
 int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req *r, mf_srv_err *e) {
-    req_defaults(kind, r);
+    const mf_sampler_params d = mf_sampler_default_params();
+    return mf_srv_req_parse_over(kind, body, len, &d, false, r, e);
+}
+
+int mf_srv_req_parse_over(mf_srv_kind kind, const char *body, size_t len, const mf_sampler_params *defaults,
+                          bool seed_given, mf_srv_req *r, mf_srv_err *e) {
+    req_defaults(kind, defaults, seed_given, r);
     if (!mf_srv_utf8_valid(body, len)) return BAD(e, "", "the request body is not valid UTF-8 (JSON must be UTF-8)");
     const char *nul = memchr(body, 0, len); /* cJSON would skip it as a blank */
     if (nul) return BAD(e, "", "the request body is not valid JSON: a NUL byte at offset %zu", (size_t)(nul - body));

@@ -109,6 +109,9 @@ typedef struct {
 
 /* Parses body[0..len) for the route kind.  On failure fills *e (status 400) and leaves *r freed. */
 int mf_srv_req_parse(mf_srv_kind kind, const char *body, size_t len, mf_srv_req *r, mf_srv_err *e);
+/* The same over the server's sampler defaults (its command line); seed_given: they name a seed. */
+int mf_srv_req_parse_over(mf_srv_kind kind, const char *body, size_t len, const mf_sampler_params *defaults,
+                          bool seed_given, mf_srv_req *r, mf_srv_err *e);
 void mf_srv_req_free(mf_srv_req *r);
 /* The request's logit_bias against a vocabulary: ids checked to be in it, texts tokenized (no special tokens,
  * as llama-server), the list checked by the sampler (not every token banned); sp then carries it.  The

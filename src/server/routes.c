@@ -96,7 +96,7 @@ static void h_models(mf_server *s, mf_srv_answer *a) {
 
 static void h_props(mf_server *s, mf_srv_answer *a) {
     if (!need_model(s, a)) return;
-    mf_sampler_params sp = mf_sampler_default_params();
+    const mf_sampler_params sp = s->o.sampler; /* llama-server's defaults, or the command line's */
     cJSON *o = cJSON_CreateObject(), *g = cJSON_AddObjectToObject(o, "default_generation_settings");
     cJSON_AddNumberToObject(g, "n_ctx", s->n_ctx);
     cJSON *p = cJSON_AddObjectToObject(g, "params");
@@ -113,8 +113,9 @@ static void h_props(mf_server *s, mf_srv_answer *a) {
     cJSON_AddNumberToObject(p, "dry_base", sp.dry_base);
     cJSON_AddNumberToObject(p, "dry_allowed_length", sp.dry_allowed_length);
     cJSON_AddNumberToObject(p, "dry_penalty_last_n", sp.dry_last_n);
-    static const char *const brk[] = {"\n", ":", "\"", "*"}; /* server/breakers.c's defaults */
-    cJSON_AddItemToObject(p, "dry_sequence_breakers", cJSON_CreateStringArray(brk, 4));
+    const char *const *brk;
+    const int32_t n_brk = mf_srv_default_breakers(s->o.dry_breakers, s->o.n_dry_breakers, &brk);
+    cJSON_AddItemToObject(p, "dry_sequence_breakers", cJSON_CreateStringArray(brk, n_brk));
     cJSON_AddNumberToObject(p, "xtc_probability", sp.xtc_probability);
     cJSON_AddNumberToObject(p, "xtc_threshold", sp.xtc_threshold);
     cJSON_AddNumberToObject(p, "top_n_sigma", sp.top_n_sigma);
@@ -370,9 +371,11 @@ static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t 
     }
     j->t_arrival = mf_time_now();
     mf_srv_err e;
-    if (mf_srv_req_parse(kind, body, len, &j->req, &e) || prompt_tokens(s, j, &e) ||
+    if (mf_srv_req_parse_over(kind, body, len, &s->o.sampler, s->o.seed_given, &j->req, &e) ||
+        prompt_tokens(s, j, &e) ||
         mf_srv_req_resolve_bias(&j->req, s->model, s->info.n_vocab, &e) ||
-        mf_srv_req_resolve_dry(&j->req, s->breakers, s->model, &e) || compile_constraint(s, j, &e)) {
+        mf_srv_req_resolve_dry(&j->req, s->breakers, s->model, s->o.dry_breakers, s->o.n_dry_breakers, &e) ||
+        compile_constraint(s, j, &e)) {
         answer_err(a, &e);
         mf_srv_job_unref(j);
         return;

@@ -23,7 +23,9 @@ mf_server_opts mf_server_default_opts(void) {
                             .max_queue = 64,
                             .drain_ms = 30000,
                             .pooling = MF_POOLING_MODEL,
-                            .rope = mf_context_default_params().rope};
+                            .rope = mf_context_default_params().rope,
+                            .sampler = mf_sampler_default_params(),
+                            .n_dry_breakers = -1};
 }
 
 static const char *base_name(const char *path) {

@@ -32,6 +32,13 @@ typedef struct {
     mf_pooling pooling; /* --pooling (MF_POOLING_MODEL: the file's) */
     bool rerank;        /* --rerank: embeddings with rank pooling (named so in the ready line) */
     bool matryoshka;    /* --matryoshka: 'dimensions' below n_embd on any model (mf_embed_dims_check) */
+    /* Request defaults, as llama-server takes them on its command line (--temp, --top-k, --dry-*, ...): a
+     * request's fields override them.  logit_bias stays per request; seed_given: every request without a
+     * seed draws from sampler.seed (else each gets a fresh one). */
+    mf_sampler_params sampler;
+    bool seed_given;
+    const char *const *dry_breakers; /* DRY's breakers for requests that send none; n_dry_breakers -1: */
+    int32_t n_dry_breakers;          /* llama-server's defaults "\n", ":", "\"", "*" */
 } mf_server_opts;
 
 mf_server_opts mf_server_default_opts(void);

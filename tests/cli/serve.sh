@@ -151,6 +151,16 @@ if "$GEN" --arch qwen3 --type q8_0 --reranker --seed 9 -q -o "$MR"; then
     rm -f "$MR"
 else bad "rerank model" "mf-genmodel --reranker failed"; fi
 
+# llama-server's sampler flags as request defaults; the ones no request could use are refused at startup
+if start_server defaults -np 1 -c 1024 --temp 0 --top-k 5 --seed 9 --dry-multiplier 1000 --dry-allowed-length 3 \
+    --dry-sequence-breaker $'\u241f'; then
+    py server_defaults
+    stop_server
+fi
+expect serve_logit_bias_flag 2 "serve takes no -l/--logit-bias" -- "$MINFER" serve -m "$M" --port 0 -l 5+1
+expect serve_xtc_threshold_0 2 "threshold 0" -- "$MINFER" serve -m "$M" --port 0 --xtc-probability 0.5 --xtc-threshold 0
+expect serve_mirostat_3 2 "--mirostat must be in [0, 2], got 3" -- "$MINFER" serve -m "$M" --port 0 --mirostat 3
+
 # overflow: 2 slots, a queue of 4, 16 clients x 200 requests
 if start_server load -np 2 -c 1024 -b 64 --max-queue 4; then
     py load

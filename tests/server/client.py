@@ -484,6 +484,33 @@ def check_n_probs():
     check("n_probs: streamed chunk by chunk, the same entries", streamed == cp, "%d vs %d" % (len(streamed), len(cp)))
 
 
+def check_server_defaults():
+    """A server started with sampler flags (serve.sh: --temp 0 --top-k 5 --seed 9 --dry-multiplier 1000
+    --dry-allowed-length 3 --dry-sequence-breaker U+241F): /props shows them, a request that sets nothing
+    answers as one that sends them, and a request's own field wins over the flag."""
+    st, _, d = request("GET", "/props")
+    p = json.loads(d)["default_generation_settings"]["params"] if st == 200 else {}
+    check("server defaults: /props shows the command line's", p.get("temperature") == 0 and p.get("top_k") == 5 and
+          p.get("dry_multiplier") == 1000 and p.get("dry_allowed_length") == 3 and
+          p.get("dry_sequence_breakers") == ["\u241f"], repr(p)[:400])
+    base = {"prompt": "pole pole pole pole pole pole pole", "max_tokens": 48, "logprobs": 0}
+    explicit = dict(base, temperature=0, top_k=5, dry_multiplier=1000, dry_allowed_length=3,
+                    dry_sequence_breakers=["\u241f"])
+    toks = {}
+    for name, body in (("bare", base), ("explicit", explicit), ("dry off", dict(base, dry_multiplier=0))):
+        st, _, d = post("/v1/completions", body)
+        toks[name] = (json.loads(d)["choices"][0]["logprobs"] or {}).get("tokens") if st == 200 else d[:200]
+    check("server defaults: a bare request answers as one sending the flags' values", toks["bare"] == toks["explicit"]
+          and toks["bare"] and not repeats(toks["bare"], 4), repr(toks["bare"])[:300])
+    check("server defaults: a request's dry_multiplier 0 wins (the answer loops again)",
+          toks["dry off"] != toks["bare"] and repeats(toks["dry off"], 4), repr(toks["dry off"])[:300])
+    hot = {"prompt": "Hello", "max_tokens": 48, "temperature": 2, "top_k": 0, "top_p": 1, "min_p": 0}
+    outs = [json.loads(post("/v1/completions", b)[2])["choices"][0]["text"]
+            for b in (hot, hot, dict(hot, seed=9), dict(hot, seed=10))]
+    check("server defaults: a request without a seed draws with --seed's (9), another seed otherwise",
+          outs[0] == outs[1] == outs[2] and outs[3] != outs[0], repr(outs)[:300])
+
+
 # ---------------------------------------------------------------- infill
 FIM_PRE, FIM_MID, FIM_SUF, FIM_REP, FIM_SEP = 151659, 151660, 151661, 151663, 151664
 
@@ -1108,7 +1135,8 @@ def check_auth(key):
 if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
-     "disconnect": check_disconnect, "logit_bias": check_logit_bias, "samplers": check_samplers, "n_probs": check_n_probs, "infill": check_infill, "load": check_load, "utf8": check_utf8, "slots": check_slots,
+     "disconnect": check_disconnect, "logit_bias": check_logit_bias, "samplers": check_samplers, "n_probs": check_n_probs,
+     "server_defaults": check_server_defaults, "infill": check_infill, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
      "tools_template": check_tools_template, "embed": check_embed, "embed_none": lambda: check_embed_none(sys.argv[3]),
      "rerank": lambda: check_rerank(sys.argv[3])}.get(what, lambda: check_auth(sys.argv[3]))()
