@@ -344,6 +344,44 @@ static void test_top_k_shortcut_with_dry_and_sigma_equals_every_candidate(void) 
     CHECK(dry_hits > 0, "DRY never moved the token that extends the repeat out of the candidates");
 }
 
+/* Greedy with penalties or DRY reads the best token straight from the logits (top_k_of_logits with k 1): the
+ * same pick as building every candidate, ties to the lowest id, a penalty of 0.8 raising negative logits,
+ * NaN and infinite logits included. */
+static void test_greedy_with_penalties_and_dry_equals_every_candidate(void) {
+    enum { N = 4099 };
+    static float l[N];
+    const float pens[][3] = {{1.3f, 0, 0}, {0.8f, 0, 0}, {1.0f, 0.5f, 0.25f}, {1.0f, 0, 0}};
+    uint32_t r = 2024;
+    int bad = 0, runs = 0;
+    for (size_t pi = 0; pi < MF_ARRAY_LEN(pens); pi++)
+        for (int dry = 0; dry < 2; dry++) {
+            if (!dry && pi == 3) continue; /* nothing on: the plain argmax */
+            mf_sampler_params p = off();
+            p.temp = 0.0f;
+            p.penalty_repeat = pens[pi][0], p.penalty_freq = pens[pi][1], p.penalty_present = pens[pi][2];
+            p.dry_multiplier = dry ? 3.0f : 0.0f, p.dry_allowed_length = 1;
+            mf_sampler *fast = mk(&p, N), *full = mk(&p, N);
+            REQUIRE(fast && full, "new");
+            mf_sampler_full_path(full, true);
+            for (int rep = 0; rep < 40; rep++) {
+                for (int32_t i = 0; i < N; i++) {
+                    r = r * 1664525u + 1013904223u;
+                    l[i] = rep % 4 == 0 ? (float)((r >> 8) % 8) - 6.0f : (float)((r >> 8) % 2000) * 0.01f - 10.0f;
+                }
+                if (rep % 5 == 1) l[(r >> 4) % N] = NAN;
+                if (rep % 7 == 2) l[(r >> 6) % N] = INFINITY, l[(r >> 9) % N] = -INFINITY;
+                const mf_token a = mf_sampler_sample(fast, l), b = mf_sampler_sample(full, l);
+                if (a != b && bad++ < 3) printf("  penalties %zu dry %d rep %d: %d vs %d\n", pi, dry, rep, a, b);
+                runs++;
+                mf_sampler_accept(fast, a), mf_sampler_accept(full, b); /* the history repeats the picks */
+                if (rep % 3 == 0) mf_sampler_accept(fast, N - 1 - rep), mf_sampler_accept(full, N - 1 - rep);
+            }
+            mf_sampler_free(fast);
+            mf_sampler_free(full);
+        }
+    CHECK(bad == 0, "%d of %d greedy picks differ from the full path", bad, runs);
+}
+
 /* A generator draws ahead and may put the draw back (mf_sampler_state_set): Mirostat's mu goes back too. */
 static void test_state_set_puts_mu_and_rng_back(void) {
     const float l[4] = {1.0f, 0.5f, 0.2f, 0.1f};
@@ -504,6 +542,7 @@ int main(void) {
     RUN(test_mirostat_v2_truncates_at_mu_and_learns);
     RUN(test_mirostat_v1_keeps_the_zipf_k);
     RUN(test_top_k_shortcut_with_dry_and_sigma_equals_every_candidate);
+    RUN(test_greedy_with_penalties_and_dry_equals_every_candidate);
     RUN(test_state_set_puts_mu_and_rng_back);
     RUN(test_bad_stage_values_are_refused);
     char path[600];

@@ -739,9 +739,13 @@ static void begin_step(mf_sampler *s) {
 mf_token mf_sampler_sample(mf_sampler *s, const float *logits) {
     logits = with_bias(s, logits);
     begin_step(s);
-    if (greedy(s)) { /* greedy fast path: argmax after penalties (lowest id on ties) */
+    if (greedy(s)) { /* greedy fast path: argmax after penalties and DRY (lowest id on ties) */
         if (adjust_off(s)) return argmax(logits, s->n_vocab); /* no 1.8 MB candidate copy per token */
-        all_cands(s, logits);
+        if (!s->full_path) { /* the best one read straight from the logits, the few penalized corrected */
+            top_k_of_logits(s, logits, 1);
+            return s->c[0].id;
+        }
+        all_cands(s, logits); /* the reference the shortcut is tested against */
         apply_penalties(s);
         int32_t best = 0;
         for (int32_t i = 1; i < s->n; i++)
