@@ -397,6 +397,7 @@ typedef struct {
     int32_t mirostat;        /* 0 off, 1 (Mirostat, m = 100) or 2 (Mirostat 2.0) */
     float mirostat_tau;      /* 5: target surprise (bits); mu starts at 2 * tau */
     float mirostat_eta;      /* 0.1: learning rate */
+    int32_t min_keep;        /* 0: top_p, min_p, typical_p and XTC leave at least this many candidates */
 } mf_sampler_params;
 
 /* DRY's sequence breakers resolved against a model's vocabulary (llama.cpp's rule): a token whose text

@@ -217,7 +217,7 @@ static void test_allowed_sampling_is_sampling_of_masked_logits(void) {
     enum { V = 1000, DRAWS = 150 };
     float *lg = malloc(sizeof *lg * V), *masked = malloc(sizeof *masked * V);
     REQUIRE(lg && masked, "memory");
-    enum { NC = 13 };
+    enum { NC = 14 };
     mf_sampler_params configs[NC];
     for (int c = 0; c < NC; c++) configs[c] = mf_sampler_default_params();
     configs[1].temp = 0;
@@ -232,6 +232,7 @@ static void test_allowed_sampling_is_sampling_of_masked_logits(void) {
     configs[10].dynatemp_range = 0.5f, configs[10].min_p = 0, configs[10].top_p = 1;
     configs[11].mirostat = 1;
     configs[12].mirostat = 2, configs[12].dry_multiplier = 1.0f, configs[12].dry_allowed_length = 1;
+    configs[13].min_keep = 6, configs[13].top_p = 0.3f, configs[13].xtc_probability = 0.5f, configs[13].min_p = 0;
     uint64_t x = 0x1234567;
     int mismatches = 0, compared = 0;
     for (int c = 0; c < NC; c++) {

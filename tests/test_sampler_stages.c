@@ -382,6 +382,33 @@ static void test_greedy_with_penalties_and_dry_equals_every_candidate(void) {
     CHECK(bad == 0, "%d of %d greedy picks differ from the full path", bad, runs);
 }
 
+/* min_keep (llama.cpp's): top_p, min_p, typical_p and XTC leave at least that many candidates. */
+static void test_min_keep_holds_every_truncation(void) {
+    const float probs[4] = {0.4f, 0.3f, 0.2f, 0.1f};
+    const struct {
+        const char *what;
+        float top_p, min_p, typ_p, xtc_t;
+        int32_t min_keep, want;
+    } c[] = {
+        {"top_p 0.3", 0.3f, 0, 1, 0, 0, 1},        {"top_p 0.3, min_keep 3", 0.3f, 0, 1, 0, 3, 3},
+        {"min_p 0.9", 1, 0.9f, 1, 0, 0, 1},         {"min_p 0.9, min_keep 2", 1, 0.9f, 1, 0, 2, 2},
+        {"typical 0.2", 1, 0, 0.2f, 0, 0, 1},       {"typical 0.2, min_keep 3", 1, 0, 0.2f, 0, 3, 3},
+        {"xtc 0.09", 1, 0, 1, 0.09f, 0, 1},         {"xtc 0.09, min_keep 2 (not run)", 1, 0, 1, 0.09f, 2, 4},
+        {"xtc 0.19, min_keep 2", 1, 0, 1, 0.19f, 2, 2},
+    };
+    for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
+        mf_sampler_params p = off();
+        p.top_p = c[k].top_p, p.min_p = c[k].min_p, p.typ_p = c[k].typ_p, p.min_keep = c[k].min_keep;
+        if (c[k].xtc_t > 0) p.xtc_probability = 1.0f, p.xtc_threshold = c[k].xtc_t;
+        mf_sampler *s = mk(&p, 4);
+        REQUIRE(s, "new");
+        float got[4];
+        const int m = probs_by_id(s, probs, 4, got);
+        CHECK(m == c[k].want, "%s: %d candidates kept, want %d", c[k].what, m, c[k].want);
+        mf_sampler_free(s);
+    }
+}
+
 /* A generator draws ahead and may put the draw back (mf_sampler_state_set): Mirostat's mu goes back too. */
 static void test_state_set_puts_mu_and_rng_back(void) {
     const float l[4] = {1.0f, 0.5f, 0.2f, 0.1f};
@@ -543,6 +570,7 @@ int main(void) {
     RUN(test_mirostat_v1_keeps_the_zipf_k);
     RUN(test_top_k_shortcut_with_dry_and_sigma_equals_every_candidate);
     RUN(test_greedy_with_penalties_and_dry_equals_every_candidate);
+    RUN(test_min_keep_holds_every_truncation);
     RUN(test_state_set_puts_mu_and_rng_back);
     RUN(test_bad_stage_values_are_refused);
     char path[600];

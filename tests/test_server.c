@@ -356,7 +356,7 @@ static void test_llama_server_sampler_fields(void) {
                   "{\"prompt\":\"x\",\"dry_multiplier\":0.8,\"dry_base\":1.5,\"dry_allowed_length\":3,"
                   "\"dry_penalty_last_n\":128,\"dry_sequence_breakers\":[\"\\n\",\"###\"],\"xtc_probability\":0.5,"
                   "\"xtc_threshold\":0.2,\"top_n_sigma\":1.5,\"dynatemp_range\":0.4,\"dynatemp_exponent\":1.2,"
-                  "\"mirostat\":2,\"mirostat_tau\":4,\"mirostat_eta\":0.2}",
+                  "\"mirostat\":2,\"mirostat_tau\":4,\"mirostat_eta\":0.2,\"min_keep\":3}",
                   &r, &e) == 0,
             "the stages on refused: %s", e.msg);
     CHECK(r.sp.dry_multiplier == 0.8f && r.sp.dry_base == 1.5f && r.sp.dry_allowed_length == 3 &&
@@ -365,7 +365,7 @@ static void test_llama_server_sampler_fields(void) {
           r.sp.dry_last_n, r.n_dry_seq);
     CHECK(r.sp.xtc_probability == 0.5f && r.sp.xtc_threshold == 0.2f && r.sp.top_n_sigma == 1.5f &&
               r.sp.dynatemp_range == 0.4f && r.sp.dynatemp_exponent == 1.2f && r.sp.mirostat == 2 &&
-              r.sp.mirostat_tau == 4.0f && r.sp.mirostat_eta == 0.2f,
+              r.sp.mirostat_tau == 4.0f && r.sp.mirostat_eta == 0.2f && r.sp.min_keep == 3,
           "XTC %g/%g, sigma %g, dynatemp %g/%g, mirostat %d %g %g", r.sp.xtc_probability, r.sp.xtc_threshold,
           r.sp.top_n_sigma, r.sp.dynatemp_range, r.sp.dynatemp_exponent, r.sp.mirostat, r.sp.mirostat_tau,
           r.sp.mirostat_eta);

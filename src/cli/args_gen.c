@@ -89,6 +89,7 @@ static const num_flag k_flags[] = {
     I("--mirostat", 0, 2, mirostat),
     F("--mirostat-lr", 0, FLT_MAX, mirostat_eta),
     F("--mirostat-ent", 0, FLT_MAX, mirostat_tau),
+    I("--min-keep", 0, 1 << 20, min_keep),
 };
 #undef F
 #undef I
@@ -206,7 +207,8 @@ bool mf_arg_stop(int argc, char **argv, int *i, const char **stops, int32_t *n_s
     "      --mirostat N         Mirostat 1 or 2 instead of top-k/typical/top-p/min-p/XTC (default 0 = off;\n" \
     "                           penalties and DRY still apply)\n"                                         \
     "      --mirostat-lr X      Mirostat's learning rate eta (default 0.1)\n"                             \
-    "      --mirostat-ent X     Mirostat's target surprise tau (default 5)\n"
+    "      --mirostat-ent X     Mirostat's target surprise tau (default 5)\n"                             \
+    "      --min-keep N         top-p, min-p, typical-p and XTC leave at least N candidates (default 0)\n"
 
 const char *mf_arg_sampler_help(void) {
     return HELP_BASIC

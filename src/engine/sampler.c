@@ -160,6 +160,7 @@ static int check_stages(const mf_sampler_params *p, mf_error *err) {
         (p->dynatemp_range > 0 && !within(p->dynatemp_exponent, 0, FLT_MAX)))
         return mf_err(err, MF_E_INVAL, "dynamic temperature out of range: range %g (>= 0), exponent %g (>= 0)",
                       p->dynatemp_range, p->dynatemp_exponent);
+    if (p->min_keep < 0) return mf_err(err, MF_E_INVAL, "min_keep must be >= 0, got %d", p->min_keep);
     if (p->mirostat < 0 || p->mirostat > 2)
         return mf_err(err, MF_E_INVAL, "mirostat %d: 0 (off), 1 (Mirostat) or 2 (Mirostat 2.0)", p->mirostat);
     if (p->mirostat && (!within(p->mirostat_tau, 0, FLT_MAX) || !within(p->mirostat_eta, 0, FLT_MAX)))
@@ -460,7 +461,7 @@ static void apply_typical(mf_sampler *s) {
     int32_t last = n;
     for (int32_t i = 0; i < n; i++) {
         cum += s->c[idx[i]].p;
-        if (cum > tp) {
+        if (cum > tp && i + 1 >= s->p.min_keep) {
             last = i + 1;
             break;
         }
@@ -482,7 +483,7 @@ static void apply_top_p(mf_sampler *s) {
     int32_t last = s->n;
     for (int32_t i = 0; i < s->n; i++) {
         cum += s->c[i].p;
-        if (cum >= tp) {
+        if (cum >= tp && i + 1 >= s->p.min_keep) {
             last = i + 1;
             break;
         }
@@ -496,7 +497,7 @@ static void apply_min_p(mf_sampler *s) {
     sort_cands(s);
     float min_logit = s->c[0].logit + logf(mp); /* p_i >= min_p * p_max */
     int32_t i = 1;
-    while (i < s->n && s->c[i].logit >= min_logit) i++;
+    while (i < s->n && (s->c[i].logit >= min_logit || i < s->p.min_keep)) i++;
     s->n = i;
 }
 
@@ -559,7 +560,7 @@ static void apply_xtc(mf_sampler *s) {
     softmax(s);
     int32_t last = 0;
     while (last + 1 < s->n && s->c[last + 1].p >= t) last++;
-    if (!last) return;
+    if (!last || n_possible(s) - last < s->p.min_keep) return; /* it would leave fewer than min_keep */
     memmove(s->c, s->c + last, sizeof(cand) * (size_t)(s->n - last));
     s->n -= last;
 }

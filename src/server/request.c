@@ -687,7 +687,8 @@ static int parse_more_samplers(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
         num_into(o, "dynatemp_range", 0, 1e6, &sp->dynatemp_range, e) ||
         num_into(o, "dynatemp_exponent", 0, 1e6, &sp->dynatemp_exponent, e) ||
         int_into(o, "mirostat", 0, 2, &sp->mirostat, e) || num_into(o, "mirostat_tau", 0, 1e6, &sp->mirostat_tau, e) ||
-        num_into(o, "mirostat_eta", 0, 1e6, &sp->mirostat_eta, e))
+        num_into(o, "mirostat_eta", 0, 1e6, &sp->mirostat_eta, e) ||
+        int_into(o, "min_keep", 0, 1 << 20, &sp->min_keep, e))
         return -1;
     if (sp->dry_multiplier > 0 && sp->dry_base < 1)
         return BAD(e, "dry_base",

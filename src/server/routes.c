@@ -124,6 +124,7 @@ static void h_props(mf_server *s, mf_srv_answer *a) {
     cJSON_AddNumberToObject(p, "mirostat", sp.mirostat);
     cJSON_AddNumberToObject(p, "mirostat_tau", sp.mirostat_tau);
     cJSON_AddNumberToObject(p, "mirostat_eta", sp.mirostat_eta);
+    cJSON_AddNumberToObject(p, "min_keep", sp.min_keep);
     static const char *const order[] = {"penalties", "dry",   "top_n_sigma", "top_k",      "typ_p",
                                         "top_p",     "min_p", "xtc",         "temperature"};
     cJSON_AddItemToObject(p, "samplers", cJSON_CreateStringArray(order, 9));
