@@ -119,22 +119,31 @@ static void test_dry_breakers_limit_the_repeat(void) {
 
 /* DRY's window: dry_last_n = 4 sees only "d a b c"; a longer history with the same tail is penalized alike. */
 static void test_dry_window_is_the_last_n(void) {
-    mf_sampler_params p = off();
-    p.dry_multiplier = 1.0f, p.dry_base = 2.0f, p.dry_allowed_length = 1, p.dry_last_n = 4;
-    mf_sampler *s = mk(&p, 6);
-    REQUIRE(s, "new");
-    /* a b c d a b c d b c d c: in the last 4, b c d c, the repeat "c" (1 long) was followed by d */
-    const mf_token hist[] = {0, 1, 2, 3, 0, 1, 2, 3, 1, 2, 3, 2};
-    for (size_t i = 0; i < MF_ARRAY_LEN(hist); i++) mf_sampler_accept(s, hist[i]);
+    /* a b c d, four e, then a b c: the whole history holds "a b c" followed by d (token 3 would extend a repeat
+     * of 3: 2^(3-1) = 4), the last 4 tokens (e a b c) hold no repeat at all */
+    const mf_token hist[] = {0, 1, 2, 3, 4, 4, 4, 4, 0, 1, 2};
     const float probs[6] = {1 / 6.f, 1 / 6.f, 1 / 6.f, 1 / 6.f, 1 / 6.f, 1 / 6.f};
-    float got[6];
-    probs_by_id(s, probs, 6, got);
-    CHECK(NEAR(logf(got[4] / got[3]), 1.0f), "token 3 lost %f, want 2^0 = 1", logf(got[4] / got[3]));
-    CHECK(NEAR(got[0], got[4]) && NEAR(got[1], got[4]) && NEAR(got[2], got[4]), "only token 3 is penalized");
-    mf_sampler_reset(s); /* the history goes with a reset */
-    probs_by_id(s, probs, 6, got);
-    CHECK(NEAR(got[3], 1 / 6.f), "after reset token 3 has p %f", got[3]);
-    mf_sampler_free(s);
+    const struct {
+        int32_t last_n;
+        float want; /* token 3's loss */
+    } c[] = {{-1, 4.0f}, {4, 0.0f}, {10, 2.0f}, {11, 4.0f}, {0, 0.0f}}; /* 10: "b c" then d, 2^1 */
+    for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
+        mf_sampler_params p = off();
+        p.dry_multiplier = 1.0f, p.dry_base = 2.0f, p.dry_allowed_length = 1, p.dry_last_n = c[k].last_n;
+        mf_sampler *s = mk(&p, 6);
+        REQUIRE(s, "new");
+        for (size_t i = 0; i < MF_ARRAY_LEN(hist); i++) mf_sampler_accept(s, hist[i]);
+        float got[6];
+        probs_by_id(s, probs, 6, got);
+        CHECK(NEAR(logf(got[5] / got[3]), c[k].want), "last_n %d: token 3 lost %f, want %f", c[k].last_n,
+              logf(got[5] / got[3]), c[k].want);
+        CHECK(NEAR(got[0], got[5]) && NEAR(got[1], got[5]) && NEAR(got[2], got[5]) && NEAR(got[4], got[5]),
+              "last_n %d: only token 3 is penalized", c[k].last_n);
+        mf_sampler_reset(s); /* the history goes with a reset */
+        probs_by_id(s, probs, 6, got);
+        CHECK(NEAR(got[3], 1 / 6.f), "last_n %d: after reset token 3 has p %f", c[k].last_n, got[3]);
+        mf_sampler_free(s);
+    }
 }
 
 /* llama.cpp's test_xtc: p 0.4 0.3 0.2 0.1; every candidate at or above the threshold but the last goes. */
