@@ -553,7 +553,7 @@ static void test_server_keeps_resolved_breakers(void) {
           mf_srv_breakers_kept(c), z == x ? "the same" : "another");
     CHECK(mf_srv_breakers_get(c, g_model, a_split, 3, &z, &own, &err) == MF_E_INVAL && mf_srv_breakers_kept(c) == 2,
           "an empty string refused, nothing kept: %s", err.msg);
-    char names[MF_SRV_BREAKER_SETS][8];
+    char names[MF_SRV_BREAKER_SETS][16];
     for (int i = 0; i < MF_SRV_BREAKER_SETS; i++) {
         snprintf(names[i], sizeof names[i], "x%d", i);
         const char *one = names[i];
