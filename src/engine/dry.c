@@ -70,7 +70,7 @@ static int grow(void **p, int32_t *cap, int32_t need, size_t elem, mf_error *err
 }
 
 static bool same_tail(const builder *b, const entry *e, const mf_token *t, int32_t len) {
-    return e->len == len && !memcmp(b->pool + e->at, t, sizeof *t * (size_t)len);
+    return e->len == len && (!len || !memcmp(b->pool + e->at, t, sizeof *t * (size_t)len));
 }
 
 /* One (head, tail) unless the head already has that tail (the entries of one head are contiguous while a
@@ -129,7 +129,7 @@ static int entry_cmp(const void *a, const void *b) {
 static int finish(builder *b, mf_dry_breakers **out, mf_error *err) {
     mf_dry_breakers *d = calloc(1, sizeof *d);
     if (!d) return mf_err(err, MF_E_NOMEM, "out of memory");
-    qsort(b->e, (size_t)b->n, sizeof *b->e, entry_cmp);
+    if (b->n) qsort(b->e, (size_t)b->n, sizeof *b->e, entry_cmp); /* (no pool nor entries when none was found) */
     d->n = b->n;
     d->head = malloc(sizeof *d->head * (size_t)MF_MAX(b->n, 1));
     d->off = malloc(sizeof *d->off * (size_t)(b->n + 1));
@@ -142,7 +142,7 @@ static int finish(builder *b, mf_dry_breakers **out, mf_error *err) {
     for (int32_t i = 0; i < b->n; i++) {
         d->head[i] = b->e[i].head;
         d->off[i] = at;
-        memcpy(d->tail + at, b->pool + b->e[i].at, sizeof *d->tail * (size_t)b->e[i].len);
+        if (b->e[i].len) memcpy(d->tail + at, b->pool + b->e[i].at, sizeof *d->tail * (size_t)b->e[i].len);
         at += b->e[i].len;
     }
     d->off[b->n] = at;
