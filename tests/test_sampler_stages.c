@@ -298,6 +298,17 @@ static void test_mirostat_v1_keeps_the_zipf_k(void) {
     }
     CHECK(outside == 0, "%d of 400 first draws outside the 10 best", outside);
     CHECK(seen_last, "the 10th best was never drawn in 400 tries (k smaller than 10?)");
+    /* tau 10 (mu 20): k is past the vocabulary, every token may come; beyond the 100 best lies 7.7 % of the mass */
+    int beyond = 0;
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+        mf_sampler_params p = off();
+        p.mirostat = 1, p.mirostat_tau = 10.0f, p.seed = seed;
+        mf_sampler *s = mk(&p, N);
+        REQUIRE(s, "new");
+        beyond += mf_sampler_sample(s, l) >= 100;
+        mf_sampler_free(s);
+    }
+    CHECK(beyond > 10 && beyond < 60, "%d of 400 draws beyond the 100 best, about 31 expected", beyond);
 }
 
 /* The top_k shortcut reads the k best straight from the logits; with DRY lowering a few and top_n_sigma's

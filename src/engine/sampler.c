@@ -505,15 +505,16 @@ static void apply_min_p(mf_sampler *s) {
  * left out, as llama.cpp's (which sums in float; here in double). */
 static float sigma_cut(const float *v, int32_t n, float k) {
     float mx = -INFINITY;
-    double sum = 0, acc = 0;
+    double sum = 0, sq = 0; /* one pass: in double, E[x^2] - E[x]^2 loses nothing a float logit holds */
     int32_t m = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (v[i] != -INFINITY && v[i] == v[i]) mx = v[i] > mx ? v[i] : mx, sum += v[i], m++;
+    for (int32_t i = 0; i < n; i++) {
+        const double x = v[i];
+        if (x == -INFINITY || x != x) continue;
+        mx = v[i] > mx ? v[i] : mx, sum += x, sq += x * x, m++;
+    }
     if (!m) return -INFINITY;
-    const double mean = sum / m;
-    for (int32_t i = 0; i < n; i++)
-        if (v[i] != -INFINITY && v[i] == v[i]) acc += (v[i] - mean) * (v[i] - mean);
-    return (float)(mx - k * sqrt(acc / m));
+    const double mean = sum / m, var = sq / m - mean * mean;
+    return (float)(mx - k * sqrt(var > 0 ? var : 0));
 }
 
 /* The threshold over every token, from the logits (top_k's shortcut keeps only k candidates) ... */
@@ -649,18 +650,40 @@ static void chain(mf_sampler *s, const float *logits) {
 
 /* v1: Zipf's exponent s_hat estimated from the 100 most likely, then top_k with the k that should give
  * surprise mu (llama.cpp's formula, with this vocabulary's size). */
+enum { MIROSTAT_M = 100 };
+
+/* The MIROSTAT_M best candidates in cand_cmp's order, read without reordering the rest. */
+static int32_t best_m(const mf_sampler *s, cand *top) {
+    int32_t nb = 0;
+    for (int32_t i = 0; i < s->n; i++) {
+        if (nb == MIROSTAT_M && cand_cmp(&s->c[i], &top[nb - 1]) >= 0) continue;
+        if (nb < MIROSTAT_M) top[nb++] = s->c[i];
+        insert_best(top, nb, s->c[i]);
+    }
+    return nb;
+}
+
 static void mirostat_v1(mf_sampler *s) {
-    sort_cands(s);
-    softmax(s);
+    /* p_i / p_i+1 = exp(logit_i - logit_i+1): the ratios need the best 100 in order, not every candidate sorted */
+    cand top[MIROSTAT_M];
+    const int32_t nb = best_m(s, top);
     float sum_tb = 0, sum_tt = 0;
-    for (int32_t i = 0; i < 100 - 1 && i < s->n - 1; i++) {
-        const float t = logf((float)(i + 2) / (float)(i + 1)), b = logf(s->c[i].p / s->c[i + 1].p);
+    for (int32_t i = 0; i < nb - 1; i++) {
+        const float t = logf((float)(i + 2) / (float)(i + 1)), b = top[i].logit - top[i + 1].logit;
         sum_tb += t * b;
         sum_tt += t * t;
     }
     const float s_hat = sum_tb / sum_tt, eps = s_hat - 1;
     const float k = powf(eps * powf(2, s->mu) / (1 - powf((float)s->n_vocab, -eps)), 1 / s_hat);
-    s->n = k >= (float)s->n ? s->n : k >= 1 ? (int32_t)k : 1; /* NaN: one */
+    const int32_t kk = k >= (float)s->n ? s->n : k >= 1 ? (int32_t)k : 1; /* NaN: one */
+    if (kk <= nb) { /* the usual case: the k best are among the 100 */
+        memcpy(s->c, top, sizeof(cand) * (size_t)kk);
+        s->n = kk;
+        s->sorted = true;
+        return;
+    }
+    sort_cands(s);
+    s->n = kk;
 }
 
 /* v2: the candidates whose surprise, -log2 p, is at most mu (the most likely one when none is). */
@@ -669,11 +692,16 @@ static void mirostat_v2(mf_sampler *s) {
     int32_t best = 0;
     for (int32_t i = 1; i < s->n; i++)
         if (s->c[i].logit > mx) mx = s->c[i].logit, best = i;
+    /* the softmax's sum; a logit 40 below the best adds under e^-40 each, less than a double's rounding of the
+     * sum even over every token, so it is passed without an exp */
     double sum = 0;
-    for (int32_t i = 0; i < s->n; i++) sum += exp((double)s->c[i].logit - mx);
+    for (int32_t i = 0; i < s->n; i++)
+        if (s->c[i].logit > mx - 40.0f) sum += expf(s->c[i].logit - mx);
+    /* -log2(p) <= mu  <=>  logit >= max + ln(sum) - mu ln 2: one compare per candidate */
+    const double cut = (double)mx + log(sum) - (double)s->mu * M_LN2;
     int32_t m = 0;
     for (int32_t i = 0; i < s->n; i++)
-        if (-log2(exp((double)s->c[i].logit - mx) / sum) <= s->mu) s->c[m++] = s->c[i];
+        if ((double)s->c[i].logit >= cut) s->c[m++] = s->c[i];
     if (!m) s->c[m++] = s->c[best];
     s->n = m;
     s->sorted = false;
