@@ -348,8 +348,9 @@ int mf_context_write_graph(mf_context *ctx, int32_t n_tokens, const char *format
  * The chain runs in llama.cpp's default common-sampler order (common/common.h):
  *   logit_bias -> penalties -> DRY -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> XTC
  *   -> temperature (dynamic with dynatemp_range > 0) -> dist (seeded draw)
- * temp <= 0 (without dynatemp) is greedy: the highest logit after bias, penalties and DRY wins; ties:
- * lowest id.  mirostat 1 or 2 replaces top_n_sigma .. XTC and the draw (logit_bias -> penalties -> DRY ->
+ * temp <= 0 is greedy: the highest logit after bias, penalties and DRY wins; ties: lowest id.  Unless
+ * dynatemp_range > 0 (the range sets the temperature) or XTC is on (it may remove the best candidates
+ * first; the best of the rest wins, as llama.cpp's temperature stage runs after XTC).  mirostat 1 or 2 replaces top_n_sigma .. XTC and the draw (logit_bias -> penalties -> DRY ->
  * temperature -> Mirostat), as llama.cpp's Mirostat replaces its truncation samplers; unlike llama.cpp,
  * whose Mirostat chain has no penalty stage, the penalties and DRY still apply.  Every stage follows
  * llama.cpp's src/llama-sampling.cpp; the draws differ from llama.cpp's (another RNG). */
