@@ -2,34 +2,15 @@
 #include "harness.h"
 
 #include "engine/engine_impl.h"
+#include "support/sampler_params.h"
 
 #include <math.h>
 
-static mf_sampler_params off(void) {
-    mf_sampler_params p = mf_sampler_default_params();
-    p.temp = 1.0f;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
-    p.typ_p = 1.0f;
-    p.penalty_last_n = 64;
-    p.penalty_repeat = 1.0f;
-    return p;
-}
-
-static mf_sampler *mk(const mf_sampler_params *p, int n) {
-    mf_sampler *s = NULL;
-    mf_error err = {0};
-    if (mf_sampler_new(p, n, &s, &err)) printf("  mf_sampler_new: %s\n", err.msg);
-    return s;
-}
-
-#define NEAR(a, b) (fabs((double)(a) - (double)(b)) < 1e-5)
 
 static void test_greedy_picks_the_max_lowest_id_on_ties(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.temp = 0.0f;
-    mf_sampler *s = mk(&p, 5);
+    mf_sampler *s = mf_test_sampler_new(&p, 5);
     REQUIRE(s, "new");
     float l[5] = {1, 3, 2, 3, -1};
     CHECK(mf_sampler_sample(s, l) == 1, "greedy picked %d", mf_sampler_sample(s, l));
@@ -37,9 +18,9 @@ static void test_greedy_picks_the_max_lowest_id_on_ties(void) {
 }
 
 static void test_top_k_keeps_the_k_best(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.top_k = 2;
-    mf_sampler *s = mk(&p, 4);
+    mf_sampler *s = mf_test_sampler_new(&p, 4);
     REQUIRE(s, "new");
     float l[4] = {1, 2, 3, 0};
     int32_t ids[4];
@@ -52,9 +33,9 @@ static void test_top_k_keeps_the_k_best(void) {
 }
 
 static void test_top_p_stops_once_the_mass_is_reached(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.top_p = 0.7f;
-    mf_sampler *s = mk(&p, 3);
+    mf_sampler *s = mf_test_sampler_new(&p, 3);
     REQUIRE(s, "new");
     float l[3] = {logf(0.2f), logf(0.5f), logf(0.3f)};
     int32_t ids[3];
@@ -67,9 +48,9 @@ static void test_top_p_stops_once_the_mass_is_reached(void) {
 }
 
 static void test_min_p_is_relative_to_the_best(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.min_p = 0.5f;
-    mf_sampler *s = mk(&p, 4);
+    mf_sampler *s = mf_test_sampler_new(&p, 4);
     REQUIRE(s, "new");
     /* p = 0.4, 0.3, 0.2, 0.1: keep p >= 0.5 * 0.4 = 0.2 -> {0, 1, 2} -> 4/9, 3/9, 2/9 */
     float l[4] = {logf(0.4f), logf(0.3f), logf(0.2f), logf(0.1f)};
@@ -83,9 +64,9 @@ static void test_min_p_is_relative_to_the_best(void) {
 }
 
 static void test_temperature_scales_logits(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.temp = 2.0f;
-    mf_sampler *s = mk(&p, 2);
+    mf_sampler *s = mf_test_sampler_new(&p, 2);
     REQUIRE(s, "new");
     float l[2] = {0.0f, logf(4.0f)}; /* /2 -> {0, ln 2}: 1/3, 2/3 */
     int32_t ids[2];
@@ -97,9 +78,9 @@ static void test_temperature_scales_logits(void) {
 }
 
 static void test_typical_keeps_the_typical_set(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.typ_p = 0.5f;
-    mf_sampler *s = mk(&p, 3);
+    mf_sampler *s = mf_test_sampler_new(&p, 3);
     REQUIRE(s, "new");
     /* p = 0.5, 0.25, 0.25: H = 1.0397; |-ln p - H| = 0.3466, 0.3466, 0.3466 -> all equal, stable order:
      * cum 0.5 is not > 0.5, 0.75 > 0.5 -> keep two: {0, 1} -> 2/3, 1/3 */
@@ -115,9 +96,9 @@ static void test_typical_keeps_the_typical_set(void) {
 /* The typical set is ordered by |-ln p - H|, not by p: here the most likely token is the least typical
  * after the 0.1 one, so a sampler that keeps probability order keeps {0} instead of {1, 2}. */
 static void test_typical_orders_by_typicality_not_probability(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.typ_p = 0.3f;
-    mf_sampler *s = mk(&p, 4);
+    mf_sampler *s = mf_test_sampler_new(&p, 4);
     REQUIRE(s, "new");
     /* p = 0.5, 0.2, 0.2, 0.1: H = 1.2206; |-ln p - H| = 0.527, 0.389, 0.389, 1.082 -> order 1, 2, 0, 3;
      * cum 0.2, 0.4 > 0.3 -> keep {1, 2} -> 0.5 each (probability order would stop at {0}: 0.5 > 0.3) */
@@ -134,8 +115,8 @@ static void test_typical_orders_by_typicality_not_probability(void) {
 /* Softmax subtracts the maximum: logits near 1000 (exp overflows f32 beyond 88) give the same
  * probabilities as the same logits shifted to 0. */
 static void test_softmax_is_shift_invariant(void) {
-    mf_sampler_params p = off();
-    mf_sampler *s = mk(&p, 3);
+    mf_sampler_params p = mf_test_sampler_off();
+    mf_sampler *s = mf_test_sampler_new(&p, 3);
     REQUIRE(s, "new");
     float l[3] = {1000.0f, 999.0f, 997.0f};
     int32_t ids[3];
@@ -149,11 +130,11 @@ static void test_softmax_is_shift_invariant(void) {
 }
 
 static void test_penalties_follow_llama_cpp(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.penalty_repeat = 2.0f;
     p.penalty_freq = 0.5f;
     p.penalty_present = 0.25f;
-    mf_sampler *s = mk(&p, 4);
+    mf_sampler *s = mf_test_sampler_new(&p, 4);
     REQUIRE(s, "new");
     mf_sampler_accept(s, 0);
     mf_sampler_accept(s, 1);
@@ -173,11 +154,11 @@ static void test_penalties_follow_llama_cpp(void) {
 }
 
 static void test_penalty_window_forgets_old_tokens(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.temp = 0.0f;
     p.penalty_repeat = 10.0f;
     p.penalty_last_n = 2;
-    mf_sampler *s = mk(&p, 4);
+    mf_sampler *s = mf_test_sampler_new(&p, 4);
     REQUIRE(s, "new");
     float l[4] = {5, 4, 0, 0};
     mf_sampler_accept(s, 0);
@@ -193,10 +174,10 @@ static void test_penalty_window_forgets_old_tokens(void) {
 static void test_chain_order_penalties_before_top_k(void) {
     /* penalties run first: id 0 (3.0, seen) drops to 1.5 so top_k = 1 keeps id 1.  With top_k first it
      * would keep id 0. */
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.top_k = 1;
     p.penalty_repeat = 2.0f;
-    mf_sampler *s = mk(&p, 2);
+    mf_sampler *s = mf_test_sampler_new(&p, 2);
     REQUIRE(s, "new");
     mf_sampler_accept(s, 0);
     float l[2] = {3.0f, 2.9f};
@@ -206,11 +187,11 @@ static void test_chain_order_penalties_before_top_k(void) {
     CHECK(n == 1 && ids[0] == 1, "n %d id %d", n, ids[0]);
     mf_sampler_free(s);
     /* top_p before min_p, both before temperature: p = .6 .3 .1, top_p .5 keeps {0}; */
-    p = off();
+    p = mf_test_sampler_off();
     p.top_p = 0.5f;
     p.min_p = 0.1f;
     p.temp = 100.0f; /* if temperature ran first, top_p would need more tokens */
-    s = mk(&p, 3);
+    s = mf_test_sampler_new(&p, 3);
     REQUIRE(s, "new");
     float l2[3] = {logf(0.6f), logf(0.3f), logf(0.1f)};
     n = mf_sampler_candidates(s, l2, ids, pr, 3);
@@ -219,11 +200,11 @@ static void test_chain_order_penalties_before_top_k(void) {
 }
 
 static void test_seeded_draws_are_deterministic_and_fair(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.seed = 7;
-    mf_sampler *a = mk(&p, 2), *b = mk(&p, 2);
+    mf_sampler *a = mf_test_sampler_new(&p, 2), *b = mf_test_sampler_new(&p, 2);
     p.seed = 8;
-    mf_sampler *c = mk(&p, 2);
+    mf_sampler *c = mf_test_sampler_new(&p, 2);
     REQUIRE(a && b && c, "new");
     float l[2] = {0.0f, logf(3.0f)}; /* 0.25 / 0.75 */
     int count1 = 0, same = 1, differ = 0;
@@ -265,11 +246,11 @@ static void test_top_k_from_logits_equals_every_candidate(void) {
             for (size_t pi = 0; pi < MF_ARRAY_LEN(pens); pi++) {
                 const int32_t n = ns[ni], k = ks[ki];
                 if (k >= n) continue;
-                mf_sampler_params p = off();
+                mf_sampler_params p = mf_test_sampler_off();
                 p.top_k = k;
                 p.top_p = 0.9f;
                 p.penalty_repeat = pens[pi][0], p.penalty_freq = pens[pi][1], p.penalty_present = pens[pi][2];
-                mf_sampler *fast = mk(&p, n), *full = mk(&p, n);
+                mf_sampler *fast = mf_test_sampler_new(&p, n), *full = mf_test_sampler_new(&p, n);
                 REQUIRE(fast && full, "new");
                 mf_sampler_full_path(full, true);
                 for (int t = 0; t < 40; t++) { /* a window with repeats, some in the first k ids */
@@ -322,10 +303,10 @@ static void test_radix_sort_equals_qsort(void) {
         REQUIRE(l && pa && pb && ia && ib, "alloc");
         for (size_t ci = 0; ci < MF_ARRAY_LEN(cfg); ci++) {
             if (n == 151936 && ci > 1) break; /* the real vocabulary: the two plain configurations */
-            mf_sampler_params p = off();
+            mf_sampler_params p = mf_test_sampler_off();
             p.top_k = cfg[ci].k, p.top_p = cfg[ci].top_p, p.min_p = cfg[ci].min_p, p.typ_p = cfg[ci].typ_p;
             p.temp = cfg[ci].temp, p.penalty_repeat = cfg[ci].repeat;
-            mf_sampler *radix = mk(&p, n), *ref = mk(&p, n);
+            mf_sampler *radix = mf_test_sampler_new(&p, n), *ref = mf_test_sampler_new(&p, n);
             REQUIRE(radix && ref, "new");
             mf_sampler_full_path(ref, true);
             for (int t = 0; t < 32; t++) mf_sampler_accept(radix, t * 37 % n), mf_sampler_accept(ref, t * 37 % n);
@@ -362,7 +343,7 @@ static void test_radix_sort_equals_qsort(void) {
 }
 
 static void test_bad_params_are_refused(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.penalty_repeat = 0.0f;
     mf_sampler *s = NULL;
     mf_error err = {0};
@@ -404,13 +385,13 @@ static void test_logit_bias_is_sampling_the_biased_logits(void) {
                 {17, -3.25f},      {(int32_t)(r % N), 0.125f},  {N - 1, rep & 1 ? -INFINITY : 9.0f}};
             memcpy(lb, l, sizeof l);
             for (size_t k = 0; k < MF_ARRAY_LEN(b); k++) lb[b[k].token] += b[k].bias;
-            mf_sampler_params p = off();
+            mf_sampler_params p = mf_test_sampler_off();
             p.temp = cfg[ci].temp, p.top_k = cfg[ci].k, p.typ_p = cfg[ci].typ,
             p.penalty_repeat = cfg[ci].repeat;
             p.top_p = 0.95f, p.min_p = 0.01f, p.seed = (uint64_t)rep;
-            mf_sampler *plain = mk(&p, N);
+            mf_sampler *plain = mf_test_sampler_new(&p, N);
             p.logit_bias = b, p.n_logit_bias = (int32_t)MF_ARRAY_LEN(b);
-            mf_sampler *biased = mk(&p, N);
+            mf_sampler *biased = mf_test_sampler_new(&p, N);
             REQUIRE(plain && biased, "new");
             for (int t = 0; t < 20; t++)
                 mf_sampler_accept(plain, t * 31 % N), mf_sampler_accept(biased, t * 31 % N);
@@ -450,18 +431,18 @@ static void test_logit_bias_ban_holds_under_a_filter(void) {
     const mf_token_filter f = {.allow = allow_two, .user = two};
     const float temps[] = {0.0f, 1.0f};
     for (size_t ti = 0; ti < MF_ARRAY_LEN(temps); ti++) {
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.temp = temps[ti], p.top_k = 40;
         mf_logit_bias b[2] = {{300, -INFINITY}, {5, -INFINITY}};
         p.logit_bias = b, p.n_logit_bias = 1;
-        mf_sampler *s = mk(&p, N);
+        mf_sampler *s = mf_test_sampler_new(&p, N);
         REQUIRE(s, "new");
         int picked5 = 0;
         for (int d = 0; d < 20; d++) picked5 += mf_sampler_sample_allowed(s, l, &f) == 5;
         CHECK(picked5 == 20, "temp %g: token 5 picked %d of 20 times with 300 banned", temps[ti], picked5);
         mf_sampler_free(s);
         p.n_logit_bias = 2;
-        s = mk(&p, N);
+        s = mf_test_sampler_new(&p, N);
         REQUIRE(s, "new");
         const mf_token t = mf_sampler_sample_allowed(s, l, &f);
         CHECK(t == -1, "temp %g: both allowed tokens banned, yet %d was picked", temps[ti], t);
@@ -470,7 +451,7 @@ static void test_logit_bias_ban_holds_under_a_filter(void) {
 }
 
 static void test_bad_logit_bias_is_refused(void) {
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     mf_sampler *s = NULL;
     mf_error err = {0};
     const struct {

@@ -6,26 +6,12 @@
 #include "harness.h"
 
 #include "engine/engine_impl.h"
+#include "support/sampler_params.h"
 #include "server/breakers.h"
 #include "tok/tok.h"
 
 #include <math.h>
 
-static mf_sampler_params off(void) {
-    mf_sampler_params p = mf_sampler_default_params();
-    p.temp = 1.0f, p.top_k = 0, p.top_p = 1.0f, p.min_p = 0.0f, p.typ_p = 1.0f;
-    p.penalty_last_n = 64, p.penalty_repeat = 1.0f;
-    return p;
-}
-
-static mf_sampler *mk(const mf_sampler_params *p, int n) {
-    mf_sampler *s = NULL;
-    mf_error err = {0};
-    if (mf_sampler_new(p, n, &s, &err)) printf("  mf_sampler_new: %s\n", err.msg);
-    return s;
-}
-
-#define NEAR(a, b) (fabs((double)(a) - (double)(b)) < 1e-5)
 
 /* The chain's probability of each id (0 for an id it left out), from logits log(probs). */
 static int probs_by_id(mf_sampler *s, const float *probs, int n, float *out) {
@@ -64,10 +50,10 @@ static void test_dry_follows_llama_cpp(void) {
         mf_error err = {0};
         const int32_t len1 = 1;
         if (c[k].n_brk) REQUIRE_OK(mf_dry_breakers_from_tokens(c[k].brk, &len1, 1, &br, &err), "%s", err.msg);
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.dry_multiplier = c[k].mult, p.dry_base = c[k].base, p.dry_allowed_length = c[k].allowed;
         p.dry_last_n = c[k].last_n, p.dry_breakers = br;
-        mf_sampler *s = mk(&p, c[k].n);
+        mf_sampler *s = mf_test_sampler_new(&p, c[k].n);
         mf_dry_breakers_free(br); /* the sampler holds its own copy */
         REQUIRE(s, "new");
         for (int i = 0; i < c[k].n_hist; i++) mf_sampler_accept(s, c[k].hist[i]);
@@ -102,9 +88,9 @@ static void test_dry_breakers_limit_the_repeat(void) {
         mf_error err = {0};
         if (c[k].n_brk)
             REQUIRE_OK(mf_dry_breakers_from_tokens(c[k].toks, c[k].lens, c[k].n_brk, &br, &err), "%s", err.msg);
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.dry_multiplier = 1.0f, p.dry_base = 2.0f, p.dry_allowed_length = 2, p.dry_last_n = -1, p.dry_breakers = br;
-        mf_sampler *s = mk(&p, 6);
+        mf_sampler *s = mf_test_sampler_new(&p, 6);
         mf_dry_breakers_free(br);
         REQUIRE(s, "new");
         for (size_t i = 0; i < MF_ARRAY_LEN(hist); i++) mf_sampler_accept(s, hist[i]);
@@ -128,9 +114,9 @@ static void test_dry_window_is_the_last_n(void) {
         float want; /* token 3's loss */
     } c[] = {{-1, 4.0f}, {4, 0.0f}, {10, 2.0f}, {11, 4.0f}, {0, 0.0f}}; /* 10: "b c" then d, 2^1 */
     for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.dry_multiplier = 1.0f, p.dry_base = 2.0f, p.dry_allowed_length = 1, p.dry_last_n = c[k].last_n;
-        mf_sampler *s = mk(&p, 6);
+        mf_sampler *s = mf_test_sampler_new(&p, 6);
         REQUIRE(s, "new");
         for (size_t i = 0; i < MF_ARRAY_LEN(hist); i++) mf_sampler_accept(s, hist[i]);
         float got[6];
@@ -154,9 +140,9 @@ static void test_xtc_follows_llama_cpp(void) {
         int keep; /* the kept ones are the last `keep` ids */
     } c[] = {{0.09f, 1}, {0.19f, 2}, {0.29f, 3}, {0.39f, 4}, {0.6f, 4}};
     for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.xtc_probability = 1.0f, p.xtc_threshold = c[k].t;
-        mf_sampler *s = mk(&p, 4);
+        mf_sampler *s = mf_test_sampler_new(&p, 4);
         REQUIRE(s, "new");
         float got[4], sum = 0;
         for (int i = 4 - c[k].keep; i < 4; i++) sum += probs[i];
@@ -169,9 +155,9 @@ static void test_xtc_follows_llama_cpp(void) {
         mf_sampler_free(s);
     }
     /* temperature 0 after XTC is the best of what XTC leaves (llama.cpp's temp stage runs after it) */
-    mf_sampler_params g = off();
+    mf_sampler_params g = mf_test_sampler_off();
     g.temp = 0.0f, g.xtc_probability = 1.0f, g.xtc_threshold = 0.19f;
-    mf_sampler *gs = mk(&g, 4);
+    mf_sampler *gs = mf_test_sampler_new(&g, 4);
     REQUIRE(gs, "new");
     float gl[4];
     for (int i = 0; i < 4; i++) gl[i] = logf(probs[i]);
@@ -179,9 +165,9 @@ static void test_xtc_follows_llama_cpp(void) {
           mf_sampler_sample(gs, gl));
     mf_sampler_free(gs);
     /* probability 0.5: about half the draws run it (the coin comes from the sampler's RNG) */
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.xtc_probability = 0.5f, p.xtc_threshold = 0.09f;
-    mf_sampler *s = mk(&p, 4);
+    mf_sampler *s = mf_test_sampler_new(&p, 4);
     REQUIRE(s, "new");
     int cut = 0;
     for (int d = 0; d < 2000; d++) {
@@ -199,9 +185,9 @@ static void test_top_n_sigma_follows_llama_cpp(void) {
         float n, want[4];
     } c[] = {{1.0f, {0, 0, 0.428571f, 0.571429f}}, {0.0f, {.1f, .2f, .3f, .4f}}, {3.0f, {.1f, .2f, .3f, .4f}}};
     for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.top_n_sigma = c[k].n;
-        mf_sampler *s = mk(&p, 4);
+        mf_sampler *s = mf_test_sampler_new(&p, 4);
         REQUIRE(s, "new");
         float got[4];
         probs_by_id(s, probs, 4, got);
@@ -220,9 +206,9 @@ static void test_dynamic_temperature_follows_the_entropy(void) {
     double h = 0;
     for (int i = 0; i < 4; i++) h -= probs[i] * log(probs[i]);
     for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.temp = c[k].temp, p.dynatemp_range = c[k].range, p.dynatemp_exponent = c[k].exponent;
-        mf_sampler *s = mk(&p, 4);
+        mf_sampler *s = mf_test_sampler_new(&p, 4);
         REQUIRE(s, "new");
         const double lo = fmax(0, c[k].temp - c[k].range), hi = c[k].temp + c[k].range;
         const double t = c[k].range > 0 ? lo + (hi - lo) * pow(h / log(4), c[k].exponent) : c[k].temp;
@@ -236,9 +222,9 @@ static void test_dynamic_temperature_follows_the_entropy(void) {
         mf_sampler_free(s);
     }
     /* temp 0 with a range is not greedy: the range alone sets the temperature */
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.temp = 0.0f, p.dynatemp_range = 1.0f;
-    mf_sampler *s = mk(&p, 4);
+    mf_sampler *s = mf_test_sampler_new(&p, 4);
     REQUIRE(s, "new");
     float got[4];
     CHECK(probs_by_id(s, probs, 4, got) == 4, "temp 0 with dynatemp_range 1 kept one candidate");
@@ -251,9 +237,9 @@ static void test_mirostat_v2_truncates_at_mu_and_learns(void) {
     const float probs[5] = {0.5f, 0.25f, 0.125f, 0.0625f, 0.0625f};
     float l[5];
     for (int i = 0; i < 5; i++) l[i] = logf(probs[i]);
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.mirostat = 2, p.mirostat_tau = 1.1f, p.mirostat_eta = 0.1f; /* mu 2.2: p >= 0.22 (no p on the edge) */
-    mf_sampler *s = mk(&p, 5);
+    mf_sampler *s = mf_test_sampler_new(&p, 5);
     REQUIRE(s, "new");
     float mu;
     CHECK(mf_sampler_mu(s, &mu) && mu == 2.2f, "mu starts at %f, want 2 * tau", mu);
@@ -287,9 +273,9 @@ static void test_mirostat_v1_keeps_the_zipf_k(void) {
     CHECK((int)k == 10, "the formula gives k %f", k);
     int outside = 0, seen_last = 0;
     for (uint64_t seed = 1; seed <= 400; seed++) {
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.mirostat = 1, p.mirostat_tau = 3.0f, p.seed = seed;
-        mf_sampler *s = mk(&p, N);
+        mf_sampler *s = mf_test_sampler_new(&p, N);
         REQUIRE(s, "new");
         const mf_token t = mf_sampler_sample(s, l);
         outside += t < 0 || t >= 10;
@@ -301,9 +287,9 @@ static void test_mirostat_v1_keeps_the_zipf_k(void) {
     /* tau 10 (mu 20): k is past the vocabulary, every token may come; beyond the 100 best lies 7.7 % of the mass */
     int beyond = 0;
     for (uint64_t seed = 1; seed <= 400; seed++) {
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.mirostat = 1, p.mirostat_tau = 10.0f, p.seed = seed;
-        mf_sampler *s = mk(&p, N);
+        mf_sampler *s = mf_test_sampler_new(&p, N);
         REQUIRE(s, "new");
         beyond += mf_sampler_sample(s, l) >= 100;
         mf_sampler_free(s);
@@ -323,12 +309,12 @@ static void test_top_k_shortcut_with_dry_and_sigma_equals_every_candidate(void) 
     int bad = 0, runs = 0, dry_hits = 0;
     for (int cfg = 0; cfg < 4; cfg++)
         for (size_t ki = 0; ki < MF_ARRAY_LEN(ks); ki++) {
-            mf_sampler_params p = off();
+            mf_sampler_params p = mf_test_sampler_off();
             p.top_k = ks[ki], p.top_p = 0.95f;
             p.dry_multiplier = cfg != 1 ? 0.8f : 0.0f, p.dry_allowed_length = 2;
             p.top_n_sigma = cfg >= 1 ? 1.5f : -1.0f;
             if (cfg == 3) p.penalty_repeat = 1.2f, p.xtc_probability = 0.5f, p.dynatemp_range = 0.3f;
-            mf_sampler *fast = mk(&p, N), *full = mk(&p, N);
+            mf_sampler *fast = mf_test_sampler_new(&p, N), *full = mf_test_sampler_new(&p, N);
             REQUIRE(fast && full, "new");
             mf_sampler_full_path(full, true);
             /* a repeated phrase of high ids (the likely ones below), then its start again */
@@ -376,11 +362,11 @@ static void test_greedy_with_penalties_and_dry_equals_every_candidate(void) {
     for (size_t pi = 0; pi < MF_ARRAY_LEN(pens); pi++)
         for (int dry = 0; dry < 2; dry++) {
             if (!dry && pi == 3) continue; /* nothing on: the plain argmax */
-            mf_sampler_params p = off();
+            mf_sampler_params p = mf_test_sampler_off();
             p.temp = 0.0f;
             p.penalty_repeat = pens[pi][0], p.penalty_freq = pens[pi][1], p.penalty_present = pens[pi][2];
             p.dry_multiplier = dry ? 3.0f : 0.0f, p.dry_allowed_length = 1;
-            mf_sampler *fast = mk(&p, N), *full = mk(&p, N);
+            mf_sampler *fast = mf_test_sampler_new(&p, N), *full = mf_test_sampler_new(&p, N);
             REQUIRE(fast && full, "new");
             mf_sampler_full_path(full, true);
             for (int rep = 0; rep < 40; rep++) {
@@ -417,10 +403,10 @@ static void test_min_keep_holds_every_truncation(void) {
         {"xtc 0.19, min_keep 2", 1, 0, 1, 0.19f, 2, 2},
     };
     for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
-        mf_sampler_params p = off();
+        mf_sampler_params p = mf_test_sampler_off();
         p.top_p = c[k].top_p, p.min_p = c[k].min_p, p.typ_p = c[k].typ_p, p.min_keep = c[k].min_keep;
         if (c[k].xtc_t > 0) p.xtc_probability = 1.0f, p.xtc_threshold = c[k].xtc_t;
-        mf_sampler *s = mk(&p, 4);
+        mf_sampler *s = mf_test_sampler_new(&p, 4);
         REQUIRE(s, "new");
         float got[4];
         const int m = probs_by_id(s, probs, 4, got);
@@ -432,9 +418,9 @@ static void test_min_keep_holds_every_truncation(void) {
 /* A generator draws ahead and may put the draw back (mf_sampler_state_set): Mirostat's mu goes back too. */
 static void test_state_set_puts_mu_and_rng_back(void) {
     const float l[4] = {1.0f, 0.5f, 0.2f, 0.1f};
-    mf_sampler_params p = off();
+    mf_sampler_params p = mf_test_sampler_off();
     p.mirostat = 2;
-    mf_sampler *a = mk(&p, 4), *b = mk(&p, 4);
+    mf_sampler *a = mf_test_sampler_new(&p, 4), *b = mf_test_sampler_new(&p, 4);
     REQUIRE(a && b, "new");
     mf_sampler_state st;
     mf_sampler_state_get(a, &st);
@@ -455,7 +441,7 @@ static void test_bad_stage_values_are_refused(void) {
     mf_error err = {0};
 #define REFUSED(assign, needle)                                                                          \
     do {                                                                                                 \
-        p = off();                                                                                       \
+        p = mf_test_sampler_off();                                                                       \
         assign;                                                                                          \
         err.msg[0] = 0;                                                                                  \
         CHECK(mf_sampler_new(&p, 8, &s, &err) == MF_E_INVAL && !s, "%s accepted", #assign);              \

@@ -648,8 +648,6 @@ static void chain(mf_sampler *s, const float *logits) {
 
 /* ---------------- Mirostat ---------------- */
 
-/* v1: Zipf's exponent s_hat estimated from the 100 most likely, then top_k with the k that should give
- * surprise mu (llama.cpp's formula, with this vocabulary's size). */
 enum { MIROSTAT_M = 100 };
 
 /* The MIROSTAT_M best candidates in cand_cmp's order, read without reordering the rest. */
@@ -663,6 +661,8 @@ static int32_t best_m(const mf_sampler *s, cand *top) {
     return nb;
 }
 
+/* v1: Zipf's exponent s_hat estimated from the 100 most likely, then top_k with the k that should give
+ * surprise mu (llama.cpp's formula, with this vocabulary's size). */
 static void mirostat_v1(mf_sampler *s) {
     /* p_i / p_i+1 = exp(logit_i - logit_i+1): the ratios need the best 100 in order, not every candidate sorted */
     cand top[MIROSTAT_M];
