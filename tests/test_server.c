@@ -333,7 +333,7 @@ static void test_fim_layout_cuts_as_llama_server(void) {
 }
 
 /* llama-server's sampler fields are read into the sampler's (their "off" values too: clients send every
- * field), a value outside the engine's range is refused naming the field, n_probs (not served) only at 0;
+ * field), a value outside the engine's range is refused naming the field, n_probs beyond 20 too;
  * 'samplers' switches off the stages it leaves out and may not reorder minfer's chain. */
 static void test_llama_server_sampler_fields(void) {
     mf_srv_req r;

@@ -510,29 +510,35 @@ static int parse_limits(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     return 0;
 }
 
+/* A number field into a float, when given. */
+static int num_into(const cJSON *o, const char *name, double lo, double hi, float *out, mf_srv_err *e) {
+    double d = 0;
+    bool g;
+    if (get_num(o, name, lo, hi, &d, &g, e)) return -1;
+    if (g) *out = (float)d;
+    return 0;
+}
+
+static int int_into(const cJSON *o, const char *name, double lo, double hi, int32_t *out, mf_srv_err *e) {
+    int64_t v = 0;
+    bool g;
+    if (get_int(o, name, lo, hi, &v, &g, e)) return -1;
+    if (g) *out = (int32_t)v;
+    return 0;
+}
+
 static int parse_sampling(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     mf_sampler_params *sp = &r->sp;
-    double d;
     int64_t i;
     bool g;
-    if (get_num(o, "temperature", 0, 2, &d, &g, e)) return -1;
-    if (g) sp->temp = (float)d;
-    if (get_num(o, "top_p", 0, 1, &d, &g, e)) return -1;
-    if (g) sp->top_p = (float)d;
-    if (get_int(o, "top_k", 0, INT32_MAX, &i, &g, e)) return -1;
-    if (g) sp->top_k = (int32_t)i;
-    if (get_num(o, "min_p", 0, 1, &d, &g, e)) return -1;
-    if (g) sp->min_p = (float)d;
-    if (get_num(o, "typical_p", 0, 1, &d, &g, e)) return -1;
-    if (g) sp->typ_p = (float)d;
-    if (get_num(o, "presence_penalty", -2, 2, &d, &g, e)) return -1;
-    if (g) sp->penalty_present = (float)d;
-    if (get_num(o, "frequency_penalty", -2, 2, &d, &g, e)) return -1;
-    if (g) sp->penalty_freq = (float)d;
-    if (get_num(o, "repeat_penalty", 0, 100, &d, &g, e)) return -1;
-    if (g) sp->penalty_repeat = (float)d;
-    if (get_int(o, "repeat_last_n", -1, INT32_MAX, &i, &g, e)) return -1;
-    if (g) sp->penalty_last_n = (int32_t)i;
+    if (num_into(o, "temperature", 0, 2, &sp->temp, e) || num_into(o, "top_p", 0, 1, &sp->top_p, e) ||
+        int_into(o, "top_k", 0, INT32_MAX, &sp->top_k, e) || num_into(o, "min_p", 0, 1, &sp->min_p, e) ||
+        num_into(o, "typical_p", 0, 1, &sp->typ_p, e) ||
+        num_into(o, "presence_penalty", -2, 2, &sp->penalty_present, e) ||
+        num_into(o, "frequency_penalty", -2, 2, &sp->penalty_freq, e) ||
+        num_into(o, "repeat_penalty", 0, 100, &sp->penalty_repeat, e) ||
+        int_into(o, "repeat_last_n", -1, INT32_MAX, &sp->penalty_last_n, e))
+        return -1;
     /* JSON numbers are doubles: seeds are exact up to 2^53; larger ones would be silently rounded */
     if (get_int(o, "seed", -9007199254740992.0, 9007199254740992.0, &i, &g, e)) return -1;
     if (g) sp->seed = (uint64_t)i, r->seed_given = true;
@@ -623,23 +629,6 @@ static int parse_logit_bias(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     return 0;
 }
 
-/* A number field into a float, when given. */
-static int num_into(const cJSON *o, const char *name, double lo, double hi, float *out, mf_srv_err *e) {
-    double d;
-    bool g;
-    if (get_num(o, name, lo, hi, &d, &g, e)) return -1;
-    if (g) *out = (float)d;
-    return 0;
-}
-
-static int int_into(const cJSON *o, const char *name, double lo, double hi, int32_t *out, mf_srv_err *e) {
-    int64_t v;
-    bool g;
-    if (get_int(o, name, lo, hi, &v, &g, e)) return -1;
-    if (g) *out = (int32_t)v;
-    return 0;
-}
-
 /* dry_sequence_breakers: a non-empty array of non-empty strings, as llama-server requires. */
 static int parse_breakers(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     const cJSON *v = field(o, "dry_sequence_breakers");
@@ -672,9 +661,8 @@ static int parse_breakers(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     return 0;
 }
 
-/* llama-server's other samplers: DRY, XTC, top-n-sigma, dynamic temperature, Mirostat (the engine's ranges,
- * checked here so the answer names the field).  n_probs (llama-server's completion_probabilities) is not
- * served: taken at 0, refused otherwise - never ignored. */
+/* llama-server's other samplers: DRY, XTC, top-n-sigma, dynamic temperature, Mirostat, min_keep (the engine's
+ * ranges, checked here so the answer names the field). */
 static int parse_more_samplers(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     mf_sampler_params *sp = &r->sp;
     if (num_into(o, "dry_multiplier", 0, 1e6, &sp->dry_multiplier, e) ||
@@ -718,7 +706,7 @@ static int parse_n_probs(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     if (mf_srv_shape(r->kind) != MF_SRV_NATIVE)
         return BAD(e, "n_probs", "'n_probs' belongs to /completion and /infill; here ask for 'logprobs'%s",
                    r->kind == MF_SRV_CHAT ? " and 'top_logprobs'" : " N");
-    r->logprobs = r->n_probs = true, r->top_logprobs = (int32_t)v;
+    r->logprobs = true, r->top_logprobs = (int32_t)v;
     return 0;
 }
 

@@ -77,7 +77,6 @@ typedef struct {
     bool stream, include_usage;
     bool logprobs;        /* return the chosen tokens' log-probabilities */
     int32_t top_logprobs; /* and this many alternatives per position */
-    bool n_probs;         /* /completion, /infill: as llama-server's completion_probabilities (n_probs > 0) */
     int32_t n;            /* choices sharing one prompt prefill */
     bool cache_prompt;    /* reuse cached prefixes (default true, as llama-server) */
     int32_t id_slot;      /* -1: any */
