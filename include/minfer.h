@@ -408,6 +408,8 @@ typedef struct {
 int mf_dry_breakers_new(const mf_model *model, const char *const *seqs, int32_t n, mf_dry_breakers **out,
                         mf_error *err);
 void mf_dry_breakers_free(mf_dry_breakers *b);
+/* llama.cpp's default breakers (common/common.h): "\n", ":", "\"", "*"; returns their count. */
+int32_t mf_dry_default_breakers(const char *const **strs);
 int32_t mf_dry_breakers_count(const mf_dry_breakers *b); /* the (head token, tail) sequences it holds */
 
 mf_sampler_params mf_sampler_default_params(void);

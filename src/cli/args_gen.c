@@ -55,7 +55,6 @@ mf_sampler_params mf_arg_sampler_defaults(void) {
 enum { MAX_BREAKERS = 64 };
 static const char *g_breakers[MAX_BREAKERS];
 static int32_t g_n_breakers = -1; /* -1: not given, the defaults */
-static const char *const k_default_breakers[] = {"\n", ":", "\"", "*"};
 
 /* A sampler flag that takes one number: llama.cpp's spelling, the range, and the field it sets. */
 typedef struct {
@@ -156,9 +155,9 @@ int32_t mf_arg_sampler_breakers(const char *const **strs) {
 int mf_arg_sampler_resolve(const mf_model *model, mf_sampler_params *sp, mf_dry_breakers **own, mf_error *err) {
     *own = NULL;
     if (!(sp->dry_multiplier > 0) || sp->dry_last_n == 0 || g_n_breakers == 0) return 0;
-    const bool defaults = g_n_breakers < 0;
-    const int rc = mf_dry_breakers_new(model, defaults ? k_default_breakers : g_breakers,
-                                       defaults ? 4 : g_n_breakers, own, err);
+    const char *const *strs = g_breakers;
+    const int32_t n = g_n_breakers < 0 ? mf_dry_default_breakers(&strs) : g_n_breakers;
+    const int rc = mf_dry_breakers_new(model, strs, n, own, err);
     if (!rc) sp->dry_breakers = *own;
     return rc;
 }

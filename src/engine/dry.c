@@ -35,6 +35,12 @@ void mf_dry_breakers_free(mf_dry_breakers *b) {
     free(b);
 }
 
+int32_t mf_dry_default_breakers(const char *const **strs) {
+    static const char *const k_default[] = {"\n", ":", "\"", "*"};
+    *strs = k_default;
+    return (int32_t)(sizeof k_default / sizeof k_default[0]);
+}
+
 int32_t mf_dry_breakers_count(const mf_dry_breakers *b) {
     return b ? b->n : 0;
 }

@@ -81,16 +81,10 @@ int32_t mf_srv_breakers_kept(mf_srv_breakers *c) {
     return n;
 }
 
-/* llama-server's default breakers (common/common.h dry_sequence_breakers). */
-static const char *const k_default[] = {"\n", ":", "\"", "*"};
-
 int32_t mf_srv_default_breakers(const char *const *strs, int32_t n, const char *const **out) {
-    if (n >= 0) {
-        *out = strs;
-        return n;
-    }
-    *out = k_default;
-    return (int32_t)(sizeof k_default / sizeof k_default[0]);
+    if (n < 0) return mf_dry_default_breakers(out);
+    *out = strs;
+    return n;
 }
 
 int mf_srv_req_resolve_dry(mf_srv_req *r, mf_srv_breakers *c, const mf_model *model, const char *const *def,
