@@ -55,6 +55,7 @@ typedef struct mf_model mf_model;
 typedef struct mf_context mf_context;
 typedef struct mf_sampler mf_sampler;
 typedef struct mf_dry_breakers mf_dry_breakers;
+typedef struct mf_infill_vocab mf_infill_vocab;
 typedef struct mf_gen mf_gen;
 
 /* ---------------- model ---------------- */
@@ -347,13 +348,14 @@ int mf_context_write_graph(mf_context *ctx, int32_t n_tokens, const char *format
 /* ---------------- sampling ----------------
  * The chain runs in llama.cpp's default common-sampler order (common/common.h):
  *   logit_bias -> penalties -> DRY -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> XTC
- *   -> temperature (dynamic with dynatemp_range > 0) -> dist (seeded draw)
- * temp <= 0 is greedy: the highest logit after bias, penalties and DRY wins; ties: lowest id.  Unless
- * dynatemp_range > 0 (the range sets the temperature) or XTC is on (it may remove the best candidates
- * first; the best of the rest wins, as llama.cpp's temperature stage runs after XTC).  mirostat 1 or 2 replaces top_n_sigma .. XTC and the draw (logit_bias -> penalties -> DRY ->
- * temperature -> Mirostat), as llama.cpp's Mirostat replaces its truncation samplers; unlike llama.cpp,
- * whose Mirostat chain has no penalty stage, the penalties and DRY still apply.  Every stage follows
- * llama.cpp's src/llama-sampling.cpp; the draws differ from llama.cpp's (another RNG). */
+ *   -> infill -> temperature (dynamic with dynatemp_range > 0) -> dist (seeded draw)
+ * temp <= 0 is greedy: the highest logit after bias, penalties and DRY wins; ties: lowest id. Unless
+ * dynatemp_range > 0 (the range sets the temperature), the infill stage is on (it may end on EOT first) or XTC
+ * is on (it may remove the best candidates first; the best of the rest wins, as llama.cpp's temperature stage
+ * runs after XTC). mirostat 1 or 2 replaces top_n_sigma .. XTC and the draw (logit_bias -> penalties -> DRY ->
+ * temperature -> Mirostat), as llama.cpp's Mirostat replaces its truncation samplers; unlike llama.cpp, whose
+ * Mirostat chain has no penalty stage, the penalties and DRY still apply. Every stage follows llama.cpp's
+ * src/llama-sampling.cpp; the draws differ from llama.cpp's (another RNG). */
 
 /* One logit_bias entry: bias is added to the token's logit before every other stage (llama.cpp's logit_bias
  * sampler, first in its chain); -INFINITY bans the token (never sampled, under a grammar too).  Entries are
@@ -399,6 +401,13 @@ typedef struct {
     float mirostat_tau;      /* 5: target surprise (bits); mu starts at 2 * tau */
     float mirostat_eta;      /* 0.1: learning rate */
     int32_t min_keep;        /* 0: top_p, min_p, typical_p and XTC leave at least this many candidates */
+    /* llama.cpp's infill stage (fill in the middle; llama.vim's `samplers`), after XTC and before the
+     * temperature: ends the completion when the end-of-generation tokens are likely enough, else merges
+     * tokens whose text is a prefix of another's and keeps the few that most of the probability backs (the
+     * EOT token alone when none is left).  NULL = off; borrowed (mf_infill_vocab_new), it must outlive the
+     * sampler.  It compares every pair of candidates, so it needs 1 <= top_k <= MF_INFILL_MAX_TOP_K, and it
+     * is not combined with Mirostat (which replaces the truncation stages). */
+    const mf_infill_vocab *infill;
 } mf_sampler_params;
 
 /* DRY's sequence breakers resolved against a model's vocabulary (llama.cpp's rule): a token whose text
@@ -411,6 +420,14 @@ void mf_dry_breakers_free(mf_dry_breakers *b);
 /* llama.cpp's default breakers (common/common.h): "\n", ":", "\"", "*"; returns their count. */
 int32_t mf_dry_default_breakers(const char *const **strs);
 int32_t mf_dry_breakers_count(const mf_dry_breakers *b); /* the (head token, tail) sequences it holds */
+
+/* The infill stage's view of a model's vocabulary: each token's text (control tokens none) and which tokens
+ * end generation (the model's EOG set; its EOT token, else its first EOG token, ends a completion that has no
+ * text left).  Refused for a model without a tokenizer. */
+enum { MF_INFILL_MAX_TOP_K = 1024 };
+int mf_infill_vocab_new(const mf_model *model, mf_infill_vocab **out, mf_error *err);
+void mf_infill_vocab_free(mf_infill_vocab *v);
+int32_t mf_infill_vocab_size(const mf_infill_vocab *v); /* its tokens (0 for NULL) */
 
 mf_sampler_params mf_sampler_default_params(void);
 /* The checks mf_sampler_new makes (ranges, the logit_bias list), without building a sampler. */

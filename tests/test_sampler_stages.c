@@ -435,6 +435,122 @@ static void test_state_set_puts_mu_and_rng_back(void) {
     mf_sampler_free(b);
 }
 
+/* ---------------- the infill stage (llama.cpp's llama_sampler_infill, worked by hand) ---------------- */
+
+/* texts "a" "ab" "b" "c", then an end-of-generation token (the EOT) */
+static mf_infill_vocab *infill_vocab5(void) {
+    static const char *const pieces[] = {"a", "ab", "b", "c", "<eog>"};
+    static const bool eog[] = {false, false, false, false, true};
+    mf_infill_vocab *v = NULL;
+    mf_error err = {0};
+    if (mf_infill_vocab_from_pieces(pieces, eog, 5, 4, &v, &err)) printf("  infill vocab: %s\n", err.msg);
+    return v;
+}
+
+/* six texts without common beginnings, an EOG token (6) and a second one (7) that is the EOT */
+static mf_infill_vocab *infill_vocab8(void) {
+    static const char *const pieces[] = {"x", "y", "z", "w", "v", "u", "<eog>", "<eot>"};
+    static const bool eog[] = {false, false, false, false, false, false, true, true};
+    mf_infill_vocab *v = NULL;
+    mf_error err = {0};
+    if (mf_infill_vocab_from_pieces(pieces, eog, 8, 7, &v, &err)) printf("  infill vocab: %s\n", err.msg);
+    return v;
+}
+
+static mf_sampler *infill_sampler(const mf_infill_vocab *v, int n, int32_t top_k, float temp) {
+    mf_sampler_params p = mf_test_sampler_off();
+    p.infill = v, p.top_k = top_k, p.temp = temp;
+    return mf_test_sampler_new(&p, n);
+}
+
+/* A token whose text begins another's is one choice with it (the likelier keeps both probabilities); texts
+ * under 0.2, then under 1 / (texts + 1), leave; the draw's probabilities are the survivors' softmax. */
+static void test_infill_merges_prefixes_and_keeps_the_backed_few(void) {
+    static const struct {
+        const char *what;
+        float probs[5];
+        float want[5];
+    } c[] = {
+        /* a (.45) takes ab (.30): a .75 alone passes 0.2 and 1/2; the EOG token always stays */
+        {"a takes ab", {.45f, .30f, .15f, .0999f, .0001f}, {.45f / .4501f, 0, 0, 0, .0001f / .4501f}},
+        /* ab (.40) is likelier than its prefix a (.30): ab takes a; b .25 passes 0.2, not 1/3 of the rest */
+        {"ab takes a", {.30f, .40f, .25f, .0499f, .0001f}, {0, .40f / .4001f, 0, 0, .0001f / .4001f}},
+        /* a .50 (with ab) and b .40 both pass 1/3 */
+        {"two texts", {.45f, .05f, .40f, .0999f, .0001f}, {.45f / .8501f, 0, .40f / .8501f, 0, .0001f / .8501f}},
+        /* 3 * p_eog * n = 1.5 > p_txt = 0.9: only the end-of-generation tokens stay */
+        {"eog likely", {.3f, .3f, .2f, .1f, .1f}, {0, 0, 0, 0, 1}},
+    };
+    mf_infill_vocab *v = infill_vocab5();
+    REQUIRE(v, "vocab");
+    for (size_t k = 0; k < MF_ARRAY_LEN(c); k++) {
+        mf_sampler *s = infill_sampler(v, 5, 5, 1.0f);
+        REQUIRE(s, "new");
+        float got[5];
+        probs_by_id(s, c[k].probs, 5, got);
+        for (int i = 0; i < 5; i++)
+            CHECK(NEAR(got[i], c[k].want[i]), "%s: id %d p %f, want %f", c[k].what, i, got[i], c[k].want[i]);
+        mf_sampler_free(s);
+    }
+    mf_infill_vocab_free(v);
+}
+
+/* No text reaching 0.2 ends the completion: the EOT token alone, also when top_k had left it out, also
+ * greedy (whose argmax would be a text); a logit_bias that bans the EOT keeps it out (the candidates stay),
+ * and so does a grammar that does not allow it. */
+static void test_infill_ends_on_eot_unless_it_is_banned(void) {
+    float l[8];
+    for (int i = 0; i < 6; i++) l[i] = logf(.166f);
+    l[0] = logf(.17f), l[6] = logf(.003f), l[7] = logf(.0001f); /* the EOT is 8th: outside top_k 7 */
+    mf_infill_vocab *v = infill_vocab8();
+    REQUIRE(v, "vocab");
+    for (int g = 0; g < 2; g++) {
+        mf_sampler *s = infill_sampler(v, 8, 7, g ? 0.0f : 1.0f);
+        REQUIRE(s, "new");
+        int32_t ids[8];
+        float pr[8];
+        const int32_t m = mf_sampler_candidates(s, l, ids, pr, 8);
+        CHECK(m == 1 && ids[0] == 7, "%s: %d candidates, first %d; want the EOT 7 alone", g ? "greedy" : "sampled",
+              (int)m, (int)ids[0]);
+        CHECK(mf_sampler_sample(s, l) == 7, "%s: the draw is not the EOT", g ? "greedy" : "sampled");
+        mf_sampler_free(s);
+    }
+    mf_sampler_params p = mf_test_sampler_off();
+    const mf_logit_bias ban = {7, -INFINITY};
+    p.infill = v, p.top_k = 8, p.logit_bias = &ban, p.n_logit_bias = 1;
+    mf_sampler *s = mf_test_sampler_new(&p, 8);
+    REQUIRE(s, "new");
+    int seen7 = 0, texts = 0;
+    for (int d = 0; d < 200; d++) {
+        const mf_token t = mf_sampler_sample(s, l);
+        seen7 += t == 7, texts += t < 6;
+    }
+    CHECK(!seen7 && texts > 150, "EOT banned: drawn %d times, texts %d of 200", seen7, texts);
+    mf_sampler_free(s);
+    mf_infill_vocab_free(v);
+}
+
+static bool not_seven(void *user, int32_t id) {
+    (void)user;
+    return id != 7;
+}
+
+static void test_infill_under_a_grammar_keeps_to_it(void) {
+    float l[8];
+    for (int i = 0; i < 6; i++) l[i] = logf(.166f);
+    l[6] = logf(.003f), l[7] = logf(.0001f);
+    mf_infill_vocab *v = infill_vocab8();
+    REQUIRE(v, "vocab");
+    mf_sampler *s = infill_sampler(v, 8, 8, 1.0f);
+    REQUIRE(s, "new");
+    const mf_token_filter f = {not_seven, NULL, NULL};
+    int seen7 = 0;
+    for (int d = 0; d < 100; d++) seen7 += mf_sampler_sample_allowed(s, l, &f) == 7;
+    CHECK(!seen7, "the grammar's filter refuses 7, drawn %d times", seen7);
+    CHECK(mf_sampler_sample(s, l) == 7, "without the filter the stage ends on the EOT");
+    mf_sampler_free(s);
+    mf_infill_vocab_free(v);
+}
+
 static void test_bad_stage_values_are_refused(void) {
     mf_sampler_params p;
     mf_sampler *s = NULL;
@@ -457,6 +573,15 @@ static void test_bad_stage_values_are_refused(void) {
     REFUSED(p.dynatemp_range = -1.0f, "range -1");
     REFUSED(p.mirostat = 3, "mirostat 3");
     REFUSED((p.mirostat = 2, p.mirostat_tau = -1.0f), "tau -1");
+    mf_infill_vocab *v8 = infill_vocab8();
+    REFUSED((p.infill = v8, p.top_k = 0), "got 0; llama.vim sends 40");
+    REFUSED((p.infill = v8, p.top_k = MF_INFILL_MAX_TOP_K + 1), "between 1 and 1024");
+    REFUSED((p.infill = v8, p.top_k = 8, p.mirostat = 2), "Mirostat 2 replaces");
+    p = mf_test_sampler_off();
+    p.infill = v8, p.top_k = 4;
+    CHECK(mf_sampler_new(&p, 9, &s, &err) == MF_E_INVAL && strstr(err.msg, "has 8 tokens, the sampler 9"),
+          "a vocabulary of another size: %s", err.msg);
+    mf_infill_vocab_free(v8);
 #undef REFUSED
     /* zero is off for every stage: a struct of zeros plus the basics is a valid sampler */
     mf_sampler_params z = {0};
@@ -565,6 +690,24 @@ static void test_server_keeps_resolved_breakers(void) {
     mf_srv_breakers_free(c);
 }
 
+/* The model's view: every token, <|im_end|> the EOT (Qwen's vocabulary names it by text), the EOG set's. */
+static void test_infill_vocab_reads_the_model(void) {
+    REQUIRE(g_model, "model");
+    mf_infill_vocab *v = NULL;
+    mf_error err = {0};
+    REQUIRE_OK(mf_infill_vocab_new(g_model, &v, &err), "%s", err.msg);
+    mf_model_info info;
+    mf_model_get_info(g_model, &info);
+    mf_token *ids = NULL;
+    int32_t n = 0;
+    REQUIRE_OK(mf_tokenize(g_model, "<|im_end|>", 10, false, true, &ids, &n, &err), "%s", err.msg);
+    CHECK(mf_infill_vocab_size(v) == info.n_vocab, "%d tokens, the model %d", mf_infill_vocab_size(v), info.n_vocab);
+    CHECK(n == 1 && mf_infill_vocab_eot(v) == ids[0] && mf_model_is_eog(g_model, ids[0]), "EOT %d, <|im_end|> %d",
+          mf_infill_vocab_eot(v), n == 1 ? ids[0] : -1);
+    free(ids);
+    mf_infill_vocab_free(v);
+}
+
 int main(void) {
     RUN(test_dry_follows_llama_cpp);
     RUN(test_dry_breakers_limit_the_repeat);
@@ -578,6 +721,9 @@ int main(void) {
     RUN(test_greedy_with_penalties_and_dry_equals_every_candidate);
     RUN(test_min_keep_holds_every_truncation);
     RUN(test_state_set_puts_mu_and_rng_back);
+    RUN(test_infill_merges_prefixes_and_keeps_the_backed_few);
+    RUN(test_infill_ends_on_eot_unless_it_is_banned);
+    RUN(test_infill_under_a_grammar_keeps_to_it);
     RUN(test_bad_stage_values_are_refused);
     char path[600];
     snprintf(path, sizeof path, "%s/stages-qwen2.gguf", mf_test_tmpdir());
@@ -587,6 +733,7 @@ int main(void) {
     if (system(cmd) == 0 && mf_model_load(path, NULL, &g_model, &err)) printf("  load: %s\n", err.msg);
     RUN(test_breakers_follow_llama_cpps_rule);
     RUN(test_server_keeps_resolved_breakers);
+    RUN(test_infill_vocab_reads_the_model);
     mf_model_free(g_model);
     remove(path);
     return mf_test_done();

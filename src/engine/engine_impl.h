@@ -91,6 +91,19 @@ mf_token mf_dry_breakers_at(const mf_dry_breakers *b, int32_t i, const mf_token 
 /* Tests: breakers given as token sequences (toks holds them one after another, lens[i] tokens each). */
 int mf_dry_breakers_from_tokens(const mf_token *toks, const int32_t *lens, int32_t n, mf_dry_breakers **out,
                                 mf_error *err);
+/* A sampler candidate: token, logit (after the stages so far), probability (valid after a softmax). */
+typedef struct {
+    int32_t id;
+    float logit, p;
+} mf_cand;
+/* infill.c: the infill stage over c[0..n), sorted by logit with p softmax'd; n_possible of them have a finite
+ * logit.  Returns how many candidates it leaves (compacted in place; c[0] may become the EOT token).
+ * eot_banned: the EOT token may not be drawn (a logit_bias ban, a grammar), so the stage does not force it. */
+int32_t mf_infill_apply(const mf_infill_vocab *v, mf_cand *c, int32_t n, int32_t n_possible, bool eot_banned);
+mf_token mf_infill_vocab_eot(const mf_infill_vocab *v);
+/* Tests: a vocabulary given as texts, end-of-generation flags and the EOT id. */
+int mf_infill_vocab_from_pieces(const char *const *pieces, const bool *eog, int32_t n, mf_token eot,
+                                mf_infill_vocab **out, mf_error *err);
 /* What one sample changes in a sampler besides its history: the RNG and Mirostat's mu.  A generator that
  * draws ahead and drops the draw puts it back (gen.c). */
 typedef struct {

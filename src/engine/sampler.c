@@ -1,7 +1,7 @@
 /* The sampler chain, in llama.cpp's default common-sampler order (common/common.h `samplers`), after the
  * logit_bias sampler common_sampler_init puts first:
  *   logit_bias -> penalties -> DRY -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p -> XTC
- *   -> temperature (dynamic with dynatemp_range) -> dist
+ *   -> infill -> temperature (dynamic with dynatemp_range) -> dist
  * or, with Mirostat, logit_bias -> penalties -> DRY -> temperature -> mirostat (v1 or v2).
  * Each stage follows llama.cpp's semantics (src/llama-sampling.cpp); probabilities are a softmax over
  * the surviving candidates.  temp <= 0: greedy (llama.cpp's temp sampler keeps only the max, then dist
@@ -21,10 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    int32_t id;
-    float logit, p;
-} cand;
+typedef mf_cand cand;
 
 struct mf_sampler {
     mf_sampler_params p;
@@ -45,6 +42,7 @@ struct mf_sampler {
     float sigma_min;     /* this step's top_n_sigma threshold (-inf: off) */
     float mu;            /* Mirostat's running bound on surprise (bits) */
     float *vals;         /* top_n_sigma's scratch: every token's logit after the penalties (n_vocab) */
+    const mf_token_filter *filter; /* mf_sampler_sample_allowed's, while it runs (the infill stage asks it) */
     uint64_t s[4];
 };
 
@@ -166,6 +164,15 @@ static int check_stages(const mf_sampler_params *p, mf_error *err) {
     if (p->mirostat && (!within(p->mirostat_tau, 0, FLT_MAX) || !within(p->mirostat_eta, 0, FLT_MAX)))
         return mf_err(err, MF_E_INVAL, "Mirostat values out of range: tau %g (>= 0), eta %g (>= 0)",
                       p->mirostat_tau, p->mirostat_eta);
+    if (p->infill && p->mirostat)
+        return mf_err(err, MF_E_INVAL,
+                      "the infill stage runs among the truncation stages, which Mirostat %d replaces: use one of them",
+                      p->mirostat);
+    if (p->infill && (p->top_k < 1 || p->top_k > MF_INFILL_MAX_TOP_K))
+        return mf_err(err, MF_E_INVAL,
+                      "the infill stage compares every pair of candidates, so it needs top_k between 1 and %d (got "
+                      "%d; llama.vim sends 40)",
+                      MF_INFILL_MAX_TOP_K, p->top_k);
     return 0;
 }
 
@@ -179,6 +186,10 @@ int mf_sampler_params_check(const mf_sampler_params *p, int32_t n_vocab, mf_erro
             "sampler values out of range: top_p %g, min_p %g, typ_p %g, repeat %g (must be >= 0; repeat > 0)",
             p->top_p, p->min_p, p->typ_p, p->penalty_repeat);
     int rc = check_stages(p, err);
+    if (!rc && p->infill && mf_infill_vocab_size(p->infill) != n_vocab)
+        rc = mf_err(err, MF_E_INVAL,
+                    "the infill stage's vocabulary has %d tokens, the sampler %d: build it from this model",
+                    mf_infill_vocab_size(p->infill), n_vocab);
     return rc ? rc : check_bias(p, n_vocab, err);
 }
 
@@ -566,6 +577,19 @@ static void apply_xtc(mf_sampler *s) {
     s->n -= last;
 }
 
+/* The infill stage (infill.c).  Its forced EOT is no forced pick where the token may not be drawn: banned by
+ * the logit_bias, or not allowed by mf_sampler_sample_allowed's filter. */
+static void apply_infill(mf_sampler *s) {
+    const mf_infill_vocab *v = s->p.infill;
+    if (!v || !s->n) return;
+    const mf_token eot = mf_infill_vocab_eot(v);
+    const bool banned = (s->bans && s->biased[eot] == -INFINITY) ||
+                        (s->filter && !s->filter->allow(s->filter->user, eot));
+    softmax(s);
+    s->n = mf_infill_apply(v, s->c, s->n, n_possible(s), banned);
+    s->sorted = false; /* merged tokens are -inf where they stood */
+}
+
 /* Dynamic temperature: temp +- dynatemp_range, by the candidates' entropy over its maximum, log n. */
 static float dynamic_temp(mf_sampler *s, int32_t n) {
     const float t = s->p.temp, lo = fmaxf(0.0f, t - s->p.dynatemp_range), hi = t + s->p.dynatemp_range;
@@ -622,6 +646,7 @@ static void after_top_k(mf_sampler *s) {
     apply_top_p(s);
     apply_min_p(s);
     apply_xtc(s);
+    apply_infill(s);
     apply_temp(s);
 }
 
@@ -753,7 +778,7 @@ static const float *with_bias(mf_sampler *s, const float *logits) {
  * temperature, or XTC may remove the highest candidates first (llama.cpp's temp stage then keeps the best of
  * the rest); with Mirostat, temp <= 0 (llama.cpp's temp 0 leaves Mirostat one candidate). */
 static bool greedy(const mf_sampler *s) {
-    if (s->p.temp > 0.0f) return false;
+    if (s->p.temp > 0.0f || s->p.infill) return false; /* infill may force EOT first */
     if (s->p.mirostat) return true;
     return !(s->p.dynatemp_range > 0) && !(s->p.xtc_probability > 0 && s->p.xtc_threshold <= 0.5f);
 }
@@ -761,6 +786,7 @@ static bool greedy(const mf_sampler *s) {
 /* What every sample starts with: this step's DRY penalties, no top_n_sigma threshold yet. */
 static void begin_step(mf_sampler *s) {
     s->dry_pen = NULL;
+    s->filter = NULL;
     if (s->dry) (void)mf_dry_step(s->dry, &s->dry_pen);
     s->sigma_min = -INFINITY;
 }
@@ -810,6 +836,7 @@ static int32_t keep_allowed(mf_sampler *s, const mf_token_filter *f, int32_t wan
 mf_token mf_sampler_sample_allowed(mf_sampler *s, const float *logits, const mf_token_filter *f) {
     logits = with_bias(s, logits);
     begin_step(s);
+    s->filter = f;
     const bool greedy_pick = greedy(s);
     const int32_t k = greedy_pick ? 1 : s->p.top_k;
     /* Mirostat and top_n_sigma read every allowed token, not a window of the likely ones */
