@@ -506,6 +506,12 @@ typedef struct {
                                   strings are then refused */
     const char *const *stop;   /* stop strings (copied by mf_gen_new); empty strings are refused */
     int32_t n_stop;
+    /* llama-server's code-completion limits, both ending the turn with MF_GEN_LENGTH (0 = off): n_indent ends
+     * it at the first character of a line after the first that starts with fewer blanks (spaces, tabs; the
+     * newline and blanks stay in the text); t_max_predict_ms, once that long has passed since the turn's first
+     * generated token, ends it with the next token whose text holds a newline */
+    int32_t n_indent;
+    double t_max_predict_ms;
     mf_abort_fn abort; /* may be NULL */
     void *abort_user;
 } mf_gen_params;

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static char path[512];
 static mf_model *model;
@@ -705,6 +706,125 @@ static void test_conversation_drops_the_oldest_turns(void) {
     mf_context_free(ctx);
 }
 
+/* The text a grammar forces (greedy), driven with the limits of gp; status and text returned. */
+static int forced(mf_context *ctx, const char *gbnf, mf_gen_params gp, result *r) {
+    mf_kv_clear_all(ctx);
+    mf_grammar *gr = NULL;
+    mf_gen *g = NULL;
+    mf_error err = {0};
+    gp.sampler = greedy();
+    gp.n_predict = 64;
+    int rc = mf_grammar_new(gbnf, strlen(gbnf), &gr, &err);
+    if (!rc) rc = mf_gen_new(ctx, &gp, &g, &err);
+    if (!rc) rc = mf_gen_set_grammar(g, gr, NULL, NULL, &err);
+    if (!rc) rc = mf_gen_feed(g, k_prompt, N_PROMPT, &err);
+    if (rc) printf("  forced: %s\n", err.msg);
+    if (!rc) rc = drive(g, r, NULL);
+    mf_gen_free(g);
+    mf_grammar_free(gr);
+    return rc;
+}
+
+/* n_indent (llama-server's, for code completion): a line after the first that starts with fewer blanks ends
+ * the text at its first other character, keeping its newline and blanks; the first line is never checked. */
+static void test_n_indent_ends_at_a_shallower_line(void) {
+    mf_context *ctx = new_ctx(128);
+    REQUIRE(ctx, "context");
+    static const char *gbnf = "root ::= \"x\\n    y\\n  z\\nw\"";
+    static const struct {
+        int32_t n_indent;
+        const char *want;
+        int status;
+    } c[] = {
+        {0, "x\n    y\n  z\nw", MF_GEN_EOG},
+        {1, "x\n    y\n  z\n", MF_GEN_LENGTH},
+        {2, "x\n    y\n  z\n", MF_GEN_LENGTH},
+        {3, "x\n    y\n  ", MF_GEN_LENGTH},
+        {5, "x\n    ", MF_GEN_LENGTH},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        mf_gen_params gp = mf_gen_default_params();
+        gp.n_indent = c[k].n_indent;
+        result r;
+        REQUIRE_OK(forced(ctx, gbnf, gp, &r), "generation");
+        CHECK(r.len == strlen(c[k].want) && !memcmp(r.text, c[k].want, r.len) && r.status == c[k].status,
+              "n_indent %d: '%.*s' (%s), want '%s' (%s)", c[k].n_indent, (int)r.len, r.text,
+              mf_gen_status_name(r.status), c[k].want, mf_gen_status_name(c[k].status));
+    }
+    /* each turn starts its own first line: a second turn after a cut gives the same text */
+    mf_kv_clear_all(ctx);
+    mf_gen_params gp = mf_gen_default_params();
+    gp.sampler = greedy(), gp.n_predict = 64, gp.n_indent = 3;
+    mf_grammar *gr = NULL;
+    mf_gen *g = NULL;
+    mf_error err = {0};
+    REQUIRE_OK(mf_grammar_new(gbnf, strlen(gbnf), &gr, &err), "%s", err.msg);
+    REQUIRE_OK(mf_gen_new(ctx, &gp, &g, &err), "%s", err.msg);
+    REQUIRE_OK(mf_gen_set_grammar(g, gr, NULL, NULL, &err), "%s", err.msg);
+    result r1, r2;
+    REQUIRE_OK(mf_gen_feed(g, k_prompt, N_PROMPT, &err), "%s", err.msg);
+    drive(g, &r1, NULL);
+    REQUIRE_OK(mf_gen_feed(g, k_prompt, 2, &err), "%s", err.msg);
+    drive(g, &r2, NULL);
+    CHECK(r2.len == r1.len && !memcmp(r2.text, r1.text, r1.len) && r2.status == MF_GEN_LENGTH,
+          "second turn '%.*s' (%s), first '%.*s'", (int)r2.len, r2.text, mf_gen_status_name(r2.status), (int)r1.len,
+          r1.text);
+    mf_gen_free(g);
+    mf_grammar_free(gr);
+    gp = mf_gen_default_params();
+    gp.n_indent = -1;
+    CHECK(mf_gen_new(ctx, &gp, &g, &err) == MF_E_INVAL && strstr(err.msg, "n_indent -1"), "%s", err.msg);
+    gp.n_indent = 2, gp.no_text = true;
+    CHECK(mf_gen_new(ctx, &gp, &g, &err) == MF_E_INVAL && strstr(err.msg, "no_text"), "%s", err.msg);
+    mf_context_free(ctx);
+}
+
+static bool sleep_2ms(void *user) {
+    (void)user;
+    const struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+    return false;
+}
+
+/* t_max_predict_ms: once that long has passed since the first generated token, the turn ends with the next
+ * token that writes a newline (every forward here takes over 2 ms, the limit is 1 ms). */
+static void test_t_max_predict_ends_at_a_newline_after_the_time(void) {
+    mf_context *ctx = new_ctx(128);
+    REQUIRE(ctx, "context");
+    static const char *gbnf = "root ::= \"ab\\ncd\\nef\\ngh\\n\"";
+    mf_gen_params gp = mf_gen_default_params();
+    gp.abort = sleep_2ms;
+    result all, r;
+    REQUIRE_OK(forced(ctx, gbnf, gp, &all), "generation");
+    CHECK(all.status == MF_GEN_EOG && all.len == 12, "without the limit: %s, %zu bytes", mf_gen_status_name(all.status),
+          all.len);
+    gp.t_max_predict_ms = 1.0;
+    REQUIRE_OK(forced(ctx, gbnf, gp, &r), "generation");
+    /* the first token that writes a newline after the first token ends it */
+    char *piece = NULL;
+    size_t at = 0, pl;
+    int32_t k = 0;
+    for (; k < all.n; k++) {
+        REQUIRE_OK(mf_detokenize(model, &all.tok[k], 1, &piece, &pl, NULL), "piece");
+        at += pl;
+        const bool nl = memchr(piece, '\n', pl) != NULL;
+        free(piece);
+        if (k > 0 && nl) break;
+    }
+    CHECK(r.status == MF_GEN_LENGTH && r.n == k + 1 && r.len == at && !memcmp(r.text, all.text, at),
+          "%s after %d tokens, %zu bytes '%.*s'; want length after %d tokens, %zu bytes", mf_gen_status_name(r.status),
+          r.n, r.len, (int)r.len, r.text, k + 1, at);
+    /* a limit not reached changes nothing */
+    gp.t_max_predict_ms = 1e9;
+    REQUIRE_OK(forced(ctx, gbnf, gp, &r), "generation");
+    CHECK(same(&r, &all), "t_max_predict_ms 1e9: %s, %zu bytes", mf_gen_status_name(r.status), r.len);
+    mf_gen *g = NULL;
+    mf_error err = {0};
+    gp.t_max_predict_ms = -1;
+    CHECK(mf_gen_new(ctx, &gp, &g, &err) == MF_E_INVAL && strstr(err.msg, "t_max_predict_ms -1"), "%s", err.msg);
+    mf_context_free(ctx);
+}
+
 int main(void) {
     snprintf(path, sizeof path, "%s/gen-qwen2-q8_0.gguf", mf_test_tmpdir());
     char cmd[1024];
@@ -727,6 +847,8 @@ int main(void) {
     RUN(test_attached_prefix_continues_as_a_full_prefill);
     RUN(test_conversation_prefills_only_the_new_turn);
     RUN(test_conversation_drops_the_oldest_turns);
+    RUN(test_n_indent_ends_at_a_shallower_line);
+    RUN(test_t_max_predict_ends_at_a_newline_after_the_time);
     mf_model_free(model);
     remove(path);
     return mf_test_done();

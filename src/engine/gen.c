@@ -41,6 +41,12 @@ struct mf_gen {
     int32_t n_out_tok, cap_out_tok;
     mf_constraint *con; /* mf_gen_set_grammar's, or NULL */
     mf_gen_stats st;
+    /* n_indent: where the emitted text is (0 the turn's first line, unchecked; 1 a later line's leading blanks,
+     * line_indent of them so far; 2 past them), and cut: a line fell short, nothing more is emitted */
+    int line_state;
+    int32_t line_indent;
+    bool cut;
+    double t_first; /* the turn's first generated token (t_max_predict_ms counts from it) */
 };
 
 /* what an empty token list points at: never NULL, so a caller may memcpy 0 tokens from it */
@@ -82,7 +88,30 @@ static int cat(char **buf, size_t *n, size_t *cap, const char *s, size_t len, mf
     return 0;
 }
 
+/* n_indent: the length of s to emit; sets cut at the first character of a line (after the turn's first)
+ * that starts with fewer than n_indent blanks (llama-server keeps that line's newline and blanks). */
+static size_t indent_cut(mf_gen *g, const char *s, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        const char c = s[i];
+        if (c == '\n') {
+            g->line_state = 1, g->line_indent = 0;
+        } else if (g->line_state == 1) {
+            if (c == ' ' || c == '\t') {
+                g->line_indent++;
+            } else if (g->line_indent < g->p.n_indent) {
+                g->cut = true;
+                return i;
+            } else {
+                g->line_state = 2;
+            }
+        }
+    }
+    return len;
+}
+
 static int emit(mf_gen *g, const char *s, size_t len, mf_error *err) {
+    if (g->cut) return 0;
+    if (g->p.n_indent > 0) len = indent_cut(g, s, len);
     int rc = cat(&g->out, &g->n_out, &g->cap_out, s, len, err);
     return rc ? rc : cat(&g->turn, &g->n_turn, &g->cap_turn, s, len, err);
 }
@@ -125,6 +154,12 @@ int mf_gen_new(mf_context *ctx, const mf_gen_params *params, mf_gen **out, mf_er
         return mf_err(err, MF_E_INVAL,
                       "generation: stop strings need the detokenizer, which no_text turns off (drop the stop "
                       "strings or keep the text)");
+    if (p.n_indent < 0 || !(p.t_max_predict_ms >= 0))
+        return mf_err(err, MF_E_INVAL, "generation: n_indent %d and t_max_predict_ms %g must be >= 0 (0 = off)",
+                      p.n_indent, p.t_max_predict_ms);
+    if ((p.n_indent > 0 || p.t_max_predict_ms > 0) && p.no_text)
+        return mf_err(err, MF_E_INVAL,
+                      "generation: n_indent and t_max_predict_ms read the text, which no_text turns off");
     for (int32_t i = 0; i < p.n_stop; i++)
         if (!p.stop[i] || !*p.stop[i])
             return mf_err(err, MF_E_INVAL, "generation: stop string %d is empty (it would match everywhere)", i);
@@ -212,6 +247,7 @@ int mf_gen_feed(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
     g->status = MF_GEN_RUNNING;
     g->aborted = false;
     g->n_hold = g->n_turn = 0;
+    g->line_state = 0, g->line_indent = 0, g->cut = false;
     g->st.turn_prefilled = g->st.turn_generated = 0;
     g->st.t_prefill_s = g->st.t_decode_s = g->st.t_sample_s = 0;
     return 0;
@@ -281,6 +317,7 @@ static int finish(mf_gen *g, int32_t status, mf_error *err) {
     bool stopped = false;
     rc = text_add(g, piece, len, true, &stopped, err);
     if (stopped) g->status = MF_GEN_STOP; /* the detokenizer's last bytes completed one */
+    if (g->cut) g->status = MF_GEN_LENGTH; /* n_indent ended the text first (llama-server's "limit") */
     return rc;
 }
 
@@ -294,6 +331,7 @@ static int commit(mf_gen *g, mf_token t, mf_error *err) {
     g->gen_queued = true;
     mf_sampler_accept(g->smp, t);
     if (g->con && (rc = mf_constraint_commit(g->con, t, err))) return rc;
+    if (!g->st.turn_generated) g->t_first = mf_time_now();
     g->st.turn_generated++;
     g->st.n_generated++;
     if (mf_model_is_eog(g->model, t) && !g->p.ignore_eos) return finish(g, MF_GEN_EOG, err);
@@ -303,7 +341,12 @@ static int commit(mf_gen *g, mf_token t, mf_error *err) {
         bool stopped = false;
         if ((rc = mf_detok_stream_push(g->ds, t, &piece, &len, err))) return rc;
         if ((rc = text_add(g, piece, len, false, &stopped, err))) return rc;
+        if (g->cut) return finish(g, MF_GEN_LENGTH, err);
         if (stopped) return finish(g, MF_GEN_STOP, err);
+        /* t_max_predict_ms: past it, the turn ends with a token that writes a newline (llama-server's rule) */
+        if (g->p.t_max_predict_ms > 0 && memchr(piece, '\n', len) &&
+            (mf_time_now() - g->t_first) * 1e3 > g->p.t_max_predict_ms)
+            return finish(g, MF_GEN_LENGTH, err);
     }
     if (g->p.n_predict >= 0 && g->st.turn_generated >= g->p.n_predict) return finish(g, MF_GEN_LENGTH, err);
     if (g->n_tok - 1 >= g->limit) return finish(g, MF_GEN_CONTEXT, err); /* t itself has no position left */
