@@ -578,6 +578,8 @@ int mf_gen_drop(mf_gen *g, mf_pos p0, mf_pos p1, mf_error *err);
 int mf_gen_restore(mf_gen *g, const mf_token *ids, int32_t n, int32_t n_cached, mf_error *err);
 /* The sequence's tokens (cached, then queued); valid until the next call that changes them. */
 const mf_token *mf_gen_tokens(const mf_gen *g, int32_t *n);
+/* The stop string that ended the turn (status MF_GEN_STOP; the generator's copy), else NULL. */
+const char *mf_gen_stop_word(const mf_gen *g);
 /* All the text the current turn produced so far (what the steps returned, concatenated). */
 const char *mf_gen_turn_text(const mf_gen *g, size_t *len);
 int32_t mf_gen_status(const mf_gen *g);

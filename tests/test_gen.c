@@ -218,6 +218,8 @@ static void test_stop_string_across_tokens_is_held_back(void) {
     size_t tl;
     const char *tt = mf_gen_turn_text(g, &tl);
     CHECK(tl == at && !memcmp(tt, plain.text, at), "turn text %zu bytes", tl);
+    const char *word = mf_gen_stop_word(g);
+    CHECK(word && !strcmp(word, stop), "stop word '%s', want '%s'", word ? word : "(null)", stop);
     mf_gen_free(g);
     /* a stop string whose start appears but which never completes: held back while undecided, then
      * released - the whole text comes out, and the step after the boundary token returned the held bytes */

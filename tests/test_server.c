@@ -418,6 +418,17 @@ static void test_llama_server_sampler_fields(void) {
         {"{\"prompt\":\"x\",\"samplers\":[1]}", "samplers", "'samplers[0]' must be a string"},
         {"{\"prompt\":\"x\",\"samplers\":{}}", "samplers", "an array of sampler names"},
         {"{\"prompt\":\"x\",\"temperature\":0,\"samplers\":[\"top_k\"]}", "samplers", "leaves out temperature"},
+        {"{\"prompt\":\"x\",\"samplers\":[\"temperature\",\"infill\"]}", "samplers", "'infill' after a stage"},
+        {"{\"prompt\":\"x\",\"n_indent\":-1}", "n_indent", "must be in [0,"},
+        {"{\"prompt\":\"x\",\"n_indent\":\"4\"}", "n_indent", "must be an integer"},
+        {"{\"prompt\":\"x\",\"t_max_predict_ms\":-5}", "t_max_predict_ms", "must be in [-1,"},
+        {"{\"prompt\":\"x\",\"return_tokens\":1}", "return_tokens", "boolean"},
+        {"{\"prompt\":\"x\",\"response_fields\":\"content\"}", "response_fields", "an array of strings"},
+        {"{\"prompt\":\"x\",\"response_fields\":[\"content\",2]}", "response_fields", "'response_fields[1]'"},
+        {"{\"prompt\":\"x\",\"n\":2,\"n_cmpl\":3}", "n_cmpl", "ask for different numbers"},
+        {"{\"prompt\":\"x\",\"n_cmpl\":2,\"stream\":true}", "n", "an array of 2 results"},
+        {"{\"prompt\":\"x\",\"lora\":[{\"id\":0,\"scale\":0.5}]}", "lora", "no LoRA adapters"},
+        {"{\"prompt\":\"x\",\"image_data\":[{\"data\":\"AAAA\",\"id\":1}]}", "image_data", "text models"},
     };
     for (size_t i = 0; i < MF_ARRAY_LEN(bad); i++) {
         int rc = parse(MF_SRV_NATIVE, bad[i].body, &r, &e);
@@ -425,6 +436,44 @@ static void test_llama_server_sampler_fields(void) {
               "case %zu: rc %d, %d '%s': %s", i, rc, e.status, e.param, e.msg);
         if (!rc) mf_srv_req_free(&r);
     }
+}
+
+/* What llama.vim's and llama.vscode's /infill requests carry: the infill stage, n_indent, t_max_predict_ms,
+ * response_fields; and its cache warm-up (no samplers, temperature 0, n_predict 0: nothing is sampled). */
+static void test_code_completion_fields_are_read(void) {
+    mf_srv_req r;
+    mf_srv_err e = {0};
+    REQUIRE(parse(MF_SRV_INFILL,
+                  "{\"input_prefix\":\"a\\n\",\"input_suffix\":\"\\n\",\"input_extra\":[{\"text\":\"t\",\"time\":1,"
+                  "\"filename\":\"f.c\"}],\"prompt\":\"  x\",\"n_predict\":128,\"n_indent\":2,\"top_k\":40,"
+                  "\"top_p\":0.99,\"stream\":false,\"samplers\":[\"top_k\",\"top_p\",\"infill\"],\"cache_prompt\":true,"
+                  "\"t_max_prompt_ms\":500,\"t_max_predict_ms\":1000,\"response_fields\":[\"content\","
+                  "\"timings/prompt_n\",\"truncated\"]}",
+                  &r, &e) == 0,
+            "llama.vim's request refused: %s", e.msg);
+    CHECK(r.infill_stage && r.n_indent == 2 && r.t_max_predict_ms == 1000.0 && r.sp.top_k == 40 &&
+              r.sp.top_p == 0.99f && r.sp.temp == 1.0f && r.sp.min_p == 0.0f,
+          "infill %d, n_indent %d, t_max %g, top_k %d top_p %g temp %g min_p %g", r.infill_stage, r.n_indent,
+          r.t_max_predict_ms, r.sp.top_k, r.sp.top_p, r.sp.temp, r.sp.min_p);
+    CHECK(r.response_fields_given && r.n_response_fields == 3 && !strcmp(r.response_fields[1], "timings/prompt_n"),
+          "response_fields: %d", r.n_response_fields);
+    mf_srv_err e2 = {0};
+    CHECK(mf_srv_req_resolve_infill(&r, NULL, "no tokenizer here", 1000, &e2) && e2.status == 400 &&
+              !strcmp(e2.param, "samplers") && strstr(e2.msg, "no tokenizer here"),
+          "infill without a vocabulary: %s", e2.msg);
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_INFILL,
+                  "{\"input_prefix\":\"\",\"input_suffix\":\"\",\"input_extra\":[],\"prompt\":\"\",\"n_predict\":0,"
+                  "\"temperature\":0.0,\"stream\":false,\"samplers\":[],\"cache_prompt\":true,\"t_max_prompt_ms\":1,"
+                  "\"t_max_predict_ms\":1,\"response_fields\":[\"\"]}",
+                  &r, &e) == 0,
+            "llama.vim's warm-up refused: %s", e.msg);
+    CHECK(r.max_tokens == 0 && r.response_fields_given && r.n_response_fields == 1, "warm-up read");
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"n_cmpl\":3,\"return_tokens\":true,\"lora\":[]}", &r, &e) == 0,
+            "%s", e.msg);
+    CHECK(r.n == 3 && r.return_tokens, "n_cmpl 3: n %d", r.n);
+    mf_srv_req_free(&r);
 }
 
 static void test_deep_nesting_and_huge_input_are_refused_not_crashing(void) {
@@ -755,7 +804,7 @@ static cJSON *parsed(char *s) {
 }
 
 static void test_response_shapes_match_openai(void) {
-    mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
+    mf_srv_head h = {.kind = MF_SRV_CHAT, .id = "chatcmpl-1", .model = "m.gguf", .created = 1700000000};
     mf_srv_choice ch = {.content = "hi", .reasoning = "hmm", .finish_reason = "stop"};
     mf_srv_usage u = {.prompt_tokens = 5, .completion_tokens = 2, .cached_tokens = 3};
     cJSON *o = parsed(mf_srv_final_json(&h, &ch, 1, &u));
@@ -811,7 +860,7 @@ static void test_response_shapes_match_openai(void) {
  * the arguments as a JSON string), finish_reason as given; a stream's delta carries each call's index. */
 static void test_tool_call_answers_match_openai(void) {
     mf_srv_tool_call tc[2] = {{"get_weather", "{\"city\": \"Paris\"}"}, {"now", "{}"}};
-    mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
+    mf_srv_head h = {.kind = MF_SRV_CHAT, .id = "chatcmpl-1", .model = "m.gguf", .created = 1700000000};
     mf_srv_choice ch = {.content = "", .finish_reason = "tool_calls", .calls = {tc, 0, 2, 0xabcdefull}};
     mf_srv_usage u = {.prompt_tokens = 5, .completion_tokens = 2};
     cJSON *o = parsed(mf_srv_final_json(&h, &ch, 1, &u));
@@ -852,7 +901,7 @@ static void test_logprobs_of_part_of_a_character_keep_its_bytes(void) {
     mf_srv_logprob lp[2] = {
         {.token = tok0, .id = 7, .logprob = -0.5f, .n_top = 2, .top_token = top0, .top_logprob = lp0, .top_id = id0},
         {.token = tok1, .id = 11, .logprob = -0.25f, .n_top = 1, .top_token = top1, .top_logprob = lp1, .top_id = id1}};
-    mf_srv_head h = {MF_SRV_CHAT, "chatcmpl-1", "m.gguf", 1700000000};
+    mf_srv_head h = {.kind = MF_SRV_CHAT, .id = "chatcmpl-1", .model = "m.gguf", .created = 1700000000};
     char *js = mf_srv_chunk_json(&h, 0, false, "\xEF\xBF\xBD a", NULL, NULL, NULL, lp, 2);
     REQUIRE(js, "chunk");
     CHECK(mf_srv_utf8_valid(js, strlen(js)), "the chunk is not UTF-8: %s", js);
@@ -895,6 +944,75 @@ static void test_logprobs_of_part_of_a_character_keep_its_bytes(void) {
               cJSON_GetArraySize(cJSON_GetObjectItem(p0, "bytes")) == 2 && q1 &&
               cJSON_GetObjectItem(q1, "id")->valueint == 9 && cJSON_GetObjectItem(q1, "logprob")->valuedouble == -1.5,
           "completion_probabilities: ids, logprobs and bytes of the chosen token and its alternatives");
+    cJSON_Delete(o);
+}
+
+static bool near(double a, double b) {
+    return fabs(a - b) < 1e-9;
+}
+
+/* /completion's answer in llama-server's shape: every field of a result, stop_type from the generator's end,
+ * response_fields cutting it to paths named whole ("timings/prompt_n"), several results as an array, and a
+ * stream's last chunk without the text it already sent. */
+static void test_native_answers_match_llama_server(void) {
+    const mf_token toks[] = {11, 22, 33};
+    char *fields[] = {"content", "timings/prompt_n", "timings/nope", "truncated", "tokens_cached", "stop_type/x"};
+    mf_srv_head h = {.kind = MF_SRV_NATIVE, .id = "cmpl-1", .model = "m.gguf", .created = 1, .return_tokens = true,
+                     .id_slot = 2};
+    mf_srv_choice ch[2] = {
+        {.content = "a\nb", .finish_reason = "stop", .nat = {toks, 3, 3, "word", "###", false, true}},
+        {.content = "c", .finish_reason = "length", .nat = {toks, 1, 1, "limit", "", true, false}}};
+    mf_srv_usage u = {.prompt_tokens = 9, .completion_tokens = 4, .cached_tokens = 5, .timings = true,
+                      .prompt_n = 4, .predicted_n = 4, .prompt_ms = 8.0, .predicted_ms = 40.0};
+    cJSON *o = parsed(mf_srv_final_json(&h, ch, 1, &u));
+    REQUIRE(o, "final is JSON");
+    cJSON *tk = cJSON_GetObjectItem(o, "tokens"), *tm = cJSON_GetObjectItem(o, "timings");
+    CHECK(!strcmp(cJSON_GetObjectItem(o, "content")->valuestring, "a\nb") && cJSON_GetArraySize(tk) == 3 &&
+              cJSON_GetArrayItem(tk, 2)->valueint == 33 && cJSON_GetObjectItem(o, "id_slot")->valueint == 2 &&
+              !strcmp(cJSON_GetObjectItem(o, "stop_type")->valuestring, "word") &&
+              !strcmp(cJSON_GetObjectItem(o, "stopping_word")->valuestring, "###") &&
+              cJSON_IsTrue(cJSON_GetObjectItem(o, "has_new_line")) && cJSON_IsFalse(cJSON_GetObjectItem(o, "truncated")) &&
+              cJSON_GetObjectItem(o, "tokens_predicted")->valueint == 3 &&
+              cJSON_GetObjectItem(o, "tokens_evaluated")->valueint == 9 &&
+              cJSON_GetObjectItem(o, "tokens_cached")->valueint == 5,
+          "the result's fields");
+    CHECK(tm && cJSON_GetObjectItem(tm, "prompt_n")->valueint == 4 &&
+              near(cJSON_GetObjectItem(tm, "prompt_per_second")->valuedouble, 500.0) &&
+              near(cJSON_GetObjectItem(tm, "predicted_per_token_ms")->valuedouble, 10.0) &&
+              cJSON_GetObjectItem(tm, "cache_n")->valueint == 5 && !cJSON_GetObjectItem(tm, "draft_n"),
+          "timings");
+    cJSON_Delete(o);
+    h.fields = fields, h.n_fields = 6, h.fields_given = true;
+    o = parsed(mf_srv_final_json(&h, ch, 1, &u));
+    REQUIRE(o, "projected is JSON");
+    CHECK(cJSON_GetArraySize(o) == 4 && !strcmp(cJSON_GetObjectItem(o, "content")->valuestring, "a\nb") &&
+              cJSON_GetObjectItem(o, "timings/prompt_n")->valueint == 4 &&
+              cJSON_IsFalse(cJSON_GetObjectItem(o, "truncated")) && cJSON_GetObjectItem(o, "tokens_cached"),
+          "response_fields: %d keys", cJSON_GetArraySize(o));
+    cJSON_Delete(o);
+    char *none[] = {""};
+    h.fields = none, h.n_fields = 1;
+    o = parsed(mf_srv_final_json(&h, ch, 1, &u));
+    CHECK(o && cJSON_IsObject(o) && cJSON_GetArraySize(o) == 0, "response_fields [\"\"]: {}");
+    cJSON_Delete(o);
+    h.fields_given = false;
+    o = parsed(mf_srv_final_json(&h, ch, 2, &u));
+    CHECK(o && cJSON_IsArray(o) && cJSON_GetArraySize(o) == 2 &&
+              cJSON_GetObjectItem(cJSON_GetArrayItem(o, 1), "index")->valueint == 1 &&
+              cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(o, 1), "truncated")),
+          "two results: an array");
+    cJSON_Delete(o);
+    h.streamed = true;
+    o = parsed(mf_srv_final_json(&h, ch, 1, &u));
+    CHECK(o && !strcmp(cJSON_GetObjectItem(o, "content")->valuestring, "") &&
+              cJSON_GetArraySize(cJSON_GetObjectItem(o, "tokens")) == 0 && cJSON_IsTrue(cJSON_GetObjectItem(o, "stop")),
+          "a stream's last chunk");
+    cJSON_Delete(o);
+    o = parsed(mf_srv_native_chunk_json(&h, "b", toks + 1, 2, 3, NULL, NULL, 0));
+    CHECK(o && !strcmp(cJSON_GetObjectItem(o, "content")->valuestring, "b") &&
+              cJSON_GetArraySize(cJSON_GetObjectItem(o, "tokens")) == 2 && cJSON_IsFalse(cJSON_GetObjectItem(o, "stop")) &&
+              !cJSON_GetObjectItem(o, "timings"),
+          "a stream's chunk");
     cJSON_Delete(o);
 }
 
@@ -976,6 +1094,8 @@ int main(void) {
     RUN(test_logit_bias_shapes_are_read);
     RUN(test_infill_requests_are_read);
     RUN(test_llama_server_sampler_fields);
+    RUN(test_code_completion_fields_are_read);
+    RUN(test_native_answers_match_llama_server);
     RUN(test_fim_layout_cuts_as_llama_server);
     RUN(test_deep_nesting_and_huge_input_are_refused_not_crashing);
     RUN(test_utf8_validation);

@@ -47,6 +47,7 @@ struct mf_gen {
     int32_t line_indent;
     bool cut;
     double t_first; /* the turn's first generated token (t_max_predict_ms counts from it) */
+    int32_t stop_hit; /* the stop string that ended the turn */
 };
 
 /* what an empty token list points at: never NULL, so a caller may memcpy 0 tokens from it */
@@ -255,13 +256,14 @@ int mf_gen_feed(mf_gen *g, const mf_token *ids, int32_t n, mf_error *err) {
 
 /* ---------------- text: detokenizer + stop strings ---------------- */
 /* The earliest complete stop string in hold: its offset, or -1. */
-static long find_stop(const mf_gen *g) {
+static long find_stop(mf_gen *g) {
     long best = -1;
     for (int32_t i = 0; i < g->p.n_stop; i++) {
         size_t sl = strlen(g->stop[i]);
         for (size_t at = 0; at + sl <= g->n_hold && (best < 0 || (long)at < best); at++)
             if (!memcmp(g->hold + at, g->stop[i], sl)) {
                 best = (long)at;
+                g->stop_hit = i;
                 break;
             }
     }
@@ -618,6 +620,10 @@ int mf_gen_drop(mf_gen *g, mf_pos p0, mf_pos p1, mf_error *err) {
 const mf_token *mf_gen_tokens(const mf_gen *g, int32_t *n) {
     *n = g->n_tok;
     return g->toks ? g->toks : k_none;
+}
+
+const char *mf_gen_stop_word(const mf_gen *g) {
+    return g->status == MF_GEN_STOP ? g->stop[g->stop_hit] : NULL;
 }
 
 const char *mf_gen_turn_text(const mf_gen *g, size_t *len) {

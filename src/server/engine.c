@@ -51,6 +51,11 @@ typedef struct {
     int32_t n_lp, cap_lp, lp_sent;
     int32_t n_gen;
     int32_t n_drafted, n_accepted; /* speculative decoding: this reply's drafts and accepted ones */
+    mf_token *toks;                /* the reply's tokens (return_tokens; a /completion stream's chunks) */
+    int32_t n_toks, cap_toks, toks_sent;
+    bool has_nl;                   /* the reply's text holds a newline */
+    int32_t status;                /* the generator's end status (MF_GEN_*) */
+    char *stop_word;               /* the stop string that ended it */
     const char *finish;
     bool sent_first;
     double t_last;
@@ -58,6 +63,7 @@ typedef struct {
     int n_choices, n_done;
     int32_t reused;
     bool got_first;
+    double t_admit, t_first; /* admission and the first token: llama-server's timings */
 } slot;
 
 struct mf_srv_engine {
@@ -112,6 +118,11 @@ static void slot_clear_output(slot *sl) {
     sl->lp = NULL, sl->n_lp = sl->cap_lp = sl->lp_sent = 0;
     sl->n_gen = 0, sl->finish = NULL, sl->sent_first = false;
     sl->n_drafted = sl->n_accepted = 0;
+    free(sl->toks);
+    free(sl->stop_word);
+    sl->toks = NULL, sl->stop_word = NULL;
+    sl->n_toks = sl->cap_toks = sl->toks_sent = 0;
+    sl->has_nl = false, sl->status = MF_GEN_RUNNING;
 }
 
 void mf_srv_engine_free(mf_srv_engine *e) {
@@ -284,14 +295,88 @@ static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
     sl->n_lp++;
 }
 
+/* The answer's identity and /completion's shape options (the lead slot is its id_slot). */
+static mf_srv_head job_head(const mf_srv_job *j, int lead, bool streamed) {
+    const mf_srv_req *r = &j->req;
+    return (mf_srv_head){mf_srv_shape(r->kind), j->id, j->model_name, j->created, r->return_tokens, streamed,
+                         r->response_fields, r->n_response_fields, r->response_fields_given, lead};
+}
+
+/* A job's usage and llama-server's timings from its slots: the prompt from admission to the first token,
+ * the generation from then to now. */
+static mf_srv_usage job_usage(mf_srv_engine *e, const mf_srv_job *j, int lead) {
+    const slot *ld = &e->slots[lead];
+    mf_srv_usage u = {.prompt_tokens = j->n_prompt, .cached_tokens = ld->reused, .draft = e->draft != NULL,
+                      .timings = true};
+    for (int i = 0; i < e->n; i++) {
+        const slot *sl = &e->slots[i];
+        if (sl->job != j) continue;
+        u.completion_tokens += sl->n_gen;
+        u.draft_n += sl->n_drafted;
+        u.draft_n_accepted += sl->n_accepted;
+    }
+    const double now = mf_time_now();
+    u.prompt_n = j->n_prompt - ld->reused;
+    u.predicted_n = u.completion_tokens;
+    u.prompt_ms = 1e3 * ((ld->got_first ? ld->t_first : now) - ld->t_admit);
+    u.predicted_ms = ld->got_first ? 1e3 * (now - ld->t_first) : 0.0;
+    return u;
+}
+
+static const char *native_stop_type(int32_t status) {
+    return status == MF_GEN_EOG ? "eos" : status == MF_GEN_STOP ? "word" : "limit";
+}
+
+/* One slot's reply as a choice of the answer. */
+static mf_srv_choice choice_of(const slot *sl, const mf_srv_req *r) {
+    return (mf_srv_choice){sl->content.s ? sl->content.s : "",
+                           sl->reasoning.n ? sl->reasoning.s : NULL,
+                           sl->finish,
+                           r->logprobs ? sl->lp : NULL,
+                           sl->n_lp,
+                           {sl->tools.calls, 0, sl->tools.n_calls, sl->call_id},
+                           {sl->toks, sl->n_toks, sl->n_gen, native_stop_type(sl->status), sl->stop_word,
+                            sl->status == MF_GEN_CONTEXT, sl->has_nl}};
+}
+
+/* A /completion stream: each step's text and tokens, then llama-server's final result with the stop. */
+static void native_chunk(mf_srv_engine *e, slot *sl, bool ended) {
+    mf_srv_job *j = sl->job;
+    const mf_srv_req *r = &j->req;
+    const mf_srv_head h = job_head(j, sl->lead, ended);
+    if (sl->content.n || sl->n_toks > sl->toks_sent || sl->n_lp > sl->lp_sent) {
+        const mf_srv_usage u = r->timings_per_token ? job_usage(e, j, sl->lead) : (mf_srv_usage){0};
+        char *json = mf_srv_native_chunk_json(&h, sl->content.n ? sl->content.s : "", sl->toks + sl->toks_sent,
+                                              sl->n_toks - sl->toks_sent, sl->n_gen,
+                                              r->timings_per_token ? &u : NULL,
+                                              sl->n_lp > sl->lp_sent ? sl->lp + sl->lp_sent : NULL,
+                                              sl->n_lp - sl->lp_sent);
+        if (json) mf_srv_job_sse(j, json);
+        free(json);
+        sl->toks_sent = sl->n_toks, sl->lp_sent = sl->n_lp;
+        sl->content.n = 0;
+        if (sl->content.s) sl->content.s[0] = 0;
+    }
+    if (!ended) return;
+    const mf_srv_usage u = job_usage(e, j, sl->lead);
+    const mf_srv_choice c = choice_of(sl, r);
+    char *json = mf_srv_final_json(&h, &c, 1, &u);
+    if (json) mf_srv_job_sse(j, json);
+    free(json);
+}
+
 /* Streaming: sends what this slot decided since the last chunk. */
 static void stream_chunk(mf_srv_engine *e, slot *sl, const char *finish) {
     mf_srv_job *j = sl->job;
     const mf_srv_req *r = &j->req;
+    if (mf_srv_shape(r->kind) == MF_SRV_NATIVE) {
+        native_chunk(e, sl, finish != NULL);
+        return;
+    }
     bool chat = r->kind == MF_SRV_CHAT;
     bool have = sl->content.n || sl->reasoning.n || sl->n_lp > sl->lp_sent || sl->tools.n_calls > sl->calls_sent;
     if (!have && !finish && !(chat && !sl->sent_first)) return;
-    mf_srv_head h = {mf_srv_shape(r->kind), j->id, j->model_name, j->created};
+    mf_srv_head h = job_head(j, sl->lead, false);
     if (finish && have) { /* text first, then the finish chunk with an empty delta, as OpenAI does */
         stream_chunk(e, sl, NULL);
         have = false;
@@ -318,22 +403,14 @@ static void complete_job(mf_srv_engine *e, int lead) {
     slot *ld = &e->slots[lead];
     mf_srv_job *j = ld->job;
     const mf_srv_req *r = &j->req;
-    mf_srv_head h = {mf_srv_shape(r->kind), j->id, j->model_name, j->created};
-    mf_srv_usage u = {.prompt_tokens = j->n_prompt, .cached_tokens = ld->reused, .draft = e->draft != NULL};
+    mf_srv_head h = job_head(j, lead, false);
+    mf_srv_usage u = job_usage(e, j, lead);
     mf_srv_choice ch[MF_SRV_MAX_N];
     int nc = 0;
     for (int i = 0; i < e->n; i++) {
         slot *sl = &e->slots[i];
         if (sl->job != j) continue;
-        u.completion_tokens += sl->n_gen;
-        u.draft_n += sl->n_drafted;
-        u.draft_n_accepted += sl->n_accepted;
-        ch[sl->choice] = (mf_srv_choice){sl->content.s ? sl->content.s : "",
-                                         sl->reasoning.n ? sl->reasoning.s : NULL,
-                                         sl->finish,
-                                         r->logprobs ? sl->lp : NULL,
-                                         sl->n_lp,
-                                         {sl->tools.calls, 0, sl->tools.n_calls, sl->call_id}};
+        ch[sl->choice] = choice_of(sl, r);
         nc++;
     }
     /* The answer's last bytes are built first, then the job's metrics and slots are settled, and only then
@@ -396,6 +473,20 @@ static bool flush_text(slot *sl, const mf_srv_req *r) {
            mf_srv_tools_flush(&sl->tools, &sl->content);
 }
 
+/* The step's tokens, where the answer shows them (return_tokens, a /completion stream's "tokens"). */
+static bool keep_tokens(slot *sl, const mf_srv_req *r, const mf_gen_out *out) {
+    if (!out->n_tokens || !(r->return_tokens || (r->stream && mf_srv_shape(r->kind) == MF_SRV_NATIVE))) return true;
+    if (sl->n_toks + out->n_tokens > sl->cap_toks) {
+        int32_t cap = MF_MAX(64, 2 * (sl->n_toks + out->n_tokens));
+        mf_token *t = realloc(sl->toks, sizeof *t * (size_t)cap);
+        if (!t) return false;
+        sl->toks = t, sl->cap_toks = cap;
+    }
+    memcpy(sl->toks + sl->n_toks, out->tokens, sizeof *out->tokens * (size_t)out->n_tokens);
+    sl->n_toks += out->n_tokens;
+    return true;
+}
+
 /* One slot's result of a forward. */
 static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
     slot *sl = &e->slots[i];
@@ -413,6 +504,7 @@ static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
         if (!ld->got_first) {
             mf_srv_metrics_observe(e->s->m, MF_SRV_H_TTFT, now - j->t_arrival);
             ld->got_first = true;
+            ld->t_first = now;
         } else if (sl->n_gen > 0) {
             mf_srv_metrics_observe(e->s->m, MF_SRV_H_ITL, now - sl->t_last);
         }
@@ -421,10 +513,14 @@ static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
         mf_srv_metrics_add(e->s->m, MF_SRV_C_GENERATED_TOKENS, (uint64_t)out->n_tokens);
         for (int32_t k = 0; k < out->n_tokens; k++) add_logprob(e, sl, sl->row < 0 ? -1 : sl->row + k, out->tokens[k]);
     }
-    bool ok = true;
-    if (out->text_len) ok = add_text(sl, r, out->text, out->text_len);
+    bool ok = keep_tokens(sl, r, out);
+    if (out->text_len) ok = ok && add_text(sl, r, out->text, out->text_len);
+    sl->has_nl |= out->text_len && memchr(out->text, '\n', out->text_len);
     bool ended = out->status != MF_GEN_RUNNING;
     if (ended) {
+        sl->status = out->status;
+        const char *word = mf_gen_stop_word(sl->gen);
+        if (word && !(sl->stop_word = strdup(word))) ok = false;
         if (r->kind == MF_SRV_CHAT) ok = ok && flush_text(sl, r);
         sl->finish = finish_reason(out->status);
         /* a complete answer that made calls ends for them, as OpenAI says; one cut short stays "length" */
@@ -467,6 +563,8 @@ static int start_gen(mf_srv_engine *e, int i, mf_srv_job *j, int choice, int32_t
     gp.ignore_eos = j->req.ignore_eos;
     gp.stop = (const char *const *)j->req.stop;
     gp.n_stop = j->req.n_stop;
+    gp.n_indent = j->req.n_indent;
+    gp.t_max_predict_ms = j->req.t_max_predict_ms;
     int rc = mf_gen_new(e->ctx, &gp, &sl->gen, err);
     if (!rc && j->grammar)
         rc = mf_gen_set_grammar(sl->gen, j->grammar, j->think_first ? "<think>" : NULL,
@@ -619,6 +717,7 @@ static void admit(mf_srv_engine *e) {
             ld->job = mf_srv_job_ref(j);
             ld->lead = lead, ld->choice = 0, ld->n_choices = j->req.n, ld->n_done = 0, ld->reused = keep;
             ld->got_first = false;
+            ld->t_admit = mf_time_now();
             if (start_gen(e, lead, j, 0, keep, seed, &err)) {
                 fail_job(e, j, 500, "server_error", "cannot start the request: %s", err.msg);
             } else {
@@ -891,6 +990,9 @@ static int load(mf_srv_engine *e, mf_error *err) {
     if (rc) return rc;
     mf_model_get_info(s->model, &s->info);
     if (s->info.offload_report[0]) fprintf(stderr, "[server] %s\n", s->info.offload_report);
+    mf_error ierr = {0}; /* a model without a tokenizer has no infill stage; requests that list it are told why */
+    if (mf_infill_vocab_new(s->model, &s->infill, &ierr))
+        snprintf(s->infill_why, sizeof s->infill_why, "%.250s", ierr.msg);
     mp.n_gpu_layers = 0; /* the draft model, if any, runs on the CPU */
     mp.gpu_layers_origin = NULL;
     mf_context_params cp = mf_context_default_params();

@@ -111,6 +111,9 @@ static int refuse_unsupported(const cJSON *o, mf_srv_err *e) {
         {"function_call", "the legacy 'function_call' field is not supported by minfer; use 'tool_choice'"},
         {"audio", "audio output is not supported by minfer"},
         {"prediction", "predicted outputs are not supported by minfer; send the request without 'prediction'"},
+        {"lora", "minfer loads no LoRA adapters, so 'lora' cannot set their scales; send the request without it"},
+        {"image_data", "minfer serves text models: 'image_data' (images) cannot be read"},
+        {"multimodal_data", "minfer serves text models: 'multimodal_data' cannot be read"},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         const cJSON *v = field(o, k[i].name);
@@ -711,7 +714,8 @@ static int parse_n_probs(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
 }
 
 /* The chain stages, in llama.cpp's default order (common/common.h), the order minfer runs them in. */
-enum { ST_PEN, ST_DRY, ST_SIGMA, ST_TOPK, ST_TYP, ST_TOPP, ST_MINP, ST_XTC, ST_TEMP, ST_N };
+enum { ST_PEN, ST_DRY, ST_SIGMA, ST_TOPK, ST_TYP, ST_TOPP, ST_MINP, ST_XTC, ST_INFILL, ST_TEMP, ST_N };
+#define MF_SRV_STAGE_ORDER "penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, infill, temperature"
 
 /* A llama.cpp sampler name or letter (common_sampler_type_from_name / _from_chars) as a stage; -1 unknown. */
 static int stage_of(const char *name, char c) {
@@ -722,7 +726,8 @@ static int stage_of(const char *name, char c) {
     } k[] = {{"penalties", 'e', ST_PEN}, {"top_k", 'k', ST_TOPK},       {"typ_p", 'y', ST_TYP},
              {"typical_p", 0, ST_TYP},   {"typical", 0, ST_TYP},        {"top_p", 'p', ST_TOPP},
              {"min_p", 'm', ST_MINP},    {"temperature", 't', ST_TEMP}, {"temp", 0, ST_TEMP},
-             {"dry", 'd', ST_DRY},       {"xtc", 'x', ST_XTC},          {"top_n_sigma", 's', ST_SIGMA}};
+             {"dry", 'd', ST_DRY},       {"xtc", 'x', ST_XTC},          {"top_n_sigma", 's', ST_SIGMA},
+             {"infill", 'i', ST_INFILL}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (name ? !strcmp(name, k[i].name) : c && c == k[i].c) return k[i].st;
     return -1;
@@ -751,17 +756,19 @@ static int parse_sampler_order(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
         if (st < 0)
             return BAD(e, "samplers",
                        "'samplers' names '%.40s', which is not a sampler minfer knows (llama.cpp's names: "
-                       "penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature)",
+                       MF_SRV_STAGE_ORDER ")",
                        name);
         if (st <= last)
             return BAD(e, "samplers",
                        "'samplers' puts '%.40s' after a stage minfer runs before it; minfer's order is "
-                       "penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature",
+                       MF_SRV_STAGE_ORDER,
                        name);
         in[st] = true, last = st;
     }
     mf_sampler_params *sp = &r->sp;
-    if (!in[ST_TEMP] && sp->temp <= 0)
+    /* (a request that generates nothing, as llama.vim's cache warm-up with "samplers": [] and temperature 0,
+     * samples nothing either) */
+    if (!in[ST_TEMP] && sp->temp <= 0 && r->max_tokens != 0)
         return BAD(e, "samplers",
                    "'samplers' leaves out temperature, so llama.cpp would draw at temperature 1, but "
                    "'temperature' is %g (greedy); list temperature or send a positive one",
@@ -775,6 +782,48 @@ static int parse_sampler_order(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     if (!in[ST_TOPP]) sp->top_p = 1.0f;
     if (!in[ST_MINP]) sp->min_p = 0.0f;
     if (!in[ST_TEMP]) sp->temp = 1.0f;
+    r->infill_stage = in[ST_INFILL];
+    return 0;
+}
+
+/* llama-server's /completion extras for code completion and its answer's shape: n_indent and
+ * t_max_predict_ms (the generator's limits), return_tokens, response_fields (the answer cut to these paths,
+ * "a/b" read inside "a"), timings_per_token; and n_cmpl, llama-server's name for n. */
+static int parse_completion_extras(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
+    int64_t v;
+    double t;
+    bool g;
+    if (get_int(o, "n_indent", 0, 1 << 20, &v, &g, e)) return -1;
+    if (g) r->n_indent = (int32_t)v;
+    if (get_num(o, "t_max_predict_ms", -1, 1e12, &t, &g, e)) return -1; /* -1 and 0: off, as llama-server */
+    if (g && t > 0) r->t_max_predict_ms = t;
+    if (get_bool(o, "return_tokens", &r->return_tokens, e) ||
+        get_bool(o, "timings_per_token", &r->timings_per_token, e))
+        return -1;
+    if (get_int(o, "n_cmpl", 1, MF_SRV_MAX_N, &v, &g, e)) return -1;
+    if (g) {
+        if (field(o, "n") && r->n != v)
+            return BAD(e, "n_cmpl", "'n_cmpl' %lld and 'n' %d ask for different numbers of choices; send one",
+                       (long long)v, r->n);
+        r->n = (int32_t)v;
+    }
+    const cJSON *rf = field(o, "response_fields");
+    if (!rf) return 0;
+    if (!cJSON_IsArray(rf))
+        return BAD(e, "response_fields", "'response_fields' must be an array of strings, got %s", kind_of(rf));
+    const int n = cJSON_GetArraySize(rf);
+    if (n > MF_SRV_MAX_RESPONSE_FIELDS)
+        return BAD(e, "response_fields", "'response_fields' has %d entries; at most %d", n, MF_SRV_MAX_RESPONSE_FIELDS);
+    if (!(r->response_fields = calloc((size_t)n + 1, sizeof *r->response_fields)))
+        return mf_srv_fail(e, 500, "server_error", "response_fields", "out of memory");
+    r->n_response_fields = n;
+    r->response_fields_given = true;
+    for (int i = 0; i < n; i++) {
+        const cJSON *it = cJSON_GetArrayItem(rf, i);
+        if (!cJSON_IsString(it))
+            return BAD(e, "response_fields", "'response_fields[%d]' must be a string, got %s", i, kind_of(it));
+        if (dup_str(it, "response_fields", &r->response_fields[i], e)) return -1;
+    }
     return 0;
 }
 
@@ -814,8 +863,10 @@ static int parse_llama_extras(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     bool g;
     if (get_int(o, "n", 1, MF_SRV_MAX_N, &v, &g, e)) return -1;
     if (g) r->n = (int32_t)v;
+    if (parse_completion_extras(o, r, e)) return -1;
     if (r->n > 1 && r->stream && mf_srv_shape(r->kind) == MF_SRV_NATIVE)
-        return BAD(e, "n", "'n' > 1 is not available on /completion; use /v1/completions");
+        return BAD(e, "n", "streaming several choices is not available on /completion; use /v1/completions, or "
+                   "leave out \"stream\" (the answer is then an array of %d results)", r->n);
     if (get_bool(o, "cache_prompt", &r->cache_prompt, e)) return -1;
     if (get_int(o, "id_slot", -1, INT32_MAX, &v, &g, e)) return -1;
     if (g) r->id_slot = (int32_t)v;
@@ -926,6 +977,8 @@ void mf_srv_req_free(mf_srv_req *r) {
     mf_dry_breakers_free(r->dry_own);
     for (int32_t i = 0; i < r->n_extra; i++) free(r->extra[i].filename), free(r->extra[i].text);
     free(r->extra);
+    for (int32_t i = 0; i < r->n_response_fields; i++) free(r->response_fields[i]);
+    free(r->response_fields);
     for (int32_t i = 0; i < r->n_bias; i++) free(r->bias[i].text);
     free(r->bias);
     free(r->logit_bias);
@@ -972,5 +1025,17 @@ int mf_srv_req_resolve_bias(mf_srv_req *r, const mf_model *model, int32_t n_voca
     int rc = mf_sampler_params_check(&r->sp, n_vocab, &err);
     if (rc == MF_E_NOMEM) return mf_srv_fail(e, 500, "server_error", "logit_bias", "%s", err.msg);
     if (rc) return BAD(e, "logit_bias", "'logit_bias': %s", err.msg);
+    return 0;
+}
+
+int mf_srv_req_resolve_infill(mf_srv_req *r, const mf_infill_vocab *v, const char *why, int32_t n_vocab,
+                              mf_srv_err *e) {
+    if (!r->infill_stage) return 0;
+    if (!v) return BAD(e, "samplers", "'samplers' lists infill, which this server cannot run: %s", why);
+    r->sp.infill = v;
+    mf_error err = {0};
+    int rc = mf_sampler_params_check(&r->sp, n_vocab, &err);
+    if (rc == MF_E_NOMEM) return mf_srv_fail(e, 500, "server_error", "samplers", "%s", err.msg);
+    if (rc) return BAD(e, "samplers", "'samplers' lists infill: %s", err.msg);
     return 0;
 }

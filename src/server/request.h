@@ -29,7 +29,7 @@ static inline mf_srv_kind mf_srv_shape(mf_srv_kind k) {
     return k == MF_SRV_INFILL ? MF_SRV_NATIVE : k;
 }
 
-enum { MF_SRV_MAX_STOP = 16, MF_SRV_MAX_N = 16, MF_SRV_MAX_TOP_LOGPROBS = 20 };
+enum { MF_SRV_MAX_STOP = 16, MF_SRV_MAX_N = 16, MF_SRV_MAX_TOP_LOGPROBS = 20, MF_SRV_MAX_RESPONSE_FIELDS = 64 };
 /* dry_sequence_breakers: at most this many strings, each at most MF_SRV_MAX_BREAKER_BYTES bytes (llama.cpp
  * cuts longer ones at 40; minfer refuses them) */
 enum { MF_SRV_MAX_BREAKERS = 64, MF_SRV_MAX_BREAKER_BYTES = 40 };
@@ -95,6 +95,17 @@ typedef struct {
     const char *constraint;
     bool tool_choice_required; /* tool_choice "required" */
     char *tool_choice_name;    /* tool_choice naming a function */
+    /* llama-server's code-completion fields (llama.vim, llama.vscode): the generator's limits (0: off), the
+     * infill sampler stage ('samplers' lists it; sp.infill is set by mf_srv_req_resolve_infill) */
+    int32_t n_indent;
+    double t_max_predict_ms;
+    bool infill_stage;
+    /* the answer's shape: the tokens too (/completion's "tokens"), timings on every streamed chunk, and the
+     * answer cut to these paths ("timings/prompt_n": inside "timings"; given but empty: {}) */
+    bool return_tokens, timings_per_token;
+    char **response_fields;
+    int32_t n_response_fields;
+    bool response_fields_given;
 } mf_srv_req;
 
 /* A refused request: HTTP status, the OpenAI error type, the offending field (may be "") and a message
@@ -116,6 +127,11 @@ void mf_srv_req_free(mf_srv_req *r);
  * as llama-server), the list checked by the sampler (not every token banned); sp then carries it.  The
  * model may be NULL for id-only lists (tests). */
 int mf_srv_req_resolve_bias(mf_srv_req *r, const mf_model *model, int32_t n_vocab, mf_srv_err *e);
+
+/* The infill stage a request's 'samplers' lists, against the server's view of the vocabulary (NULL when it has
+ * none: refused with why); then the sampler's own checks (top_k bounds the stage), as 400s naming 'samplers'. */
+int mf_srv_req_resolve_infill(mf_srv_req *r, const mf_infill_vocab *v, const char *why, int32_t n_vocab,
+                              mf_srv_err *e);
 
 /* Sets *e; returns -1 (so a parser can `return mf_srv_fail(...)`). */
 int mf_srv_fail(mf_srv_err *e, int status, const char *type, const char *param, const char *fmt, ...)

@@ -36,12 +36,29 @@ static void add_usage(cJSON *o, const mf_srv_usage *u) {
     cJSON_AddNumberToObject(d, "cached_tokens", u->cached_tokens);
 }
 
-/* llama-server's per-request speculative counts (only when a draft model is loaded) */
+static double per(double a, double b) {
+    return b > 0 ? a / b : 0.0;
+}
+
+/* llama-server's timings object (result_timings), with the speculative counts when a draft model is loaded */
 static void add_timings(cJSON *o, const mf_srv_usage *u) {
-    if (!u->draft) return;
+    if (!u->timings && !u->draft) return;
     cJSON *t = cJSON_AddObjectToObject(o, "timings");
-    cJSON_AddNumberToObject(t, "draft_n", u->draft_n);
-    cJSON_AddNumberToObject(t, "draft_n_accepted", u->draft_n_accepted);
+    if (u->timings) {
+        cJSON_AddNumberToObject(t, "cache_n", u->cached_tokens);
+        cJSON_AddNumberToObject(t, "prompt_n", u->prompt_n);
+        cJSON_AddNumberToObject(t, "prompt_ms", u->prompt_ms);
+        cJSON_AddNumberToObject(t, "prompt_per_token_ms", per(u->prompt_ms, u->prompt_n));
+        cJSON_AddNumberToObject(t, "prompt_per_second", per(1e3 * u->prompt_n, u->prompt_ms));
+        cJSON_AddNumberToObject(t, "predicted_n", u->predicted_n);
+        cJSON_AddNumberToObject(t, "predicted_ms", u->predicted_ms);
+        cJSON_AddNumberToObject(t, "predicted_per_token_ms", per(u->predicted_ms, u->predicted_n));
+        cJSON_AddNumberToObject(t, "predicted_per_second", per(1e3 * u->predicted_n, u->predicted_ms));
+    }
+    if (u->draft) {
+        cJSON_AddNumberToObject(t, "draft_n", u->draft_n);
+        cJSON_AddNumberToObject(t, "draft_n_accepted", u->draft_n_accepted);
+    }
 }
 
 static cJSON *head(const mf_srv_head *h, const char *object) {
@@ -147,23 +164,88 @@ static cJSON *tool_calls(const mf_srv_calls *c, bool with_index) {
     return arr;
 }
 
-static const char *native_stop_type(const char *finish_reason) {
-    return finish_reason && !strcmp(finish_reason, "length") ? "limit" : "eos";
+static cJSON *token_ids(const mf_token *t, int32_t n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int32_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(t[i]));
+    return a;
+}
+
+/* llama-server's response_fields: each path ("timings/prompt_n" reads "prompt_n" inside "timings") that the
+ * answer has becomes a key of a new object, named by the whole path; a path it lacks is left out. */
+static cJSON *project(cJSON *o, char *const *paths, int32_t n) {
+    cJSON *out = cJSON_CreateObject();
+    for (int32_t i = 0; i < n; i++) {
+        const cJSON *cur = o;
+        char key[256];
+        const char *p = paths[i];
+        while (cur && *p) {
+            const char *slash = strchr(p, '/');
+            size_t len = slash ? (size_t)(slash - p) : strlen(p);
+            if (len >= sizeof key || !cJSON_IsObject(cur)) {
+                cur = NULL;
+                break;
+            }
+            memcpy(key, p, len);
+            key[len] = 0;
+            cur = cJSON_GetObjectItemCaseSensitive(cur, key);
+            p += len + (slash != NULL);
+            if (slash && !*p) cur = NULL; /* "a/": an empty last key, which no answer has */
+        }
+        if (cur && *paths[i] && !cJSON_GetObjectItemCaseSensitive(out, paths[i]))
+            cJSON_AddItemToObject(out, paths[i], cJSON_Duplicate(cur, true));
+    }
+    cJSON_Delete(o);
+    return out;
+}
+
+/* One /completion result (llama-server's server_task_result_cmpl_final, less generation_settings and
+ * prompt); a stream's last chunk leaves out the text and tokens it already sent. */
+static cJSON *native_result(const mf_srv_head *h, const mf_srv_choice *c, int32_t index, const mf_srv_usage *u) {
+    cJSON *o = cJSON_CreateObject();
+    const mf_srv_native *nt = &c->nat;
+    cJSON_AddNumberToObject(o, "index", index);
+    cJSON_AddStringToObject(o, "content", !h->streamed && c->content ? c->content : "");
+    const bool toks = h->return_tokens && !h->streamed;
+    cJSON_AddItemToObject(o, "tokens", token_ids(nt->tokens, toks ? nt->n_tokens : 0));
+    cJSON_AddNumberToObject(o, "id_slot", h->id_slot);
+    cJSON_AddBoolToObject(o, "stop", true);
+    cJSON_AddStringToObject(o, "model", h->model);
+    cJSON_AddNumberToObject(o, "tokens_predicted", nt->n_gen);
+    cJSON_AddNumberToObject(o, "tokens_evaluated", u->prompt_tokens);
+    cJSON_AddBoolToObject(o, "has_new_line", nt->has_new_line);
+    cJSON_AddBoolToObject(o, "truncated", nt->truncated);
+    cJSON_AddStringToObject(o, "stop_type", nt->stop_type ? nt->stop_type : "eos");
+    cJSON_AddStringToObject(o, "stopping_word", nt->stopping_word ? nt->stopping_word : "");
+    cJSON_AddNumberToObject(o, "tokens_cached", u->cached_tokens);
+    add_timings(o, u);
+    if (c->lp && !h->streamed)
+        cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(c->lp, c->n_lp));
+    return h->fields_given ? project(o, h->fields, h->n_fields) : o;
+}
+
+char *mf_srv_native_chunk_json(const mf_srv_head *h, const char *content, const mf_token *toks, int32_t n_toks,
+                               int32_t n_gen, const mf_srv_usage *u, const mf_srv_logprob *lp, int32_t n_lp) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", 0);
+    cJSON_AddStringToObject(o, "content", content ? content : "");
+    cJSON_AddItemToObject(o, "tokens", token_ids(toks, n_toks));
+    cJSON_AddBoolToObject(o, "stop", false);
+    cJSON_AddNumberToObject(o, "id_slot", h->id_slot);
+    cJSON_AddNumberToObject(o, "tokens_predicted", n_gen);
+    if (u) {
+        cJSON_AddNumberToObject(o, "tokens_evaluated", u->prompt_tokens);
+        add_timings(o, u);
+    }
+    if (lp) cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(lp, n_lp));
+    return finish(o);
 }
 
 char *mf_srv_final_json(const mf_srv_head *h, const mf_srv_choice *ch, int32_t n_choices, const mf_srv_usage *u) {
-    if (h->kind == MF_SRV_NATIVE) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "content", ch[0].content ? ch[0].content : "");
-        cJSON_AddStringToObject(o, "model", h->model);
-        cJSON_AddBoolToObject(o, "stop", true);
-        cJSON_AddStringToObject(o, "stop_type", native_stop_type(ch[0].finish_reason));
-        cJSON_AddNumberToObject(o, "tokens_predicted", u->completion_tokens);
-        cJSON_AddNumberToObject(o, "tokens_evaluated", u->prompt_tokens);
-        cJSON_AddNumberToObject(o, "tokens_cached", u->cached_tokens);
-        if (ch[0].lp) cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(ch[0].lp, ch[0].n_lp));
-        add_timings(o, u);
-        return finish(o);
+    if (h->kind == MF_SRV_NATIVE) { /* llama-server answers several results as an array */
+        if (n_choices == 1) return finish(native_result(h, &ch[0], 0, u));
+        cJSON *arr = cJSON_CreateArray();
+        for (int32_t i = 0; i < n_choices; i++) cJSON_AddItemToArray(arr, native_result(h, &ch[i], i, u));
+        return finish(arr);
     }
     bool chat = h->kind == MF_SRV_CHAT;
     cJSON *o = head(h, chat ? "chat.completion" : "text_completion");
@@ -193,14 +275,7 @@ char *mf_srv_final_json(const mf_srv_head *h, const mf_srv_choice *ch, int32_t n
 
 char *mf_srv_chunk_json(const mf_srv_head *h, int32_t index, bool first, const char *content, const char *reasoning,
                         const mf_srv_calls *calls, const char *finish_reason, const mf_srv_logprob *lp, int32_t n_lp) {
-    if (h->kind == MF_SRV_NATIVE) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "content", content ? content : "");
-        cJSON_AddBoolToObject(o, "stop", finish_reason != NULL);
-        if (finish_reason) cJSON_AddStringToObject(o, "stop_type", native_stop_type(finish_reason));
-        if (lp) cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(lp, n_lp));
-        return finish(o);
-    }
+    if (h->kind == MF_SRV_NATIVE) return mf_srv_native_chunk_json(h, content, NULL, 0, 0, NULL, lp, n_lp);
     bool chat = h->kind == MF_SRV_CHAT;
     cJSON *o = head(h, chat ? "chat.completion.chunk" : "text_completion");
     cJSON *arr = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();

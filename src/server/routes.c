@@ -376,6 +376,7 @@ static void h_generate(mf_server *s, mf_srv_kind kind, const char *body, size_t 
         prompt_tokens(s, j, &e) ||
         mf_srv_req_resolve_bias(&j->req, s->model, s->info.n_vocab, &e) ||
         mf_srv_req_resolve_dry(&j->req, s->breakers, s->model, s->o.dry_breakers, s->o.n_dry_breakers, &e) ||
+        mf_srv_req_resolve_infill(&j->req, s->infill, s->infill_why, s->info.n_vocab, &e) ||
         compile_constraint(s, j, &e)) {
         answer_err(a, &e);
         mf_srv_job_unref(j);

@@ -121,6 +121,7 @@ out:
     mf_srv_http_stop(http); /* waits for the connection threads: every job has been answered */
     if (s->q.items) mf_srv_queue_destroy(&s->q);
     mf_srv_engine_free(s->eng);
+    mf_infill_vocab_free(s->infill); /* it points into the model's vocabulary */
     mf_model_free(s->model);
     mf_srv_metrics_free(s->m);
     mf_srv_breakers_free(s->breakers);

@@ -28,6 +28,8 @@ typedef struct mf_server {
     mf_srv_queue q;
     mf_srv_metrics *m;
     mf_srv_breakers *breakers; /* DRY sequence breakers resolved so far (any HTTP thread) */
+    mf_infill_vocab *infill;   /* the infill sampler stage's view of the vocabulary (NULL: infill_why says why) */
+    char infill_why[300];
     mf_srv_engine *eng;
     char load_error[400];
     char pooling_desc[96]; /* --embeddings: "embeddings, last pooling (the model's)", for the ready line */

@@ -2,7 +2,7 @@
 # minfer serve over loopback: routes and OpenAI shapes, a bad-input corpus of 70+ requests, batch invariance end to
 # end (4 concurrent greedy requests equal alone), streaming, sampled text as UTF-8, a client disconnect
 # freeing its slot, a bounded load test that overflows --max-queue, slot save/restore, the API key, the
-# openai npm client, tool calls (a scripted model), and SIGTERM draining.
+# openai npm client, tool calls (a scripted model), llama.vim's /infill requests, and SIGTERM draining.
 # Servers listen on 127.0.0.1 with --port 0 (the port is read from the startup line); every wait is bounded.
 source "$(dirname "$0")/lib.bash"
 M="$TMP/serve-qwen3.gguf"
@@ -77,6 +77,7 @@ if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; t
     py samplers
     py n_probs
     py infill
+    py code_completion
     sdk
     stop_server
 fi

@@ -55,7 +55,7 @@ static void check_tool_split(const char *s, size_t n, size_t cut) {
     }
     if (a.n_calls && mf_srv_utf8_valid(ca.s ? ca.s : "", ca.n) && !memchr(ca.s ? ca.s : "", 0, ca.n)) {
         mf_srv_buf_add(&ca, "", 0);
-        mf_srv_head h = {MF_SRV_CHAT, "id-1", "m", 1};
+        mf_srv_head h = {.kind = MF_SRV_CHAT, .id = "id-1", .model = "m", .created = 1};
         mf_srv_choice ch = {.content = ca.s, .finish_reason = "tool_calls", .calls = {a.calls, 0, a.n_calls, 7}};
         mf_srv_usage u = {.prompt_tokens = 1, .completion_tokens = 2};
         bool utf8 = true; /* names and arguments come from parsed JSON strings, which cJSON may leave ill-formed */
@@ -86,6 +86,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FAIL_IF(r.n_stop < 0 || r.n_stop > MF_SRV_MAX_STOP);
     for (int32_t i = 0; i < r.n_stop; i++) FAIL_IF(!r.stop[i][0] || !mf_srv_utf8_valid(r.stop[i], strlen(r.stop[i])));
     FAIL_IF(r.top_logprobs < 0 || r.top_logprobs > MF_SRV_MAX_TOP_LOGPROBS);
+    FAIL_IF(r.n_indent < 0 || r.t_max_predict_ms < 0 || r.n_response_fields > MF_SRV_MAX_RESPONSE_FIELDS);
+    for (int32_t i = 0; i < r.n_response_fields; i++)
+        FAIL_IF(!r.response_fields[i] || !mf_srv_utf8_valid(r.response_fields[i], strlen(r.response_fields[i])));
     if (kind == MF_SRV_CHAT) {
         FAIL_IF(r.n_msgs < 1 || r.prompt || r.tokens);
         for (int32_t i = 0; i < r.n_msgs; i++)
@@ -121,7 +124,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     /* an answer echoing the request's text parses back */
     const char *text = kind == MF_SRV_CHAT ? r.msgs[0].content : r.prompt ? r.prompt : "";
-    mf_srv_head h = {kind, "id-1", r.model ? r.model : "m", 1};
+    mf_srv_head h = {.kind = mf_srv_shape(kind), .id = "id-1", .model = r.model ? r.model : "m", .created = 1,
+                     .return_tokens = r.return_tokens, .fields = r.response_fields, .n_fields = r.n_response_fields,
+                     .fields_given = r.response_fields_given};
     mf_srv_choice ch = {.content = (char *)text, .finish_reason = "stop"};
     mf_srv_usage u = {.prompt_tokens = 1, .completion_tokens = 2};
     check_json(mf_srv_final_json(&h, &ch, 1, &u));

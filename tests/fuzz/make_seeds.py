@@ -344,6 +344,11 @@ def request_seeds():
         "infill": b'\x03{"input_prefix":"def f():\\n","input_suffix":"","prompt":"ret","input_extra":[{"filename":'
                   b'"a.py","text":"A = 1"},{"text":"B"}],"n_predict":8}',
         "completion-suffix": b'\x01{"prompt":"x = ","suffix":";\\n","max_tokens":4}',
+        "infill-llama-vim": b'\x03{"input_prefix":"a\\n","input_suffix":"\\n","input_extra":[{"text":"t","time":1,'
+                            b'"filename":"f"}],"prompt":"  x","n_predict":16,"n_indent":2,"top_k":40,"top_p":0.99,'
+                            b'"samplers":["top_k","top_p","infill"],"t_max_prompt_ms":500,"t_max_predict_ms":1000,'
+                            b'"response_fields":["content","timings/prompt_n","truncated",""],"return_tokens":true,'
+                            b'"n_cmpl":1,"timings_per_token":true}',
         "native-samplers": b'\x02{"prompt":"x","dry_multiplier":0.8,"dry_base":1.75,"dry_allowed_length":2,'
                            b'"dry_penalty_last_n":-1,"dry_sequence_breakers":["\\n",":","\\"","*"],"xtc_probability":0.5,'
                            b'"xtc_threshold":0.1,"top_n_sigma":1.5,"dynatemp_range":0.5,"dynatemp_exponent":1,'

@@ -568,6 +568,78 @@ def check_infill():
           c["usage"]["prompt_tokens"] == len(fim_layout("def add(a, b):\n", "\n")), d[:300])
 
 
+# ---------------------------------------------------------------- code completion (llama.vim, llama.vscode)
+LLAMA_VIM_FIELDS = ["content", "timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_token_ms",
+                    "timings/prompt_per_second", "timings/predicted_n", "timings/predicted_ms",
+                    "timings/predicted_per_token_ms", "timings/predicted_per_second", "truncated", "tokens_cached"]
+
+
+def check_code_completion():
+    """The requests llama.vim sends to /infill (its completion and its cache warm-up), answered as llama-server
+    answers them: the infill sampler stage, response_fields, timings; n_indent, t_max_predict_ms, return_tokens,
+    stop_type and stopping_word, n_cmpl on /completion; timings on the OpenAI routes."""
+    fim = {"input_prefix": "def add(a, b):\n", "input_suffix": "\n",
+           "input_extra": [{"text": "A = 1\n", "time": 12.5, "filename": "a.py"}], "prompt": "    ",
+           "n_predict": 16, "n_indent": 4, "top_k": 40, "top_p": 0.99, "stream": False,
+           "samplers": ["top_k", "top_p", "infill"], "cache_prompt": True, "t_max_prompt_ms": 500,
+           "t_max_predict_ms": 1000, "response_fields": LLAMA_VIM_FIELDS, "seed": 1}
+    st, _, d = post("/infill", fim)
+    o = json.loads(d) if st == 200 else {}
+    check("code completion: llama.vim's request is answered with exactly its response_fields",
+          st == 200 and sorted(o) == sorted(LLAMA_VIM_FIELDS), d[:400])
+    check("code completion: the timings are llama-server's numbers",
+          o.get("timings/prompt_n", 0) > 0 and o.get("timings/predicted_n", 0) >= 1 and
+          o.get("timings/prompt_ms", -1) >= 0 and o.get("truncated") is False, d[:400])
+    # the stage itself is checked against llama.cpp's algorithm in test_sampler_stages; here that a request's
+    # 'samplers' reaches it: the sampler's own refusal (the stage needs top_k) comes back as the 400
+    inf = dict(fim, response_fields=[])
+    st, _, d = post("/infill", dict(inf, top_k=0))
+    check("code completion: the infill stage without top_k is refused, naming it",
+          st == 400 and json.loads(d)["error"]["param"] == "samplers" and "top_k" in d.decode(), d[:300])
+    warm = {"input_prefix": "", "input_suffix": "", "input_extra": [{"text": "B = 2\n", "filename": "b.py"}],
+            "prompt": "", "n_predict": 0, "temperature": 0.0, "stream": False, "samplers": [], "cache_prompt": True,
+            "t_max_prompt_ms": 1, "t_max_predict_ms": 1, "response_fields": [""]}
+    st, _, d = post("/infill", warm)
+    check("code completion: llama.vim's cache warm-up is answered {}", st == 200 and json.loads(d) == {}, d[:300])
+    # n_indent: a line after the first with fewer blanks ends the text before its first character
+    g = {"prompt": "Hello", "grammar": 'root ::= "x\\n  y\\n z\\nw"', "n_predict": 32, "temperature": 0}
+    st, _, d = post("/completion", dict(g, n_indent=2))
+    o = json.loads(d) if st == 200 else {}
+    check("n_indent: the text ends at the shallower line, its newline and blank kept, stop_type limit",
+          o.get("content") == "x\n  y\n " and o.get("stop_type") == "limit" and o.get("stopping_word") == "", d[:300])
+    ev, _ = sse_events(post("/completion", dict(g, n_indent=2, stream=True))[2])
+    check("n_indent: streamed the same, the last chunk llama-server's result",
+          "".join(e["content"] for e in ev) == "x\n  y\n " and ev[-1]["stop"] and ev[-1]["stop_type"] == "limit" and
+          "timings" in ev[-1] and all("tokens" in e for e in ev), repr(ev)[:400])
+    st, _, d = post("/completion", dict(g, n_indent=0))
+    check("n_indent 0: the whole sentence, stop_type eos", json.loads(d).get("content") == "x\n  y\n z\nw" and
+          json.loads(d).get("stop_type") == "eos", d[:300])
+    lines = {"prompt": "Hello", "grammar": 'root ::= ("a\\n"){40}', "n_predict": 200, "temperature": 0}
+    full = json.loads(post("/completion", lines)[2])
+    short = json.loads(post("/completion", dict(lines, t_max_predict_ms=0.001))[2])
+    check("t_max_predict_ms: past it, the text ends with the next newline",
+          full.get("content") == "a\n" * 40 and short.get("stop_type") == "limit" and
+          short.get("content", "x").endswith("\n") and len(short.get("content", "")) < len(full["content"]),
+          "%r / %r" % (short.get("content"), full.get("content", "")[:20]))
+    # return_tokens, stop_type word, stopping_word
+    st, _, d = post("/completion", {"prompt": "Hello", "grammar": 'root ::= "ab###cd"', "stop": ["###"],
+                                    "n_predict": 32, "temperature": 0, "return_tokens": True})
+    o = json.loads(d) if st == 200 else {}
+    text = json.loads(post("/detokenize", {"tokens": o.get("tokens", [])})[2]).get("content", "")
+    check("a stop string: stop_type word, stopping_word, the tokens returned",
+          o.get("content") == "ab" and o.get("stop_type") == "word" and o.get("stopping_word") == "###" and
+          len(o.get("tokens", [])) == o.get("tokens_predicted") and text.startswith("ab###"), d[:400])
+    st, _, d = post("/completion", {"prompt": "Hello", "n_predict": 3, "temperature": 0, "n_cmpl": 2})
+    o = json.loads(d) if st == 200 else None
+    check("n_cmpl 2: an array of two results", isinstance(o, list) and [r["index"] for r in o] == [0, 1] and
+          o[0]["content"] == o[1]["content"] and o[0]["tokens"] == [], d[:300])
+    st, _, d = post("/v1/chat/completions", chat("Hello", max_tokens=5))
+    o = json.loads(d) if st == 200 else {}
+    t = o.get("timings", {})
+    check("timings on the OpenAI routes too", t.get("predicted_n") == o["usage"]["completion_tokens"] and
+          t.get("prompt_n", 0) + t.get("cache_n", -1) == o["usage"]["prompt_tokens"], d[:400])
+
+
 # ---------------------------------------------------------------- streaming
 def check_stream():
     b = chat("Hello", max_tokens=8, stream=True, stream_options={"include_usage": True})
@@ -1136,7 +1208,8 @@ if __name__ == "__main__":
     what = sys.argv[2]
     {"routes": check_routes, "bad_input": check_bad_input, "identity": check_identity, "stream": check_stream,
      "disconnect": check_disconnect, "logit_bias": check_logit_bias, "samplers": check_samplers, "n_probs": check_n_probs,
-     "server_defaults": check_server_defaults, "infill": check_infill, "load": check_load, "utf8": check_utf8, "slots": check_slots,
+     "server_defaults": check_server_defaults, "infill": check_infill,
+     "code_completion": check_code_completion, "load": check_load, "utf8": check_utf8, "slots": check_slots,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
      "tools_template": check_tools_template, "embed": check_embed, "embed_none": lambda: check_embed_none(sys.argv[3]),
      "rerank": lambda: check_rerank(sys.argv[3])}.get(what, lambda: check_auth(sys.argv[3]))()
