@@ -129,14 +129,25 @@ static int32_t keep_eog_only(const mf_infill_vocab *v, mf_cand *c, int32_t n) {
     return m;
 }
 
-/* Step 2: i0's text a prefix of i1's (llama.cpp's pair loop, in the candidates' order). */
+/* Step 2: i0's text a prefix of i1's (llama.cpp's pair loop, in the candidates' order).  The texts' first bytes
+ * and lengths are read once, so the n^2 pairs mostly end on one byte compare (n <= MF_INFILL_MAX_TOP_K: the
+ * sampler refuses the stage without such a top_k). */
 static void merge_prefixes(const mf_infill_vocab *v, mf_cand *c, int32_t n) {
+    int32_t len[MF_INFILL_MAX_TOP_K];
+    unsigned char first[MF_INFILL_MAX_TOP_K];
+    if (n > MF_INFILL_MAX_TOP_K) n = MF_INFILL_MAX_TOP_K;
+    for (int32_t i = 0; i < n; i++) {
+        len[i] = v->len[c[i].id];
+        first[i] = len[i] ? (unsigned char)v->piece[c[i].id][0] : 0;
+    }
     for (int32_t i0 = 0; i0 < n; i0++) {
         for (int32_t i1 = 0; i1 < n; i1++) {
             if (c[i0].logit == -INFINITY) break;
             if (i0 == i1 || c[i1].logit == -INFINITY) continue;
-            const int32_t l0 = v->len[c[i0].id], l1 = v->len[c[i1].id];
-            if (l0 <= 0 || l0 > l1 || memcmp(v->piece[c[i0].id], v->piece[c[i1].id], (size_t)l0)) continue;
+            const int32_t l0 = len[i0];
+            if (l0 <= 0 || l0 > len[i1] || first[i0] != first[i1] ||
+                memcmp(v->piece[c[i0].id], v->piece[c[i1].id], (size_t)l0))
+                continue;
             int32_t dst = i0, src = i1;
             if (c[i1].p > c[i0].p) dst = i1, src = i0;
             c[dst].p += c[src].p;
