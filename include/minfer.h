@@ -491,6 +491,8 @@ enum {
 /* "running", "eog", "length", "context", "stop", "abort" */
 const char *mf_gen_status_name(int32_t status);
 
+enum { MF_GEN_MAX_POST_PROBS = 256 };
+
 /* Called before every forward; true stops the turn (MF_GEN_ABORT).  Must be async-signal friendly in
  * spirit: read a flag, do not call back into the library. */
 typedef bool (*mf_abort_fn)(void *user);
@@ -512,6 +514,10 @@ typedef struct {
      * generated token, ends it with the next token whose text holds a newline */
     int32_t n_indent;
     double t_max_predict_ms;
+    /* 0 = off: per generated token, the sampler chain's probabilities after its last stage (llama-server's
+     * post_sampling_probs; greedy: the drawn token alone, p 1), the drawn token's and at most this many
+     * candidates' (<= MF_GEN_MAX_POST_PROBS), in mf_gen_out */
+    int32_t post_probs;
     mf_abort_fn abort; /* may be NULL */
     void *abort_user;
 } mf_gen_params;
@@ -525,6 +531,12 @@ typedef struct {
                          back until it is decided); valid until the next call */
     size_t text_len;
     int32_t n_drafted, n_accepted; /* drafted tokens verified in this step, and how many were committed */
+    /* post_probs > 0 (else NULL): for committed token i, post_chosen[i] its probability after the chain, and
+     * n_post[i] candidates post_ids / post_p[i * post_probs ...], likeliest first */
+    const float *post_chosen;
+    const int32_t *n_post;
+    const mf_token *post_ids;
+    const float *post_p;
 } mf_gen_out;
 
 typedef struct {

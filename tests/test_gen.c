@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "minfer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -827,6 +828,94 @@ static void test_t_max_predict_ends_at_a_newline_after_the_time(void) {
     mf_context_free(ctx);
 }
 
+typedef struct {
+    mf_token tok[64];
+    int32_t n, n_post[64];
+    float chosen[64], p[64][8];
+    mf_token ids[64][8];
+} post_result;
+
+static void take_post(post_result *r, const mf_gen_out *o, int32_t k) {
+    for (int32_t i = 0; i < o->n_tokens && r->n < 64; i++, r->n++) {
+        r->tok[r->n] = o->tokens[i];
+        r->n_post[r->n] = o->n_post[i];
+        r->chosen[r->n] = o->post_chosen[i];
+        memcpy(r->ids[r->n], o->post_ids + (size_t)i * k, sizeof(mf_token) * (size_t)o->n_post[i]);
+        memcpy(r->p[r->n], o->post_p + (size_t)i * k, sizeof(float) * (size_t)o->n_post[i]);
+    }
+}
+
+/* post_probs (llama-server's post_sampling_probs): per generated token the chain's probabilities after its last
+ * stage - greedy the drawn token alone at 1; sampled with top_k 4 at most 4 candidates, likeliest first, summing
+ * to 1, the drawn one among them at its probability - recorded without changing a draw, and the same when the
+ * draw is taken ahead on the pool (the server's path). */
+static void test_post_probs_are_the_chains_last_candidates(void) {
+    mf_context_params cp = mf_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_threads = 2;
+    mf_context *ctx = NULL;
+    REQUIRE_OK(mf_context_new(model, &cp, &ctx, NULL), "context");
+    for (int sampled = 0; sampled < 2; sampled++) {
+        mf_gen_params gp = mf_gen_default_params();
+        gp.sampler = sampled ? seeded(7) : greedy();
+        gp.sampler.top_k = 4, gp.sampler.top_p = 1.0f, gp.sampler.min_p = 0.0f, gp.sampler.temp = sampled ? 1.5f : 0;
+        gp.n_predict = 24;
+        mf_kv_clear_all(ctx);
+        mf_gen *g = new_gen(ctx, gp);
+        REQUIRE(g, "generator");
+        result plain;
+        drive(g, &plain, NULL);
+        mf_gen_free(g);
+        gp.post_probs = 8;
+        post_result a = {0}, b = {0};
+        for (int ahead = 0; ahead < 2; ahead++) {
+            mf_kv_clear_all(ctx);
+            REQUIRE((g = new_gen(ctx, gp)), "generator");
+            mf_batch bt;
+            REQUIRE_OK(mf_batch_init(&bt, 16, NULL), "batch");
+            mf_gen_out o;
+            do {
+                if (!ahead) {
+                    REQUIRE_OK(mf_gen_step(g, &o, NULL), "step");
+                } else {
+                    mf_batch_clear(&bt);
+                    REQUIRE(mf_gen_batch_add(g, &bt, NULL, 0, NULL) >= 0, "add");
+                    REQUIRE_OK(mf_decode(ctx, &bt, NULL), "decode");
+                    mf_gen_batch_sample(&g, 1);
+                    REQUIRE_OK(mf_gen_batch_done(g, &o, NULL), "done");
+                }
+                if (o.n_tokens) take_post(ahead ? &b : &a, &o, gp.post_probs);
+            } while (o.status == MF_GEN_RUNNING);
+            mf_batch_free(&bt);
+            mf_gen_free(g);
+        }
+        CHECK(a.n == plain.n && !memcmp(a.tok, plain.tok, sizeof *a.tok * (size_t)a.n), "%s: recording changed the draws",
+              sampled ? "sampled" : "greedy");
+        CHECK(b.n == a.n && !memcmp(&a, &b, sizeof a), "%s: drawn ahead on the pool, the probabilities differ",
+              sampled ? "sampled" : "greedy");
+        int bad = 0, several = 0;
+        for (int32_t i = 0; i < a.n; i++) {
+            float sum = 0, at = -1;
+            for (int32_t k = 0; k < a.n_post[i]; k++) {
+                sum += a.p[i][k];
+                if (a.ids[i][k] == a.tok[i]) at = a.p[i][k];
+                if (k && a.p[i][k] > a.p[i][k - 1]) bad++;
+            }
+            several += a.n_post[i] > 1;
+            if (!sampled) bad += a.n_post[i] != 1 || a.ids[i][0] != a.tok[i] || a.p[i][0] != 1.0f || a.chosen[i] != 1.0f;
+            else bad += a.n_post[i] < 1 || a.n_post[i] > 4 || fabsf(sum - 1.0f) > 1e-5f || at != a.chosen[i];
+        }
+        CHECK(!bad && (!sampled || several > 0), "%s: %d of %d positions wrong (%d with several candidates)",
+              sampled ? "sampled" : "greedy", bad, a.n, several);
+    }
+    mf_gen_params gp = mf_gen_default_params();
+    gp.post_probs = MF_GEN_MAX_POST_PROBS + 1;
+    mf_gen *g = NULL;
+    mf_error err = {0};
+    CHECK(mf_gen_new(ctx, &gp, &g, &err) == MF_E_INVAL && strstr(err.msg, "post_probs"), "%s", err.msg);
+    mf_context_free(ctx);
+}
+
 int main(void) {
     snprintf(path, sizeof path, "%s/gen-qwen2-q8_0.gguf", mf_test_tmpdir());
     char cmd[1024];
@@ -851,6 +940,7 @@ int main(void) {
     RUN(test_conversation_drops_the_oldest_turns);
     RUN(test_n_indent_ends_at_a_shallower_line);
     RUN(test_t_max_predict_ends_at_a_newline_after_the_time);
+    RUN(test_post_probs_are_the_chains_last_candidates);
     mf_model_free(model);
     remove(path);
     return mf_test_done();

@@ -411,7 +411,7 @@ static void test_llama_server_sampler_fields(void) {
         {"{\"prompt\":\"x\",\"dynatemp_range\":-0.5}", "dynatemp_range", "must be in [0,"},
         {"{\"prompt\":\"x\",\"mirostat\":2,\"mirostat_tau\":-1}", "mirostat_tau", "must be in [0,"},
         {"{\"prompt\":\"x\",\"n_probs\":21}", "n_probs", "must be in [0, 20]"},
-        {"{\"prompt\":\"x\",\"n_probs\":2,\"post_sampling_probs\":true}", "post_sampling_probs", "not served"},
+        {"{\"prompt\":\"x\",\"n_probs\":2,\"post_sampling_probs\":1}", "post_sampling_probs", "boolean"},
         {"{\"prompt\":\"x\",\"samplers\":[\"temperature\",\"top_k\"]}", "samplers", "'top_k' after a stage"},
         {"{\"prompt\":\"x\",\"samplers\":\"tk\"}", "samplers", "'k' after a stage"},
         {"{\"prompt\":\"x\",\"samplers\":[\"top_k\",\"tfs_z\"]}", "samplers", "'tfs_z', which is not a sampler"},
@@ -473,6 +473,10 @@ static void test_code_completion_fields_are_read(void) {
     REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"n_cmpl\":3,\"return_tokens\":true,\"lora\":[]}", &r, &e) == 0,
             "%s", e.msg);
     CHECK(r.n == 3 && r.return_tokens, "n_cmpl 3: n %d", r.n);
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"n_probs\":4,\"post_sampling_probs\":true}", &r, &e) == 0, "%s",
+            e.msg);
+    CHECK(r.post_probs && r.logprobs && r.top_logprobs == 4, "post_sampling_probs read");
     mf_srv_req_free(&r);
 }
 
@@ -1008,6 +1012,21 @@ static void test_native_answers_match_llama_server(void) {
               cJSON_GetArraySize(cJSON_GetObjectItem(o, "tokens")) == 0 && cJSON_IsTrue(cJSON_GetObjectItem(o, "stop")),
           "a stream's last chunk");
     cJSON_Delete(o);
+    char tk0[] = "a", tk1[] = "b";
+    char *top[] = {tk0, tk1};
+    float pr[] = {0.75f, 0.25f};
+    mf_token ids[] = {11, 22};
+    mf_srv_logprob lp = {.token = tk0, .id = 11, .logprob = 0.75f, .n_top = 2, .top_token = top, .top_logprob = pr,
+                         .top_id = ids};
+    h.post_probs = true;
+    o = parsed(mf_srv_native_chunk_json(&h, "a", toks, 1, 1, NULL, &lp, 1));
+    cJSON *e0 = o ? cJSON_GetArrayItem(cJSON_GetObjectItem(o, "completion_probabilities"), 0) : NULL;
+    cJSON *tp = e0 ? cJSON_GetObjectItem(e0, "top_probs") : NULL;
+    CHECK(e0 && near(cJSON_GetObjectItem(e0, "prob")->valuedouble, 0.75) && !cJSON_GetObjectItem(e0, "logprob") &&
+              cJSON_GetArraySize(tp) == 2 && near(cJSON_GetObjectItem(cJSON_GetArrayItem(tp, 1), "prob")->valuedouble, 0.25),
+          "post_sampling_probs: prob and top_probs");
+    cJSON_Delete(o);
+    h.post_probs = false;
     o = parsed(mf_srv_native_chunk_json(&h, "b", toks + 1, 2, 3, NULL, NULL, 0));
     CHECK(o && !strcmp(cJSON_GetObjectItem(o, "content")->valuestring, "b") &&
               cJSON_GetArraySize(cJSON_GetObjectItem(o, "tokens")) == 2 && cJSON_IsFalse(cJSON_GetObjectItem(o, "stop")) &&

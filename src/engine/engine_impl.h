@@ -115,6 +115,11 @@ void mf_sampler_state_set(mf_sampler *s, const mf_sampler_state *st);
 /* Mirostat's mu, for a session file (mf_sampler_mu: false when the sampler runs no Mirostat). */
 bool mf_sampler_mu(const mf_sampler *s, float *mu);
 void mf_sampler_set_mu(mf_sampler *s, float mu);
+/* After a sample that drew `chosen`: the chain's probabilities after its last stage (llama-server's
+ * post_sampling_probs), the drawn token's in *p_chosen and up to cap candidates, likeliest first (greedy: the one
+ * token, p 1).  Returns how many it wrote. */
+int32_t mf_sampler_last_probs(const mf_sampler *s, mf_token chosen, int32_t cap, mf_token *ids, float *p,
+                              float *p_chosen);
 /* Tests: the sampler as it was before its two shortcuts, the reference they are checked against: every
  * candidate built before the penalty stage and top_k (not the k best read straight from the logits), and
  * every sort by qsort with cand_cmp (not the radix sort). */

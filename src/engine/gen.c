@@ -48,6 +48,13 @@ struct mf_gen {
     bool cut;
     double t_first; /* the turn's first generated token (t_max_predict_ms counts from it) */
     int32_t stop_hit; /* the stop string that ended the turn */
+    /* post_probs: the last sample's chain probabilities (post_last*), and per committed token of this step */
+    mf_token *post_last_ids;
+    float *post_last_p, post_last_chosen;
+    int32_t post_last_n;
+    mf_token *post_ids;
+    float *post_p, *post_chosen;
+    int32_t *post_n, cap_post;
 };
 
 /* what an empty token list points at: never NULL, so a caller may memcpy 0 tokens from it */
@@ -130,6 +137,12 @@ void mf_gen_free(mf_gen *g) {
     free(g->out);
     free(g->turn);
     free(g->out_tok);
+    free(g->post_last_ids);
+    free(g->post_last_p);
+    free(g->post_ids);
+    free(g->post_p);
+    free(g->post_chosen);
+    free(g->post_n);
     mf_constraint_free(g->con);
     free(g);
 }
@@ -155,6 +168,9 @@ int mf_gen_new(mf_context *ctx, const mf_gen_params *params, mf_gen **out, mf_er
         return mf_err(err, MF_E_INVAL,
                       "generation: stop strings need the detokenizer, which no_text turns off (drop the stop "
                       "strings or keep the text)");
+    if (p.post_probs < 0 || p.post_probs > MF_GEN_MAX_POST_PROBS)
+        return mf_err(err, MF_E_INVAL, "generation: post_probs must be in 0..%d, got %d", MF_GEN_MAX_POST_PROBS,
+                      p.post_probs);
     if (p.n_indent < 0 || !(p.t_max_predict_ms >= 0))
         return mf_err(err, MF_E_INVAL, "generation: n_indent %d and t_max_predict_ms %g must be >= 0 (0 = off)",
                       p.n_indent, p.t_max_predict_ms);
@@ -185,6 +201,11 @@ int mf_gen_new(mf_context *ctx, const mf_gen_params *params, mf_gen **out, mf_er
     if ((rc = mf_sampler_new(&p.sampler, info.n_vocab, &g->smp, err))) goto fail;
     g->p.sampler.logit_bias = NULL, g->p.sampler.n_logit_bias = 0; /* the sampler keeps its own copy */
     if (!p.no_text && (rc = mf_detok_stream_new(g->model, &g->ds, err))) goto fail;
+    if (p.post_probs > 0 && (!(g->post_last_ids = malloc(sizeof *g->post_last_ids * (size_t)p.post_probs)) ||
+                             !(g->post_last_p = malloc(sizeof *g->post_last_p * (size_t)p.post_probs)))) {
+        rc = mf_err(err, MF_E_NOMEM, "generation: out of memory for post_probs");
+        goto fail;
+    }
     g->status = MF_GEN_RUNNING;
     *out = g;
     return 0;
@@ -358,11 +379,41 @@ static int commit(mf_gen *g, mf_token t, mf_error *err) {
 /* The next token from these logits: the sampler's pick, among the grammar's tokens where one is active;
  * -1 when the grammar allows no token at all. */
 static mf_token sample(mf_gen *g, const float *lg) {
+    mf_token t;
     if (g->con && mf_constraint_active(g->con)) {
         const mf_token_filter f = {mf_constraint_allow, mf_constraint_maybe, g->con};
-        return mf_sampler_sample_allowed(g->smp, lg, &f);
+        t = mf_sampler_sample_allowed(g->smp, lg, &f);
+    } else {
+        t = mf_sampler_sample(g->smp, lg);
     }
-    return mf_sampler_sample(g->smp, lg);
+    if (g->p.post_probs > 0 && t >= 0) /* read now: the next sample overwrites the candidates */
+        g->post_last_n = mf_sampler_last_probs(g->smp, t, g->p.post_probs, g->post_last_ids, g->post_last_p,
+                                               &g->post_last_chosen);
+    return t;
+}
+
+/* post_probs: the committed token's (the last one of out_tok) chain probabilities join the step's output. */
+static int post_record(mf_gen *g, mf_error *err) {
+    const int32_t k = g->p.post_probs, i = g->n_out_tok - 1;
+    if (k <= 0 || i < 0) return 0;
+    if (i >= g->cap_post) {
+        const int32_t cap = MF_MAX(16, 2 * (i + 1));
+        mf_token *ids = realloc(g->post_ids, sizeof *ids * (size_t)cap * (size_t)k);
+        if (ids) g->post_ids = ids;
+        float *p = realloc(g->post_p, sizeof *p * (size_t)cap * (size_t)k);
+        if (p) g->post_p = p;
+        float *c = realloc(g->post_chosen, sizeof *c * (size_t)cap);
+        if (c) g->post_chosen = c;
+        int32_t *n = realloc(g->post_n, sizeof *n * (size_t)cap);
+        if (n) g->post_n = n;
+        if (!ids || !p || !c || !n) return mf_err(err, MF_E_NOMEM, "generation: out of memory for post_probs");
+        g->cap_post = cap;
+    }
+    memcpy(g->post_ids + (size_t)i * k, g->post_last_ids, sizeof *g->post_ids * (size_t)g->post_last_n);
+    memcpy(g->post_p + (size_t)i * k, g->post_last_p, sizeof *g->post_p * (size_t)g->post_last_n);
+    g->post_chosen[i] = g->post_last_chosen;
+    g->post_n[i] = g->post_last_n;
+    return 0;
 }
 
 /* ---------------- forwards ---------------- */
@@ -421,6 +472,10 @@ static void fill_out(mf_gen *g, mf_gen_out *out) {
     out->n_tokens = g->n_out_tok;
     out->text = g->out ? g->out : "";
     out->text_len = g->n_out;
+    if (g->p.post_probs > 0 && g->n_out_tok > 0) {
+        out->post_chosen = g->post_chosen, out->n_post = g->post_n;
+        out->post_ids = g->post_ids, out->post_p = g->post_p;
+    }
 }
 
 static int batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
@@ -482,7 +537,7 @@ static int batch_done(mf_gen *g, mf_gen_out *out, mf_error *err) {
                         g->n_turn);
             break;
         }
-        if ((rc = commit(g, t, err))) break;
+        if ((rc = commit(g, t, err)) || (rc = post_record(g, err))) break;
         bool match = i < n_draft && t == g->draft[i];
         if (match) accepted++;
         if (!match || g->status != MF_GEN_RUNNING) break;

@@ -43,6 +43,7 @@ struct mf_sampler {
     float mu;            /* Mirostat's running bound on surprise (bits) */
     float *vals;         /* top_n_sigma's scratch: every token's logit after the penalties (n_vocab) */
     const mf_token_filter *filter; /* mf_sampler_sample_allowed's, while it runs (the infill stage asks it) */
+    bool last_single; /* the last sample picked greedily: the chain left that one token (p 1) */
     uint64_t s[4];
 };
 
@@ -787,6 +788,7 @@ static bool greedy(const mf_sampler *s) {
 static void begin_step(mf_sampler *s) {
     s->dry_pen = NULL;
     s->filter = NULL;
+    s->last_single = false;
     if (s->dry) (void)mf_dry_step(s->dry, &s->dry_pen);
     s->sigma_min = -INFINITY;
 }
@@ -794,7 +796,7 @@ static void begin_step(mf_sampler *s) {
 mf_token mf_sampler_sample(mf_sampler *s, const float *logits) {
     logits = with_bias(s, logits);
     begin_step(s);
-    if (greedy(s)) { /* greedy fast path: argmax after penalties and DRY (lowest id on ties) */
+    if ((s->last_single = greedy(s))) { /* greedy fast path: argmax after penalties and DRY (lowest id on ties) */
         if (adjust_off(s)) return argmax(logits, s->n_vocab); /* no 1.8 MB candidate copy per token */
         if (!s->full_path) { /* the best one read straight from the logits, the few penalized corrected */
             top_k_of_logits(s, logits, 1);
@@ -837,7 +839,7 @@ mf_token mf_sampler_sample_allowed(mf_sampler *s, const float *logits, const mf_
     logits = with_bias(s, logits);
     begin_step(s);
     s->filter = f;
-    const bool greedy_pick = greedy(s);
+    const bool greedy_pick = s->last_single = greedy(s);
     const int32_t k = greedy_pick ? 1 : s->p.top_k;
     /* Mirostat and top_n_sigma read every allowed token, not a window of the likely ones */
     const bool whole = !greedy_pick && (s->p.mirostat || s->p.top_n_sigma > 0);
@@ -886,6 +888,24 @@ int32_t mf_sampler_candidates(mf_sampler *s, const float *logits, int32_t *ids, 
         probs[i] = s->c[i].p;
     }
     return n;
+}
+
+int32_t mf_sampler_last_probs(const mf_sampler *s, mf_token chosen, int32_t cap, mf_token *ids, float *p,
+                              float *p_chosen) {
+    *p_chosen = 0.0f;
+    if (s->last_single) {
+        *p_chosen = 1.0f;
+        if (cap <= 0) return 0;
+        ids[0] = chosen, p[0] = 1.0f;
+        return 1;
+    }
+    int32_t m = 0; /* the draw left c[0..n) softmax'd, likeliest first; those of no probability are not kept */
+    for (int32_t i = 0; i < s->n; i++) {
+        if (!(s->c[i].p > 0.0f)) continue;
+        if (s->c[i].id == chosen) *p_chosen = s->c[i].p;
+        if (m < cap) ids[m] = s->c[i].id, p[m] = s->c[i].p, m++;
+    }
+    return m;
 }
 
 void mf_sampler_full_path(mf_sampler *s, bool on) {

@@ -245,6 +245,43 @@ static void fail_job(mf_srv_engine *e, mf_srv_job *j, int status, const char *ty
     mf_srv_job_unref(j);
 }
 
+static bool grow_lp(slot *sl) {
+    if (sl->n_lp < sl->cap_lp) return true;
+    int32_t cap = sl->cap_lp ? sl->cap_lp * 2 : 16;
+    mf_srv_logprob *p = realloc(sl->lp, sizeof *p * (size_t)cap);
+    if (!p) return false;
+    sl->lp = p, sl->cap_lp = cap;
+    return true;
+}
+
+/* post_sampling_probs: token k's probabilities after the sampler chain, as the generator recorded them. */
+static void add_post_prob(mf_srv_engine *e, slot *sl, const mf_gen_out *out, int32_t k) {
+    const int32_t K = sl->job->req.top_logprobs, n = out->n_post[k];
+    if (!grow_lp(sl)) return;
+    mf_srv_logprob *lp = &sl->lp[sl->n_lp];
+    memset(lp, 0, sizeof *lp);
+    size_t len;
+    mf_error err = {0};
+    if (mf_detokenize(e->s->model, &out->tokens[k], 1, &lp->token, &len, &err)) return;
+    lp->id = out->tokens[k];
+    lp->logprob = out->post_chosen[k];
+    lp->top_token = calloc((size_t)MF_MAX(n, 1), sizeof *lp->top_token);
+    lp->top_logprob = calloc((size_t)MF_MAX(n, 1), sizeof *lp->top_logprob);
+    lp->top_id = calloc((size_t)MF_MAX(n, 1), sizeof *lp->top_id);
+    if (!lp->top_token || !lp->top_logprob || !lp->top_id) { /* out of memory: this position goes unreported */
+        free(lp->token), free(lp->top_token), free(lp->top_logprob), free(lp->top_id);
+        return;
+    }
+    for (int32_t q = 0; q < n; q++) {
+        const mf_token id = out->post_ids[(size_t)k * K + q];
+        if (mf_detokenize(e->s->model, &id, 1, &lp->top_token[q], &len, &err)) break;
+        lp->top_id[q] = id;
+        lp->top_logprob[q] = out->post_p[(size_t)k * K + q];
+        lp->n_top = q + 1;
+    }
+    sl->n_lp++;
+}
+
 /* row: the batch row whose logits chose tok (a verified draft's tokens come from consecutive rows) */
 static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
     const mf_srv_req *r = &sl->job->req;
@@ -257,12 +294,7 @@ static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
     double sum = 0;
     for (int32_t v = 0; v < nv; v++) sum += exp((double)lg[v] - mx);
     const float lse = (float)(mx + log(sum));
-    if (sl->n_lp == sl->cap_lp) {
-        int32_t cap = sl->cap_lp ? sl->cap_lp * 2 : 16;
-        mf_srv_logprob *p = realloc(sl->lp, sizeof *p * (size_t)cap);
-        if (!p) return;
-        sl->lp = p, sl->cap_lp = cap;
-    }
+    if (!grow_lp(sl)) return;
     mf_srv_logprob *lp = &sl->lp[sl->n_lp];
     memset(lp, 0, sizeof *lp);
     size_t len;
@@ -299,7 +331,7 @@ static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
 static mf_srv_head job_head(const mf_srv_job *j, int lead, bool streamed) {
     const mf_srv_req *r = &j->req;
     return (mf_srv_head){mf_srv_shape(r->kind), j->id, j->model_name, j->created, r->return_tokens, streamed,
-                         r->response_fields, r->n_response_fields, r->response_fields_given, lead};
+                         r->post_probs, r->response_fields, r->n_response_fields, r->response_fields_given, lead};
 }
 
 /* A job's usage and llama-server's timings from its slots: the prompt from admission to the first token,
@@ -511,7 +543,10 @@ static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
         sl->t_last = now;
         sl->n_gen += out->n_tokens;
         mf_srv_metrics_add(e->s->m, MF_SRV_C_GENERATED_TOKENS, (uint64_t)out->n_tokens);
-        for (int32_t k = 0; k < out->n_tokens; k++) add_logprob(e, sl, sl->row < 0 ? -1 : sl->row + k, out->tokens[k]);
+        for (int32_t k = 0; k < out->n_tokens; k++) {
+            if (r->post_probs && r->logprobs && out->post_chosen) add_post_prob(e, sl, out, k);
+            else add_logprob(e, sl, sl->row < 0 ? -1 : sl->row + k, out->tokens[k]);
+        }
     }
     bool ok = keep_tokens(sl, r, out);
     if (out->text_len) ok = ok && add_text(sl, r, out->text, out->text_len);
@@ -564,6 +599,7 @@ static int start_gen(mf_srv_engine *e, int i, mf_srv_job *j, int choice, int32_t
     gp.stop = (const char *const *)j->req.stop;
     gp.n_stop = j->req.n_stop;
     gp.n_indent = j->req.n_indent;
+    gp.post_probs = j->req.post_probs && j->req.logprobs ? j->req.top_logprobs : 0;
     gp.t_max_predict_ms = j->req.t_max_predict_ms;
     int rc = mf_gen_new(e->ctx, &gp, &sl->gen, err);
     if (!rc && j->grammar)

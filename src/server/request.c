@@ -694,17 +694,14 @@ static int parse_more_samplers(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
 }
 
 /* llama-server's n_probs (/completion, /infill): the top n_probs tokens of every position, as
- * completion_probabilities; the probabilities are the model's softmax, as OpenAI's logprobs here.  Its
- * post_sampling_probs (the chain's probabilities instead) is not served: refused unless false. */
+ * completion_probabilities; the probabilities are the model's softmax, as OpenAI's logprobs here, or with
+ * post_sampling_probs the sampler chain's after its last stage. */
 static int parse_n_probs(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
     int64_t v = 0;
     bool g, post = false;
     if (get_int(o, "n_probs", 0, MF_SRV_MAX_TOP_LOGPROBS, &v, &g, e) || get_bool(o, "post_sampling_probs", &post, e))
         return -1;
-    if (post)
-        return BAD(e, "post_sampling_probs",
-                   "'post_sampling_probs' true (the probabilities after the sampler chain) is not served by minfer; "
-                   "leave it out for the model's own probabilities");
+    r->post_probs = post;
     if (!v) return 0;
     if (mf_srv_shape(r->kind) != MF_SRV_NATIVE)
         return BAD(e, "n_probs", "'n_probs' belongs to /completion and /infill; here ask for 'logprobs'%s",

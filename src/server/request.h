@@ -76,6 +76,7 @@ typedef struct {
     int32_t n_stop;
     bool stream, include_usage;
     bool logprobs;        /* return the chosen tokens' log-probabilities */
+    bool post_probs;      /* ... as the sampler chain's probabilities after its last stage (post_sampling_probs) */
     int32_t top_logprobs; /* and this many alternatives per position */
     int32_t n;            /* choices sharing one prompt prefill */
     bool cache_prompt;    /* reuse cached prefixes (default true, as llama-server) */

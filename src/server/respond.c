@@ -77,32 +77,38 @@ static char *token_text(const char *piece) {
     return mf_srv_utf8_lossy_dup(piece, strlen(piece), NULL);
 }
 
-/* {"token": text, "logprob": lp, "bytes": [the piece's bytes]} */
-static cJSON *token_logprob(const char *piece, float lp) {
+/* {"token": text, "logprob": lp, "bytes": [the piece's bytes]} ("prob" for post_sampling_probs) */
+static cJSON *token_value(const char *piece, const char *key, float lp) {
     cJSON *t = cJSON_CreateObject();
     char *text = token_text(piece);
     cJSON_AddStringToObject(t, "token", text ? text : "");
     free(text);
-    cJSON_AddNumberToObject(t, "logprob", lp);
+    cJSON_AddNumberToObject(t, key, lp);
     cJSON *bytes = cJSON_AddArrayToObject(t, "bytes");
     for (const unsigned char *b = (const unsigned char *)piece; *b; b++)
         cJSON_AddItemToArray(bytes, cJSON_CreateNumber(*b));
     return t;
 }
 
+static cJSON *token_logprob(const char *piece, float lp) {
+    return token_value(piece, "logprob", lp);
+}
+
 /* llama-server's completion_probabilities (/completion with n_probs): per position {"id","token","bytes",
- * "logprob","top_logprobs":[{"id","token","bytes","logprob"}]}. */
-static cJSON *completion_probabilities(const mf_srv_logprob *lp, int32_t n) {
+ * "logprob","top_logprobs":[{"id","token","bytes","logprob"}]}; with post_sampling_probs "prob" and
+ * "top_probs" (the chain's probabilities). */
+static cJSON *completion_probabilities(const mf_srv_logprob *lp, int32_t n, bool post) {
+    const char *key = post ? "prob" : "logprob";
     cJSON *arr = cJSON_CreateArray();
     for (int32_t i = 0; i < n; i++) {
-        cJSON *t = token_logprob(lp[i].token, lp[i].logprob), *top = cJSON_CreateArray();
+        cJSON *t = token_value(lp[i].token, key, lp[i].logprob), *top = cJSON_CreateArray();
         cJSON_AddNumberToObject(t, "id", lp[i].id);
         for (int32_t k = 0; k < lp[i].n_top; k++) {
-            cJSON *q = token_logprob(lp[i].top_token[k], lp[i].top_logprob[k]);
+            cJSON *q = token_value(lp[i].top_token[k], key, lp[i].top_logprob[k]);
             cJSON_AddNumberToObject(q, "id", lp[i].top_id[k]);
             cJSON_AddItemToArray(top, q);
         }
-        cJSON_AddItemToObject(t, "top_logprobs", top);
+        cJSON_AddItemToObject(t, post ? "top_probs" : "top_logprobs", top);
         cJSON_AddItemToArray(arr, t);
     }
     return arr;
@@ -219,7 +225,7 @@ static cJSON *native_result(const mf_srv_head *h, const mf_srv_choice *c, int32_
     cJSON_AddNumberToObject(o, "tokens_cached", u->cached_tokens);
     add_timings(o, u);
     if (c->lp && !h->streamed)
-        cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(c->lp, c->n_lp));
+        cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(c->lp, c->n_lp, h->post_probs));
     return h->fields_given ? project(o, h->fields, h->n_fields) : o;
 }
 
@@ -236,7 +242,7 @@ char *mf_srv_native_chunk_json(const mf_srv_head *h, const char *content, const 
         cJSON_AddNumberToObject(o, "tokens_evaluated", u->prompt_tokens);
         add_timings(o, u);
     }
-    if (lp) cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(lp, n_lp));
+    if (lp) cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(lp, n_lp, h->post_probs));
     return finish(o);
 }
 

@@ -22,7 +22,8 @@ typedef struct {
     double prompt_ms, predicted_ms;
 } mf_srv_usage;
 
-/* One position's log-probability: the chosen token and its top alternatives. */
+/* One position's log-probability: the chosen token and its top alternatives (with post_sampling_probs: their
+ * probabilities after the sampler chain). */
 typedef struct {
     char *token; /* the token's piece as it is: it may be part of a character (the JSON's "token" then
                   * shows U+FFFD, its "bytes" the piece) */
@@ -67,6 +68,7 @@ typedef struct {
     /* /completion's answer shape: the request's return_tokens, response_fields, and the lead slot; streamed:
      * the final chunk of a stream (its text and tokens went out before) */
     bool return_tokens, streamed;
+    bool post_probs; /* completion_probabilities hold the chain's probabilities: "prob", "top_probs" */
     char *const *fields;
     int32_t n_fields;
     bool fields_given;

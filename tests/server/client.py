@@ -277,8 +277,8 @@ def check_bad_input():
         ("dry breakers empty", "POST", C, {"messages": msgs, "dry_multiplier": 0.8, "dry_sequence_breakers": []},
          400, "holds 0 strings"),
         ("n_probs on chat", "POST", C, {"messages": msgs, "n_probs": 3}, 400, "belongs to /completion"),
-        ("post_sampling_probs", "POST", "/completion", {"prompt": "a", "n_probs": 3, "post_sampling_probs": True}, 400,
-         "not served"),
+        ("post_sampling_probs not a boolean", "POST", "/completion", {"prompt": "a", "n_probs": 3,
+                                                                      "post_sampling_probs": 1}, 400, "boolean"),
         ("samplers reordered", "POST", "/completion", {"prompt": "a", "samplers": ["temperature", "top_k"]}, 400,
          "minfer's order"),
         ("suffix with token ids", "POST", "/v1/completions", {"prompt": [1, 2], "suffix": "x"}, 400, "not token ids"),
@@ -482,6 +482,28 @@ def check_n_probs():
     events, _ = sse_events(d) if st == 200 else ([], False)
     streamed = [c for e in events for c in e.get("completion_probabilities", [])]
     check("n_probs: streamed chunk by chunk, the same entries", streamed == cp, "%d vs %d" % (len(streamed), len(cp)))
+    # post_sampling_probs: the chain's probabilities after its last stage (llama-server's "prob", "top_probs")
+    st, _, d = post("/completion", dict(body, post_sampling_probs=True))
+    cp = json.loads(d).get("completion_probabilities", []) if st == 200 else []
+    check("post_sampling_probs, greedy: the drawn token alone at probability 1",
+          cp and all(c["prob"] == 1 and [t["id"] for t in c["top_probs"]] == [c["id"]] and "logprob" not in c
+                     for c in cp), d[:300])
+    hot = {"prompt": "The capital of France is", "n_predict": 8, "temperature": 1.5, "top_k": 3, "top_p": 1,
+           "min_p": 0, "seed": 5, "n_probs": 5, "post_sampling_probs": True}
+    st, _, d = post("/completion", hot)
+    o = json.loads(d) if st == 200 else {}
+    cp = o.get("completion_probabilities", [])
+    check("post_sampling_probs, top_k 3: at most 3 candidates summing to 1, the drawn one at its probability",
+          len(cp) == o.get("tokens_predicted") and
+          all(1 <= len(c["top_probs"]) <= 3 and abs(sum(t["prob"] for t in c["top_probs"]) - 1) < 1e-5 and
+              {t["id"]: t["prob"] for t in c["top_probs"]}.get(c["id"]) == c["prob"] for c in cp) and
+          any(len(c["top_probs"]) > 1 for c in cp), d[:400])
+    plain = json.loads(post("/completion", dict(hot, post_sampling_probs=False))[2])
+    check("post_sampling_probs changes no draw", plain.get("content") == o.get("content"), "%r vs %r" %
+          (plain.get("content"), o.get("content")))
+    ev, _ = sse_events(post("/completion", dict(hot, stream=True))[2])
+    check("post_sampling_probs: streamed, the same entries",
+          [c for e in ev for c in e.get("completion_probabilities", [])] == cp, repr(ev[:2])[:300])
 
 
 def check_server_defaults():
