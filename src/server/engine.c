@@ -254,31 +254,46 @@ static bool grow_lp(slot *sl) {
     return true;
 }
 
-/* post_sampling_probs: token k's probabilities after the sampler chain, as the generator recorded them. */
-static void add_post_prob(mf_srv_engine *e, slot *sl, const mf_gen_out *out, int32_t k) {
-    const int32_t K = sl->job->req.top_logprobs, n = out->n_post[k];
-    if (!grow_lp(sl)) return;
+/* The slot's next position: the token's piece (respond makes it JSON text), id and value; NULL when out of memory
+ * (the position goes unreported). */
+static mf_srv_logprob *begin_lp(mf_srv_engine *e, slot *sl, mf_token tok, float value) {
+    if (!grow_lp(sl)) return NULL;
     mf_srv_logprob *lp = &sl->lp[sl->n_lp];
     memset(lp, 0, sizeof *lp);
     size_t len;
-    mf_error err = {0};
-    if (mf_detokenize(e->s->model, &out->tokens[k], 1, &lp->token, &len, &err)) return;
-    lp->id = out->tokens[k];
-    lp->logprob = out->post_chosen[k];
-    lp->top_token = calloc((size_t)MF_MAX(n, 1), sizeof *lp->top_token);
-    lp->top_logprob = calloc((size_t)MF_MAX(n, 1), sizeof *lp->top_logprob);
-    lp->top_id = calloc((size_t)MF_MAX(n, 1), sizeof *lp->top_id);
-    if (!lp->top_token || !lp->top_logprob || !lp->top_id) { /* out of memory: this position goes unreported */
-        free(lp->token), free(lp->top_token), free(lp->top_logprob), free(lp->top_id);
-        return;
-    }
-    for (int32_t q = 0; q < n; q++) {
-        const mf_token id = out->post_ids[(size_t)k * K + q];
-        if (mf_detokenize(e->s->model, &id, 1, &lp->top_token[q], &len, &err)) break;
-        lp->top_id[q] = id;
-        lp->top_logprob[q] = out->post_p[(size_t)k * K + q];
-        lp->n_top = q + 1;
-    }
+    if (mf_detokenize(e->s->model, &tok, 1, &lp->token, &len, NULL)) return NULL;
+    lp->id = tok;
+    lp->logprob = value;
+    return lp;
+}
+
+/* Room for k alternatives; false when out of memory (the position's allocations freed: it goes unreported). */
+static bool alloc_top(mf_srv_logprob *lp, int32_t k) {
+    lp->top_token = calloc((size_t)k, sizeof *lp->top_token);
+    lp->top_logprob = calloc((size_t)k, sizeof *lp->top_logprob);
+    lp->top_id = calloc((size_t)k, sizeof *lp->top_id);
+    if (lp->top_token && lp->top_logprob && lp->top_id) return true;
+    free(lp->token), free(lp->top_token), free(lp->top_logprob), free(lp->top_id);
+    return false;
+}
+
+/* Alternative q of the position (the ones before it named); false when its piece cannot be made. */
+static bool name_top(mf_srv_engine *e, mf_srv_logprob *lp, int32_t q, mf_token id, float value) {
+    size_t len;
+    if (mf_detokenize(e->s->model, &id, 1, &lp->top_token[q], &len, NULL)) return false;
+    lp->top_id[q] = id;
+    lp->top_logprob[q] = value;
+    lp->n_top = q + 1;
+    return true;
+}
+
+/* post_sampling_probs: token k's probabilities after the sampler chain, as the generator recorded them. */
+static void add_post_prob(mf_srv_engine *e, slot *sl, const mf_gen_out *out, int32_t k) {
+    const int32_t K = sl->job->req.top_logprobs, n = out->n_post[k];
+    mf_srv_logprob *lp = begin_lp(e, sl, out->tokens[k], out->post_chosen[k]);
+    if (!lp || !alloc_top(lp, MF_MAX(n, 1))) return;
+    for (int32_t q = 0; q < n; q++)
+        if (!name_top(e, lp, q, out->post_ids[(size_t)k * K + q], out->post_p[(size_t)k * K + q])) break;
     sl->n_lp++;
 }
 
@@ -294,23 +309,12 @@ static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
     double sum = 0;
     for (int32_t v = 0; v < nv; v++) sum += exp((double)lg[v] - mx);
     const float lse = (float)(mx + log(sum));
-    if (!grow_lp(sl)) return;
-    mf_srv_logprob *lp = &sl->lp[sl->n_lp];
-    memset(lp, 0, sizeof *lp);
-    size_t len;
-    mf_error err = {0};
-    if (mf_detokenize(e->s->model, &tok, 1, &lp->token, &len, &err)) return; /* respond makes it JSON text */
-    lp->id = tok;
-    lp->logprob = lg[tok] - lse;
+    mf_srv_logprob *lp = begin_lp(e, sl, tok, lg[tok] - lse);
+    if (!lp) return;
     int32_t k = r->top_logprobs;
     if (k > 0) {
-        lp->top_token = calloc((size_t)k, sizeof *lp->top_token);
-        lp->top_logprob = calloc((size_t)k, sizeof *lp->top_logprob);
-        mf_token *best = lp->top_id = calloc((size_t)k, sizeof *best);
-        if (!lp->top_token || !lp->top_logprob || !best) { /* out of memory: this position goes unreported */
-            free(lp->token), free(lp->top_token), free(lp->top_logprob), free(lp->top_id);
-            return;
-        }
+        if (!alloc_top(lp, k)) return;
+        mf_token *best = lp->top_id;
         int32_t nb = 0; /* insertion into a small sorted list: k <= 20 */
         for (int32_t v = 0; v < nv; v++) {
             if (nb == k && lg[v] <= lg[best[nb - 1]]) continue;
@@ -318,11 +322,8 @@ static void add_logprob(mf_srv_engine *e, slot *sl, int32_t row, mf_token tok) {
             while (at > 0 && lg[best[at - 1]] < lg[v]) best[at] = best[at - 1], at--;
             best[at] = v;
         }
-        for (int32_t q = 0; q < nb; q++) {
-            if (mf_detokenize(e->s->model, &best[q], 1, &lp->top_token[q], &len, &err)) break;
-            lp->top_logprob[q] = lg[best[q]] - lse;
-            lp->n_top = q + 1;
-        }
+        for (int32_t q = 0; q < nb; q++)
+            if (!name_top(e, lp, q, best[q], lg[best[q]] - lse)) break;
     }
     sl->n_lp++;
 }
@@ -544,7 +545,7 @@ static void take_output(mf_srv_engine *e, int i, const mf_gen_out *out) {
         sl->n_gen += out->n_tokens;
         mf_srv_metrics_add(e->s->m, MF_SRV_C_GENERATED_TOKENS, (uint64_t)out->n_tokens);
         for (int32_t k = 0; k < out->n_tokens; k++) {
-            if (r->post_probs && r->logprobs && out->post_chosen) add_post_prob(e, sl, out, k);
+            if (out->post_chosen) add_post_prob(e, sl, out, k); /* (the generator records them for post_probs) */
             else add_logprob(e, sl, sl->row < 0 ? -1 : sl->row + k, out->tokens[k]);
         }
     }

@@ -790,8 +790,7 @@ static int parse_completion_extras(const cJSON *o, mf_srv_req *r, mf_srv_err *e)
     int64_t v;
     double t;
     bool g;
-    if (get_int(o, "n_indent", 0, 1 << 20, &v, &g, e)) return -1;
-    if (g) r->n_indent = (int32_t)v;
+    if (int_into(o, "n_indent", 0, 1 << 20, &r->n_indent, e)) return -1;
     if (get_num(o, "t_max_predict_ms", -1, 1e12, &t, &g, e)) return -1; /* -1 and 0: off, as llama-server */
     if (g && t > 0) r->t_max_predict_ms = t;
     if (get_bool(o, "return_tokens", &r->return_tokens, e) ||
