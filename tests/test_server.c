@@ -12,6 +12,7 @@
 #include "server/metrics.h"
 #include "server/request.h"
 #include "server/respond.h"
+#include "server/reuse.h"
 #include "server/think.h"
 #include "server/toolcall.h"
 
@@ -1106,6 +1107,67 @@ static void test_metrics_text_is_prometheus(void) {
     mf_srv_metrics_free(m);
 }
 
+/* --cache-reuse's walk is llama-server's: past the common prefix a cache head and a prompt head; a run of at
+ * least min_chunk matching tokens moves (both heads pass it), a shorter one advances the cache head by one;
+ * the prompt's last token is never covered, which shortens a run that reaches it. */
+#define CHECK_EQ_INT(a, b)                                                                                   \
+    do {                                                                                                     \
+        const int32_t a_ = (a), b_ = (b);                                                                    \
+        CHECK(a_ == b_, "%s is %d, want %d", #a, a_, b_);                                                    \
+    } while (0)
+
+static int32_t plan(const mf_token *c, int32_t nc, const mf_token *p, int32_t np, int32_t keep, int32_t min,
+                    mf_srv_move *m, int32_t *nm) {
+    int32_t counted = mf_srv_reuse_plan(c, nc, p, np, keep, min, NULL, NULL);
+    int32_t got = mf_srv_reuse_plan(c, nc, p, np, keep, min, m, nm);
+    CHECK(counted == got, "counting gives %d, planning %d", counted, got);
+    CHECK(*nm <= mf_srv_reuse_max_moves(np, min), "%d moves, room for %d", *nm, mf_srv_reuse_max_moves(np, min));
+    return got;
+}
+
+static void test_cache_reuse_plan_walks_as_llama_server(void) {
+    mf_srv_move m[16];
+    int32_t nm;
+    /* P X S T1 cached, P S T2 asked: S moves from 7 to 4 */
+    const mf_token c1[] = {1, 2, 3, 4, 50, 51, 52, 10, 11, 12, 13, 14, 15, 99};
+    const mf_token p1[] = {1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 77};
+    CHECK_EQ_INT(plan(c1, 14, p1, 11, 4, 3, m, &nm), 10);
+    CHECK_EQ_INT(nm, 1);
+    CHECK(m[0].from == 7 && m[0].to == 4 && m[0].n == 6, "move {%d, %d, %d}", m[0].from, m[0].to, m[0].n);
+    CHECK_EQ_INT(plan(c1, 14, p1, 11, 4, 6, m, &nm), 10); /* a run exactly min_chunk long moves */
+    CHECK_EQ_INT(plan(c1, 14, p1, 11, 4, 7, m, &nm), 4);  /* one shorter does not */
+    CHECK_EQ_INT(nm, 0);
+    /* the run reaches the prompt's end: its last token is run again, even below min_chunk then */
+    CHECK_EQ_INT(plan(c1, 14, p1, 10, 4, 6, m, &nm), 9);
+    CHECK(nm == 1 && m[0].n == 5, "%d moves, the last %d long", nm, nm ? m[0].n : -1);
+    const mf_token p2[] = {1, 2, 3, 4, 10};
+    CHECK_EQ_INT(plan(c1, 14, p2, 5, 4, 1, m, &nm), 4); /* a one-token run at the end is dropped whole */
+    CHECK_EQ_INT(nm, 0);
+    /* the cache head never goes back: a run the prompt has later but the cache earlier is not found */
+    const mf_token c3[] = {1, 2, 3, 4, 10, 11, 20, 21, 22, 23};
+    const mf_token p3[] = {1, 2, 3, 4, 20, 21, 22, 23, 10, 11, 9};
+    CHECK_EQ_INT(plan(c3, 10, p3, 11, 4, 2, m, &nm), 8);
+    CHECK(nm == 1 && m[0].from == 6 && m[0].to == 4, "%d moves", nm);
+    /* a short run is passed by one token, and a longer one starting inside it found */
+    const mf_token c4[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const mf_token p4[] = {1, 2, 3, 4, 6, 7, 8, 9, 0};
+    CHECK_EQ_INT(plan(c4, 9, p4, 9, 4, 3, m, &nm), 8);
+    CHECK(nm == 1 && m[0].from == 5 && m[0].to == 4 && m[0].n == 4, "move {%d, %d, %d}", m[0].from, m[0].to,
+          m[0].n);
+    /* several runs, each after the last: the gaps in the cache are skipped, the prompt's new text stays */
+    const mf_token c5[] = {1, 2, 30, 31, 32, 40, 41, 42, 43, 50, 51, 52, 53};
+    const mf_token p5[] = {1, 2, 31, 32, 7, 50, 51, 52, 53, 8};
+    CHECK_EQ_INT(plan(c5, 13, p5, 10, 2, 2, m, &nm), 4); /* 31 32 moves; then 7 is new: nothing after moves */
+    CHECK(nm == 1 && m[0].from == 3 && m[0].to == 2 && m[0].n == 2, "%d moves", nm);
+    const mf_token p6[] = {1, 2, 31, 32, 50, 51, 52, 53, 8};
+    CHECK_EQ_INT(plan(c5, 13, p6, 9, 2, 2, m, &nm), 8);
+    CHECK(nm == 2 && m[1].from == 9 && m[1].to == 4 && m[1].n == 4, "%d moves", nm);
+    /* nothing past a prefix that already reaches the last prompt token, nor with min_chunk 0 */
+    CHECK_EQ_INT(plan(c1, 14, p1, 5, 4, 1, m, &nm), 4);
+    CHECK_EQ_INT(plan(c1, 14, p1, 11, 4, 0, m, &nm), 4);
+    CHECK_EQ_INT(plan(NULL, 0, p1, 11, 0, 1, m, &nm), 0);
+}
+
 int main(void) {
     RUN(test_chat_request_fields_are_read);
     RUN(test_defaults_follow_llama_server);
@@ -1116,6 +1178,7 @@ int main(void) {
     RUN(test_code_completion_fields_are_read);
     RUN(test_native_answers_match_llama_server);
     RUN(test_fim_layout_cuts_as_llama_server);
+    RUN(test_cache_reuse_plan_walks_as_llama_server);
     RUN(test_deep_nesting_and_huge_input_are_refused_not_crashing);
     RUN(test_utf8_validation);
     RUN(test_utf8_validity_is_the_code_point_rule);

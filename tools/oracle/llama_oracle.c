@@ -12,6 +12,7 @@
 //   greedy         --model M (--tokens '[ids]' | --text T) [-n N] [--top K] [--threads N] [--kv ..] [--fa ..]
 //                  [--stop-eog]
 //   bench          --model M [-t 2] [-p 512] [-n 128] [-r 5] [-b 2048] [-ub 512] [--kv f16] [--fa auto] [-d 0]
+//   reuse          --model M --cache '[ids]' --tokens '[ids]' --min-chunk N [-n 8] [--top 5] [--kv f16] [--fa off]
 //   speculative    --model TARGET --draft DRAFT (--tokens '[ids]' | --text T) [-n 128] [-t 2] [-r 1]
 //                  [--draft-max 16] [--draft-min 0] [--p-min 0.75] [--kv f16] [--fa auto] [--stop-eog]
 // Common: --verbose (all llama.cpp logs), --cpu-variant NAME (load only libggml-cpu-NAME.so instead of the
@@ -251,6 +252,8 @@ typedef struct {
     double p_min;                   /* speculative: llama.cpp's --draft-p-min */
     const char *pooling;            /* embed: mean|cls|last|rank|model */
     const char *query, *doc;        /* embed: a reranker's pair, formatted as llama-server does */
+    const char *cache;              /* reuse: the tokens in the cache before the prompt comes */
+    int min_chunk;                  /* reuse: llama-server's --cache-reuse */
 } options;
 
 static const char *USAGE =
@@ -266,6 +269,9 @@ static const char *USAGE =
     "  speculative    --draft D (--tokens '[ids]' | --text T) [-n 128] [-t 2] [-r 1] [--draft-max 16] [--draft-min 0]\n"
     "                 [--p-min 0.75] [--kv f16] [--fa auto] [--stop-eog]  (llama.cpp's speculative-simple loop vs\n"
     "                 plain greedy decode on the target: t/s of both, drafted, accepted, identical outputs)\n"
+    "  reuse          --cache '[ids]' --tokens '[ids]' --min-chunk N [-n 8] [--top 5] [--threads 2] [--kv f16]\n"
+    "                 [--fa off]  (llama-server's --cache-reuse on one sequence: the cache decoded, its runs moved\n"
+    "                 to the prompt's positions, the rest of the prompt decoded (every row's top), -n greedy steps)\n"
     "  embed          (--tokens '[ids]' | --text T | --query Q --doc D) [--pooling model|mean|cls|last|rank]\n"
     "                 [--threads 2] [--kv f16] [--fa off] [--ubatch U]  (embeddings = true, one sequence; the raw\n"
     "                 pooled vector, llama_get_embeddings_seq - a reranker's n_cls_out scores; --text is tokenized\n"
@@ -340,6 +346,8 @@ static options parse_options(int argc, char **argv) {
         else if (FLAG("--pooling")) o.pooling = VAL();
         else if (FLAG("--query")) o.query = VAL();
         else if (FLAG("--doc")) o.doc = VAL();
+        else if (FLAG("--cache")) o.cache = VAL();
+        else if (FLAG("--min-chunk")) o.min_chunk = to_int(a, VAL());
         else if (FLAG("-d") || FLAG("--n-depth") || FLAG("--depth")) o.depth = to_int(a, VAL());
         else if (FLAG("-h") || FLAG("--help")) { fputs(USAGE, stdout); exit(0); }
         else die("unknown argument \"%s\"\n%s", a, USAGE);
@@ -980,6 +988,131 @@ static int cmd_greedy(const options *o) {
     return 0;
 }
 
+// llama-server's --cache-reuse on sequence 0 (tools/server/server-context.cpp at the oracle's commit): the
+// --cache tokens decoded in one batch; past their common prefix with the prompt, a cache head and a prompt
+// head: a run of >= --min-chunk matching tokens is moved (llama_memory_seq_rm of the cells between the heads,
+// llama_memory_seq_add of the run; the K shift runs at the next decode) and both heads pass it, a shorter
+// one advances the cache head; n_past-- when the prompt is covered whole; the rest removed.  Then the prompt's
+// remaining tokens in one batch (every row's top) and -n greedy steps (each step's top and top-1/top-2 gap).
+// Before them a second sequence takes the cells the walk freed (one token at a time, lowest first), so the
+// prompt's new tokens land after the moved runs and sequence 0's cells are in position order, the order
+// minfer attends them in; llama-server would put them into those holes, before the runs, which changes only
+// the order of attention's sums (the second sequence's cells are masked: exact zeros).
+static int cmd_reuse(const options *o) {
+    if (!o->cache || !o->tokens) die("reuse wants --cache '[ids]' and --tokens '[ids]'");
+    if (o->min_chunk < 1) die("reuse wants --min-chunk N >= 1");
+    int nc, np;
+    llama_token *cache = parse_ids(o->cache, "--cache", &nc);
+    llama_token *prompt = parse_ids(o->tokens, "--tokens", &np);
+    if (nc == 0 || np == 0) die("reuse: --cache and --tokens must not be empty");
+    int k = o->top < 0 ? 5 : o->top, n_gen = o->n < 0 ? 8 : o->n;
+    struct llama_model *m = load_model(o, false);
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    check_ids(v, cache, nc);
+    check_ids(v, prompt, np);
+    int n_vocab = llama_vocab_n_tokens(v);
+    uint32_t n_ctx = (uint32_t)((nc > np ? nc : np) + n_gen + 1);
+    enum ggml_type kv = kv_type(o->kv, GGML_TYPE_F16);
+    enum llama_flash_attn_type fa = fa_type(o->fa, LLAMA_FLASH_ATTN_TYPE_DISABLED);
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = n_ctx + (uint32_t)nc; /* room for the second sequence */
+    cp.n_batch = cp.n_ubatch = n_ctx;
+    cp.n_seq_max = 2;
+    cp.kv_unified = true; /* one cell pool, as llama-server's slots share it */
+    cp.n_threads = cp.n_threads_batch = o->threads;
+    cp.type_k = cp.type_v = kv;
+    cp.flash_attn_type = fa;
+    cp.no_perf = true;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    if (!ctx) die("failed to create a context (n_ctx %u, kv %s); try --verbose", cp.n_ctx, ggml_type_name(kv));
+    threadpool_t tp = attach_threadpool(ctx, o->threads);
+    llama_memory_t mem = llama_get_memory(ctx);
+    if (!llama_memory_can_shift(mem)) die("this context's memory cannot shift");
+    struct llama_batch b = decode_all(ctx, cache, nc, false);
+    llama_batch_free(b);
+    int n_past = 0;
+    while (n_past < nc && n_past < np && cache[n_past] == prompt[n_past]) n_past++;
+    char *moves = NULL;
+    size_t moves_len = 0;
+    FILE *mf = open_memstream(&moves, &moves_len);
+    int hc = n_past, hp = n_past, n_moves = 0;
+    while (hc < nc && hp < np) {
+        int n = 0;
+        while (hc + n < nc && hp + n < np && cache[hc + n] == prompt[hp + n]) n++;
+        if (n < o->min_chunk) {
+            hc++;
+            continue;
+        }
+        llama_memory_seq_rm(mem, 0, hp, hc);
+        llama_memory_seq_add(mem, 0, hc, hc + n, hp - hc);
+        fprintf(mf, "%s[%d,%d,%d]", n_moves++ ? "," : "", hc, hp, n);
+        n_past += n, hc += n, hp += n;
+    }
+    fclose(mf);
+    if (n_past == np) n_past--;
+    if (!llama_memory_seq_rm(mem, 0, n_past, -1)) die("llama_memory_seq_rm(%d, -1) failed", n_past);
+    const int nr = np - n_past;
+    b = llama_batch_init(nr > 1 ? nr : 1, 0, 1);
+    for (int i = 0; i < nc - n_past; i++) { /* the holes, to sequence 1 */
+        b.token[0] = cache[0];
+        b.pos[0] = i;
+        b.n_seq_id[0] = 1;
+        b.seq_id[0][0] = 1;
+        b.logits[0] = 0;
+        b.n_tokens = 1;
+        if (llama_decode(ctx, b) != 0) die("llama_decode of hole %d failed", i);
+    }
+    for (int i = 0; i < nr; i++) {
+        b.token[i] = prompt[n_past + i];
+        b.pos[i] = n_past + i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = 1;
+    }
+    b.n_tokens = nr;
+    if (llama_decode(ctx, b) != 0) die("llama_decode of the prompt's %d remaining tokens failed", nr);
+    int *ids = xmalloc(sizeof(int) * (size_t)(k + 2));
+    float *vals = xmalloc(sizeof(float) * (size_t)(k + 2));
+    printf("{\"n_past\":%d,\"moves\":[%s],\"kv\":\"%s\",\"fa\":\"%s\",\"repack\":%s,\"cpu_backend\":\"%s\",\n\"rows\":[",
+           n_past, moves ? moves : "", ggml_type_name(kv), llama_flash_attn_type_name(fa),
+           o->no_repack ? "false" : "true", cpu_variant_name());
+    free(moves);
+    for (int i = 0; i < nr; i++) {
+        printf("%s{\"pos\":%d,\"token\":%d,\"top\":", i ? ",\n" : "", n_past + i, prompt[n_past + i]);
+        print_top(stdout, llama_get_logits_ith(ctx, i), n_vocab, k, ids, vals);
+        printf("}");
+    }
+    printf("],\n\"steps\":[");
+    const float *lg = llama_get_logits_ith(ctx, nr - 1);
+    for (int s = 0; s < n_gen; s++) {
+        if (!lg) die("no logits at step %d", s);
+        llama_token t = argmax(lg, n_vocab);
+        int k2 = top_k(lg, n_vocab, 2, ids, vals);
+        printf("%s{\"token\":%d,\"gap\":", s ? ",\n" : "", t);
+        json_float(stdout, k2 == 2 ? (double)vals[0] - (double)vals[1] : INFINITY);
+        printf(",\"top\":");
+        print_top(stdout, lg, n_vocab, k, ids, vals);
+        printf("}");
+        if (s + 1 == n_gen) break;
+        b.token[0] = t;
+        b.pos[0] = np + s;
+        b.logits[0] = 1;
+        b.n_tokens = 1;
+        if (llama_decode(ctx, b) != 0) die("llama_decode(step %d) failed", s);
+        lg = llama_get_logits_ith(ctx, -1);
+    }
+    printf("]}\n");
+    free(ids);
+    free(vals);
+    llama_batch_free(b);
+    detach_threadpool(ctx, &tp);
+    llama_free(ctx);
+    llama_model_free(m);
+    free(cache);
+    free(prompt);
+    return 0;
+}
+
 // llama-bench's test_prompt / test_gen, including its std::rand() token stream (glibc rand, unseeded).
 static void bench_prompt(struct llama_context *ctx, const struct llama_vocab *v, int n_prompt, int n_batch,
                          llama_token *buf) {
@@ -1429,7 +1562,8 @@ int main(int argc, char **argv) {
         int (*fn)(const options *);
     } cmds[] = {{"info", cmd_info},     {"tokenize", cmd_tokenize}, {"tokenize-batch", cmd_tokenize_batch},
                 {"eval", cmd_eval},     {"greedy", cmd_greedy},     {"bench", cmd_bench},       {"batched", cmd_batched},
-                {"speculative", cmd_speculative}, {"embed", cmd_embed}, {"embed-bench", cmd_embed_bench}};
+                {"speculative", cmd_speculative}, {"embed", cmd_embed}, {"embed-bench", cmd_embed_bench},
+                {"reuse", cmd_reuse}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(o.cmd, cmds[i].name)) continue;
         backend_setup(&o);
