@@ -479,6 +479,24 @@ static void test_code_completion_fields_are_read(void) {
             e.msg);
     CHECK(r.post_probs && r.logprobs && r.top_logprobs == 4, "post_sampling_probs read");
     mf_srv_req_free(&r);
+    /* n_cache_reuse: the request's run length, else the server's (-1); no cache and a reuse of it conflict */
+    REQUIRE(parse(MF_SRV_INFILL, "{\"input_prefix\":\"a\",\"input_suffix\":\"\",\"n_cache_reuse\":256}", &r, &e) == 0,
+            "%s", e.msg);
+    CHECK(r.n_cache_reuse == 256, "n_cache_reuse %d", r.n_cache_reuse);
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\"}", &r, &e) == 0, "%s", e.msg);
+    CHECK(r.n_cache_reuse == -1, "n_cache_reuse unset: %d", r.n_cache_reuse);
+    mf_srv_req_free(&r);
+    REQUIRE(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"n_cache_reuse\":0,\"cache_prompt\":false}", &r, &e) == 0,
+            "%s", e.msg);
+    mf_srv_req_free(&r);
+    CHECK(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"cache_prompt\":false,\"n_cache_reuse\":4}", &r, &e) &&
+              e.status == 400 && !strcmp(e.param, "n_cache_reuse") && strstr(e.msg, "is 4") &&
+              strstr(e.msg, "drop one"),
+          "reuse without a cache: %s", e.msg);
+    CHECK(parse(MF_SRV_NATIVE, "{\"prompt\":\"x\",\"n_cache_reuse\":-1}", &r, &e) && e.status == 400 &&
+              !strcmp(e.param, "n_cache_reuse"),
+          "negative n_cache_reuse: %s", e.msg);
 }
 
 static void test_deep_nesting_and_huge_input_are_refused_not_crashing(void) {

@@ -48,6 +48,12 @@ static void usage(FILE *f) {
             "      --timeout S          close a connection idle for S seconds (default 600)\n"
             "      --max-queue N        requests that may wait for a slot; more are answered 503 with\n"
             "                           Retry-After (default 64)\n"
+            "      --cache-reuse N      past a prompt's cached prefix, move runs of at least N tokens that a slot\n"
+            "                           holds further along to where the prompt has them (their K rows re-roped)\n"
+            "                           instead of prefilling them again, as llama-server (for editor plugins:\n"
+            "                           llama.vim, llama.vscode; 256 is their advice).  The moved rows were\n"
+            "                           computed after other text, so replies may differ from a fresh prefill.\n"
+            "                           Default 0: off; a request's n_cache_reuse overrides it\n"
             "      --slot-save-path DIR folder for POST /slots/{id}?action=save|restore files\n"
             "      --alias NAME         model name in answers and /v1/models (default: the file name)\n"
             "      --embeddings         serve embeddings, not generation (also --embedding, llama-server's\n"
@@ -166,6 +172,8 @@ int mf_cmd_serve(int argc, char **argv) {
         } else if (IS("--api-key-file", "--api-key-file")) {
             MF_ARG_VAL("--api-key-file");
             key_file = v;
+        } else if (IS("--cache-reuse", "--cache-reuse")) {
+            INT("--cache-reuse", 0, INT32_MAX, o.n_cache_reuse);
         } else if (IS("--slot-save-path", "--slot-save-path")) {
             MF_ARG_VAL("--slot-save-path");
             o.slot_save_path = v;

@@ -15,6 +15,7 @@
  * answers the requests in it with 500 and the engine goes on; a stall guard answers everyone with 500
  * and stops. */
 #include "server/respond.h"
+#include "server/reuse.h"
 #include "server/server_impl.h"
 #include "server/think.h"
 #include "server/toolcall.h"
@@ -618,22 +619,55 @@ static int start_gen(mf_srv_engine *e, int i, mf_srv_job *j, int choice, int32_t
     return 0;
 }
 
-/* Picks the lead slot for a prompt and how many of its tokens are already in (or copied into) its cells. */
-static int pick_slot(mf_srv_engine *e, const mf_srv_job *j, int32_t *keep) {
+/* The --cache-reuse run length a job asks for (its n_cache_reuse, else the server's; 0: off). */
+static int32_t job_reuse(const mf_srv_engine *e, const mf_srv_job *j) {
+    if (!j->req.cache_prompt) return 0;
+    return j->req.n_cache_reuse >= 0 ? j->req.n_cache_reuse : e->s->o.n_cache_reuse;
+}
+
+/* Slot i's own cells for the job's prompt past their common prefix c (reuse.h): the moves made, the prompt
+ * tokens the cells then hold returned, *shifted those that moved. */
+static int32_t reuse_cells(mf_srv_engine *e, int i, const mf_srv_job *j, int32_t c, int32_t *shifted) {
+    int32_t n, n_moves;
+    const mf_token *t = slot_tokens(&e->slots[i], &n);
+    const int32_t min_chunk = job_reuse(e, j);
+    mf_srv_move *m = malloc(sizeof *m * (size_t)mf_srv_reuse_max_moves(j->n_prompt, min_chunk));
+    if (!m) { /* the plain prefix, then */
+        mf_seq_rm(e->ctx, i, c, -1);
+        return c;
+    }
+    mf_srv_reuse_plan(t, n, j->prompt, j->n_prompt, c, min_chunk, m, &n_moves);
+    mf_error err = {0};
+    const int32_t k = mf_srv_reuse_apply(e->ctx, i, c, m, n_moves, &err);
+    if (err.msg[0]) mf_log(MF_LOG_WARN, "[server] slot %d: cache reuse stopped at %d tokens: %s", i, k, err.msg);
+    free(m);
+    *shifted = k - c;
+    return k;
+}
+
+/* Picks the lead slot for a prompt and how many of its tokens are already in (or copied into) its cells;
+ * *shifted: how many of those were moved there by --cache-reuse. */
+static int pick_slot(mf_srv_engine *e, const mf_srv_job *j, int32_t *keep, int32_t *shifted) {
     int best_idle = -1, src = -1;
-    int32_t best_idle_len = -1, best_src_len = 0;
+    int32_t best_idle_len = -1, best_idle_lcp = 0, best_src_len = 0;
+    const int32_t limit = j->n_prompt - 1; /* the last prompt token is always run: its logits give the first token */
+    const int32_t reuse = job_reuse(e, j);
+    *shifted = 0;
     for (int i = 0; i < e->n; i++) {
         const slot *sl = &e->slots[i];
         int32_t n;
         const mf_token *t = slot_tokens(sl, &n);
         int32_t c = j->req.cache_prompt ? common_prefix(t, n, j->prompt, j->n_prompt) : 0;
+        /* with --cache-reuse an idle slot counts what its own cells would give after the moves */
+        int32_t own = c;
+        if (reuse && sl->state == SLOT_IDLE)
+            own = mf_srv_reuse_plan(t, n, j->prompt, j->n_prompt, MF_MIN(c, limit), reuse, NULL, NULL);
         if (sl->state == SLOT_IDLE && (j->slot < 0 || j->slot == i) &&
-            (c > best_idle_len || (c == best_idle_len && sl->used_at < e->slots[best_idle].used_at)))
-            best_idle = i, best_idle_len = c;
+            (own > best_idle_len || (own == best_idle_len && sl->used_at < e->slots[best_idle].used_at)))
+            best_idle = i, best_idle_len = own, best_idle_lcp = c;
         if (c > best_src_len) src = i, best_src_len = c;
     }
     if (best_idle < 0) return -1;
-    int32_t limit = j->n_prompt - 1; /* the last prompt token is always run: its logits give the first token */
     if (best_src_len > best_idle_len && src != best_idle) {
         int32_t k = MF_MIN(best_src_len, limit);
         drop_cells(e, best_idle);
@@ -645,7 +679,11 @@ static int pick_slot(mf_srv_engine *e, const mf_srv_job *j, int32_t *keep) {
         *keep = 0;
         return best_idle;
     }
-    int32_t k = MF_MIN(best_idle_len, limit);
+    int32_t k = MF_MIN(best_idle_lcp, limit);
+    if (reuse && best_idle_len > k) {
+        *keep = reuse_cells(e, best_idle, j, k, shifted);
+        return best_idle;
+    }
     mf_seq_rm(e->ctx, best_idle, k, -1);
     *keep = k;
     return best_idle;
@@ -746,8 +784,8 @@ static void admit(mf_srv_engine *e) {
             mf_srv_queue_unpop(&s->q, j);
             return;
         } else {
-            int32_t keep = 0;
-            int lead = pick_slot(e, j, &keep);
+            int32_t keep = 0, shifted = 0;
+            int lead = pick_slot(e, j, &keep, &shifted);
             mf_error err = {0};
             uint64_t seed = j->req.seed_given ? j->req.sp.seed : fresh_seed(e);
             slot *ld = &e->slots[lead];
@@ -768,10 +806,11 @@ static void admit(mf_srv_engine *e) {
                 mf_srv_metrics_add(s->m, MF_SRV_C_JOBS_ADMITTED, 1);
                 mf_srv_metrics_add(s->m, MF_SRV_C_PROMPT_TOKENS, (uint64_t)j->n_prompt);
                 mf_srv_metrics_add(s->m, MF_SRV_C_REUSED_TOKENS, (uint64_t)keep);
+                mf_srv_metrics_add(s->m, MF_SRV_C_SHIFTED_TOKENS, (uint64_t)shifted);
                 mf_srv_metrics_add(s->m, MF_SRV_C_PREFILLED_TOKENS, (uint64_t)(j->n_prompt - keep));
                 mf_srv_metrics_observe(s->m, MF_SRV_H_QUEUE_WAIT, mf_time_now() - j->t_arrival);
-                mf_log(MF_LOG_INFO, "[server] slot %d: %s, prompt %d tokens (%d reused)", lead, j->id, j->n_prompt,
-                       keep);
+                mf_log(MF_LOG_INFO, "[server] slot %d: %s, prompt %d tokens (%d reused, %d of them moved)", lead,
+                       j->id, j->n_prompt, keep, shifted);
             }
         }
         mf_srv_job_unref(j);

@@ -40,6 +40,8 @@ static const struct {
                                    "Prompt tokens run through the model (the rest came from cached cells)."},
     [MF_SRV_C_REUSED_TOKENS] = {"minfer_prompt_tokens_reused_total",
                                 "Prompt tokens served from cached cells (prefix reuse)."},
+    [MF_SRV_C_SHIFTED_TOKENS] = {"minfer_prompt_tokens_shifted_total",
+                                 "Of the reused prompt tokens, those moved to a new position (--cache-reuse)."},
     [MF_SRV_C_GENERATED_TOKENS] = {"minfer_generated_tokens_total", "Tokens generated."},
     [MF_SRV_C_JOBS_ADMITTED] = {"minfer_jobs_admitted_total", "Requests admitted into a slot."},
     [MF_SRV_C_JOBS_DROPPED] = {"minfer_jobs_dropped_total",

@@ -21,6 +21,7 @@ typedef enum {
     MF_SRV_C_PROMPT_TOKENS,    /* prompt tokens of finished requests */
     MF_SRV_C_PREFILLED_TOKENS, /* prompt tokens actually run through the model */
     MF_SRV_C_REUSED_TOKENS,    /* prompt tokens served from cached cells */
+    MF_SRV_C_SHIFTED_TOKENS,   /* of them: moved to new positions by --cache-reuse */
     MF_SRV_C_GENERATED_TOKENS,
     MF_SRV_C_JOBS_ADMITTED,
     MF_SRV_C_JOBS_DROPPED, /* answered without finishing: failed forward, stall, client gone */

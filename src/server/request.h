@@ -81,6 +81,7 @@ typedef struct {
     int32_t n;            /* choices sharing one prompt prefill */
     bool cache_prompt;    /* reuse cached prefixes (default true, as llama-server) */
     int32_t id_slot;      /* -1: any */
+    int32_t n_cache_reuse; /* --cache-reuse's run length for this request (0 off); -1: the server's */
     int enable_thinking;  /* -1 template default, 0 off, 1 on */
     bool ignore_eos;
     char *model; /* as sent (may be NULL) */

@@ -22,6 +22,7 @@ typedef struct {
     int timeout_s;              /* idle connection timeout (600) */
     int max_queue;              /* requests waiting for a slot before 503 (64) */
     const char *slot_save_path; /* NULL: slot save/restore refused */
+    int32_t n_cache_reuse;      /* --cache-reuse: runs of cached tokens this long move to new positions (0: off) */
     const char *alias;          /* model name in answers (default: the file name) */
     int drain_ms;               /* MINFER_DRAIN_MS: in-flight grace at shutdown (30000) */
     const char *draft_path;     /* -md: speculative decoding with this draft model (NULL: none) */

@@ -71,6 +71,7 @@ if start_server main -np 4 -c 4096 -b 128 --slot-save-path "$TMP/serve-slots"; t
     py utf8
     py disconnect
     py slots
+    py cache_reuse
     py tools_template
     py structured
     py logit_bias
@@ -154,12 +155,14 @@ else bad "rerank model" "mf-genmodel --reranker failed"; fi
 
 # llama-server's sampler flags as request defaults; the ones no request could use are refused at startup
 if start_server defaults -np 1 -c 1024 --temp 0 --top-k 5 --seed 9 --dry-multiplier 1000 --dry-allowed-length 3 \
-    --dry-sequence-breaker $'\u241f'; then
+    --dry-sequence-breaker $'\u241f' --cache-reuse 4; then
     py server_defaults
+    py cache_reuse_default
     stop_server
 fi
 expect serve_logit_bias_flag 2 "serve takes no -l/--logit-bias" -- "$MINFER" serve -m "$M" --port 0 -l 5+1
 expect serve_xtc_threshold_0 2 "threshold 0" -- "$MINFER" serve -m "$M" --port 0 --xtc-probability 0.5 --xtc-threshold 0
+expect serve_cache_reuse_negative 2 "--cache-reuse" -- "$MINFER" serve -m "$M" --port 0 --cache-reuse -1
 expect serve_mirostat_3 2 "--mirostat must be in [0, 2], got 3" -- "$MINFER" serve -m "$M" --port 0 --mirostat 3
 
 # overflow: 2 slots, a queue of 4, 16 clients x 200 requests

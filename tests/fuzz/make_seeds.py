@@ -349,6 +349,7 @@ def request_seeds():
                             b'"samplers":["top_k","top_p","infill"],"t_max_prompt_ms":500,"t_max_predict_ms":1000,'
                             b'"response_fields":["content","timings/prompt_n","truncated",""],"return_tokens":true,'
                             b'"n_cmpl":1,"timings_per_token":true}',
+        "native-cache-reuse": b'\x02{"prompt":[1,2,3],"cache_prompt":true,"n_cache_reuse":256,"id_slot":0}',
         "native-samplers": b'\x02{"prompt":"x","dry_multiplier":0.8,"dry_base":1.75,"dry_allowed_length":2,'
                            b'"dry_penalty_last_n":-1,"dry_sequence_breakers":["\\n",":","\\"","*"],"xtc_probability":0.5,'
                            b'"xtc_threshold":0.1,"top_n_sigma":1.5,"dynatemp_range":0.5,"dynatemp_exponent":1,'

@@ -11,6 +11,7 @@ Each check prints "PASS name" / "FAIL name: why" lines (lib.bash's format) and e
 Every request has a timeout, so a hung server fails the check instead of hanging the suite."""
 import http.client
 import json
+import random
 import socket
 import sys
 import threading
@@ -819,6 +820,91 @@ def check_slots():
     check("slots: restoring a missing file is 404 naming it", st == 404 and "missing.bin" in d.decode(), d)
 
 
+# ---------------------------------------------------------------- --cache-reuse
+def reuse_prompts(seed):
+    """Token prompts for llama-server's chunk reuse: P X S T1 cached, then P S T2 (S moves 6 back).  Each check
+    takes its own seed: a slot that holds a prompt whole would lend it to any slot (prefix sharing)."""
+    r = random.Random(seed)
+    ids = lambda n: [r.randrange(1000, 60000) for _ in range(n)]
+    P, X, S, T1, T2, Z = ids(8), ids(6), ids(20), ids(3), ids(3), ids(2)
+    return P, X, S, T1, T2, Z
+
+
+def completion(prompt, **extra):
+    b = {"prompt": prompt, "n_predict": 4, "temperature": 0, "n_probs": 2}
+    b.update(extra)
+    st, _, d = post("/completion", b)
+    return (json.loads(d) if st == 200 else {"status": st, "body": d.decode()[:300]})
+
+
+def cached(r):
+    return r.get("timings", {}).get("cache_n", -1)
+
+
+def check_cache_reuse():
+    """n_cache_reuse (llama-server's --cache-reuse per request): past the common prefix, runs of at least that
+    many cached tokens move to the prompt's positions instead of being prefilled (timings.cache_n counts them,
+    minfer_prompt_tokens_shifted_total the moved ones); off (0 or absent here) only the prefix is reused."""
+    P, X, S, T1, T2, Z = reuse_prompts(5)
+    A, B = P + X + S + T1, P + S + T2
+    completion(A, id_slot=2, n_predict=1)
+    m0 = metrics()
+    r = completion(B, id_slot=2, n_cache_reuse=4)
+    m1 = metrics()
+    shifted = m1["minfer_prompt_tokens_shifted_total"] - m0["minfer_prompt_tokens_shifted_total"]
+    check("cache reuse: the moved run is not prefilled", cached(r) == len(P) + len(S) and
+          r["timings"]["prompt_n"] == len(B) - len(P) - len(S) and shifted == len(S),
+          "cache_n %d, shifted %d: %s" % (cached(r), shifted, str(r)[:300]))
+    # the same again (A first: no slot holds B whole any more): the same reply, bit for bit
+    completion(A, id_slot=2, n_predict=1)
+    again = completion(B, id_slot=2, n_cache_reuse=4)
+    check("cache reuse: the same moves give the same reply", cached(again) == cached(r) and
+          again.get("completion_probabilities") == r.get("completion_probabilities") and
+          again["content"] == r["content"], str(again)[:300])
+    # without it only the common prefix is reused, and the reply is not the shifted one's (the moved rows were
+    # computed after X)
+    completion(A, id_slot=2, n_predict=1)
+    r0 = completion(B, id_slot=2)
+    check("cache reuse: off by default (the prefix only)", cached(r0) == len(P), str(r0)[:300])
+    p0 = r0.get("completion_probabilities", [{}])[0].get("top_logprobs")
+    p1 = r.get("completion_probabilities", [{}])[0].get("top_logprobs")
+    check("cache reuse: the moved rows are the old ones (the reply's probabilities differ from a prefill's)",
+          p0 and p1 and p0 != p1, "%r / %r" % (p0, p1))
+    # llama-server's walk: new text right after the prefix stops it (the prompt head waits for a match)
+    P, X, S, T1, T2, Z = reuse_prompts(6)
+    completion(P + X + S + T1, id_slot=2, n_predict=1)
+    r = completion(P + Z + S + T2, id_slot=2, n_cache_reuse=4)
+    check("cache reuse: new text after the prefix leaves only the prefix", cached(r) == len(P), str(r)[:300])
+    # a run shorter than n_cache_reuse stays
+    P, X, S, T1, T2, Z = reuse_prompts(7)
+    completion(P + X + S + T1, id_slot=2, n_predict=1)
+    r = completion(P + S + T2, id_slot=2, n_cache_reuse=len(S) + 1)
+    check("cache reuse: a run shorter than n_cache_reuse is prefilled", cached(r) == len(P), str(r)[:300])
+    # the slot that can reuse most is taken, though another shares a longer prefix
+    P, X, S, T1, T2, Z = reuse_prompts(8)
+    completion(P + X + S + T1, id_slot=2, n_predict=1)
+    completion(P + S[:2] + Z, id_slot=1, n_predict=1)
+    r = completion(P + S + T2, n_cache_reuse=4)
+    check("cache reuse: the slot with the most reusable cells serves it", cached(r) == len(P) + len(S) and
+          r.get("id_slot") == 2, str(r)[:300])
+    # a request that turns the cache off cannot also reuse it
+    st, _, d = post("/completion", {"prompt": B, "n_predict": 1, "cache_prompt": False, "n_cache_reuse": 4})
+    check("cache reuse: with cache_prompt false it is a 400 naming both", st == 400 and "cache_prompt" in d.decode()
+          and "n_cache_reuse" in d.decode(), d)
+
+
+def check_cache_reuse_default():
+    """A server started with --cache-reuse 4: a request without n_cache_reuse moves runs; its own 0 turns it off."""
+    P, X, S, T1, T2, Z = reuse_prompts(9)
+    A, B = P + X + S + T1, P + S + T2
+    completion(A, n_predict=1)
+    r = completion(B)
+    check("cache reuse: --cache-reuse is the default", cached(r) == len(P) + len(S), str(r)[:300])
+    completion(A, n_predict=1)  # -np 1: the one slot holds A again
+    r = completion(B, n_cache_reuse=0)
+    check("cache reuse: a request's n_cache_reuse 0 wins over --cache-reuse", cached(r) == len(P), str(r)[:300])
+
+
 # ---------------------------------------------------------------- speculative decoding
 def check_spec(plain_port):
     """PORT drafts with -md, plain_port serves the same target without: greedy answers are equal, alone and
@@ -1232,6 +1318,7 @@ if __name__ == "__main__":
      "disconnect": check_disconnect, "logit_bias": check_logit_bias, "samplers": check_samplers, "n_probs": check_n_probs,
      "server_defaults": check_server_defaults, "infill": check_infill,
      "code_completion": check_code_completion, "load": check_load, "utf8": check_utf8, "slots": check_slots,
+     "cache_reuse": check_cache_reuse, "cache_reuse_default": check_cache_reuse_default,
      "spec": lambda: check_spec(int(sys.argv[3])), "tools": check_tools, "structured": check_structured,
      "tools_template": check_tools_template, "embed": check_embed, "embed_none": lambda: check_embed_none(sys.argv[3]),
      "rerank": lambda: check_rerank(sys.argv[3])}.get(what, lambda: check_auth(sys.argv[3]))()
