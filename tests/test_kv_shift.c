@@ -17,10 +17,10 @@
  * over an f16 cache: that pair already differs by 1.8e-3 in the case without a move (docs/CONFORMANCE.md).
  *
  * YaRN: llama.cpp's build_rope_shift applies YaRN's magnitude scale again at every shift (only DeepSeek2 is
- * exempted), so its moved K rows grow by 1 + 0.1 ln(2.89) = 1.106; minfer rotates without it
- * (tests/test_kv.c: a shifted row equals the row roped at its new position).  There the cases without a move
- * must be tight and the others must differ (by 2.9 .. 6.3 measured): a sign that the golden still records
- * llama.cpp's rescaling, which docs/CONFORMANCE.md describes.
+ * exempted), to every cell of the cache (those that did not move are roped by 0), so K rows grow by
+ * 1 + 0.1 ln(2.89) = 1.106; minfer rotates without it.  There the case without a move must be tight and the
+ * others must differ (by 2.9 .. 6.3 measured): a sign that the golden still records llama.cpp's rescaling,
+ * which docs/CONFORMANCE.md describes.  minfer's own side is rope's relative property, below.
  *
  * Each case with a move also decodes its prompt afresh and reports how far that is from llama.cpp's shifted
  * answer: the moved rows were computed after other text, so a test that lost the shift and prefilled
@@ -179,7 +179,8 @@ static void run_case(mf_context *ctx, int n_vocab, const char *golden, bool yarn
     quiet = yarn && nm > 0;
     t->case_worst = 0;
     for (int i = 0; i < cJSON_GetArraySize(rows); i++, t->rows++)
-        t->case_worst = fmax(t->case_worst, check_row(mf_get_logits(ctx, i), n_vocab, cJSON_GetArrayItem(rows, i), name, i));
+        t->case_worst =
+            fmax(t->case_worst, check_row(mf_get_logits(ctx, i), n_vocab, cJSON_GetArrayItem(rows, i), name, i));
     for (int s = 0; s < cJSON_GetArraySize(steps); s++, t->steps++) {
         const cJSON *st = cJSON_GetArrayItem(steps, s);
         if (s > 0) { /* teacher-forced: llama.cpp's token, so a near-tie does not end the comparison */
@@ -240,7 +241,8 @@ static void run_golden(const char *file) {
     const cJSON *cases = cJSON_GetObjectItem(j, "cases");
     bool yarn = false; /* the file's rope is YaRN (--rope-scaling yarn) */
     const cJSON *args = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "generator"), "args");
-    for (int i = 0; i < cJSON_GetArraySize(args); i++) yarn |= !strcmp(cJSON_GetArrayItem(args, i)->valuestring, "yarn");
+    for (int i = 0; i < cJSON_GetArraySize(args); i++)
+        yarn |= !strcmp(cJSON_GetArrayItem(args, i)->valuestring, "yarn");
     for (int i = 0; i < cJSON_GetArraySize(cases); i++)
         run_case(ctx, info.n_vocab, name, yarn, cJSON_GetArrayItem(cases, i), &t);
     printf("  measured %-20s [%s %.0e%s] %d cases, %d moves, %d prompt rows + %d steps: max|dlogit| %.3e (cases "
@@ -263,12 +265,73 @@ static void test_shifted_cells_give_llama_cpps_logits(void) {
     run_golden("qwen3-tiny-q8_0-kvf32.json");
 }
 
-static void test_shift_under_yarn_rotates_without_its_magnitude_scale(void) {
+static void test_shift_under_yarn_differs_from_llama_cpps_rescaling(void) {
     run_golden("qwen2-tiny-q8_0-yarn.json");
+}
+
+/* The largest |logit difference| at the next token between a prompt decoded at 0.. and moved by +d with
+ * mf_seq_add, and the same prompt decoded at d.. directly. */
+static double moved_vs_direct(mf_context *ctx, int n_vocab, const mf_token *p, int32_t n, int32_t d, mf_token next) {
+    mf_batch b;
+    mf_error err = {0};
+    if (mf_batch_init(&b, n, &err)) return -1;
+    float *moved = malloc(sizeof(float) * (size_t)n_vocab);
+    double worst = -1;
+    mf_seq_rm(ctx, 0, -1, -1);
+    if (!moved || decode(ctx, &b, p, n, 0, false)) goto out;
+    if (mf_seq_add(ctx, 0, 0, -1, d, &err)) {
+        CHECK(0, "seq_add by %d: %s", d, err.msg);
+        goto out;
+    }
+    if (decode(ctx, &b, &next, 1, n + d, false)) goto out;
+    memcpy(moved, mf_get_logits(ctx, -1), sizeof(float) * (size_t)n_vocab);
+    mf_seq_rm(ctx, 0, -1, -1);
+    if (decode(ctx, &b, p, n, d, false) || decode(ctx, &b, &next, 1, n + d, false)) goto out;
+    const float *direct = mf_get_logits(ctx, -1);
+    worst = 0;
+    for (int i = 0; i < n_vocab; i++) worst = fmax(worst, fabs(moved[i] - direct[i]));
+out:
+    free(moved);
+    mf_batch_free(&b);
+    return worst;
+}
+
+/* Rope's relative property: attention sees only differences of positions, so a whole sequence moved by d
+ * answers as the same tokens decoded d later, up to rounding - under YaRN too, whose angle is linear in the
+ * position.  A shift that applied YaRN's magnitude scale again (as llama.cpp's) would grow every moved K row
+ * by 1.106 here.  f32 weights and an f32 cache, so only summation order is left (measured <= 1e-4). */
+static void test_shift_under_yarn_rotates_without_its_magnitude_scale(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/yarn-f32.gguf", mf_test_tmpdir());
+    REQUIRE(mf_golden_gen("--arch qwen2 --preset tiny --type f32 --seed 1 --untied --rope-scaling yarn --rope-scale "
+                          "2.89 --yarn-orig-ctx 4096", path), "mf-genmodel failed");
+    mf_model *m = NULL;
+    mf_context *ctx = NULL;
+    mf_error err = {0};
+    REQUIRE_OK(mf_model_load(path, NULL, &m, &err), "%s", err.msg);
+    mf_context_params cp = mf_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    cp.type_k = cp.type_v = MF_KV_TYPE_F32;
+    REQUIRE_OK(mf_context_new(m, &cp, &ctx, &err), "%s", err.msg);
+    mf_model_info info;
+    mf_model_get_info(m, &info);
+    mf_token p[24];
+    for (int i = 0; i < 24; i++) p[i] = (mf_token)(1000 + 4999 * i % 90000);
+    const int32_t ds[] = {1, 37, 150};
+    for (size_t k = 0; k < 3; k++) {
+        const double w = moved_vs_direct(ctx, info.n_vocab, p, 24, ds[k], 4242);
+        printf("  moved by %d: max|dlogit| from decoding there %.3e\n", ds[k], w);
+        CHECK(w >= 0 && w <= 1e-3, "moved by %d: max|dlogit| %.3e from the same tokens decoded there", ds[k], w);
+    }
+    mf_context_free(ctx);
+    mf_model_free(m);
+    remove(path);
 }
 
 int main(void) {
     RUN(test_shifted_cells_give_llama_cpps_logits);
+    RUN(test_shift_under_yarn_differs_from_llama_cpps_rescaling);
     RUN(test_shift_under_yarn_rotates_without_its_magnitude_scale);
     return mf_test_done();
 }

@@ -422,6 +422,13 @@ static int rope_check(uint32_t type, int64_t n_embd, const mf_kv_rope *r, mf_err
     return 0;
 }
 
+/* The rope cache of a shift by delta: a pure rotation.  A stored K row already carries YaRN's magnitude scale
+ * from its first rope; llama.cpp's build_rope_shift applies it again at every shift (docs/CONFORMANCE.md). */
+static void shift_cache(float *cache, const mf_kv_rope *r, int32_t delta) {
+    const float theta_scale = mf_rope_theta_scale(r->rope.freq_base, r->rope.n_rot);
+    mf_rope_cache(cache, r->rope.n_rot, (float)delta, &r->rope, theta_scale, true);
+}
+
 static void rope_row(uint32_t type, void *row, int64_t n_embd, const mf_kv_rope *r, const float *cache, float *tmp) {
     if (type == MF_TYPE_F32)
         memcpy(tmp, row, sizeof(float) * (size_t)n_embd);
@@ -443,7 +450,7 @@ int mf_kv_rope_row(uint32_t type, void *row, int64_t n_embd, int32_t delta, cons
     int rc = rope_check(type, n_embd, r, err);
     if (rc) return rc;
     float cache[MF_KV_ROPE_MAX];
-    mf_rope_cache(cache, r->rope.n_rot, (float)delta, &r->rope, mf_rope_theta_scale(r->rope.freq_base, r->rope.n_rot), true);
+    shift_cache(cache, r, delta);
     rope_row(type, row, n_embd, r, cache, tmp);
     return 0;
 }
@@ -528,7 +535,7 @@ int mf_kv_seq_add(mf_kv *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta,
         return mf_err(err, MF_E_NOMEM, "out of memory shifting %d cells", hi - lo);
     }
     float cache[MF_KV_ROPE_MAX];
-    mf_rope_cache(cache, rope->rope.n_rot, (float)delta, &rope->rope, mf_rope_theta_scale(rope->rope.freq_base, rope->rope.n_rot), true);
+    shift_cache(cache, rope, delta);
     int32_t n_mv = 0, hook_rc = 0;
     for (int32_t i = lo; i < hi; i++) {
         int32_t c = s->cell[i];
