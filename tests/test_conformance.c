@@ -74,6 +74,7 @@
 #include "gguf/gguf.h"
 #include "minfer.h"
 #include "quant/quant.h"
+#include "support/golden_model.h"
 
 #include <cJSON.h>
 #include <dirent.h>
@@ -155,19 +156,6 @@ static double gap_floor(void) {
 static const char *golden_dir_default = "tests/golden/conformance";
 static const char *golden_dir;
 
-static int ids_of(const cJSON *arr, mf_token **out) {
-    int n = cJSON_GetArraySize(arr);
-    *out = malloc(sizeof(mf_token) * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) (*out)[i] = (mf_token)cJSON_GetArrayItem(arr, i)->valuedouble;
-    return n;
-}
-
-static int argmax(const float *l, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (l[i] > l[b]) b = i;
-    return b;
-}
 
 static int n_threads(void) {
     const char *t = getenv("MF_TEST_THREADS");
@@ -316,9 +304,9 @@ static void run_case(mf_context *ctx, const mf_model_info *info, const cJSON *c,
                      measure *ms) {
     const char *cname = cJSON_GetObjectItem(c, "name")->valuestring;
     mf_token *prompt = NULL, *gen = NULL;
-    int np = ids_of(cJSON_GetObjectItem(c, "prompt"), &prompt);
+    int np = mf_golden_ids(cJSON_GetObjectItem(c, "prompt"), &prompt);
     const cJSON *g = cJSON_GetObjectItem(c, "greedy");
-    int ng = ids_of(cJSON_GetObjectItem(g, "generated"), &gen);
+    int ng = mf_golden_ids(cJSON_GetObjectItem(g, "generated"), &gen);
     const cJSON *steps = cJSON_GetObjectItem(g, "steps");
     mf_error err = {0};
     mf_batch b = {0};
@@ -347,7 +335,7 @@ static void run_case(mf_context *ctx, const mf_model_info *info, const cJSON *c,
         }
         const cJSON *alt = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "eval"), np - 1 + s), "top");
         bool outlier = !other_path_tight(ms, dw, lg, alt) && row_check(ms, dw, tol, true, mname, cname, "greedy step", s);
-        int t = argmax(lg, info->n_vocab);
+        int t = mf_golden_argmax(lg, info->n_vocab);
         /* a tie inside the loose class (old goldens: any step; no-repack: only an outlier step): the rest is
          * teacher-forced */
         if (t != gen[s] && gap < 2 * tol && (!tight || outlier)) {
@@ -397,7 +385,7 @@ static void run_case(mf_context *ctx, const mf_model_info *info, const cJSON *c,
             ms->eval_skipped++;
             continue;
         }
-        int m1 = argmax(l, info->n_vocab);
+        int m1 = mf_golden_argmax(l, info->n_vocab);
         if (m1 != t1 && l1 - l2 < 2 * tol &&
             (!tight || outlier)) { /* inside the class: llama.cpp's choice within 2 tol of our max */
             ms->class_ties++;

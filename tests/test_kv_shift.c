@@ -66,19 +66,6 @@ static double listed(const char *golden, const char *kase) {
 static bool loose; /* the case being checked is a listed outlier: 3% of the top-1 */
 static bool quiet; /* YaRN's moved cases: measured, not checked */
 
-static int ids_of(const cJSON *a, mf_token **out) {
-    const int n = cJSON_GetArraySize(a);
-    *out = malloc(sizeof **out * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) (*out)[i] = cJSON_GetArrayItem(a, i)->valueint;
-    return n;
-}
-
-static int argmax(const float *l, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (l[i] > l[b]) b = i;
-    return b;
-}
 
 /* One row against llama.cpp's top-5 ({"top": [[id, logit], ...]}): every logit within the class, the same top-1
  * unless llama.cpp's gap is below the floor.  Returns the row's worst |d|. */
@@ -99,8 +86,8 @@ static double check_row(const float *l, int n_vocab, const cJSON *row, const cha
     }
     const int want = cJSON_GetArrayItem(cJSON_GetArrayItem(top, 0), 0)->valueint;
     if (!quiet && top1 - top2 >= fmax(0.05, 2 * t))
-        CHECK(argmax(l, n_vocab) == want, "%s %d: minfer's top-1 is %d, llama.cpp's %d (gap %.3f)", what, i,
-              argmax(l, n_vocab), want, top1 - top2);
+        CHECK(mf_golden_argmax(l, n_vocab) == want, "%s %d: minfer's top-1 is %d, llama.cpp's %d (gap %.3f)", what, i,
+              mf_golden_argmax(l, n_vocab), want, top1 - top2);
     return worst;
 }
 
@@ -137,8 +124,8 @@ static double fresh_distance(mf_context *ctx, mf_batch *b, const mf_token *p, in
 static void run_case(mf_context *ctx, int n_vocab, const char *golden, bool yarn, const cJSON *c, tally *t) {
     const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
     mf_token *cache, *prompt;
-    const int32_t nc = ids_of(cJSON_GetObjectItem(c, "cache"), &cache);
-    const int32_t np = ids_of(cJSON_GetObjectItem(c, "prompt"), &prompt);
+    const int32_t nc = mf_golden_ids(cJSON_GetObjectItem(c, "cache"), &cache);
+    const int32_t np = mf_golden_ids(cJSON_GetObjectItem(c, "prompt"), &prompt);
     const int32_t min_chunk = cJSON_GetObjectItem(c, "min_chunk")->valueint;
     const cJSON *moves = cJSON_GetObjectItem(c, "moves"), *rows = cJSON_GetObjectItem(c, "rows");
     const cJSON *steps = cJSON_GetObjectItem(c, "steps");

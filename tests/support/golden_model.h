@@ -5,11 +5,29 @@
 #ifndef MF_TEST_GOLDEN_MODEL_H
 #define MF_TEST_GOLDEN_MODEL_H
 
+#include "minfer.h"
+
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A golden's token ids (a JSON array) into *out (malloc'd; at least one element); their count. */
+static inline int mf_golden_ids(const cJSON *arr, mf_token **out) {
+    const int n = cJSON_GetArraySize(arr);
+    *out = (mf_token *)malloc(sizeof(mf_token) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n && *out; i++) (*out)[i] = (mf_token)cJSON_GetArrayItem(arr, i)->valuedouble;
+    return n;
+}
+
+/* The first largest of n logits (llama.cpp's greedy pick). */
+static inline int mf_golden_argmax(const float *l, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (l[i] > l[b]) b = i;
+    return b;
+}
 
 /* Runs mf-genmodel with args into path. */
 static inline bool mf_golden_gen(const char *args, const char *path) {
