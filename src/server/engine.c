@@ -660,7 +660,7 @@ static int pick_slot(mf_srv_engine *e, const mf_srv_job *j, int32_t *keep, int32
         int32_t c = j->req.cache_prompt ? common_prefix(t, n, j->prompt, j->n_prompt) : 0;
         /* with --cache-reuse an idle slot counts what its own cells would give after the moves */
         int32_t own = c;
-        if (reuse && sl->state == SLOT_IDLE)
+        if (reuse && sl->state == SLOT_IDLE && limit >= 0)
             own = mf_srv_reuse_plan(t, n, j->prompt, j->n_prompt, MF_MIN(c, limit), reuse, NULL, NULL);
         if (sl->state == SLOT_IDLE && (j->slot < 0 || j->slot == i) &&
             (own > best_idle_len || (own == best_idle_len && sl->used_at < e->slots[best_idle].used_at)))
@@ -668,7 +668,8 @@ static int pick_slot(mf_srv_engine *e, const mf_srv_job *j, int32_t *keep, int32
         if (c > best_src_len) src = i, best_src_len = c;
     }
     if (best_idle < 0) return -1;
-    if (best_src_len > best_idle_len && src != best_idle) {
+    /* compared as capped: a copy that would give no more than the idle slot holds is not made */
+    if (MF_MIN(best_src_len, limit) > best_idle_len && src != best_idle) {
         int32_t k = MF_MIN(best_src_len, limit);
         drop_cells(e, best_idle);
         mf_error err = {0};
