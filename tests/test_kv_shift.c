@@ -135,8 +135,7 @@ static void run_case(mf_context *ctx, int n_vocab, const char *golden, bool yarn
     mf_seq_rm(ctx, 0, -1, -1);
     if (decode(ctx, &b, cache, nc, 0, false)) goto out;
     /* the walk: the common prefix capped before the prompt's last token, then the moves */
-    int32_t keep = 0;
-    while (keep < nc && keep < np && cache[keep] == prompt[keep]) keep++;
+    int32_t keep = mf_srv_common_prefix(cache, nc, prompt, np);
     keep = keep < np - 1 ? keep : np - 1;
     mf_srv_move m[16];
     int32_t nm = 0;

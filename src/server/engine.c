@@ -184,12 +184,6 @@ static void make_room(mf_srv_engine *e, int32_t want) {
     }
 }
 
-static int32_t common_prefix(const mf_token *a, int32_t na, const mf_token *b, int32_t nb) {
-    int32_t k = 0;
-    while (k < na && k < nb && a[k] == b[k]) k++;
-    return k;
-}
-
 /* The tokens a slot's sequence holds in cells now. */
 static const mf_token *slot_tokens(const slot *sl, int32_t *n) {
     if (sl->gen) {
@@ -625,12 +619,12 @@ static int32_t job_reuse(const mf_srv_engine *e, const mf_srv_job *j) {
     return j->req.n_cache_reuse >= 0 ? j->req.n_cache_reuse : e->s->o.n_cache_reuse;
 }
 
-/* Slot i's own cells for the job's prompt past their common prefix c (reuse.h): the moves made, the prompt
- * tokens the cells then hold returned, *shifted those that moved. */
-static int32_t reuse_cells(mf_srv_engine *e, int i, const mf_srv_job *j, int32_t c, int32_t *shifted) {
+/* Slot i's own cells for the job's prompt past their common prefix c, runs of at least min_chunk (reuse.h): the
+ * moves made, the prompt tokens the cells then hold returned, *shifted those that moved. */
+static int32_t reuse_cells(mf_srv_engine *e, int i, const mf_srv_job *j, int32_t c, int32_t min_chunk,
+                           int32_t *shifted) {
     int32_t n, n_moves;
     const mf_token *t = slot_tokens(&e->slots[i], &n);
-    const int32_t min_chunk = job_reuse(e, j);
     mf_srv_move *m = malloc(sizeof *m * (size_t)mf_srv_reuse_max_moves(j->n_prompt, min_chunk));
     if (!m) { /* the plain prefix, then */
         mf_seq_rm(e->ctx, i, c, -1);
@@ -657,7 +651,7 @@ static int pick_slot(mf_srv_engine *e, const mf_srv_job *j, int32_t *keep, int32
         const slot *sl = &e->slots[i];
         int32_t n;
         const mf_token *t = slot_tokens(sl, &n);
-        int32_t c = j->req.cache_prompt ? common_prefix(t, n, j->prompt, j->n_prompt) : 0;
+        int32_t c = j->req.cache_prompt ? mf_srv_common_prefix(t, n, j->prompt, j->n_prompt) : 0;
         /* with --cache-reuse an idle slot counts what its own cells would give after the moves */
         int32_t own = c;
         if (reuse && sl->state == SLOT_IDLE && limit >= 0)
@@ -682,7 +676,7 @@ static int pick_slot(mf_srv_engine *e, const mf_srv_job *j, int32_t *keep, int32
     }
     int32_t k = MF_MIN(best_idle_lcp, limit);
     if (reuse && best_idle_len > k) {
-        *keep = reuse_cells(e, best_idle, j, k, shifted);
+        *keep = reuse_cells(e, best_idle, j, k, reuse, shifted);
         return best_idle;
     }
     mf_seq_rm(e->ctx, best_idle, k, -1);

@@ -864,11 +864,10 @@ static int parse_llama_extras(const cJSON *o, mf_srv_req *r, mf_srv_err *e) {
         return BAD(e, "n", "streaming several choices is not available on /completion; use /v1/completions, or "
                    "leave out \"stream\" (the answer is then an array of %d results)", r->n);
     if (get_bool(o, "cache_prompt", &r->cache_prompt, e)) return -1;
-    if (get_int(o, "n_cache_reuse", 0, INT32_MAX, &v, &g, e)) return -1;
-    if (g) r->n_cache_reuse = (int32_t)v;
-    if (g && v > 0 && !r->cache_prompt)
-        return BAD(e, "n_cache_reuse", "'n_cache_reuse' is %lld, which moves cached runs, and 'cache_prompt' is "
-                   "false, which uses no cache; drop one", (long long)v);
+    if (int_into(o, "n_cache_reuse", 0, INT32_MAX, &r->n_cache_reuse, e)) return -1;
+    if (r->n_cache_reuse > 0 && !r->cache_prompt)
+        return BAD(e, "n_cache_reuse", "'n_cache_reuse' is %d, which moves cached runs, and 'cache_prompt' is "
+                   "false, which uses no cache; drop one", r->n_cache_reuse);
     if (get_int(o, "id_slot", -1, INT32_MAX, &v, &g, e)) return -1;
     if (g) r->id_slot = (int32_t)v;
     if (get_bool(o, "ignore_eos", &r->ignore_eos, e)) return -1;

@@ -5,7 +5,7 @@ int32_t mf_srv_reuse_max_moves(int32_t n_prompt, int32_t min_chunk) {
     return n_prompt / (min_chunk > 0 ? min_chunk : 1) + 1;
 }
 
-static int32_t run_length(const mf_token *a, int32_t na, const mf_token *b, int32_t nb) {
+int32_t mf_srv_common_prefix(const mf_token *a, int32_t na, const mf_token *b, int32_t nb) {
     int32_t n = 0;
     while (n < na && n < nb && a[n] == b[n]) n++;
     return n;
@@ -17,7 +17,7 @@ int32_t mf_srv_reuse_plan(const mf_token *cache, int32_t n_cache, const mf_token
     if (n_moves) *n_moves = 0;
     if (min_chunk < 1 || keep >= n_prompt - 1) return keep; /* nothing past the prefix may be covered */
     while (hc < n_cache && hp < n_prompt) {
-        const int32_t n = run_length(cache + hc, n_cache - hc, prompt + hp, n_prompt - hp);
+        const int32_t n = mf_srv_common_prefix(cache + hc, n_cache - hc, prompt + hp, n_prompt - hp);
         if (n < min_chunk) {
             hc++;
             continue;

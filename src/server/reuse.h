@@ -18,6 +18,9 @@ typedef struct {
     int32_t from, to, n; /* the cells at positions [from, from + n) move to [to, to + n) */
 } mf_srv_move;
 
+/* How many leading tokens a and b share (the slot choice's common prefix, and each run of the walk). */
+int32_t mf_srv_common_prefix(const mf_token *a, int32_t na, const mf_token *b, int32_t nb);
+
 /* The plan for a cache of n_cache tokens (token i at position i) and a prompt of n_prompt, past their
  * common prefix `keep` (keep <= both; the caller's, already capped at n_prompt - 1), runs of at least
  * min_chunk >= 1.  Returns the prompt tokens the cells will hold, keep included.  moves (room for
